@@ -1,0 +1,42 @@
+# SPDX-License-Identifier: MIT
+# The front door: make deps | build | run | test | bench  (CONTRACT §1)
+BUILD      ?= build
+BUILD_ASAN ?= build-asan
+PORT       ?= 8080
+
+.PHONY: all deps build build-asan run test bench format format-check clean
+
+all: build
+
+deps:
+	@scripts/deps.sh
+
+$(BUILD)/build.ninja:
+	meson setup $(BUILD) --buildtype=release -Dwerror=true
+
+build: deps $(BUILD)/build.ninja
+	ninja -C $(BUILD)
+
+$(BUILD_ASAN)/build.ninja:
+	meson setup $(BUILD_ASAN) --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false -Dwerror=true
+
+build-asan: deps $(BUILD_ASAN)/build.ninja
+	ninja -C $(BUILD_ASAN)
+
+run: build
+	./$(BUILD)/sandboxd serve --port $(PORT) --definitions examples/apps
+
+test: build build-asan
+	@tests/run.sh
+
+bench: build
+	@bench/run.sh
+
+format:
+	clang-format -i $$(git ls-files 'src/*.c' 'src/*.h' 'tests/*.c')
+
+format-check:
+	@clang-format --dry-run --Werror $$(git ls-files 'src/*.c' 'src/*.h' 'tests/*.c')
+
+clean:
+	rm -rf $(BUILD) $(BUILD_ASAN)

@@ -1,0 +1,130 @@
+# SPDX-License-Identifier: MIT
+"""JIT ("Interpreter Mode"): load one script and call one function of it.
+
+The function is called as fn(request_data, context), or fn(request_data)
+when it takes a single parameter. A dict with an integer statusCode becomes
+an httpResponse; bytes bodies travel base64-encoded.
+"""
+import base64
+import binascii
+import linecache
+import sys
+import types
+
+from sandboxd_runtime import errors
+
+
+def load_module(source, path, name):
+    """Compile and execute source as module `name`; exceptions propagate."""
+    code = compile(source, path, "exec", dont_inherit=True)
+    module = types.ModuleType(name)
+    module.__file__ = path
+    # tracebacks show source lines although the file never exists on disk
+    linecache.cache[path] = (len(source), None, source.splitlines(True), path)
+    sys.modules[name] = module
+    exec(code, module.__dict__)
+    return module
+
+
+def positional_arity(fn):
+    """How many positional arguments fn accepts (2 means 'two or more')."""
+    code = getattr(fn, "__code__", None)
+    if code is not None and not isinstance(fn, type):
+        bound = 1 if getattr(fn, "__self__", None) is not None else 0
+        if code.co_flags & 0x04:  # *args
+            return 2
+        return max(code.co_argcount - bound, 0)
+    import inspect
+
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return 2
+    n = 0
+    for p in params:
+        if p.kind == p.VAR_POSITIONAL:
+            return 2
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            n += 1
+    return n
+
+
+def call(fn, args):
+    result = fn(*args)
+    if isinstance(result, types.CoroutineType):
+        import asyncio
+
+        result = asyncio.run(result)
+    return result
+
+
+def shape(value):
+    """The final frame for a successful return value."""
+    if (
+        isinstance(value, dict)
+        and "statusCode" in value
+        and isinstance(value["statusCode"], int)
+        and not isinstance(value["statusCode"], bool)
+    ):
+        status = value["statusCode"]
+        if not 100 <= status <= 599:
+            return errors.invalid_result(value, "statusCode %d is not an HTTP status" % status)
+        headers = value.get("headers") or {}
+        if not isinstance(headers, dict):
+            return errors.invalid_result(value, "headers must be an object")
+        body = value.get("body")
+        encoding = "utf-8"
+        if isinstance(body, (bytes, bytearray, memoryview)):
+            body = base64.b64encode(bytes(body)).decode("ascii")
+            encoding = "base64"
+        data = {"statusCode": status, "headers": headers, "body": body, "bodyEncoding": encoding}
+        return {"type": "result", "resultType": "httpResponse", "data": data}
+    return {"type": "result", "resultType": "generic", "data": value}
+
+
+def module_name(path):
+    stem = path.rsplit("/", 1)[-1]
+    if stem.endswith(".py"):
+        stem = stem[:-3]
+    name = "".join(c if c.isalnum() or c == "_" else "_" for c in stem) or "script"
+    return "sandbox_" + name
+
+
+def run(job):
+    path = job["path"]
+    try:
+        source = base64.b64decode(job["source"], validate=True)
+    except (binascii.Error, ValueError, TypeError):
+        return errors.error(
+            "MCP_ERROR", "the definition of %s is not valid base64" % path, {"path": path}
+        )
+    try:
+        text = source.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return errors.error(
+            "APPLICATION_ERROR",
+            "%s is not UTF-8 text: %s" % (path, exc),
+            {"type": "UnicodeDecodeError", "message": str(exc), "traceback": ""},
+        )
+    try:
+        module = load_module(text, path, module_name(path))
+    except BaseException as exc:
+        return errors.from_exception(exc)
+    name = job["function"]
+    fn = module.__dict__.get(name)
+    if fn is None or not callable(fn):
+        found = sorted(
+            k for k, v in module.__dict__.items() if callable(v) and not k.startswith("_")
+        )
+        return errors.error(
+            "FUNCTION_NOT_FOUND",
+            "%s has no function %r" % (path, name),
+            {"function": name, "available": found[:50]},
+        )
+    arity = positional_arity(fn)
+    args = (job.get("requestData"), job.get("context"))[: min(arity, 2)] if arity else ()
+    try:
+        value = call(fn, args)
+    except BaseException as exc:
+        return errors.from_exception(exc)
+    return shape(value)

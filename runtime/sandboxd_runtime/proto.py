@@ -1,0 +1,56 @@
+# SPDX-License-Identifier: MIT
+"""Framed JSON messages on fd 3: a 4-byte big-endian length, then UTF-8 JSON.
+
+The protocol fd is separate from stdout and stderr, so nothing a program
+prints (or a C extension writes to fd 1) can be mistaken for a result.
+"""
+import json
+import os
+import struct
+
+FD = 3
+MAX_FRAME = 256 << 20
+_HEADER = struct.Struct(">I")
+
+
+class ProtocolError(Exception):
+    """The host closed the channel or sent something that is not a frame."""
+
+
+def encode(msg):
+    """Serialise msg; raises ValueError/TypeError for values JSON cannot carry."""
+    body = json.dumps(msg, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    return body.encode("utf-8")
+
+
+def write_bytes(body, fd=FD):
+    data = _HEADER.pack(len(body)) + body
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+
+
+def write(msg, fd=FD):
+    write_bytes(encode(msg), fd)
+
+
+def _read_exact(fd, n):
+    chunks = []
+    while n:
+        chunk = os.read(fd, min(n, 1 << 20))
+        if not chunk:
+            raise ProtocolError("channel closed")
+        chunks.append(chunk)
+        n -= len(chunk)
+    return b"".join(chunks)
+
+
+def read(fd=FD):
+    (length,) = _HEADER.unpack(_read_exact(fd, _HEADER.size))
+    if length > MAX_FRAME:
+        raise ProtocolError("frame of %d bytes is over the limit" % length)
+    try:
+        return json.loads(_read_exact(fd, length))
+    except ValueError as exc:
+        raise ProtocolError("frame is not JSON: %s" % exc) from None

@@ -1,0 +1,95 @@
+# SPDX-License-Identifier: MIT
+"""One job per process: announce readiness on fd 3, receive a job, run it,
+answer, exit.
+
+Used both by a cold jailed interpreter and by a cell forked from the
+zygote. The process exits with os._exit() right after answering, so no
+atexit hook, finaliser or non-daemon thread of user code can delay or alter
+the answer.
+"""
+import os
+import resource
+import sys
+
+from sandboxd_runtime import errors, proto
+
+
+def apply_limits(limits):
+    """Per-job limits the process sets on itself before any user code runs."""
+    memory = limits.get("memoryBytes")
+    if memory:
+        # The address-space limit counts what is already mapped (the
+        # interpreter and its libraries) plus what the job may add.
+        with open("/proc/self/statm") as f:
+            mapped = int(f.read().split()[0]) * resource.getpagesize()
+        cap = mapped + int(memory)
+        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+    cpu = limits.get("cpuSeconds")
+    if cpu:
+        cpu = int(cpu)
+        # soft: SIGXCPU; hard one second later: SIGKILL if SIGXCPU was caught
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+
+
+def flush_stdio():
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        try:
+            stream.flush()
+        except Exception:  # user code may have replaced or closed them
+            pass
+
+
+def usage():
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+    return {"cpuUs": int(cpu * 1e6), "maxRssKb": max(me.ru_maxrss, kids.ru_maxrss)}
+
+
+def handle(job):
+    kind = job.get("type")
+    try:
+        apply_limits(job.get("limits") or {})
+    except (OSError, ValueError) as exc:
+        return errors.error("INTERNAL", "cannot apply limits: %s" % exc)
+    if kind == "jit":
+        from sandboxd_runtime import jit
+
+        return jit.run(job)
+    if kind == "executor":
+        from sandboxd_runtime import executor
+
+        return executor.run(job)
+    return errors.error("INTERNAL", "unknown job type %r" % (kind,))
+
+
+def answer(reply):
+    """Send the final frame; a value JSON cannot carry becomes INVALID_RESULT."""
+    flush_stdio()
+    reply["usage"] = usage()
+    try:
+        body = proto.encode(reply)
+    except (TypeError, ValueError, RecursionError, UnicodeError) as exc:
+        value = reply.get("data")
+        if reply.get("resultType") == "executor":
+            value = (value or {}).get("result")
+        fallback = errors.invalid_result(value, str(exc))
+        fallback["usage"] = reply["usage"]
+        body = proto.encode(fallback)
+    proto.write_bytes(body)
+
+
+def serve_one():
+    os.set_inheritable(proto.FD, False)  # user subprocesses must not hold the channel
+    proto.write({"type": "ready", "pid": os.getpid()})
+    job = proto.read()
+    try:
+        reply = handle(job)
+    except MemoryError as exc:
+        reply = errors.from_exception(exc)
+    except BaseException as exc:  # the runtime itself failed: still answer
+        reply = errors.error("INTERNAL", "runtime failure: %r" % (exc,))
+    try:
+        answer(reply)
+    finally:
+        os._exit(0)

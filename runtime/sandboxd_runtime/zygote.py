@@ -1,0 +1,198 @@
+# SPDX-License-Identifier: MIT
+"""The pool's zygote: a jailed interpreter with the runtime already imported
+that forks one fresh cell per execution.
+
+Protocol on fd 3 (a SOCK_SEQPACKET socket, one JSON message per packet,
+fds passed with SCM_RIGHTS):
+  host -> zygote  {"op": "config", ...} + [seccomp filter memfd]   (first)
+                  {"op": "fork", "token": N} + [proto, stdout, stderr]
+  zygote -> host  {"op": "ready"}
+                  {"op": "forked", "token": N, "pid": P} + [pidfd]
+                  {"op": "fork_failed", "token": N, "error": "..."}
+                  {"op": "exit", "token": N, "status": S, "cpuUs": C, "maxRssKb": M}
+
+The zygote never runs untrusted code. Each cell leaves sbx_cell_enter() in
+namespaces of its own with every privilege gone, then serves exactly one
+job (worker.serve_one) and exits. The zygote reaps it and reports the exit.
+When the host closes the socket the zygote exits, and with it (it is init
+of the pid namespace) every cell it forked.
+"""
+import array
+import ctypes
+import gc
+import json
+import os
+import selectors
+import signal
+import socket
+import sys
+
+from sandboxd_runtime import errors, proto, worker
+
+CELL_LIB = "/sandboxd/lib/libsbxcell.so"
+STEP_NAMES = [
+    "unshare(mount, net, ipc, uts, cgroup)", "mount /tmp", "mount /dev/shm", "mount /proc",
+    "read-only /proc", "sethostname", "unshare(user)", "setgroups", "uid_map", "gid_map",
+    "chdir", "file descriptors", "setrlimit", "drop capabilities", "no_new_privs", "seccomp",
+]
+# Imported once here so that every cell starts with them in memory.
+PREIMPORT = (
+    "base64", "binascii", "collections", "dataclasses", "datetime", "decimal", "functools",
+    "hashlib", "itertools", "json", "math", "random", "re", "string", "time", "typing",
+    "uuid", "traceback", "linecache", "ast",
+)
+
+
+class Zygote:
+    def __init__(self):
+        self.ctl = socket.socket(fileno=proto.FD)
+        self.tokens = {}
+        config, fds = self.recv()
+        if config.get("op") != "config":
+            raise SystemExit("zygote: expected a config message first")
+        self.tmp_bytes = int(config["tmpBytes"])
+        self.nofile = int(config["nofile"])
+        self.nproc = int(config["nproc"])
+        self.fsize = int(config["fsize"])
+        self.filter = b""
+        for fd in fds:
+            self.filter = os.pread(fd, 1 << 20, 0)
+            os.close(fd)
+        self.filter_buf = ctypes.create_string_buffer(self.filter, len(self.filter))
+        # PyDLL: the calls keep the GIL, which matters around fork.
+        self.lib = ctypes.PyDLL(CELL_LIB)
+        self.lib.sbx_cell_enter.argtypes = [
+            ctypes.c_uint64, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_void_p,
+            ctypes.c_size_t, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint64,
+            ctypes.POINTER(ctypes.c_int),
+        ]
+        self.lib.sbx_cell_postfork.argtypes = [ctypes.c_int]
+        self.pidns = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
+        for name in PREIMPORT + tuple(config.get("preimport", ())):
+            try:
+                __import__(name)
+            except ImportError:
+                pass
+        from sandboxd_runtime import executor, jit  # noqa: F401  (warm the job modules)
+
+    def recv(self):
+        msg, anc, _flags, _addr = self.ctl.recvmsg(65536, socket.CMSG_SPACE(16 * 4))
+        if not msg:
+            raise EOFError
+        fds = []
+        for level, kind, data in anc:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                a = array.array("i")
+                a.frombytes(data[: len(data) - (len(data) % a.itemsize)])
+                fds.extend(a)
+        return json.loads(msg), fds
+
+    def send(self, msg, fds=()):
+        data = json.dumps(msg).encode()
+        if fds:
+            self.ctl.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
+        else:
+            self.ctl.send(data)
+
+    def fork(self, token, fds):
+        if len(fds) != 3:
+            for fd in fds:
+                os.close(fd)
+            self.send({"op": "fork_failed", "token": token, "error": "expected 3 fds"})
+            return
+        r = self.lib.sbx_cell_prefork()
+        if r < 0:
+            for fd in fds:
+                os.close(fd)
+            self.send({"op": "fork_failed", "token": token, "error": os.strerror(-r)})
+            return
+        pid = os.fork()
+        if pid == 0:
+            self.cell(fds)  # never returns
+        r = self.lib.sbx_cell_postfork(self.pidns)
+        for fd in fds:
+            os.close(fd)
+        if r < 0:
+            # Without its own pid namespace back the zygote cannot fork safely again.
+            sys.stderr.write("zygote: setns back to own pid namespace failed: %s\n" % os.strerror(-r))
+            os._exit(3)
+        self.tokens[pid] = token
+        pidfd = os.pidfd_open(pid)
+        try:
+            self.send({"op": "forked", "token": token, "pid": pid}, [pidfd])
+        finally:
+            os.close(pidfd)
+
+    def cell(self, fds):
+        """In the forked child: confine, then serve one job. Never returns."""
+        try:
+            signal.set_wakeup_fd(-1)
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            step = ctypes.c_int(-1)
+            proto_fd, out_fd, err_fd = fds
+            r = self.lib.sbx_cell_enter(
+                self.tmp_bytes, proto_fd, out_fd, err_fd,
+                ctypes.cast(self.filter_buf, ctypes.c_void_p), len(self.filter),
+                self.nofile, self.nproc, self.fsize, ctypes.byref(step),
+            )
+            if r != 0:
+                name = STEP_NAMES[step.value] if 0 <= step.value < len(STEP_NAMES) else "?"
+                fd = proto.FD if step.value > STEP_NAMES.index("file descriptors") else proto_fd
+                proto.write(
+                    errors.error("INTERNAL", "cell setup failed at %s: %s" % (name, os.strerror(-r)),
+                                 {"step": name}),
+                    fd,
+                )
+                os._exit(127)
+            worker.serve_one()
+        finally:
+            os._exit(126)
+
+    def reap(self):
+        while True:
+            try:
+                pid, status, ru = os.wait4(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            token = self.tokens.pop(pid, None)
+            if token is None:
+                continue
+            cpu = int((ru.ru_utime + ru.ru_stime) * 1e6)
+            self.send({"op": "exit", "token": token, "status": status, "cpuUs": cpu,
+                       "maxRssKb": ru.ru_maxrss})
+
+    def serve(self):
+        rfd, wfd = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        signal.set_wakeup_fd(wfd)
+        signal.signal(signal.SIGCHLD, lambda *_: None)
+        sel = selectors.DefaultSelector()
+        sel.register(self.ctl, selectors.EVENT_READ, "ctl")
+        sel.register(rfd, selectors.EVENT_READ, "sig")
+        gc.collect()
+        gc.freeze()  # forked cells must not copy pages just because the GC touched them
+        self.send({"op": "ready", "pid": os.getpid()})
+        while True:
+            for key, _ in sel.select():
+                if key.data == "sig":
+                    try:
+                        os.read(rfd, 4096)
+                    except BlockingIOError:
+                        pass
+                    self.reap()
+                    continue
+                try:
+                    msg, fds = self.recv()
+                except (EOFError, ConnectionResetError):
+                    os._exit(0)
+                if msg.get("op") == "fork":
+                    self.fork(int(msg["token"]), fds)
+                else:
+                    for fd in fds:
+                        os.close(fd)
+            self.reap()
+
+
+def serve(args):
+    Zygote().serve()

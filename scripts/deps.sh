@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Install the Debian packages sandboxd needs to build, run and test.
+# Idempotent: does nothing when everything is installed.
+set -euo pipefail
+
+PACKAGES=(
+  # build
+  gcc make meson ninja-build pkg-config clang-format
+  libmicrohttpd-dev libcurl4-openssl-dev libjansson-dev libseccomp-dev libyaml-dev
+  libsodium-dev uthash-dev libcmocka-dev
+  # the interpreter inside the jail and the libraries templates use there
+  python3 python3-jinja2 python3-jsonschema python3-yaml
+  # tests and benchmarks
+  python3-pytest valgrind curl wrk bubblewrap util-linux procps iproute2 nodejs npm
+  python3-jupyter-client python3-ipykernel
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+  [[ "$status" == "install ok installed" ]] || missing+=("$p")
+done
+# nodejs from another repository may bundle npm; accept any working npm.
+if [[ " ${missing[*]} " == *" npm "* ]] && command -v npm >/dev/null 2>&1; then
+  missing=("${missing[@]/npm}")
+fi
+read -r -a missing <<<"${missing[*]}"
+[[ ${#missing[@]} -eq 0 ]] && exit 0
+
+echo "deps: installing ${missing[*]}"
+SUDO=()
+if [[ $(id -u) -ne 0 ]]; then
+  if command -v sudo >/dev/null 2>&1; then SUDO=(sudo); else
+    echo "deps: need root (or sudo) to install: ${missing[*]}" >&2; exit 1
+  fi
+fi
+export DEBIAN_FRONTEND=noninteractive
+if ! "${SUDO[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"; then
+  "${SUDO[@]}" apt-get update -q
+  "${SUDO[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi

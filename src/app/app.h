@@ -1,0 +1,84 @@
+// SPDX-License-Identifier: MIT
+/*
+ * app — everything a request needs, assembled once by `sandboxd serve`
+ * (jail config, framework client, definition cache, execution manager, warm
+ * pool, metrics), and the handlers that turn a validated /execute request
+ * into a response: JIT and EXECUTOR here, LLM and WORKFLOW in flow/.
+ *
+ * app_run_job() is the single path from a job to a verdict: admission by the
+ * manager, a cell from the pool (or a cold one), limits, execution, release.
+ */
+#ifndef SANDBOXD_APP_APP_H
+#define SANDBOXD_APP_APP_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "api/request.h"
+#include "app/defs.h"
+#include "app/metrics.h"
+#include "app/response.h"
+#include "exec/manager.h"
+#include "exec/run.h"
+#include "jail/jail.h"
+#include "mcp/framework.h"
+
+struct pool;
+
+struct app_options {
+    int64_t default_timeout_ms;
+    int64_t max_timeout_ms;
+    uint64_t default_memory_mb;
+    uint64_t max_memory_mb;
+    size_t output_limit; /* stdout + stderr bytes per execution */
+    size_t max_frame;    /* largest result a sandbox may send */
+    uint64_t nproc;
+    uint64_t nofile;
+};
+
+struct app {
+    struct app_options opt;
+    struct jail_config *jail;
+    struct framework *fw;
+    struct defs *defs;
+    struct manager *mgr;
+    struct pool *pool; /* NULL: every execution spawns a cold interpreter */
+    struct metrics *metrics;
+    json_t *isolation; /* what the start-up self-test observed */
+    int64_t started_us;
+};
+
+struct app_run {
+    json_t *job;                  /* borrowed; "limits" is added */
+    const char *history_key;      /* adaptive timeouts; NULL: none */
+    int64_t requested_timeout_ms; /* 0: not requested */
+    int64_t requested_memory_mb;
+    struct exec_outcome outcome; /* filled; release with app_run_done */
+    struct response_limits limits;
+    int64_t queue_wait_us;
+    bool pool_hit;
+    const char *timeout_rule;
+};
+
+/* 0 when the job ran (whatever its verdict), -EBUSY when the queue is full (answer 503),
+ * -ETIMEDOUT when it waited in the queue past its timeout, other -errno when no sandbox could
+ * be started (answer 500). */
+int app_run_job(struct app *a, struct app_run *run);
+void app_run_done(struct app_run *run);
+
+/* The /execute handlers. Fill *ret_status (200, 500, 503) and *ret_body. */
+struct app_reply {
+    int status;
+    json_t *body;
+    unsigned retry_after; /* 503 */
+};
+void app_execute(struct app *a, const struct request_spec *s, struct app_reply *ret);
+/* The context object handed to user functions: appId, componentId, requestId, traceId,
+ * taskDetails (new reference). */
+json_t *app_user_context(const struct request_spec *s);
+/* metrics/log bookkeeping shared by every handler */
+void app_finish(struct app *a, const struct request_spec *s, struct app_reply *reply,
+                int64_t start_us);
+
+#endif

@@ -1,0 +1,263 @@
+// SPDX-License-Identifier: MIT
+/*
+ * execute — the JIT and EXECUTOR handlers of /execute and the common path
+ * from a job to a verdict (see app.h).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app/app.h"
+#include "exec/cell.h"
+#include "pool/pool.h"
+#include "util/clock.h"
+#include "util/log.h"
+#include "util/macros.h"
+
+void app_run_done(struct app_run *run)
+{
+    exec_outcome_done(&run->outcome);
+}
+
+static int64_t app_clamp(int64_t v, int64_t lo, int64_t hi)
+{
+    return v < lo ? lo : (v > hi ? hi : v);
+}
+
+int app_run_job(struct app *a, struct app_run *run)
+{
+    const struct app_options *o = &a->opt;
+    int64_t timeout_ms =
+        manager_timeout_ms(a->mgr, run->history_key, run->requested_timeout_ms, &run->timeout_rule);
+    int64_t memory_mb = run->requested_memory_mb
+                            ? app_clamp(run->requested_memory_mb, 16, (int64_t)o->max_memory_mb)
+                            : (int64_t)o->default_memory_mb;
+    run->limits = (struct response_limits){
+        .timeout_ms = timeout_ms,
+        .memory_mb = (uint64_t)memory_mb,
+        .output_bytes = o->output_limit,
+    };
+    int64_t cpu_s = (timeout_ms + 999) / 1000;
+    json_object_set_new(run->job, "limits",
+                        json_pack("{s:I, s:I}", "memoryBytes", (json_int_t)memory_mb << 20,
+                                  "cpuSeconds", (json_int_t)cpu_s));
+
+    int64_t start = clock_mono_us();
+    int r = manager_enter(a->mgr, start + timeout_ms * 1000, &run->queue_wait_us);
+    if (r < 0)
+        return r;
+    struct jail_limits lim = jail_limits_default(a->jail);
+    lim.nproc = o->nproc;
+    lim.nofile = o->nofile;
+    lim.memory = (uint64_t)memory_mb << 20;
+    struct cell *cell = NULL;
+    if (a->pool)
+        r = pool_acquire(a->pool, &lim, start + timeout_ms * 1000, &cell, &run->pool_hit);
+    else
+        r = cell_spawn_cold(a->jail, &lim, o->max_frame, &cell);
+    if (r < 0) {
+        manager_leave(a->mgr);
+        metrics_isolation_failure(a->metrics);
+        return r;
+    }
+    int64_t left_ms = timeout_ms - (clock_mono_us() - start) / 1000;
+    struct exec_request req = {
+        .job = run->job,
+        .timeout_us = (left_ms > 1 ? left_ms : 1) * 1000,
+        .cpu_limit_us = (uint64_t)cpu_s * 1000000,
+        .output_limit = o->output_limit,
+    };
+    r = exec_run(cell, &req, &run->outcome);
+    manager_leave(a->mgr);
+    cell_free(cell);
+    const struct verdict *v = &run->outcome.verdict;
+    bool ok =
+        v->status == VERDICT_OK && run->outcome.final &&
+        strcmp(json_string_value(json_object_get(run->outcome.final, "type")) ?: "", "result") == 0;
+    manager_record(a->mgr, run->history_key, v->wall_us, ok);
+    return r < 0 ? r : 0;
+}
+
+json_t *app_user_context(const struct request_spec *s)
+{
+    json_t *c = json_pack("{s:s?, s:s?, s:s, s:s?, s:s, s:O?}", "appId", s->app_id, "componentId",
+                          s->component_id, "requestId", s->request_id, "traceId", s->trace_id,
+                          "handlerType", s->handler_name, "taskDetails", s->task);
+    return c;
+}
+
+static const char *app_result_label(json_t *body, int status)
+{
+    if (status == 503)
+        return "rejected";
+    if (status >= 500)
+        return "internal";
+    const char *rt = json_string_value(json_object_get(body, "resultType"));
+    if (!rt || strcmp(rt, "error") != 0)
+        return "ok";
+    const char *code = json_string_value(json_object_get(json_object_get(body, "data"), "code"));
+    if (!code)
+        return "error";
+    if (strcmp(code, "TIMEOUT") == 0)
+        return "timeout";
+    if (strcmp(code, "MEMORY_LIMIT") == 0)
+        return "memory_limit";
+    if (strcmp(code, "OUTPUT_LIMIT") == 0)
+        return "output_limit";
+    if (strcmp(code, "KILLED") == 0)
+        return "killed";
+    return "error";
+}
+
+void app_finish(struct app *a, const struct request_spec *s, struct app_reply *reply,
+                int64_t start_us)
+{
+    const char *label = app_result_label(reply->body, reply->status);
+    metrics_request(a->metrics, s->handler_name, label, clock_mono_us() - start_us);
+    json_t *data = json_object_get(reply->body, "data");
+    const char *code = json_string_value(json_object_get(data, "code"));
+    if (reply->status == 200 && code) {
+        const char *msg = json_string_value(json_object_get(data, "message"));
+        char *text = NULL;
+        if (asprintf(&text, "%s failed: %s: %s", s->handler_name, code, msg ? msg : "") < 0)
+            text = NULL;
+        framework_log(a->fw, s->endpoint, "warn", text ? text : code,
+                      json_pack("{s:s, s:s?, s:s?, s:s?, s:s, s:s}", "requestId", s->request_id,
+                                "appId", s->app_id, "componentId", s->component_id, "traceId",
+                                s->trace_id, "handlerType", s->handler_name, "code", code));
+        free(text);
+    }
+    log_fields(reply->status >= 500 ? LOG_ERROR : LOG_INFO, "execute",
+               json_pack("{s:s, s:i, s:s, s:f}", "handler", s->handler_name, "status",
+                         reply->status, "result", label, "durationMs",
+                         (double)(clock_mono_us() - start_us) / 1000.0));
+}
+
+/* Map the outcome of app_run_job to a reply. */
+static void app_reply_run(struct app *a, const struct request_spec *s, struct app_run *run, int r,
+                          enum response_kind kind, const struct framework_stats *fst,
+                          struct app_reply *ret)
+{
+    if (r == -EBUSY) {
+        ret->status = 503;
+        ret->retry_after = manager_retry_after(a->mgr);
+        ret->body = json_pack("{s:{s:s, s:s}}", "error", "code", "OVERLOADED", "message",
+                              "the execution queue is full; retry later");
+        return;
+    }
+    if (r == -ETIMEDOUT && !run->outcome.final && run->outcome.verdict.status == VERDICT_OK) {
+        /* Timed out while still queued. */
+        ret->status = 200;
+        ret->body = response_error(
+            s->request_id, "TIMEOUT", "the execution waited in the queue past its time limit",
+            json_pack("{s:I, s:b}", "timeoutMs", (json_int_t)run->limits.timeout_ms, "queued", 1));
+        return;
+    }
+    struct response_metrics m = {
+        .queue_wait_us = run->queue_wait_us,
+        .mcp_calls = fst ? fst->calls : 0,
+        .mcp_us = fst ? fst->us : 0,
+        .pool_hit = run->pool_hit,
+    };
+    json_t *body =
+        r < 0 ? NULL : response_build(s->request_id, kind, &run->outcome, &run->limits, &m);
+    if (!body) {
+        ret->status = 500;
+        ret->body = json_pack("{s:{s:s, s:s}}", "error", "code", "INTERNAL", "message",
+                              run->outcome.internal ? run->outcome.internal
+                                                    : "the sandbox could not be started");
+        return;
+    }
+    if (kind == RESPONSE_JIT) {
+        json_object_set_new(body, "stdout", response_text(&run->outcome.out));
+        json_object_set_new(body, "stderr", response_text(&run->outcome.err));
+    }
+    json_t *v = json_object_get(body, "verdict");
+    if (v && run->timeout_rule)
+        json_object_set_new(v, "timeoutRule", json_string(run->timeout_rule));
+    ret->status = 200;
+    ret->body = body;
+}
+
+static void app_jit(struct app *a, const struct request_spec *s, struct app_reply *ret)
+{
+    struct framework_stats fst = {0};
+    struct defs_result def;
+    defs_get(a->defs, s->endpoint, s->app_id, s->script, &fst, &def);
+    if (def.status != DEFS_OK) {
+        bool nf = def.status == DEFS_NOT_FOUND;
+        json_t *details = def.details ? json_incref(def.details) : json_object();
+        json_object_set_new(details, "script", json_string(s->script));
+        ret->status = 200;
+        ret->body = response_error(s->request_id, nf ? "SCRIPT_NOT_FOUND" : "MCP_ERROR",
+                                   def.message ? def.message : "definition unavailable", details);
+        defs_result_done(&def);
+        return;
+    }
+    json_t *job = json_pack("{s:s, s:s, s:s, s:s, s:O, s:o}", "type", "jit", "source",
+                            def.content_b64, "path", s->script, "function", s->function,
+                            "requestData", s->request_data, "context", app_user_context(s));
+    defs_result_done(&def);
+    char *key = NULL;
+    if (asprintf(&key, "%s/%s#%s", s->app_id, s->script, s->function) < 0)
+        key = NULL;
+    struct app_run run = {
+        .job = job,
+        .history_key = key,
+        .requested_timeout_ms = s->timeout_ms,
+        .requested_memory_mb = s->memory_mb,
+    };
+    int r = job ? app_run_job(a, &run) : -ENOMEM;
+    app_reply_run(a, s, &run, r, RESPONSE_JIT, &fst, ret);
+    app_run_done(&run);
+    json_decref(job);
+    free(key);
+}
+
+static void app_executor(struct app *a, const struct request_spec *s, struct app_reply *ret)
+{
+    json_t *job = json_pack("{s:s, s:s}", "type", "executor", "code", s->code);
+    if (job) {
+        if (s->class_name) {
+            json_object_set_new(job, "className", json_string(s->class_name));
+            json_object_set_new(job, "methodName", json_string(s->method_name));
+        }
+        if (s->function_name)
+            json_object_set_new(job, "functionName", json_string(s->function_name));
+        json_object_set_new(job, "methodParams",
+                            s->method_params ? json_deep_copy(s->method_params) : json_object());
+    }
+    struct app_run run = {
+        .job = job,
+        .requested_timeout_ms = s->timeout_ms,
+        .requested_memory_mb = s->memory_mb,
+    };
+    int r = job ? app_run_job(a, &run) : -ENOMEM;
+    app_reply_run(a, s, &run, r, RESPONSE_EXECUTOR, NULL, ret);
+    app_run_done(&run);
+    json_decref(job);
+}
+
+void app_execute(struct app *a, const struct request_spec *s, struct app_reply *ret)
+{
+    *ret = (struct app_reply){0};
+    int64_t start = clock_mono_us();
+    log_context_set(s->request_id, s->app_id);
+    switch (s->handler) {
+    case HANDLER_JIT:
+        app_jit(a, s, ret);
+        break;
+    case HANDLER_EXECUTOR:
+        app_executor(a, s, ret);
+        break;
+    case HANDLER_LLM:
+    case HANDLER_WORKFLOW:
+        ret->status = 501;
+        ret->body = json_pack("{s:{s:s, s:s}}", "error", "code", "NOT_IMPLEMENTED", "message",
+                              "this handler type is not available in this build");
+        break;
+    }
+    app_finish(a, s, ret, start);
+    log_context_clear();
+}

@@ -1,0 +1,183 @@
+// SPDX-License-Identifier: MIT
+/*
+ * response — see response.h.
+ */
+#include "app/response.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "util/macros.h"
+
+void response_metric(json_t *metrics, const char *name, const char *unit, double value)
+{
+    json_array_append_new(metrics,
+                          json_pack("{s:s, s:s, s:f}", "name", name, "unit", unit, "value", value));
+}
+
+json_t *response_error(const char *request_id, const char *code, const char *message,
+                       json_t *details)
+{
+    json_t *data = json_pack("{s:s, s:s, s:o}", "code", code, "message", message, "details",
+                             details ? details : json_object());
+    if (!data)
+        return NULL;
+    return json_pack("{s:s, s:s, s:o}", "requestId", request_id, "resultType", "error", "data",
+                     data);
+}
+
+json_t *response_text(const struct buf *b)
+{
+    /* Output bytes are not necessarily UTF-8; invalid sequences are replaced so the
+     * response stays valid JSON. */
+    if (!b->len)
+        return json_string("");
+    json_t *s = json_stringn(b->data, b->len);
+    if (s)
+        return s;
+    char *copy = malloc(b->len * 3 + 1);
+    if (!copy)
+        return json_string("");
+    size_t k = 0;
+    const unsigned char *p = (const unsigned char *)b->data;
+    for (size_t i = 0; i < b->len;) {
+        size_t n = 0;
+        if (p[i] < 0x80)
+            n = 1;
+        else if ((p[i] & 0xE0) == 0xC0)
+            n = 2;
+        else if ((p[i] & 0xF0) == 0xE0)
+            n = 3;
+        else if ((p[i] & 0xF8) == 0xF0)
+            n = 4;
+        bool ok = n > 0 && i + n <= b->len;
+        for (size_t j = 1; ok && j < n; j++)
+            ok = (p[i + j] & 0xC0) == 0x80;
+        if (ok && json_stringn((const char *)p + i, n)) {
+            memcpy(copy + k, p + i, n);
+            k += n;
+            i += n;
+        } else {
+            memcpy(copy + k, "\xEF\xBF\xBD", 3); /* U+FFFD */
+            k += 3;
+            i += 1;
+        }
+    }
+    json_t *r = json_stringn(copy, k);
+    free(copy);
+    return r ? r : json_string("");
+}
+
+static json_t *response_limit_error(const char *rid, const struct exec_outcome *o,
+                                    const struct response_limits *lim)
+{
+    const struct verdict *v = &o->verdict;
+    char msg[256];
+    json_t *d = json_object();
+    json_object_set_new(d, "stdout", response_text(&o->out));
+    json_object_set_new(d, "stderr", response_text(&o->err));
+    switch (v->status) {
+    case VERDICT_TIMEOUT:
+        if (v->cpu_limit)
+            snprintf(msg, sizeof(msg), "execution exceeded its cpu time limit");
+        else
+            snprintf(msg, sizeof(msg), "execution exceeded the time limit of %lld ms",
+                     (long long)lim->timeout_ms);
+        json_object_set_new(d, "timeoutMs", json_integer(lim->timeout_ms));
+        json_object_set_new(d, "limit", json_string(v->cpu_limit ? "cpu" : "wall"));
+        return response_error(rid, "TIMEOUT", msg, d);
+    case VERDICT_MEMORY_LIMIT:
+        snprintf(msg, sizeof(msg), "execution exceeded the memory limit of %llu MB",
+                 (unsigned long long)lim->memory_mb);
+        json_object_set_new(d, "memoryMb", json_integer((json_int_t)lim->memory_mb));
+        return response_error(rid, "MEMORY_LIMIT", msg, d);
+    case VERDICT_OUTPUT_LIMIT:
+        snprintf(msg, sizeof(msg), "stdout and stderr exceeded the limit of %llu bytes",
+                 (unsigned long long)lim->output_bytes);
+        json_object_set_new(d, "limitBytes", json_integer((json_int_t)lim->output_bytes));
+        return response_error(rid, "OUTPUT_LIMIT", msg, d);
+    case VERDICT_KILLED: {
+        const char *abbrev = sigabbrev_np(v->signal);
+        snprintf(msg, sizeof(msg), "the sandboxed process was killed by signal %d (SIG%s)",
+                 v->signal, abbrev ? abbrev : "?");
+        json_object_set_new(d, "signal", json_integer(v->signal));
+        return response_error(rid, "KILLED", msg, d);
+    }
+    case VERDICT_PROTOCOL:
+        json_object_set_new(d, "reason", json_string(o->internal ? o->internal : "protocol"));
+        return response_error(rid, "INVALID_RESULT",
+                              o->internal ? o->internal : "the sandbox broke the result protocol",
+                              d);
+    case VERDICT_EXITED:
+        snprintf(msg, sizeof(msg),
+                 "the sandboxed process exited with code %d before returning a result",
+                 v->exit_code);
+        json_object_set_new(d, "exitCode", json_integer(v->exit_code));
+        json_object_set_new(d, "type", json_string("ProcessExit"));
+        return response_error(rid, "APPLICATION_ERROR", msg, d);
+    default:
+        json_decref(d);
+        return NULL;
+    }
+}
+
+static json_t *response_from_final(const char *rid, enum response_kind kind,
+                                   const struct exec_outcome *o, const struct response_limits *lim)
+{
+    json_t *f = o->final;
+    const char *type = json_string_value(json_object_get(f, "type"));
+    if (type && strcmp(type, "error") == 0) {
+        const char *code = json_string_value(json_object_get(f, "code"));
+        const char *message = json_string_value(json_object_get(f, "message"));
+        json_t *details = json_object_get(f, "details");
+        details = json_is_object(details) ? json_deep_copy(details) : json_object();
+        json_object_set_new(details, "stderr", response_text(&o->err));
+        if (code && strcmp(code, "MEMORY_LIMIT") == 0)
+            json_object_set_new(details, "memoryMb", json_integer((json_int_t)lim->memory_mb));
+        if (kind == RESPONSE_EXECUTOR || !json_object_get(details, "stdout"))
+            json_object_set_new(details, "stdout", response_text(&o->out));
+        return response_error(rid, code ? code : "INTERNAL", message ? message : "", details);
+    }
+    const char *rtype = json_string_value(json_object_get(f, "resultType"));
+    json_t *data = json_object_get(f, "data");
+    if (kind == RESPONSE_EXECUTOR) {
+        json_t *res = json_object_get(data, "result");
+        json_t *d = json_pack("{s:O, s:o, s:o}", "result", res ? res : json_null(), "stdout",
+                              response_text(&o->out), "stderr", response_text(&o->err));
+        return json_pack("{s:s, s:s, s:o}", "requestId", rid, "resultType", "generic", "data", d);
+    }
+    if (!rtype || (strcmp(rtype, "generic") != 0 && strcmp(rtype, "httpResponse") != 0))
+        return response_error(rid, "INTERNAL", "the runtime answered with an unknown result type",
+                              NULL);
+    return json_pack("{s:s, s:s, s:O}", "requestId", rid, "resultType", rtype, "data",
+                     data ? data : json_null());
+}
+
+json_t *response_build(const char *rid, enum response_kind kind, const struct exec_outcome *o,
+                       const struct response_limits *lim, const struct response_metrics *m)
+{
+    const struct verdict *v = &o->verdict;
+    json_t *resp;
+    if (v->status == VERDICT_INTERNAL)
+        return NULL;
+    if (o->final && v->status != VERDICT_OUTPUT_LIMIT)
+        resp = response_from_final(rid, kind, o, lim);
+    else
+        resp = response_limit_error(rid, o, lim);
+    if (!resp)
+        return NULL;
+    json_t *metrics = json_array();
+    response_metric(metrics, "sandbox.duration", "ms", (double)v->wall_us / 1000.0);
+    response_metric(metrics, "sandbox.cpu_time", "ms", (double)v->cpu_us / 1000.0);
+    response_metric(metrics, "sandbox.memory_peak", "By", (double)v->memory_peak);
+    if (m) {
+        response_metric(metrics, "sandbox.queue_wait", "ms", (double)m->queue_wait_us / 1000.0);
+        response_metric(metrics, "sandbox.pool_hit", "1", m->pool_hit ? 1 : 0);
+        response_metric(metrics, "mcp.calls", "1", m->mcp_calls);
+        response_metric(metrics, "mcp.duration", "ms", (double)m->mcp_us / 1000.0);
+    }
+    json_object_set_new(resp, "metrics", metrics);
+    json_object_set_new(resp, "verdict", verdict_to_json(v));
+    return resp;
+}

@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: MIT
+/*
+ * response — turn an execution outcome into the /execute response body
+ * (CONTRACT §3): resultType, data, metrics, plus the verdict. Shared by the
+ * HTTP API and `sandboxd run`, so both print exactly the same objects.
+ */
+#ifndef SANDBOXD_APP_RESPONSE_H
+#define SANDBOXD_APP_RESPONSE_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "exec/run.h"
+
+enum response_kind {
+    RESPONSE_JIT,      /* data is the function's value */
+    RESPONSE_EXECUTOR, /* data is {result, stdout, stderr} */
+};
+
+struct response_limits {
+    int64_t timeout_ms;
+    uint64_t memory_mb;
+    uint64_t output_bytes;
+};
+
+struct response_metrics {
+    int64_t queue_wait_us;
+    unsigned mcp_calls;
+    int64_t mcp_us;
+    bool pool_hit;
+};
+
+/* The whole response object {requestId, resultType, data, metrics, verdict} (new reference).
+ * Returns NULL on allocation failure or when the outcome is INTERNAL (the caller answers 500). */
+json_t *response_build(const char *request_id, enum response_kind kind,
+                       const struct exec_outcome *o, const struct response_limits *lim,
+                       const struct response_metrics *m);
+/* An error response {requestId, resultType: "error", data: {code, message, details}}. Steals
+ * details (may be NULL). */
+json_t *response_error(const char *request_id, const char *code, const char *message,
+                       json_t *details);
+/* Captured output as a JSON string; invalid UTF-8 becomes U+FFFD (new reference). */
+json_t *response_text(const struct buf *b);
+/* Append {name, unit, value} to a metrics array. */
+void response_metric(json_t *metrics, const char *name, const char *unit, double value);
+
+#endif

@@ -1,0 +1,154 @@
+// SPDX-License-Identifier: MIT
+/*
+ * common — see common.h.
+ */
+#include "cmd/common.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "util/log.h"
+#include "util/macros.h"
+
+#ifndef SANDBOXD_RUNTIME_DIR
+#define SANDBOXD_RUNTIME_DIR ""
+#endif
+
+int common_parse_u64(const char *name, const char *s, uint64_t min, uint64_t max, uint64_t *ret)
+{
+    char *end;
+    errno = 0;
+    if (!s || !*s || *s == '-' || *s == '+') {
+        fprintf(stderr, "sandboxd: --%s: expected a number, got '%s'\n", name, s ? s : "");
+        return -1;
+    }
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end || v < min || v > max) {
+        fprintf(stderr, "sandboxd: --%s: '%s' is not a number in [%llu, %llu]\n", name, s,
+                (unsigned long long)min, (unsigned long long)max);
+        return -1;
+    }
+    *ret = v;
+    return 0;
+}
+
+int common_opt(struct common_opts *c, int opt, const char *arg)
+{
+    switch (opt) {
+    case COMMON_OPT_PYTHON:
+        c->python = arg;
+        return 1;
+    case COMMON_OPT_RUNTIME_DIR:
+        c->runtime_dir = arg;
+        return 1;
+    case COMMON_OPT_CELL_LIB:
+        c->cell_lib = arg;
+        return 1;
+    case COMMON_OPT_BIND: {
+        const char **b = realloc(c->binds, (c->n_binds + 2) * sizeof(*b));
+        if (!b)
+            return -1;
+        c->binds = b;
+        c->binds[c->n_binds++] = arg;
+        c->binds[c->n_binds] = NULL;
+        return 1;
+    }
+    case COMMON_OPT_TMP_MB:
+        return common_parse_u64("tmp-size-mb", arg, 1, 1 << 20, &c->tmp_mb) < 0 ? -1 : 1;
+    case COMMON_OPT_SANDBOX_UID:
+        return common_parse_u64("sandbox-uid", arg, 1, UINT32_MAX - 1, &c->sandbox_uid) < 0 ? -1
+                                                                                            : 1;
+    case COMMON_OPT_NO_CGROUPS:
+        c->no_cgroups = true;
+        return 1;
+    case COMMON_OPT_INSECURE_NO_SECCOMP:
+        c->insecure_no_seccomp = true;
+        return 1;
+    case COMMON_OPT_LOG_LEVEL: {
+        enum log_level lvl;
+        if (log_level_parse(arg, &lvl) < 0) {
+            fprintf(stderr, "sandboxd: --log-level: unknown level '%s'\n", arg);
+            return -1;
+        }
+        log_set_level(lvl);
+        return 1;
+    }
+    default:
+        return 0;
+    }
+}
+
+static char *common_exe_dir(void)
+{
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n <= 0)
+        return NULL;
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (!slash)
+        return NULL;
+    *slash = '\0';
+    return strdup(exe);
+}
+
+static char *common_find(const char *dir, const char *const *rels, bool want_dir)
+{
+    for (size_t i = 0; rels[i]; i++) {
+        char path[PATH_MAX], real[PATH_MAX];
+        if (rels[i][0] == '/')
+            snprintf(path, sizeof(path), "%s", rels[i]);
+        else if (dir)
+            snprintf(path, sizeof(path), "%s/%s", dir, rels[i]);
+        else
+            continue;
+        if (!*path || !realpath(path, real))
+            continue;
+        if (want_dir && access(real, X_OK) < 0)
+            continue;
+        return strdup(real);
+    }
+    return NULL;
+}
+
+int common_resolve(struct common_opts *c, struct jail_options *ret)
+{
+    _cleanup_free_ char *dir = common_exe_dir();
+    if (!c->runtime_dir) {
+        const char *rels[] = {"../runtime", "runtime", "../share/sandboxd/runtime",
+                              SANDBOXD_RUNTIME_DIR, NULL};
+        c->runtime_dir_buf = common_find(dir, rels, true);
+        if (!c->runtime_dir_buf)
+            return log_errno(LOG_ERROR, ENOENT,
+                             "cannot find the runtime directory next to the binary; "
+                             "use --runtime-dir");
+        c->runtime_dir = c->runtime_dir_buf;
+    }
+    if (!c->cell_lib) {
+        const char *rels[] = {"libsbxcell.so", "../lib/sandboxd/libsbxcell.so", NULL};
+        c->cell_lib_buf = common_find(dir, rels, false);
+        c->cell_lib = c->cell_lib_buf; /* optional: the pool needs it, `run` does not */
+    }
+    *ret = (struct jail_options){
+        .python = c->python,
+        .runtime_dir = c->runtime_dir,
+        .cell_lib = c->cell_lib,
+        .binds = c->binds,
+        .tmp_bytes = (c->tmp_mb ? c->tmp_mb : 64) << 20,
+        .sandbox_uid = (uid_t)c->sandbox_uid,
+        .cgroups = !c->no_cgroups,
+        .insecure = c->insecure_no_seccomp ? JAIL_INSECURE_NO_SECCOMP : 0,
+    };
+    return 0;
+}
+
+void common_done(struct common_opts *c)
+{
+    free(c->binds);
+    free(c->runtime_dir_buf);
+    free(c->cell_lib_buf);
+    *c = (struct common_opts){0};
+}

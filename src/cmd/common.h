@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: MIT
+/*
+ * common — options every subcommand shares (interpreter, runtime location,
+ * jail knobs, logging), the lookup of the runtime next to the binary, and
+ * number parsing that rejects garbage instead of reading it as zero.
+ */
+#ifndef SANDBOXD_CMD_COMMON_H
+#define SANDBOXD_CMD_COMMON_H
+
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "jail/jail.h"
+
+struct common_opts {
+    const char *python;
+    const char *runtime_dir;
+    const char *cell_lib;
+    const char **binds; /* NULL-terminated, grown by --bind */
+    size_t n_binds;
+    uint64_t tmp_mb;
+    uint64_t sandbox_uid;
+    bool no_cgroups;
+    bool insecure_no_seccomp;
+    /* resolved by common_resolve() */
+    char *runtime_dir_buf;
+    char *cell_lib_buf;
+};
+
+enum {
+    COMMON_OPT_PYTHON = 1000,
+    COMMON_OPT_RUNTIME_DIR,
+    COMMON_OPT_CELL_LIB,
+    COMMON_OPT_BIND,
+    COMMON_OPT_TMP_MB,
+    COMMON_OPT_SANDBOX_UID,
+    COMMON_OPT_NO_CGROUPS,
+    COMMON_OPT_INSECURE_NO_SECCOMP,
+    COMMON_OPT_LOG_LEVEL,
+    COMMON_OPT_LAST,
+};
+
+#define COMMON_LONG_OPTIONS                                                                        \
+    {"python", required_argument, NULL, COMMON_OPT_PYTHON},                                        \
+        {"runtime-dir", required_argument, NULL, COMMON_OPT_RUNTIME_DIR},                          \
+        {"cell-lib", required_argument, NULL, COMMON_OPT_CELL_LIB},                                \
+        {"bind", required_argument, NULL, COMMON_OPT_BIND},                                        \
+        {"tmp-size-mb", required_argument, NULL, COMMON_OPT_TMP_MB},                               \
+        {"sandbox-uid", required_argument, NULL, COMMON_OPT_SANDBOX_UID},                          \
+        {"no-cgroups", no_argument, NULL, COMMON_OPT_NO_CGROUPS},                                  \
+        {"insecure-no-seccomp", no_argument, NULL, COMMON_OPT_INSECURE_NO_SECCOMP},                \
+    {                                                                                              \
+        "log-level", required_argument, NULL, COMMON_OPT_LOG_LEVEL                                 \
+    }
+
+#define COMMON_HELP                                                                                \
+    "Sandbox options:\n"                                                                           \
+    "  --python PATH          interpreter inside the jail (default /usr/bin/python3)\n"            \
+    "  --runtime-dir DIR      sandboxd's Python runtime (default: found next to the binary)\n"     \
+    "  --cell-lib PATH        libsbxcell.so (default: next to the binary)\n"                       \
+    "  --bind SRC[:DST]       extra read-only bind mount (repeatable)\n"                           \
+    "  --tmp-size-mb N        size of the sandbox's writable /tmp (default 64)\n"                  \
+    "  --sandbox-uid N        host uid sandboxes run as when sandboxd is root (default 65534)\n"   \
+    "  --no-cgroups           do not use cgroups (rlimits only)\n"                                 \
+    "  --insecure-no-seccomp  run without the seccomp filter (reported by /healthz)\n"             \
+    "  --log-level LEVEL      debug|info|warn|error (default info)\n"
+
+/* 1 when opt was a common option (consumed), 0 when not, -1 on a bad value (printed). */
+int common_opt(struct common_opts *c, int opt, const char *arg);
+/* Locate the runtime and cell library; fills jail options. */
+int common_resolve(struct common_opts *c, struct jail_options *ret);
+void common_done(struct common_opts *c);
+
+/* Strict decimal parse into [min, max]; prints "--name: ..." and returns -1 when bad. */
+int common_parse_u64(const char *name, const char *s, uint64_t min, uint64_t max, uint64_t *ret);
+
+#endif

@@ -1,0 +1,320 @@
+// SPDX-License-Identifier: MIT
+/*
+ * run — see run.h.
+ */
+#include "exec/run.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "proto/frame.h"
+#include "util/clock.h"
+#include "util/fdio.h"
+#include "util/log.h"
+#include "util/macros.h"
+
+enum { PFD_PROTO, PFD_OUT, PFD_ERR, PFD_PID, PFD_N };
+
+struct exec_state {
+    struct cell *c;
+    const struct exec_request *req;
+    struct exec_outcome *o;
+    size_t output_total;
+    bool output_over;
+    bool proto_closed;
+    bool exited;
+};
+
+void exec_outcome_done(struct exec_outcome *o)
+{
+    if (!o)
+        return;
+    json_decref(o->final);
+    o->final = NULL;
+    buf_free(&o->out);
+    buf_free(&o->err);
+    free(o->internal);
+    o->internal = NULL;
+}
+
+static void exec_fail(struct exec_outcome *o, enum verdict_status status, const char *what, int err)
+{
+    o->verdict.status = status;
+    free(o->internal);
+    if (asprintf(&o->internal, "%s: %s", what, strerror(err < 0 ? -err : err)) < 0)
+        o->internal = NULL;
+}
+
+static void exec_internal(struct exec_outcome *o, const char *what, int err)
+{
+    exec_fail(o, VERDICT_INTERNAL, what, err);
+}
+
+/* Read what is available on an output pipe. Returns false at EOF. */
+static bool exec_read_output(struct exec_state *s, int fd, int stream)
+{
+    char chunk[65536];
+    for (;;) {
+        ssize_t n = read(fd, chunk, sizeof(chunk));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return errno == EAGAIN; /* nothing more now; an error counts as EOF */
+        if (n == 0)
+            return false;
+        struct buf *b = stream == 1 ? &s->o->out : &s->o->err;
+        size_t limit = s->req->output_limit;
+        size_t room = s->output_total < limit ? limit - s->output_total : 0;
+        size_t keep = (size_t)n < room ? (size_t)n : room;
+        bool full = false;
+        if (keep)
+            buf_append_capped(b, chunk, keep, &full);
+        s->output_total += (size_t)n;
+        if (keep < (size_t)n || full) {
+            s->output_over = true;
+            if (stream == 1)
+                s->o->verdict.stdout_truncated = true;
+            else
+                s->o->verdict.stderr_truncated = true;
+        }
+        if (keep && s->req->hooks && s->req->hooks->on_output)
+            s->req->hooks->on_output(s->req->hooks->userdata, stream, chunk, keep);
+        if (s->output_over)
+            return true;
+    }
+}
+
+static bool exec_is_final(const struct exec_request *req, json_t *msg)
+{
+    const char *type = json_string_value(json_object_get(msg, "type"));
+    if (!type)
+        return false;
+    return strcmp(type, "error") == 0 ||
+           strcmp(type, req->final_type ? req->final_type : "result") == 0;
+}
+
+/* Read protocol frames; returns 1 when the final frame arrived, 0 to go on, <0 to abort. */
+static int exec_read_proto(struct exec_state *s)
+{
+    char chunk[FRAME_READ_CHUNK];
+    for (;;) {
+        ssize_t n = read(s->c->proto_fd, chunk, sizeof(chunk));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno == EAGAIN)
+            return 0;
+        if (n <= 0) {
+            s->proto_closed = true;
+            return 0;
+        }
+        int r = frame_reader_feed(&s->c->reader, chunk, (size_t)n);
+        if (r < 0) {
+            /* Untrusted code can write to fd 3 too: a bad frame is its fault, not ours. */
+            exec_fail(s->o, VERDICT_PROTOCOL,
+                      r == -EMSGSIZE ? "the result is larger than the limit"
+                                     : "the sandbox broke the result protocol",
+                      r);
+            return r;
+        }
+        for (;;) {
+            json_t *msg = NULL;
+            const char *why = NULL;
+            r = frame_reader_next(&s->c->reader, &msg, &why);
+            if (r == 0)
+                break;
+            if (r < 0) {
+                log_warn("exec: bad frame from pid %d: %s", (int)s->c->pid, why);
+                exec_fail(s->o, VERDICT_PROTOCOL,
+                          r == -EMSGSIZE ? "the result is larger than the limit" : why, r);
+                return r;
+            }
+            if (exec_is_final(s->req, msg)) {
+                s->o->final = msg;
+                return 1;
+            }
+            const char *type = json_string_value(json_object_get(msg, "type"));
+            if (type && strcmp(type, "ready") == 0) {
+                json_decref(msg);
+                continue;
+            }
+            int hr = 0;
+            if (s->req->hooks && s->req->hooks->on_message)
+                hr = s->req->hooks->on_message(s->req->hooks->userdata, s->c, msg);
+            json_decref(msg);
+            if (hr < 0) {
+                exec_internal(s->o, "the execution was aborted", hr);
+                return hr;
+            }
+        }
+    }
+}
+
+static void exec_drain_outputs(struct exec_state *s)
+{
+    if (s->c->out_fd >= 0)
+        (void)exec_read_output(s, s->c->out_fd, 1);
+    if (s->c->err_fd >= 0)
+        (void)exec_read_output(s, s->c->err_fd, 2);
+}
+
+static void exec_accounting(struct exec_state *s, const struct cell_exit *ex)
+{
+    struct verdict *v = &s->o->verdict;
+    struct cgroup_usage u;
+    if (s->c->cgroup && cgroup_cell_usage(s->c->cgroup, &u) == 0 && u.have_cpu) {
+        v->cpu_us = u.cpu_ns / 1000;
+        v->memory_peak = u.have_memory ? u.memory_peak : 0;
+        v->accounting_from_cgroup = true;
+        return;
+    }
+    if (ex) {
+        v->cpu_us = ex->cpu_us;
+        v->memory_peak = ex->maxrss_kb * 1024;
+        return;
+    }
+    /* Last resort for warm cells without cgroups: what the runtime measured itself. */
+    json_t *usage = s->o->final ? json_object_get(s->o->final, "usage") : NULL;
+    v->cpu_us = (uint64_t)json_integer_value(json_object_get(usage, "cpuUs"));
+    v->memory_peak = (uint64_t)json_integer_value(json_object_get(usage, "maxRssKb")) * 1024;
+}
+
+static bool exec_oom_killed(struct cell *c)
+{
+    struct cgroup_usage u;
+    return c->cgroup && cgroup_cell_usage(c->cgroup, &u) == 0 && u.oom_kills > 0;
+}
+
+/* The process is gone (or going) without a final frame: say why. */
+static void exec_judge_exit(struct exec_state *s)
+{
+    struct verdict *v = &s->o->verdict;
+    struct cell_exit ex;
+    bool oom = exec_oom_killed(s->c);
+    int r = cell_wait_exit(s->c, clock_mono_us() + 3 * 1000000, &ex);
+    exec_drain_outputs(s);
+    if (r < 0) {
+        exec_accounting(s, NULL);
+        exec_internal(s->o, "the sandboxed process did not exit", r);
+        return;
+    }
+    exec_accounting(s, &ex);
+    if (WIFSIGNALED(ex.status)) {
+        int sig = WTERMSIG(ex.status);
+        if (oom) {
+            v->status = VERDICT_MEMORY_LIMIT;
+        } else if (sig == SIGXCPU ||
+                   (sig == SIGKILL && s->req->cpu_limit_us && v->cpu_us >= s->req->cpu_limit_us)) {
+            v->status = VERDICT_TIMEOUT;
+            v->cpu_limit = true;
+        } else {
+            v->status = VERDICT_KILLED;
+            v->signal = sig;
+        }
+    } else {
+        v->status = oom ? VERDICT_MEMORY_LIMIT : VERDICT_EXITED;
+        v->exit_code = WIFEXITED(ex.status) ? WEXITSTATUS(ex.status) : -1;
+    }
+}
+
+int exec_run(struct cell *c, const struct exec_request *req, struct exec_outcome *ret)
+{
+    struct exec_outcome *o = ret;
+    *o = (struct exec_outcome){0};
+    buf_init(&o->out, req->output_limit);
+    buf_init(&o->err, req->output_limit);
+    struct exec_state s = {.c = c, .req = req, .o = o};
+    int64_t start = clock_mono_us();
+    int64_t deadline = start + req->timeout_us;
+
+    (void)fd_set_nonblock(c->proto_fd, true);
+    (void)fd_set_nonblock(c->out_fd, true);
+    (void)fd_set_nonblock(c->err_fd, true);
+    (void)cgroup_cell_reset_peak(c->cgroup);
+    if (req->job) {
+        int r = frame_write(c->proto_fd, req->job, deadline);
+        if (r < 0 && r != -EPIPE && r != -ECONNRESET) {
+            exec_internal(o, "cannot send the job", r);
+            cell_kill(c);
+            o->verdict.wall_us = clock_mono_us() - start;
+            return r;
+        }
+        if (r < 0)
+            s.proto_closed = true; /* died before reading: judged below */
+    }
+
+    bool final = false, timed_out = false, aborted = false;
+    while (!final && !s.proto_closed && !s.exited && !s.output_over) {
+        int64_t left = deadline - clock_mono_us();
+        if (left <= 0) {
+            timed_out = true;
+            break;
+        }
+        struct pollfd pfd[PFD_N] = {
+            [PFD_PROTO] = {.fd = c->proto_fd, .events = POLLIN},
+            [PFD_OUT] = {.fd = c->out_fd, .events = POLLIN},
+            [PFD_ERR] = {.fd = c->err_fd, .events = POLLIN},
+            [PFD_PID] = {.fd = c->pidfd, .events = POLLIN},
+        };
+        int n = poll(pfd, PFD_N, (int)((left + 999) / 1000));
+        if (n < 0 && errno != EINTR) {
+            exec_internal(o, "poll failed", errno);
+            aborted = true;
+            break;
+        }
+        if (n <= 0)
+            continue;
+        if (pfd[PFD_OUT].revents && !exec_read_output(&s, c->out_fd, 1))
+            fd_closep(&c->out_fd);
+        if (pfd[PFD_ERR].revents && !exec_read_output(&s, c->err_fd, 2))
+            fd_closep(&c->err_fd);
+        if (pfd[PFD_PROTO].revents) {
+            int r = exec_read_proto(&s);
+            if (r < 0) {
+                aborted = true;
+                break;
+            }
+            final = r == 1;
+        }
+        if (pfd[PFD_PID].revents)
+            s.exited = true;
+    }
+
+    struct verdict *v = &o->verdict;
+    if (final) {
+        exec_drain_outputs(&s);
+        struct cell_exit ex;
+        bool reaped = false;
+        if (!req->keep_alive && !c->cgroup && !c->warm) {
+            /* No cgroup to ask: kill and reap now, so cpu and memory come from the kernel's
+             * rusage rather than from what the sandbox says about itself. */
+            cell_kill(c);
+            reaped = cell_wait_exit(c, clock_mono_us() + 1000000, &ex) == 0;
+        }
+        exec_accounting(&s, reaped ? &ex : NULL);
+        const char *code = json_string_value(json_object_get(o->final, "code"));
+        v->status = code && strcmp(code, "MEMORY_LIMIT") == 0 ? VERDICT_MEMORY_LIMIT : VERDICT_OK;
+        if (s.output_over)
+            v->status = VERDICT_OUTPUT_LIMIT;
+        if (req->keep_alive && !s.output_over)
+            o->cell_alive = true;
+        else
+            cell_kill(c);
+    } else if (aborted) {
+        cell_kill(c);
+        exec_accounting(&s, NULL);
+    } else if (timed_out || s.output_over) {
+        cell_kill(c);
+        exec_drain_outputs(&s);
+        exec_accounting(&s, NULL);
+        v->status = timed_out ? VERDICT_TIMEOUT : VERDICT_OUTPUT_LIMIT;
+    } else {
+        exec_judge_exit(&s);
+    }
+    v->wall_us = clock_mono_us() - start;
+    return v->status == VERDICT_INTERNAL ? -EIO : 0;
+}

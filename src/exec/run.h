@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: MIT
+/*
+ * run — drive one execution in a cell: send the job frame, collect stdout
+ * and stderr under a byte cap, read protocol frames, enforce the wall-clock
+ * deadline, and turn whatever happened into a verdict plus the final frame.
+ * Every path ends with the cell either answered or killed; nothing waits
+ * forever on a sandbox.
+ */
+#ifndef SANDBOXD_EXEC_RUN_H
+#define SANDBOXD_EXEC_RUN_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "exec/cell.h"
+#include "exec/verdict.h"
+#include "util/buf.h"
+
+struct exec_hooks {
+    void *userdata;
+    /* A frame that is not final (sessions: rpc_request...). Borrowed. Return <0 to abort the
+     * execution, which kills the cell. */
+    int (*on_message)(void *userdata, struct cell *c, json_t *msg);
+    /* Output as it arrives; stream 1 = stdout, 2 = stderr. */
+    void (*on_output)(void *userdata, int stream, const char *data, size_t len);
+};
+
+struct exec_request {
+    const json_t *job;      /* borrowed; NULL: send nothing (the job is already queued) */
+    int64_t timeout_us;     /* wall clock */
+    uint64_t cpu_limit_us;  /* informs the TIMEOUT(cpu) attribution; 0 = none */
+    size_t output_limit;    /* stdout + stderr bytes; more is OUTPUT_LIMIT */
+    bool keep_alive;        /* sessions: leave the cell running after the final frame */
+    const char *final_type; /* type of the final frame besides "error"; default "result" */
+    const struct exec_hooks *hooks;
+};
+
+struct exec_outcome {
+    struct verdict verdict;
+    json_t *final;   /* the final frame, or NULL */
+    struct buf out;  /* captured stdout (at most output_limit) */
+    struct buf err;  /* captured stderr */
+    char *internal;  /* VERDICT_INTERNAL / VERDICT_PROTOCOL: what went wrong */
+    bool cell_alive; /* keep_alive and the cell survived */
+};
+
+void exec_outcome_done(struct exec_outcome *o);
+/* Always fills *ret (call exec_outcome_done); returns 0, or -errno for INTERNAL. */
+int exec_run(struct cell *c, const struct exec_request *req, struct exec_outcome *ret);
+
+#endif

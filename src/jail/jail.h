@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: MIT
+/*
+ * jail — the one way sandboxd starts untrusted code. jail_spawn() clones a
+ * child into new user, pid, mount, net, ipc, uts and cgroup namespaces,
+ * gives it a fresh read-only root with only the interpreter bound in, a
+ * size-limited /tmp, rlimits, no capabilities, no_new_privs and the seccomp
+ * filter, then execs the Python runtime. The child reports a failure as
+ * {step, errno} over a close-on-exec pipe; the parent logs it by step name.
+ *
+ * Two roles: SANDBOX (runs untrusted code: everything above) and ZYGOTE
+ * (the pool's pre-initialised interpreter: same namespaces and filesystem,
+ * but it keeps its capabilities inside its own user namespace so it can
+ * give each forked cell new namespaces; it never runs untrusted code).
+ *
+ * The config is built once at start-up and is read-only afterwards, so
+ * jail_spawn() may be called from any thread.
+ */
+#ifndef SANDBOXD_JAIL_JAIL_H
+#define SANDBOXD_JAIL_JAIL_H
+
+#include <jansson.h>
+#include <linux/filter.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/resource.h>
+#include <sys/types.h>
+
+#include "jail/cgroup.h"
+#include "jail/mount.h"
+
+#define JAIL_RUNTIME_DIR "/sandboxd/runtime"
+#define JAIL_CELL_LIB    "/sandboxd/lib/libsbxcell.so"
+#define JAIL_SANDBOX_UID 65534 /* inside the namespace: "nobody" */
+#define JAIL_HOSTNAME    "sandbox"
+
+enum jail_insecure {
+    JAIL_INSECURE_NO_SECCOMP = 1u << 0,
+};
+
+struct jail_options {
+    const char *python;      /* interpreter on the host; default /usr/bin/python3 */
+    const char *runtime_dir; /* host path of runtime/ */
+    const char *cell_lib;    /* host path of libsbxcell.so */
+    const char **binds;      /* extra read-only binds "SRC[:DST]", NULL-terminated */
+    uint64_t tmp_bytes;      /* size of the writable /tmp */
+    uid_t sandbox_uid;       /* host uid sandboxes run as when sandboxd is root */
+    bool cgroups;            /* try cgroups */
+    unsigned insecure;       /* enum jail_insecure */
+};
+
+struct jail_config {
+    char *python; /* resolved interpreter path (same path inside) */
+    char *python_version;
+    char **site_dirs;               /* extra sys.path entries, NULL-terminated */
+    struct mount_plan plan;         /* every jail */
+    struct mount_plan plan_sandbox; /* SANDBOX role only, applied after plan */
+    char **envp;                    /* the whole environment of sandboxed processes */
+    uid_t host_uid;
+    gid_t host_gid;
+    bool rootless;
+    uint64_t tmp_bytes;
+    struct sock_fprog filter;
+    unsigned insecure;
+    struct cgroup_env cgroups;
+};
+
+enum jail_role { JAIL_ROLE_SANDBOX, JAIL_ROLE_ZYGOTE };
+
+struct jail_limits {
+    uint64_t nofile; /* open files */
+    uint64_t nproc;  /* processes and threads of the sandbox uid */
+    uint64_t fsize;  /* largest file written */
+    uint64_t cpu_s;  /* RLIMIT_CPU, 0 = none */
+    uint64_t memory; /* cgroup memory limit (0 = none) */
+};
+
+struct jail_spawn {
+    enum jail_role role;
+    char *const *argv; /* argv for the interpreter; argv[0] is shown to the program */
+    int stdin_fd;      /* -1: /dev/null */
+    int stdout_fd;     /* -1: /dev/null */
+    int stderr_fd;     /* -1: /dev/null */
+    int proto_fd;      /* becomes fd 3; -1: none */
+    struct jail_limits limits;
+    struct cgroup_cell *cgroup; /* attached before the child goes on (borrowed, may be NULL) */
+};
+
+struct jail_proc {
+    pid_t pid;
+    int pidfd;
+    int64_t start_us;
+};
+
+/* Build the config; logs and returns -errno when the interpreter or a bind is unusable. */
+int jail_config_init(struct jail_config *cfg, const struct jail_options *opt);
+void jail_config_done(struct jail_config *cfg);
+/* The active layers, for the start-up log and /healthz (new reference). */
+json_t *jail_describe(const struct jail_config *cfg);
+struct jail_limits jail_limits_default(const struct jail_config *cfg);
+
+/* Start a jailed interpreter. On success *ret holds the pid and a pidfd (caller closes),
+ * and the child has exec'd. */
+int jail_spawn(const struct jail_config *cfg, const struct jail_spawn *req, struct jail_proc *ret);
+/* argv for "python -I -S -B /sandboxd/runtime/boot.py <mode> [args...]"; NULL-terminated,
+ * caller frees with jail_argv_free. */
+char **jail_python_argv(const struct jail_config *cfg, const char *mode, const char *const *args);
+void jail_argv_free(char **argv);
+
+#endif

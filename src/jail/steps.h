@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: MIT
+/*
+ * steps — the privilege-shedding primitives every sandboxed process runs
+ * through before it executes untrusted code: fd remapping, rlimits,
+ * capability drop, no_new_privs, seccomp. Shared by the jail child (after
+ * clone() in a threaded parent) and by libsbxcell (inside a zygote's forked
+ * child), so everything here must stay async-signal-safe: raw syscalls only,
+ * no allocation, no stdio, no locks. Errors are returned as -errno; the
+ * caller knows which named step failed and reports it.
+ */
+#ifndef SANDBOXD_JAIL_STEPS_H
+#define SANDBOXD_JAIL_STEPS_H
+
+#include <linux/filter.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/resource.h>
+
+struct steps_rlimit {
+    int resource;
+    uint64_t value; /* soft = hard = value */
+};
+
+struct steps_fdmap {
+    int src;
+    int dst;
+};
+
+/* Place every src on its dst (srcs may overlap dsts), then close every fd >= first_free. */
+int steps_remap_fds(const struct steps_fdmap *map, size_t n, int first_free);
+int steps_set_rlimits(const struct steps_rlimit *rl, size_t n);
+/* Empty every capability set, the bounding set and the ambient set; lock securebits so
+ * that uid 0 gains nothing on execve. */
+int steps_drop_caps(void);
+int steps_no_new_privs(void);
+int steps_load_seccomp(const struct sock_fprog *prog);
+/* open(path, O_WRONLY) + one write; for /proc/self/{uid_map,gid_map,setgroups}. */
+int steps_write_file(const char *path, const char *data, size_t len);
+/* Bind mount of an fd-held or path source (already resolved by the caller). */
+int steps_mount(const char *src, const char *dst, const char *type, unsigned long flags,
+                const char *data);
+size_t steps_strlen(const char *s);
+
+#endif

@@ -1,0 +1,363 @@
+// SPDX-License-Identifier: MIT
+/*
+ * framework — see framework.h.
+ */
+#include "mcp/framework.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <pthread.h>
+#include <sodium.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "mcp/llm.h"
+#include "util/buf.h"
+#include "util/clock.h"
+#include "util/log.h"
+#include "util/macros.h"
+#include "util/path.h"
+
+#define FRAMEWORK_LOG_QUEUE      256
+#define FRAMEWORK_MAX_DEFINITION (16u << 20)
+
+struct framework_log_msg {
+    char *endpoint;
+    json_t *params;
+};
+
+struct framework {
+    struct framework_options opt;
+    char *definitions_dir;
+    int definitions_fd;
+    struct llm *llm;
+
+    pthread_mutex_t values_lock;
+    json_t *values; /* app -> {key -> value}: the local core.state runtime values */
+
+    pthread_mutex_t log_lock;
+    pthread_cond_t log_cond;
+    struct framework_log_msg log_queue[FRAMEWORK_LOG_QUEUE];
+    size_t log_head, log_len;
+    bool log_stop;
+    pthread_t log_thread;
+    uint64_t log_sent, log_failed, log_dropped;
+};
+
+static void *framework_log_worker(void *arg);
+
+int framework_new(const struct framework_options *opt, struct framework **ret)
+{
+    struct framework *fw = calloc(1, sizeof(*fw));
+    if (!fw)
+        return -ENOMEM;
+    fw->opt = *opt;
+    fw->definitions_fd = -1;
+    pthread_mutex_init(&fw->values_lock, NULL);
+    pthread_mutex_init(&fw->log_lock, NULL);
+    pthread_cond_init(&fw->log_cond, NULL);
+    fw->values = json_object();
+    int r = -ENOMEM;
+    if (!fw->values)
+        goto fail;
+    if (opt->definitions_dir) {
+        fw->definitions_fd = open(opt->definitions_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (fw->definitions_fd < 0) {
+            r = log_errno(LOG_ERROR, errno, "framework: cannot open --definitions %s",
+                          opt->definitions_dir);
+            goto fail;
+        }
+        if (!(fw->definitions_dir = strdup(opt->definitions_dir)))
+            goto fail;
+    }
+    struct llm_options lo = {
+        .url = opt->llm_url,
+        .model = opt->llm_model,
+        .api_key = opt->llm_api_key,
+        .timeout_ms = opt->llm_timeout_ms ? opt->llm_timeout_ms : 60000,
+        .max_response = opt->max_response,
+    };
+    if ((r = llm_new(&lo, &fw->llm)) < 0)
+        goto fail;
+    if ((r = -pthread_create(&fw->log_thread, NULL, framework_log_worker, fw)) < 0)
+        goto fail;
+    *ret = fw;
+    return 0;
+fail:
+    llm_free(fw->llm);
+    if (fw->definitions_fd >= 0)
+        close(fw->definitions_fd);
+    free(fw->definitions_dir);
+    json_decref(fw->values);
+    free(fw);
+    return r;
+}
+
+void framework_free(struct framework *fw)
+{
+    if (!fw)
+        return;
+    pthread_mutex_lock(&fw->log_lock);
+    fw->log_stop = true;
+    pthread_cond_signal(&fw->log_cond);
+    pthread_mutex_unlock(&fw->log_lock);
+    pthread_join(fw->log_thread, NULL);
+    for (size_t i = 0; i < fw->log_len; i++) {
+        struct framework_log_msg *m = &fw->log_queue[(fw->log_head + i) % FRAMEWORK_LOG_QUEUE];
+        free(m->endpoint);
+        json_decref(m->params);
+    }
+    llm_free(fw->llm);
+    if (fw->definitions_fd >= 0)
+        close(fw->definitions_fd);
+    free(fw->definitions_dir);
+    json_decref(fw->values);
+    pthread_mutex_destroy(&fw->values_lock);
+    pthread_mutex_destroy(&fw->log_lock);
+    pthread_cond_destroy(&fw->log_cond);
+    free(fw);
+}
+
+const char *framework_definitions_dir(const struct framework *fw)
+{
+    return fw->definitions_dir;
+}
+
+/* ---- the embedded "local" framework ---------------------------------------------------- */
+
+static const char *framework_param_string(json_t *params, const char *key, struct mcp_error *err)
+{
+    const char *v = json_string_value(json_object_get(params, key));
+    if (!v)
+        mcp_error_set(err, MCP_ERR_TOOL, "INVALID_PARAMS", "parameter '%s' must be a string", key);
+    return v;
+}
+
+static int local_definition(struct framework *fw, json_t *params, json_t **ret,
+                            struct mcp_error *err)
+{
+    const char *app = framework_param_string(params, "app_id", err);
+    const char *path = app ? framework_param_string(params, "file_path", err) : NULL;
+    if (!path)
+        return -EINVAL;
+    const char *why = path_check_component(app, strlen(app));
+    if (!why)
+        why = path_check_relative(path, strlen(path));
+    if (why) {
+        mcp_error_set(err, MCP_ERR_TOOL, "INVALID_PARAMS", "invalid definition path: %s", why);
+        return -EINVAL;
+    }
+    if (fw->definitions_fd < 0) {
+        mcp_error_set(err, MCP_ERR_TOOL, "NOT_FOUND",
+                      "no definitions directory is configured (--definitions)");
+        return -ENOENT;
+    }
+    char rel[PATH_REQUEST_MAX + 300];
+    snprintf(rel, sizeof(rel), "%s/%s", app, path);
+    /* RESOLVE_BENEATH: no "..", absolute symlink or mount crossing can leave the directory. */
+    struct open_how how = {.flags = O_RDONLY | O_CLOEXEC | O_NOCTTY,
+                           .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS};
+    _cleanup_close_ int fd = (int)syscall(SYS_openat2, fw->definitions_fd, rel, &how, sizeof(how));
+    if (fd < 0) {
+        int e = errno;
+        mcp_error_set(err, MCP_ERR_TOOL, e == ENOENT || e == ENOTDIR ? "NOT_FOUND" : "READ_FAILED",
+                      "definition %s of app %s: %s", path, app, strerror(e));
+        return -e;
+    }
+    struct buf b;
+    buf_init(&b, FRAMEWORK_MAX_DEFINITION);
+    char chunk[16384];
+    for (;;) {
+        ssize_t n = read(fd, chunk, sizeof(chunk));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 || (n > 0 && buf_append(&b, chunk, (size_t)n) < 0)) {
+            int e = n < 0 ? errno : EFBIG;
+            buf_free(&b);
+            mcp_error_set(err, MCP_ERR_TOOL, "READ_FAILED", "definition %s: %s", path, strerror(e));
+            return -e;
+        }
+        if (n == 0)
+            break;
+    }
+    size_t elen = sodium_base64_encoded_len(b.len, sodium_base64_VARIANT_ORIGINAL);
+    char *enc = malloc(elen);
+    if (!enc) {
+        buf_free(&b);
+        return -ENOMEM;
+    }
+    sodium_bin2base64(enc, elen, (const unsigned char *)(b.data ? b.data : ""), b.len,
+                      sodium_base64_VARIANT_ORIGINAL);
+    buf_free(&b);
+    *ret = json_pack("{s:s, s:s}", "content", enc, "encoding", "base64");
+    free(enc);
+    return *ret ? 0 : -ENOMEM;
+}
+
+static int local_runtime_value(struct framework *fw, json_t *params, bool set, json_t **ret,
+                               struct mcp_error *err)
+{
+    const char *key = framework_param_string(params, "key", err);
+    if (!key)
+        return -EINVAL;
+    const char *app = json_string_value(json_object_get(params, "app_id"));
+    if (!app)
+        app = "";
+    pthread_mutex_lock(&fw->values_lock);
+    json_t *scope = json_object_get(fw->values, app);
+    if (!scope && set) {
+        scope = json_object();
+        json_object_set_new(fw->values, app, scope);
+    }
+    if (set) {
+        json_t *v = json_object_get(params, "value");
+        json_object_set_new(scope, key, v ? json_deep_copy(v) : json_null());
+        *ret = json_pack("{s:b}", "ok", 1);
+    } else {
+        json_t *v = scope ? json_object_get(scope, key) : NULL;
+        *ret = json_pack("{s:o?, s:b}", "value", v ? json_deep_copy(v) : NULL, "found", v != NULL);
+    }
+    pthread_mutex_unlock(&fw->values_lock);
+    return *ret ? 0 : -ENOMEM;
+}
+
+static int local_call(struct framework *fw, const char *tool, json_t *params, json_t **ret,
+                      struct mcp_error *err)
+{
+    if (!json_is_object(params)) {
+        mcp_error_set(err, MCP_ERR_TOOL, "INVALID_PARAMS", "params must be an object");
+        return -EINVAL;
+    }
+    if (strcmp(tool, "core.state.getDefinitionFileContent") == 0)
+        return local_definition(fw, params, ret, err);
+    if (strcmp(tool, "core.state.getRuntimeValue") == 0)
+        return local_runtime_value(fw, params, false, ret, err);
+    if (strcmp(tool, "core.state.setRuntimeValue") == 0)
+        return local_runtime_value(fw, params, true, ret, err);
+    if (strcmp(tool, "core.framework.logFrameworkMessage") == 0) {
+        const char *level = json_string_value(json_object_get(params, "level"));
+        const char *msg = json_string_value(json_object_get(params, "message"));
+        enum log_level lvl = LOG_INFO;
+        if (level)
+            (void)log_level_parse(level, &lvl);
+        if (lvl == LOG_OFF)
+            lvl = LOG_INFO;
+        json_t *fields = json_deep_copy(params);
+        json_object_del(fields, "message");
+        json_object_del(fields, "level");
+        json_t *wrapped = json_pack("{s:s, s:o}", "source", "framework", "framework", fields);
+        log_fields(lvl, msg ? msg : "", wrapped);
+        *ret = json_pack("{s:b}", "ok", 1);
+        return 0;
+    }
+    if (strcmp(tool, "core.llm.generate") == 0)
+        return llm_generate(fw->llm, params, ret, err);
+    mcp_error_set(err, MCP_ERR_TOOL, "UNKNOWN_TOOL", "the local framework has no tool '%s'", tool);
+    return -ENOENT;
+}
+
+int framework_call_timeout(struct framework *fw, const char *endpoint, const char *tool,
+                           json_t *params, int64_t timeout_ms, json_t **ret, struct mcp_error *err,
+                           struct framework_stats *stats)
+{
+    int64_t start = clock_mono_us();
+    int r;
+    *ret = NULL;
+    if (strcmp(endpoint, FRAMEWORK_LOCAL) == 0) {
+        r = local_call(fw, tool, params, ret, err);
+    } else {
+        struct mcp_simple_options o = {
+            .timeout_ms = timeout_ms,
+            .max_response = fw->opt.max_response,
+        };
+        r = mcp_simple_call(endpoint, tool, params, &o, ret, err);
+    }
+    if (stats) {
+        stats->calls++;
+        stats->us += clock_mono_us() - start;
+    }
+    return r;
+}
+
+int framework_call(struct framework *fw, const char *endpoint, const char *tool, json_t *params,
+                   json_t **ret, struct mcp_error *err, struct framework_stats *stats)
+{
+    return framework_call_timeout(fw, endpoint, tool, params, fw->opt.timeout_ms, ret, err, stats);
+}
+
+/* ---- asynchronous framework logging -------------------------------------------------------- */
+
+void framework_log(struct framework *fw, const char *endpoint, const char *level,
+                   const char *message, json_t *fields)
+{
+    json_t *params = fields && json_is_object(fields) ? fields : json_object();
+    if (fields && params != fields)
+        json_decref(fields);
+    json_object_set_new(params, "level", json_string(level));
+    json_object_set_new(params, "message", json_string(message));
+    char *ep = strdup(endpoint);
+    pthread_mutex_lock(&fw->log_lock);
+    if (!ep || fw->log_len == FRAMEWORK_LOG_QUEUE || fw->log_stop) {
+        fw->log_dropped++;
+        pthread_mutex_unlock(&fw->log_lock);
+        free(ep);
+        json_decref(params);
+        return;
+    }
+    struct framework_log_msg *m =
+        &fw->log_queue[(fw->log_head + fw->log_len) % FRAMEWORK_LOG_QUEUE];
+    m->endpoint = ep;
+    m->params = params;
+    fw->log_len++;
+    pthread_cond_signal(&fw->log_cond);
+    pthread_mutex_unlock(&fw->log_lock);
+}
+
+static void *framework_log_worker(void *arg)
+{
+    struct framework *fw = arg;
+    pthread_mutex_lock(&fw->log_lock);
+    for (;;) {
+        while (!fw->log_len && !fw->log_stop)
+            pthread_cond_wait(&fw->log_cond, &fw->log_lock);
+        if (fw->log_stop)
+            break;
+        struct framework_log_msg m = fw->log_queue[fw->log_head];
+        fw->log_head = (fw->log_head + 1) % FRAMEWORK_LOG_QUEUE;
+        fw->log_len--;
+        pthread_mutex_unlock(&fw->log_lock);
+        json_t *res = NULL;
+        struct mcp_error err = {0};
+        int r = framework_call_timeout(fw, m.endpoint, "core.framework.logFrameworkMessage",
+                                       m.params, 2000, &res, &err, NULL);
+        if (r < 0)
+            log_debug("framework: log message to %s not delivered: %s", m.endpoint,
+                      err.message ? err.message : "?");
+        json_decref(res);
+        mcp_error_clear(&err);
+        free(m.endpoint);
+        json_decref(m.params);
+        pthread_mutex_lock(&fw->log_lock);
+        if (r < 0)
+            fw->log_failed++;
+        else
+            fw->log_sent++;
+    }
+    pthread_mutex_unlock(&fw->log_lock);
+    return NULL;
+}
+
+json_t *framework_log_stats(struct framework *fw)
+{
+    pthread_mutex_lock(&fw->log_lock);
+    json_t *o = json_pack("{s:I, s:I, s:I, s:I}", "queued", (json_int_t)fw->log_len, "sent",
+                          (json_int_t)fw->log_sent, "failed", (json_int_t)fw->log_failed, "dropped",
+                          (json_int_t)fw->log_dropped);
+    pthread_mutex_unlock(&fw->log_lock);
+    return o;
+}

@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: MIT
+/*
+ * pool — warm, pre-started sandboxes. One or more zygotes (jailed Pythons
+ * with the runtime imported, see runtime/sandboxd_runtime/zygote.py) fork
+ * cells ahead of demand; each cell is already confined (own namespaces,
+ * fresh /tmp, no privileges, seccomp) and waits for its one job. An
+ * execution takes a ready cell, the pool immediately forks a replacement,
+ * and the used cell is killed afterwards: nothing of one request is visible
+ * to the next. A pool thread owns the zygotes' sockets, attaches new cells
+ * to their cgroups, reaps exits and restarts a zygote that dies.
+ */
+#ifndef SANDBOXD_POOL_POOL_H
+#define SANDBOXD_POOL_POOL_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "exec/cell.h"
+#include "jail/jail.h"
+
+struct pool_options {
+    unsigned size;    /* ready cells to keep */
+    unsigned zygotes; /* forking processes */
+    size_t max_frame; /* largest frame a cell may send */
+    uint64_t nproc;   /* per-cell process/thread rlimit */
+    uint64_t nofile;
+};
+
+struct pool;
+
+/* Start the zygotes and begin filling. Fails (logged) when a zygote cannot start. */
+int pool_new(const struct jail_config *jail, const struct pool_options *opt, struct pool **ret);
+void pool_free(struct pool *p);
+/* A ready cell (waits for one until deadline_us). *ret_hit: one was ready at once.
+ * The cell's cgroup gets lim->memory and lim->nproc. Free with cell_free(). */
+int pool_acquire(struct pool *p, const struct jail_limits *lim, int64_t deadline_us,
+                 struct cell **ret, bool *ret_hit);
+json_t *pool_stats(struct pool *p);
+
+#endif

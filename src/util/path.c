@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: MIT
+/*
+ * path — see path.h. The checks are syntactic on purpose: the files are
+ * later opened with RESOLVE_BENEATH as well, so a symlink cannot undo them.
+ */
+#include "util/path.h"
+
+#include <string.h>
+
+const char *path_check_relative(const char *p, size_t len)
+{
+    if (len == 0)
+        return "must not be empty";
+    if (len > PATH_REQUEST_MAX)
+        return "is too long";
+    if (memchr(p, '\0', len))
+        return "must not contain NUL bytes";
+    if (p[0] == '/')
+        return "must be a relative path";
+    const char *seg = p;
+    const char *end = p + len;
+    while (seg <= end) {
+        const char *slash = memchr(seg, '/', (size_t)(end - seg));
+        const char *stop = slash ? slash : end;
+        size_t n = (size_t)(stop - seg);
+        if (n == 2 && seg[0] == '.' && seg[1] == '.')
+            return "must not contain '..'";
+        if (!slash)
+            break;
+        seg = slash + 1;
+    }
+    if (p[len - 1] == '/')
+        return "must name a file, not a directory";
+    return NULL;
+}
+
+const char *path_check_component(const char *p, size_t len)
+{
+    if (len == 0)
+        return "must not be empty";
+    if (len > 255)
+        return "is too long";
+    if (memchr(p, '\0', len))
+        return "must not contain NUL bytes";
+    if (memchr(p, '/', len))
+        return "must not contain '/'";
+    if ((len == 1 && p[0] == '.') || (len == 2 && p[0] == '.' && p[1] == '.'))
+        return "must not be '.' or '..'";
+    return NULL;
+}

@@ -1,0 +1,21 @@
+// SPDX-License-Identifier: MIT
+/*
+ * path — checks on paths that come from requests. A definition path must be
+ * relative, free of NUL bytes and of ".." components; an identifier-like
+ * name (app id) must not be able to name a directory other than itself.
+ */
+#ifndef SANDBOXD_UTIL_PATH_H
+#define SANDBOXD_UTIL_PATH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define PATH_REQUEST_MAX 1024
+
+/* len is the byte length as received (a NUL inside makes it unsafe). Returns NULL when safe,
+ * else a static string saying why not. */
+const char *path_check_relative(const char *p, size_t len);
+/* A single path component usable as a directory name: not empty, not "." or "..", no '/'. */
+const char *path_check_component(const char *p, size_t len);
+
+#endif

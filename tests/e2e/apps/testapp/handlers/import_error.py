@@ -1,0 +1,5 @@
+raise RuntimeError("fails at import")
+
+
+def fn(request, context):
+    return 1

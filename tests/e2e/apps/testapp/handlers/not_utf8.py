@@ -1,0 +1,2 @@
+def latin(request, context):
+    return "é"

@@ -1,0 +1,2 @@
+def broken(request, context)
+    return 1

@@ -1,0 +1,48 @@
+# SPDX-License-Identifier: MIT
+import pathlib
+import sys
+
+import pytest
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+from harness import Server  # noqa: E402
+
+from framework import Framework  # noqa: E402
+
+APPS = pathlib.Path(__file__).resolve().parent / "apps"
+
+
+@pytest.fixture(scope="session")
+def apps_dir():
+    return APPS
+
+
+@pytest.fixture(scope="module")
+def server():
+    s = Server("--pool-size", "4", definitions=APPS)
+    yield s
+    s.stop()
+
+
+@pytest.fixture
+def make_server():
+    started = []
+
+    def make(*args, **kw):
+        kw.setdefault("definitions", APPS)
+        s = Server(*args, **kw)
+        started.append(s)
+        return s
+
+    yield make
+    for s in started:
+        s.stop()
+
+
+@pytest.fixture
+def framework():
+    fw = Framework()
+    for path in (APPS / "testapp" / "handlers").iterdir():
+        fw.add("testapp", "handlers/" + path.name, path.read_bytes())
+    yield fw
+    fw.close()

@@ -1,0 +1,99 @@
+# SPDX-License-Identifier: MIT
+"""`sandboxd run` and the binary's command line (CONTRACT §2)."""
+import json
+import subprocess
+
+from harness import BIN, run_cli
+
+CODE = """
+class Greeter:
+    def greet(self, name):
+        print("greeting", name)
+        return "hello " + name
+
+def f(request, context):
+    return {"got": request, "app": context["appId"]}
+
+1 + 1
+"""
+
+
+def write(tmp_path, text, name="prog.py"):
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+def test_version_and_help():
+    v = subprocess.run([BIN, "--version"], capture_output=True, text=True)
+    assert v.returncode == 0 and v.stdout.startswith("sandboxd ")
+    for cmd in (["--help"], ["run", "--help"], ["serve", "--help"]):
+        p = subprocess.run([BIN] + cmd, capture_output=True, text=True)
+        assert p.returncode == 0, cmd
+        assert "Usage" in p.stdout
+
+
+def test_function_mode(tmp_path):
+    code, out, err = run_cli(write(tmp_path, CODE), "--function", "f", "--input", '{"x": 1}')
+    assert code == 0, err
+    assert out == {"got": {"x": 1}, "app": "cli"}
+
+
+def test_input_from_file(tmp_path):
+    inp = write(tmp_path, '{"y": 2}', "in.json")
+    code, out, _ = run_cli(write(tmp_path, CODE), "--function", "f", "--input", "@%s" % inp)
+    assert code == 0 and out["got"] == {"y": 2}
+
+
+def test_class_method_mode(tmp_path):
+    code, out, _ = run_cli(write(tmp_path, CODE), "--class", "Greeter", "--method", "greet",
+                           "--input", '{"name": "Ada"}')
+    assert code == 0
+    assert out == {"result": "hello Ada", "stdout": "greeting Ada\n", "stderr": ""}
+
+
+def test_program_mode_returns_last_expression(tmp_path):
+    code, out, _ = run_cli(write(tmp_path, CODE))
+    assert code == 0 and out["result"] == 2
+
+
+def test_application_error_exits_1(tmp_path):
+    code, out, _ = run_cli(write(tmp_path, "raise ValueError('nope')\n"))
+    assert code == 1
+    assert out["code"] == "APPLICATION_ERROR" and out["details"]["type"] == "ValueError"
+
+
+def test_timeout_and_full_output(tmp_path):
+    code, out, _ = run_cli(write(tmp_path, "while True: pass\n"), "--timeout-ms", "300", "--full")
+    assert code == 1
+    assert out["data"]["code"] == "TIMEOUT"
+    assert out["verdict"]["status"] == "TIMEOUT"
+    assert {m["name"] for m in out["metrics"]} >= {"sandbox.duration", "sandbox.cpu_time",
+                                                    "sandbox.memory_peak"}
+
+
+def test_memory_limit_flag(tmp_path):
+    code, out, _ = run_cli(write(tmp_path, "x = bytearray(400 << 20)\n"), "--memory-mb", "64")
+    assert code == 1 and out["code"] == "MEMORY_LIMIT"
+
+
+def test_bad_usage_exits_2(tmp_path):
+    prog = write(tmp_path, CODE)
+    for args in (["--timeout-ms", "abc"], ["--timeout-ms", "-5"], ["--class", "Greeter"],
+                 ["--input", "{not json"], ["--bogus"]):
+        p = subprocess.run([BIN, "run", str(prog)] + args, capture_output=True, text=True)
+        assert p.returncode == 2, args
+        assert p.stderr
+    p = subprocess.run([BIN, "run"], capture_output=True, text=True)
+    assert p.returncode == 2
+    p = subprocess.run([BIN, "run", str(tmp_path / "missing.py")], capture_output=True, text=True)
+    assert p.returncode == 2
+    p = subprocess.run([BIN, "frobnicate"], capture_output=True, text=True)
+    assert p.returncode == 2
+
+
+def test_serve_rejects_bad_options():
+    for args in (["--port", "70000"], ["--pool-size", "x"], ["--default-timeout-ms", "5000",
+                                                             "--max-timeout-ms", "100"]):
+        p = subprocess.run([BIN, "serve"] + args, capture_output=True, text=True, timeout=30)
+        assert p.returncode == 2, (args, p.stderr)

@@ -1,0 +1,94 @@
+# SPDX-License-Identifier: MIT
+"""EXECUTOR handler (CONTRACT §5, seed 001): code string, class + method or function,
+results, stdout/stderr, tracebacks, syntax errors, invalid results."""
+from harness import executor_request
+
+CLASS_CODE = """
+class Calculator:
+    def __init__(self):
+        self.factor = 10
+
+    def scale(self, value, extra=0):
+        print("scaling", value)
+        return value * self.factor + extra
+
+    def fail(self):
+        raise KeyError("missing")
+"""
+
+
+def ok(r):
+    assert r.status == 200, r
+    assert r.json["resultType"] == "generic", r
+    return r.json["data"]
+
+
+def test_class_method_with_params(server):
+    r = server.execute(executor_request(CLASS_CODE, className="Calculator", methodName="scale",
+                                        methodParams={"value": 4, "extra": 2}))
+    assert ok(r) == {"result": 42, "stdout": "scaling 4\n", "stderr": ""}
+
+
+def test_function_call(server):
+    code = "def double(x):\n    return 2 * x\n"
+    assert ok(server.execute(executor_request(code, functionName="double",
+                                              methodParams={"x": 21})))["result"] == 42
+
+
+def test_plain_code_returns_last_expression(server):
+    d = ok(server.execute(executor_request("import math\nx = 6\nprint('hi')\nmath.factorial(x)")))
+    assert d == {"result": 720, "stdout": "hi\n", "stderr": ""}
+
+
+def test_plain_code_without_trailing_expression(server):
+    assert ok(server.execute(executor_request("x = 1\n")))["result"] is None
+
+
+def test_exception_has_full_traceback(server):
+    r = server.execute(executor_request(CLASS_CODE, className="Calculator", methodName="fail"))
+    d = r.json["data"]
+    assert d["code"] == "APPLICATION_ERROR"
+    assert d["details"]["type"] == "KeyError"
+    assert "in fail" in d["details"]["traceback"]
+    assert 'raise KeyError("missing")' in d["details"]["traceback"]
+
+
+def test_syntax_error_line_and_column(server):
+    d = server.execute(executor_request("x = 1\ny = (2 +\n")).json["data"]
+    assert d["code"] == "APPLICATION_ERROR"
+    assert d["details"]["type"] == "SyntaxError"
+    assert d["details"]["line"] == 2
+    assert isinstance(d["details"]["column"], int)
+
+
+def test_not_serialisable_result_names_its_type(server):
+    d = server.execute(executor_request("object()")).json["data"]
+    assert d["code"] == "INVALID_RESULT"
+    assert d["details"]["type"] == "object"
+
+
+def test_missing_class_or_method(server):
+    d = server.execute(executor_request(CLASS_CODE, className="Nope", methodName="scale")).json["data"]
+    assert d["code"] == "FUNCTION_NOT_FOUND"
+    d = server.execute(executor_request(CLASS_CODE, className="Calculator", methodName="nope")).json["data"]
+    assert d["code"] == "FUNCTION_NOT_FOUND"
+
+
+def test_wrong_params_are_application_error(server):
+    r = server.execute(executor_request(CLASS_CODE, className="Calculator", methodName="scale",
+                                        methodParams={"bogus": 1}))
+    assert r.json["data"]["details"]["type"] == "TypeError"
+
+
+def test_validation(server):
+    r = server.execute(executor_request(CLASS_CODE, className="Calculator"))
+    assert r.status == 400 and r.json["error"]["field"] == "context.taskDetails.methodName"
+    r = server.execute(executor_request(CLASS_CODE, className="C", methodName="m", methodParams=[1]))
+    assert r.status == 400 and r.json["error"]["field"] == "context.taskDetails.methodParams"
+    r = server.execute(executor_request(5))
+    assert r.status == 400 and r.json["error"]["field"] == "context.taskDetails.code"
+
+
+def test_timeout(server):
+    r = server.execute(executor_request("while True: pass", timeoutMs=400))
+    assert r.json["data"]["code"] == "TIMEOUT"

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Every test suite of sandboxd, ending with one summary line:
+#   N passed, N failed, N skipped
+# Suites: C unit tests (release build, ASan/UBSan build, valgrind), end-to-end tests
+# against a real `sandboxd serve` (ASan build), the attack suite as root and again as an
+# unprivileged user (rootless mode).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+PY=/usr/bin/python3
+RESULTS=$(mktemp -d /tmp/sandboxd-results.XXXXXX)
+chmod 755 "$RESULTS"
+trap 'rm -rf "$RESULTS"' EXIT
+
+suite() { echo; echo "=== $* ==="; }
+
+suite "format (clang-format)"
+if clang-format --dry-run --Werror $(git ls-files 'src/*.c' 'src/*.h' 'tests/*.c') 2>"$RESULTS/format.txt"; then
+  echo '{"name": "clang-format", "result": "OK"}' >"$RESULTS/format.json"
+else
+  cat "$RESULTS/format.txt" | head -20
+  echo '{"name": "clang-format", "result": "FAIL"}' >"$RESULTS/format.json"
+fi
+
+suite "unit tests (release)"
+meson test -C build --print-errorlogs --no-rebuild
+cp build/meson-logs/testlog.json "$RESULTS/unit-release.json" 2>/dev/null
+
+suite "unit tests (ASan + UBSan)"
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+  meson test -C build-asan --print-errorlogs --no-rebuild
+cp build-asan/meson-logs/testlog.json "$RESULTS/unit-asan.json" 2>/dev/null
+
+suite "unit tests (valgrind)"
+meson test -C build --print-errorlogs --no-rebuild \
+  --wrap='valgrind --quiet --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite'
+cp build/meson-logs/testlog.json "$RESULTS/unit-valgrind.json" 2>/dev/null
+
+suite "end-to-end (sandboxd serve, ASan build)"
+SANDBOXD_BIN=$ROOT/build-asan/sandboxd SANDBOXD_CELL_LIB=$ROOT/build/libsbxcell.so \
+  $PY -m pytest -q -p no:cacheprovider tests/e2e --junitxml="$RESULTS/e2e.xml"
+
+suite "attacks (root)"
+SANDBOXD_BIN=$ROOT/build/sandboxd $PY -m pytest -q -p no:cacheprovider tests/attacks \
+  --junitxml="$RESULTS/attacks-root.xml"
+
+suite "attacks (unprivileged user, rootless)"
+tests/rootless.sh "$RESULTS/attacks-rootless.xml"
+
+$PY tests/summary.py "$RESULTS"

@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: MIT
+/* Unit tests: api/request (validation of /execute bodies) and the HTTP header helpers. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "api/api.h"
+#include "api/request.h"
+
+static json_t *base(const char *handler)
+{
+    return json_pack("{s:s, s:{s:s, s:{}}, s:{s:s, s:s, s:s, s:{s:s, s:s}}}", "requestId", "r1",
+                     "requestData", "source", "http", "body", "context", "appId", "demo",
+                     "handlerType", handler, "mcp_endpoint", "local", "taskDetails", "script",
+                     "h/add.py", "function", "add");
+}
+
+static const char *field_of(json_t *body)
+{
+    struct request_spec s;
+    static struct request_error err;
+    int r = request_parse(body, &s, &err);
+    json_decref(body);
+    return r == 0 ? NULL : err.field;
+}
+
+static void valid_jit(void **state)
+{
+    json_t *b = base("JIT");
+    json_object_set_new(json_object_get(json_object_get(b, "context"), "taskDetails"), "timeoutMs",
+                        json_integer(500));
+    struct request_spec s;
+    struct request_error err;
+    assert_int_equal(request_parse(b, &s, &err), 0);
+    assert_int_equal(s.handler, HANDLER_JIT);
+    assert_string_equal(s.script, "h/add.py");
+    assert_string_equal(s.function, "add");
+    assert_int_equal(s.timeout_ms, 500);
+    assert_int_equal(s.memory_mb, 0);
+    json_decref(b);
+}
+
+static json_t *ctx(json_t *b)
+{
+    return json_object_get(b, "context");
+}
+
+static json_t *task(json_t *b)
+{
+    return json_object_get(ctx(b), "taskDetails");
+}
+
+static void missing_and_mistyped_fields_are_named(void **state)
+{
+    json_t *b;
+    b = base("JIT");
+    json_object_del(b, "requestId");
+    assert_string_equal(field_of(b), "requestId");
+    b = base("JIT");
+    json_object_set_new(b, "requestData", json_string("x"));
+    assert_string_equal(field_of(b), "requestData");
+    b = base("JIT");
+    json_object_del(json_object_get(b, "requestData"), "source");
+    assert_string_equal(field_of(b), "requestData.source");
+    b = base("JIT");
+    json_object_set_new(ctx(b), "mcp_endpoint", json_string("file:///etc"));
+    assert_string_equal(field_of(b), "context.mcp_endpoint");
+    b = base("NOPE");
+    assert_string_equal(field_of(b), "context.handlerType");
+    b = base("JIT");
+    json_object_set_new(ctx(b), "appId", json_string("a/b"));
+    assert_string_equal(field_of(b), "context.appId");
+    b = base("JIT");
+    json_object_set_new(task(b), "script", json_string("../x.py"));
+    assert_string_equal(field_of(b), "context.taskDetails.script");
+    b = base("JIT");
+    json_object_set_new(task(b), "function", json_string("1abc"));
+    assert_string_equal(field_of(b), "context.taskDetails.function");
+    b = base("JIT");
+    json_object_set_new(task(b), "memoryMb", json_integer(1));
+    assert_string_equal(field_of(b), "context.taskDetails.memoryMb");
+    b = base("JIT");
+    json_object_set_new(task(b), "timeoutMs", json_real(1.5));
+    assert_string_equal(field_of(b), "context.taskDetails.timeoutMs");
+    b = base("JIT");
+    json_object_set_new(ctx(b), "traceId", json_integer(3));
+    assert_string_equal(field_of(b), "context.traceId");
+    b = base("JIT");
+    json_object_set_new(b, "requestId", json_stringn("a\0b", 3));
+    assert_string_equal(field_of(b), "requestId");
+    b = base("WORKFLOW");
+    assert_string_equal(field_of(b), "context.workflowInfo");
+}
+
+static void executor_rules(void **state)
+{
+    json_t *b = base("EXECUTOR");
+    json_object_del(ctx(b), "appId"); /* optional for EXECUTOR */
+    json_object_set_new(task(b), "code", json_string("x = 1"));
+    json_object_set_new(task(b), "className", json_string("C"));
+    assert_string_equal(field_of(json_incref(b)), "context.taskDetails.methodName");
+    json_object_set_new(task(b), "methodName", json_string("m"));
+    json_object_set_new(task(b), "methodParams", json_integer(1));
+    assert_string_equal(field_of(json_incref(b)), "context.taskDetails.methodParams");
+    json_object_set_new(task(b), "methodParams", json_object());
+    assert_null(field_of(b));
+}
+
+static void content_type_and_accept(void **state)
+{
+    assert_true(api_is_json_type("application/json"));
+    assert_true(api_is_json_type("application/json; charset=utf-8"));
+    assert_true(api_is_json_type("Application/JSON"));
+    assert_false(api_is_json_type("application/jsonx"));
+    assert_false(api_is_json_type("text/plain"));
+    assert_false(api_is_json_type(NULL));
+    assert_true(api_accepts(NULL, "application/json"));
+    assert_true(api_accepts("*/*", "application/json"));
+    assert_true(api_accepts("application/*", "application/json"));
+    assert_true(api_accepts("text/html, application/json;q=0.9", "application/json"));
+    assert_false(api_accepts("text/html", "application/json"));
+    assert_false(api_accepts("application/json;q=0", "application/json"));
+    assert_true(api_accepts("text/event-stream", "text/event-stream"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(valid_jit),
+        cmocka_unit_test(missing_and_mistyped_fields_are_named),
+        cmocka_unit_test(executor_rules),
+        cmocka_unit_test(content_type_and_accept),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
