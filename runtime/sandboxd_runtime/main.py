@@ -8,7 +8,7 @@ def run(mode, args):
     if mode == "oneshot":
         from sandboxd_runtime import worker
 
-        worker.serve_one()
+        worker.serve_one(warm=False)  # not forked: no copy-on-write to pay in advance
     elif mode == "zygote":
         from sandboxd_runtime import zygote
 

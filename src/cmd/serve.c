@@ -38,8 +38,10 @@ static const char serve_usage[] =
     "  --llm-url URL          OpenAI-compatible endpoint for the local core.llm.generate\n"
     "                         (default: the offline echo model); key from $SANDBOXD_LLM_API_KEY\n"
     "  --llm-model NAME       default model for --llm-url\n"
-    "  --pool-size N          warm interpreters kept ready (default 8; 0 disables the pool)\n"
+    "  --pool-size N          warm interpreters kept ready (default 16; 0 disables the pool)\n"
     "  --zygotes N            processes forking warm interpreters (default 2)\n"
+    "  --preimport MODS       comma-separated modules every warm interpreter starts with\n"
+    "                         (default datetime,math,random)\n"
     "  --max-running N        executions at once (default 4 x cores)\n"
     "  --max-queue N          executions waiting before 503 (default 256)\n"
     "  --default-timeout-ms N timeout when a request names none and has no history (10000)\n"
@@ -71,7 +73,7 @@ enum {
     SERVE_PROCS,
     SERVE_MAX_BODY,
     SERVE_FW_TIMEOUT,
-    SERVE_MCP_CONFIG,
+    SERVE_PREIMPORT,
 };
 
 struct serve_opts {
@@ -83,7 +85,7 @@ struct serve_opts {
     uint64_t pool_size, zygotes, max_running, max_queue;
     uint64_t def_timeout, max_timeout, def_memory, max_memory;
     uint64_t output_kb, procs, max_body_kb, fw_timeout;
-    const char *mcp_config;
+    const char *preimport;
     bool def_timeout_set, def_memory_set;
 };
 
@@ -108,7 +110,7 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o, struct commo
         {"max-procs", required_argument, NULL, SERVE_PROCS},
         {"max-body-kb", required_argument, NULL, SERVE_MAX_BODY},
         {"framework-timeout-ms", required_argument, NULL, SERVE_FW_TIMEOUT},
-        {"mcp-config", required_argument, NULL, SERVE_MCP_CONFIG},
+        {"preimport", required_argument, NULL, SERVE_PREIMPORT},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -116,7 +118,7 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o, struct commo
     *o = (struct serve_opts){
         .port = 8080,
         .host = "127.0.0.1",
-        .pool_size = 8,
+        .pool_size = 16,
         .zygotes = 2,
         .max_running = (uint64_t)(ncpu > 0 ? ncpu : 1) * 4,
         .max_queue = 256,
@@ -128,6 +130,7 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o, struct commo
         .procs = 64,
         .max_body_kb = 10240,
         .fw_timeout = 10000,
+        .preimport = "datetime,math,random",
     };
     const char *env_port = getenv("UHLP_SANDBOX_PORT");
     if (env_port && common_parse_u64("port (UHLP_SANDBOX_PORT)", env_port, 0, 65535, &o->port) < 0)
@@ -184,8 +187,8 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o, struct commo
         case SERVE_LLM_MODEL:
             o->llm_model = optarg;
             break;
-        case SERVE_MCP_CONFIG:
-            o->mcp_config = optarg;
+        case SERVE_PREIMPORT:
+            o->preimport = optarg;
             break;
         case 'h':
             fputs(serve_usage, stdout);
@@ -293,6 +296,7 @@ int cmd_serve(int argc, char **argv)
             .max_frame = 64u << 20,
             .nproc = o.procs,
             .nofile = 256,
+            .preimport = o.preimport,
         };
         if (pool_new(&jail, &po, &pool) < 0) {
             log_error("serve: the warm pool could not start (use --pool-size 0 to run without)");

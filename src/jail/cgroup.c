@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <stdbool.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -28,8 +29,9 @@
 
 struct cgroup_cell {
     struct cgroup_env *env;
-    char *v2;     /* v2 cell dir */
-    char *memory; /* v1 cell dirs */
+    struct cgroup_cell *next; /* graveyard */
+    char *v2;                 /* v2 cell dir */
+    char *memory;             /* v1 cell dirs */
     char *pids;
     char *cpuacct;
     uint64_t cpu_base; /* cpu counter at the last reset, for per-period accounting */
@@ -275,6 +277,7 @@ void cgroup_env_init(struct cgroup_env *env, bool want)
 {
     *env = (struct cgroup_env){.mode = CGROUP_NONE};
     atomic_init(&env->next_id, 1);
+    pthread_mutex_init(&env->graveyard_lock, NULL);
     if (!want) {
         cgroup_set_reason(env, "disabled by --no-cgroups");
         return;
@@ -288,10 +291,28 @@ void cgroup_env_init(struct cgroup_env *env, bool want)
         cgroup_set_reason(env, "no usable cgroup hierarchy");
 }
 
+static bool cgroup_cell_remove(struct cgroup_cell *c);
+static void cgroup_cell_release(struct cgroup_cell *c);
+
 void cgroup_env_done(struct cgroup_env *env)
 {
     if (!env)
         return;
+    /* At shutdown waiting is fine: give dying processes a moment to leave. */
+    for (int i = 0; i < 100 && env->graveyard; i++) {
+        cgroup_env_sweep(env);
+        if (env->graveyard) {
+            struct timespec ts = {0, 10 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    for (struct cgroup_cell *c = env->graveyard, *next; c; c = next) {
+        next = c->next;
+        log_warn("cgroup: could not remove a cell cgroup at shutdown");
+        cgroup_cell_release(c);
+    }
+    env->graveyard = NULL;
+    pthread_mutex_destroy(&env->graveyard_lock);
     /* Best effort: the base directories are empty once every cell is gone. */
     if (env->v1_memory)
         (void)rmdir(env->v1_memory);
@@ -312,6 +333,8 @@ int cgroup_cell_new(struct cgroup_env *env, struct cgroup_cell **ret)
     *ret = NULL;
     if (env->mode == CGROUP_NONE)
         return 0;
+    if (env->graveyard)
+        cgroup_env_sweep(env);
     struct cgroup_cell *c = calloc(1, sizeof(*c));
     if (!c)
         return -ENOMEM;
@@ -342,35 +365,77 @@ fail:
     return r;
 }
 
-static void cgroup_rmdir_retry(const char *dir)
+/* One attempt at removing every directory of the cell; true when all are gone. */
+static bool cgroup_cell_remove(struct cgroup_cell *c)
 {
-    if (!dir)
-        return;
-    /* The last processes of a killed sandbox may still be exiting. */
-    for (int i = 0; i < 50; i++) {
-        if (rmdir(dir) == 0 || errno == ENOENT)
-            return;
-        if (errno != EBUSY)
-            break;
-        struct timespec ts = {0, 2 * 1000 * 1000};
-        nanosleep(&ts, NULL);
+    char **dirs[] = {&c->v2, &c->memory, &c->pids, &c->cpuacct};
+    bool all = true;
+    for (size_t i = 0; i < ARRAY_SIZE(dirs); i++) {
+        if (!*dirs[i])
+            continue;
+        if (rmdir(*dirs[i]) == 0 || errno == ENOENT) {
+            free(*dirs[i]);
+            *dirs[i] = NULL;
+        } else if (errno == EBUSY) {
+            all = false;
+        } else {
+            log_errno(LOG_WARN, errno, "cgroup: cannot remove %s", *dirs[i]);
+            free(*dirs[i]);
+            *dirs[i] = NULL;
+        }
     }
-    log_errno(LOG_WARN, errno, "cgroup: cannot remove %s", dir);
+    return all;
+}
+
+static void cgroup_cell_release(struct cgroup_cell *c)
+{
+    free(c->v2);
+    free(c->memory);
+    free(c->pids);
+    free(c->cpuacct);
+    free(c);
 }
 
 void cgroup_cell_free(struct cgroup_cell *c)
 {
     if (!c)
         return;
-    cgroup_rmdir_retry(c->v2);
-    cgroup_rmdir_retry(c->memory);
-    cgroup_rmdir_retry(c->pids);
-    cgroup_rmdir_retry(c->cpuacct);
-    free(c->v2);
-    free(c->memory);
-    free(c->pids);
-    free(c->cpuacct);
-    free(c);
+    if (cgroup_cell_remove(c)) {
+        cgroup_cell_release(c);
+        return;
+    }
+    struct cgroup_env *env = c->env;
+    pthread_mutex_lock(&env->graveyard_lock);
+    c->next = env->graveyard;
+    env->graveyard = c;
+    pthread_mutex_unlock(&env->graveyard_lock);
+}
+
+void cgroup_env_sweep(struct cgroup_env *env)
+{
+    pthread_mutex_lock(&env->graveyard_lock);
+    struct cgroup_cell *pending = env->graveyard;
+    env->graveyard = NULL;
+    pthread_mutex_unlock(&env->graveyard_lock);
+    struct cgroup_cell *keep = NULL;
+    for (struct cgroup_cell *c = pending, *next; c; c = next) {
+        next = c->next;
+        if (cgroup_cell_remove(c)) {
+            cgroup_cell_release(c);
+        } else {
+            c->next = keep;
+            keep = c;
+        }
+    }
+    if (!keep)
+        return;
+    pthread_mutex_lock(&env->graveyard_lock);
+    struct cgroup_cell *tail = keep;
+    while (tail->next)
+        tail = tail->next;
+    tail->next = env->graveyard;
+    env->graveyard = keep;
+    pthread_mutex_unlock(&env->graveyard_lock);
 }
 
 int cgroup_cell_attach(struct cgroup_cell *c, pid_t pid)

@@ -14,6 +14,7 @@
 #ifndef SANDBOXD_JAIL_CGROUP_H
 #define SANDBOXD_JAIL_CGROUP_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -29,6 +30,8 @@ struct cgroup_env {
     char *v1_cpuacct;
     char *reason; /* NONE: why cgroups are not used */
     atomic_uint_fast64_t next_id;
+    pthread_mutex_t graveyard_lock;
+    struct cgroup_cell *graveyard; /* removal refused (EBUSY): retried, never waited for */
 };
 
 struct cgroup_usage {
@@ -48,8 +51,13 @@ const char *cgroup_mode_name(enum cgroup_mode m);
 
 /* A fresh cgroup for one sandbox; NULL *ret when mode is NONE. */
 int cgroup_cell_new(struct cgroup_env *env, struct cgroup_cell **ret);
-/* Removes the cgroup (the processes must be gone; retried briefly). NULL is a no-op. */
+/* Removes the cgroup without ever waiting: when the kernel still counts a dying process in
+ * it, the cell goes to the environment's graveyard and a later sweep removes it. */
 void cgroup_cell_free(struct cgroup_cell *cell);
+/* Retry removing the cells in the graveyard (non-blocking). */
+void cgroup_env_sweep(struct cgroup_env *env);
+/* Retry removing the cells in the graveyard (non-blocking). */
+void cgroup_env_sweep(struct cgroup_env *env);
 int cgroup_cell_attach(struct cgroup_cell *cell, pid_t pid);
 /* 0 leaves a limit unchanged. */
 int cgroup_cell_set_limits(struct cgroup_cell *cell, uint64_t memory_bytes, uint64_t max_pids);

@@ -387,6 +387,12 @@ int jail_seccomp_build(struct sock_fprog *ret)
         log_errno(LOG_ERROR, r, "seccomp: cannot set the bad-arch action");
         goto out;
     }
+    /* A binary tree instead of a linear list: the kernel evaluates the filter once per
+     * syscall number when it is loaded (to build its allow cache), so the load of a long
+     * linear filter costs ~0.3 ms per sandbox; the tree makes that, and every check, short. */
+    r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
+    if (r < 0)
+        log_errno(LOG_WARN, r, "seccomp: binary-tree optimisation unavailable");
     for (size_t i = 0; i < ARRAY_SIZE(seccomp_allow); i++)
         if ((r = seccomp_add(ctx, SCMP_ACT_ALLOW, seccomp_allow[i], 0, NULL)) < 0)
             goto out;

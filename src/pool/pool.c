@@ -51,6 +51,7 @@ struct zygote;
 
 struct pool_cell {
     uint64_t token;
+    int64_t t_request, t_forked, t_attached, t_ready; /* lifecycle timestamps (us) */
     struct pool *pool;
     struct zygote *z;
     enum pool_cell_state state;
@@ -359,6 +360,31 @@ static int zygote_wait_ready(struct zygote *z, int64_t timeout_ms)
 
 /* ---- cells ----------------------------------------------------------------------------- */
 
+struct pool_freelist {
+    struct cell *items[64];
+    size_t n;
+};
+
+static void pool_defer_free(struct pool_freelist *fl, struct cell *c)
+{
+    if (!c)
+        return;
+    if (fl->n < ARRAY_SIZE(fl->items))
+        fl->items[fl->n++] = c;
+    else
+        log_error("pool: free list overflow; leaking a cell");
+}
+
+struct pool_attach {
+    uint64_t token;
+    pid_t pid;
+};
+
+struct pool_attachlist {
+    struct pool_attach items[64];
+    size_t n;
+};
+
 static void pool_ready_push(struct pool *p, struct pool_cell *pc)
 {
     pc->next = NULL;
@@ -400,6 +426,7 @@ static int pool_request_fork(struct pool *p, struct zygote *z)
         goto fail;
     }
     pc->token = ++p->next_token;
+    pc->t_request = clock_mono_us();
     pc->pool = p;
     pc->z = z;
     pc->state = PC_FORKING;
@@ -409,7 +436,10 @@ static int pool_request_fork(struct pool *p, struct zygote *z)
     c->proto_fd = TAKE_FD(sv[0]);
     c->out_fd = TAKE_FD(out[0]);
     c->err_fd = TAKE_FD(err[0]);
-    json_t *msg = json_pack("{s:s, s:I}", "op", "fork", "token", (json_int_t)pc->token);
+    /* A cell warms itself up (pre-pays its copy-on-write faults) only while the pool has
+     * cells to spare; when requests are already waiting it is needed at once. */
+    json_t *msg = json_pack("{s:s, s:I, s:b}", "op", "fork", "token", (json_int_t)pc->token, "warm",
+                            p->n_ready > 0);
     int fds[3] = {sv[1], out[1], err[1]};
     r = msg ? pool_send(z->ctl_fd, msg, fds, 3) : -ENOMEM;
     json_decref(msg);
@@ -449,6 +479,11 @@ static void pool_maybe_ready(struct pool *p, struct pool_cell *pc)
         return;
     pool_epoll_del(p, pc->cell->proto_fd);
     pc->state = PC_READY;
+    pc->t_ready = clock_mono_us();
+    log_debug("pool: cell %llu forked after %lld us, attached after %lld us, ready after %lld us",
+              (unsigned long long)pc->token, (long long)(pc->t_forked - pc->t_request),
+              (long long)(pc->t_attached - pc->t_request),
+              (long long)(pc->t_ready - pc->t_request));
     p->n_starting--;
     pool_ready_push(p, pc);
     pthread_cond_broadcast(&p->cond);
@@ -505,7 +540,10 @@ static struct cell *pool_cell_readable(struct pool *p, struct pool_cell *pc)
     }
 }
 
-static struct cell *pool_on_forked(struct pool *p, json_t *msg, int pidfd)
+/* "forked": the cell exists; it still needs its cgroup (attached by the pool thread after
+ * dropping the lock, see pool_attach). Lock held. */
+static struct cell *pool_on_forked(struct pool *p, json_t *msg, int pidfd,
+                                   struct pool_attachlist *al)
 {
     uint64_t token = (uint64_t)json_integer_value(json_object_get(msg, "token"));
     struct pool_cell *pc = NULL;
@@ -521,16 +559,50 @@ static struct cell *pool_on_forked(struct pool *p, json_t *msg, int pidfd)
     c->pidfd = pidfd;
     c->pid = pidfd >= 0 ? pool_pidfd_pid(pidfd) : -1;
     pc->state = PC_STARTING;
+    pc->t_forked = clock_mono_us();
     if (c->pid <= 0) {
         log_error("pool: zygote %d sent no usable pidfd", pc->z->index);
         return pool_discard_starting(p, pc);
     }
-    if (cgroup_cell_new((struct cgroup_env *)&p->jail->cgroups, &c->cgroup) < 0 ||
-        (c->cgroup && cgroup_cell_attach(c->cgroup, c->pid) < 0))
-        return pool_discard_starting(p, pc);
-    pc->attached = true;
-    pool_maybe_ready(p, pc);
-    return NULL;
+    if (al->n < ARRAY_SIZE(al->items)) {
+        al->items[al->n++] = (struct pool_attach){.token = token, .pid = c->pid};
+        return NULL;
+    }
+    log_error("pool: too many cells to attach at once");
+    return pool_discard_starting(p, pc);
+}
+
+/* Create and join the cells' cgroups, without the lock: a cgroup v1 migration waits for an
+ * RCU grace period (milliseconds when the system is quiet), and acquirers must not wait for
+ * that. Then mark them attached, under the lock. */
+static void pool_attach(struct pool *p, struct pool_attachlist *al, struct pool_freelist *fl)
+{
+    struct cgroup_cell *cgs[ARRAY_SIZE(al->items)];
+    bool ok[ARRAY_SIZE(al->items)];
+    for (size_t i = 0; i < al->n; i++) {
+        cgs[i] = NULL;
+        ok[i] = cgroup_cell_new((struct cgroup_env *)&p->jail->cgroups, &cgs[i]) == 0 &&
+                (!cgs[i] || cgroup_cell_attach(cgs[i], al->items[i].pid) == 0);
+    }
+    pthread_mutex_lock(&p->lock);
+    for (size_t i = 0; i < al->n; i++) {
+        struct pool_cell *pc = NULL;
+        HASH_FIND(hh, p->cells, &al->items[i].token, sizeof(uint64_t), pc);
+        if (!pc || pc->state != PC_STARTING || !pc->cell) {
+            cgroup_cell_free(cgs[i]); /* the cell died meanwhile */
+            continue;
+        }
+        pc->cell->cgroup = cgs[i];
+        if (!ok[i]) {
+            pool_defer_free(fl, pool_discard_starting(p, pc));
+            continue;
+        }
+        pc->attached = true;
+        pc->t_attached = clock_mono_us();
+        pool_maybe_ready(p, pc);
+    }
+    pthread_mutex_unlock(&p->lock);
+    al->n = 0;
 }
 
 static struct cell *pool_on_exit(struct pool *p, json_t *msg)
@@ -557,21 +629,6 @@ static struct cell *pool_on_exit(struct pool *p, json_t *msg)
 }
 
 /* ---- the pool thread ------------------------------------------------------------------------ */
-
-struct pool_freelist {
-    struct cell *items[64];
-    size_t n;
-};
-
-static void pool_defer_free(struct pool_freelist *fl, struct cell *c)
-{
-    if (!c)
-        return;
-    if (fl->n < ARRAY_SIZE(fl->items))
-        fl->items[fl->n++] = c;
-    else
-        log_error("pool: free list overflow; leaking a cell");
-}
 
 static void zygote_drain_log(struct zygote *z)
 {
@@ -626,7 +683,8 @@ static void zygote_died(struct pool *p, struct zygote *z, struct pool_freelist *
     z->restart_at_us = clock_mono_us() + (int64_t)backoff * 1000000;
 }
 
-static void pool_handle_zctl(struct pool *p, struct zygote *z, struct pool_freelist *fl)
+static void pool_handle_zctl(struct pool *p, struct zygote *z, struct pool_freelist *fl,
+                             struct pool_attachlist *al)
 {
     for (;;) {
         json_t *msg;
@@ -643,7 +701,7 @@ static void pool_handle_zctl(struct pool *p, struct zygote *z, struct pool_freel
             if (fd >= 0)
                 close(fd);
         } else if (strcmp(op, "forked") == 0) {
-            pool_defer_free(fl, pool_on_forked(p, msg, fd));
+            pool_defer_free(fl, pool_on_forked(p, msg, fd, al));
         } else {
             if (fd >= 0)
                 close(fd);
@@ -699,6 +757,7 @@ static void *pool_thread(void *arg)
     struct epoll_event evs[32];
     for (;;) {
         struct pool_freelist fl = {0};
+        struct pool_attachlist al = {0};
         pthread_mutex_lock(&p->lock);
         if (p->stop) {
             pthread_mutex_unlock(&p->lock);
@@ -718,7 +777,7 @@ static void *pool_thread(void *arg)
                 break;
             }
             case WATCH_ZCTL:
-                pool_handle_zctl(p, w->obj, &fl);
+                pool_handle_zctl(p, w->obj, &fl, &al);
                 break;
             case WATCH_ZOUT:
                 zygote_drain_log(w->obj);
@@ -732,8 +791,11 @@ static void *pool_thread(void *arg)
             }
         }
         pthread_mutex_unlock(&p->lock);
+        if (al.n)
+            pool_attach(p, &al, &fl);
         for (size_t i = 0; i < fl.n; i++)
             cell_free(fl.items[i]);
+        cgroup_env_sweep((struct cgroup_env *)&p->jail->cgroups);
     }
     return NULL;
 }
@@ -768,7 +830,7 @@ int pool_new(const struct jail_config *jail, const struct pool_options *opt, str
     pthread_mutex_init(&p->lock, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* deadlines are monotonic */
     pthread_cond_init(&p->cond, &ca);
     pthread_condattr_destroy(&ca);
     int r = -ENOMEM;
@@ -899,6 +961,7 @@ int pool_acquire(struct pool *p, const struct jail_limits *lim, int64_t deadline
     struct pool_cell *pc = p->ready_head;
     if (!pc) {
         pthread_mutex_unlock(&p->lock);
+        log_warn("pool: no warm interpreter became ready before the deadline");
         return p->stop ? -ESHUTDOWN : -ETIMEDOUT;
     }
     p->ready_head = pc->next;

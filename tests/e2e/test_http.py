@@ -218,6 +218,21 @@ def test_pool_replaces_each_interpreter(server):
     assert server.health()["pool"]["ready"] == 4
 
 
+def test_requests_wait_for_the_pool_to_refill(make_server):
+    s = make_server("--pool-size", "1", "--zygotes", "1")
+    results = []
+    threads = [threading.Thread(target=lambda i=i: results.append(
+        s.execute(jit_request(S, "add", {"a": i, "b": 1}), fresh=True))) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(r.json["data"]["sum"] for r in results) == [1, 2, 3, 4, 5, 6]
+    pool = s.health()["pool"]
+    assert pool["misses"] >= 1  # some had to wait for a fresh interpreter, and got one
+    assert pool["created"] >= 6
+
+
 def test_load_code_validation(server):
     r = server.request("POST", "/_framework/load_code", body={"files": []})
     assert r.status == 400 and r.json["error"]["field"] == "appId"
