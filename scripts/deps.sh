@@ -13,7 +13,7 @@ PACKAGES=(
   python3 python3-jinja2 python3-jsonschema python3-yaml
   # tests and benchmarks
   python3-pytest valgrind curl wrk bubblewrap util-linux procps iproute2 nodejs npm
-  python3-jupyter-client python3-ipykernel
+  python3-jupyter-client python3-ipykernel python3-fastapi python3-uvicorn
 )
 
 missing=()

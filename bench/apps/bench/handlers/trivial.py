@@ -1,0 +1,3 @@
+def add(request, context):
+    body = request["body"]
+    return {"sum": body["a"] + body["b"]}

@@ -1,0 +1,271 @@
+# SPDX-License-Identifier: MIT
+"""`make bench`: sandboxd against the seed-style reference server, side by side in one run,
+on loopback with wrk. Prints a markdown table (p50/p99 latency, throughput, ratios), the
+isolation overhead of a cold spawn, and memory figures; writes them to bench/last-run.md.
+
+Environment: BENCH_DURATION (seconds per load run, default 8), BENCH_SANDBOXD (binary).
+"""
+import http.client
+import json
+import os
+import pathlib
+import re
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = pathlib.Path(__file__).resolve().parent
+ROOT = HERE.parent
+BIN = os.environ.get("BENCH_SANDBOXD", str(ROOT / "build" / "sandboxd"))
+DURATION = int(os.environ.get("BENCH_DURATION", "8"))
+APPS = HERE / "apps"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Proc:
+    def __init__(self, cmd, port):
+        self.port = port
+        self.log = tempfile.TemporaryFile()
+        self.p = subprocess.Popen(cmd, stdout=self.log, stderr=self.log)
+
+    def wait_up(self, body):
+        for _ in range(600):
+            try:
+                st, resp = post(self.port, body)
+                if st == 200:
+                    return resp
+            except OSError:
+                pass
+            time.sleep(0.05)
+        self.log.seek(0)
+        raise RuntimeError("server did not start:\n" + self.log.read().decode(errors="replace"))
+
+    def stop(self):
+        self.p.send_signal(signal.SIGTERM)
+        try:
+            self.p.wait(30)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+
+
+def post(port, body):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    c.request("POST", "/execute", json.dumps(body), {"Content-Type": "application/json"})
+    r = c.getresponse()
+    data = json.loads(r.read())
+    c.close()
+    return r.status, data
+
+
+def jit(script, function, body):
+    return {"requestId": "bench", "requestData": {"source": "bench", "body": body},
+            "context": {"appId": "bench", "handlerType": "JIT", "mcp_endpoint": "local",
+                        "taskDetails": {"script": script, "function": function,
+                                        "timeoutMs": 10000}}}
+
+
+EXECUTOR = {"requestId": "bench", "requestData": {"source": "bench"},
+            "context": {"handlerType": "EXECUTOR", "mcp_endpoint": "local",
+                        "taskDetails": {"code": "class Calc:\n    def add(self, a, b):\n        return a + b\n",
+                                        "className": "Calc", "methodName": "add",
+                                        "methodParams": {"a": 2, "b": 3}, "timeoutMs": 10000}}}
+TRIVIAL = jit("handlers/trivial.py", "add", {"a": 2, "b": 3})
+WORK = jit("handlers/work.py", "work", {})
+
+
+def to_ms(v, unit):
+    return float(v) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
+
+
+def wrk(port, body, conns):
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(body, f)
+    env = dict(os.environ, BENCH_BODY=f.name)
+    out = subprocess.run(["wrk", "-t", str(min(conns, 2)), "-c", str(conns), "-d", "%ds" % DURATION,
+                          "--latency", "-s", str(HERE / "post.lua"), "http://127.0.0.1:%d/execute" % port],
+                         capture_output=True, text=True, env=env).stdout
+    os.unlink(f.name)
+    lat = dict(re.findall(r"^\s+(50|99)%\s+([\d.]+\w+)", out, re.M))
+
+    def parse(s):
+        m = re.match(r"([\d.]+)(\w+)", s)
+        return to_ms(m.group(1), m.group(2))
+
+    errors = 0
+    m = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    if m:
+        errors += int(m.group(1))
+    m = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
+    if m:
+        errors += sum(int(x) for x in m.groups())
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+    return {"p50": parse(lat["50"]), "p99": parse(lat["99"]), "rps": rps, "errors": errors}
+
+
+def paced(port, body, rate, n):
+    """One client at a fixed rate: latency when the server is not saturated."""
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    data = json.dumps(body)
+    lat = []
+    gap = 1.0 / rate
+    for _ in range(n):
+        t = time.perf_counter()
+        c.request("POST", "/execute", data, {"Content-Type": "application/json"})
+        c.getresponse().read()
+        dt = time.perf_counter() - t
+        lat.append(dt * 1000)
+        if gap > dt:
+            time.sleep(gap - dt)
+    c.close()
+    lat.sort()
+    return {"p50": lat[len(lat) // 2], "p99": lat[int(len(lat) * 0.99)], "rps": rate, "errors": 0}
+
+
+def check(resp, expect):
+    assert resp.get("resultType") == "generic", resp
+    assert resp["data"] == expect, resp
+
+
+def rss_kb(pid):
+    with open("/proc/%d/status" % pid) as f:
+        return int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1))
+
+
+def pss_kb(pid):
+    with open("/proc/%d/smaps_rollup" % pid) as f:
+        return int(re.search(r"^Pss:\s+(\d+)", f.read(), re.M).group(1))
+
+
+def children(pid):
+    out = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout
+    return [int(x) for x in out.split()]
+
+
+def main():
+    rows = []
+    notes = []
+
+    def add(name, server, clients, r):
+        rows.append((name, server, clients, r))
+        print("%-28s %-16s %2s clients  p50 %8.2f ms  p99 %8.2f ms  %8.1f req/s  errors %d"
+              % (name, server, clients, r["p50"], r["p99"], r["rps"], r["errors"]), flush=True)
+
+    # ---- sandboxd with the warm pool
+    port = free_port()
+    s = Proc([BIN, "serve", "--port", str(port), "--definitions", str(APPS), "--log-level", "warn"], port)
+    check(s.wait_up(TRIVIAL), {"sum": 5})
+    check(post(port, WORK)[1], {"n": 40})
+    check(post(port, EXECUTOR)[1], {"result": 5, "stdout": "", "stderr": ""})
+    time.sleep(1)
+    server_pid = s.p.pid
+    zygotes = children(server_pid)
+    cells = [c for z in zygotes for c in children(z)]
+    mem = {"server_rss_kb": rss_kb(server_pid),
+           "zygote_rss_kb": max(rss_kb(z) for z in zygotes),
+           "cell_rss_kb": statistics.median(rss_kb(c) for c in cells) if cells else 0,
+           "cell_pss_kb": statistics.median(pss_kb(c) for c in cells) if cells else 0,
+           "idle_cells": len(cells)}
+    add("trivial JIT", "sandboxd", 1, wrk(port, TRIVIAL, 1))
+    add("trivial JIT (paced 100/s)", "sandboxd", 1, paced(port, TRIVIAL, 100, 100 * DURATION // 2))
+    add("trivial JIT", "sandboxd", 8, wrk(port, TRIVIAL, 8))
+    add("JIT json + 1 ms work", "sandboxd", 1, wrk(port, WORK, 1))
+    add("JIT json + 1 ms work", "sandboxd", 8, wrk(port, WORK, 8))
+    add("EXECUTOR class.method", "sandboxd", 8, wrk(port, EXECUTOR, 8))
+    s.stop()
+
+    # ---- the concurrency limit: throughput and latency with 16 clients per --max-running
+    ncpu = os.cpu_count() or 1
+    sweep = []
+    for factor in (1, 2, 4, 8):
+        port = free_port()
+        s = Proc([BIN, "serve", "--port", str(port), "--definitions", str(APPS), "--log-level",
+                  "warn", "--max-running", str(factor * ncpu)], port)
+        check(s.wait_up(WORK), {"n": 40})
+        r = wrk(port, WORK, 16)
+        sweep.append((factor, r))
+        print("max-running %2d (%d x cores), 16 clients, 1 ms work: p50 %.2f p99 %.2f %.0f req/s"
+              % (factor * ncpu, factor, r["p50"], r["p99"], r["rps"]), flush=True)
+        s.stop()
+
+    # ---- sandboxd without the pool (a cold jail per request)
+    port = free_port()
+    s = Proc([BIN, "serve", "--port", str(port), "--definitions", str(APPS), "--log-level", "warn",
+              "--pool-size", "0"], port)
+    check(s.wait_up(TRIVIAL), {"sum": 5})
+    add("trivial JIT, cold (no pool)", "sandboxd", 1, wrk(port, TRIVIAL, 1))
+    add("trivial JIT, cold (no pool)", "sandboxd", 8, wrk(port, TRIVIAL, 8))
+    s.stop()
+
+    # ---- the references: the seed design (FastAPI + asyncio subprocess), with and without
+    # bubblewrap, and a leaner stdlib variant (threaded http.server + subprocess.run)
+    py = "/usr/bin/python3"
+    for label, script, extra, scenarios in (
+            ("reference", "reference_fastapi.py", [], ((TRIVIAL, 1), (TRIVIAL, 8), (WORK, 8))),
+            ("reference+bwrap", "reference_fastapi.py", ["--bwrap"], ((TRIVIAL, 1), (TRIVIAL, 8))),
+            ("lean reference", "reference_server.py", [], ((TRIVIAL, 1), (TRIVIAL, 8)))):
+        port = free_port()
+        s = Proc([py, str(HERE / script), "--port", str(port), "--apps", str(APPS)] + extra, port)
+        check(s.wait_up(TRIVIAL), {"sum": 5})
+        for body, clients in scenarios:
+            name = "trivial JIT" if body is TRIVIAL else "JIT json + 1 ms work"
+            add(name, label, clients, wrk(port, body, clients))
+        s.stop()
+
+    jb = json.loads(subprocess.run([str(ROOT / "build" / "bench" / "jailbench"), str(ROOT / "runtime"), "200"],
+                                   capture_output=True, text=True, check=True).stdout)
+
+    def find(name, server, clients):
+        for r in rows:
+            if r[0] == name and r[1] == server and r[2] == clients:
+                return r[3]
+
+    lines = ["| scenario | server | clients | p50 ms | p99 ms | req/s | errors |",
+             "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+    for name, server, clients, r in rows:
+        lines.append("| %s | %s | %d | %.2f | %.2f | %.0f | %d |" % (name, server, clients, r["p50"], r["p99"],
+                                                                   r["rps"], r["errors"]))
+    sb1, sb8 = find("trivial JIT", "sandboxd", 1), find("trivial JIT", "sandboxd", 8)
+    rf1, rf8 = find("trivial JIT", "reference", 1), find("trivial JIT", "reference", 8)
+    bw1, bw8 = find("trivial JIT", "reference+bwrap", 1), find("trivial JIT", "reference+bwrap", 8)
+    ln8 = find("trivial JIT", "lean reference", 8)
+    wk8, rw8 = find("JIT json + 1 ms work", "sandboxd", 8), find("JIT json + 1 ms work", "reference", 8)
+    ratios = [
+        "- trivial JIT, 8 clients: sandboxd %.0f req/s = **%.1f×** the reference (%.0f), **%.1f×** reference+bwrap (%.0f)"
+        % (sb8["rps"], sb8["rps"] / rf8["rps"], rf8["rps"], sb8["rps"] / bw8["rps"], bw8["rps"])
+        + ", %.1f× the lean stdlib reference (%.0f)" % (sb8["rps"] / ln8["rps"], ln8["rps"]),
+        "- trivial JIT, 1 client: p50 %.2f ms vs %.2f ms (reference), %.2f ms (+bwrap): **%.1f×** lower"
+        % (sb1["p50"], rf1["p50"], bw1["p50"], rf1["p50"] / sb1["p50"]),
+        "- JIT json + 1 ms work, 8 clients: %.0f vs %.0f req/s: **%.1f×**" % (wk8["rps"], rw8["rps"], wk8["rps"] / rw8["rps"]),
+        "- isolation overhead of a cold spawn (`python -I -S -c pass`, spawn to exit, n=200): plain p50 %.2f ms, "
+        "in the jail p50 %.2f ms (+%.2f ms, p99 %.2f vs %.2f)"
+        % (jb["plain"]["p50_ms"], jb["jailed"]["p50_ms"], jb["jailed"]["p50_ms"] - jb["plain"]["p50_ms"],
+           jb["jailed"]["p99_ms"], jb["plain"]["p99_ms"]),
+        "- memory: sandboxd %.1f MB RSS idle; zygote %.1f MB RSS; idle warm interpreter %.1f MB RSS, %.1f MB PSS "
+        "(%d ready)" % (mem["server_rss_kb"] / 1024, mem["zygote_rss_kb"] / 1024, mem["cell_rss_kb"] / 1024,
+                        mem["cell_pss_kb"] / 1024, mem["idle_cells"]),
+    ]
+    sweep_lines = ["", "| --max-running | clients | p50 ms | p99 ms | req/s |", "| ---: | ---: | ---: | ---: | ---: |"]
+    for factor, r in sweep:
+        sweep_lines.append("| %d (%d × cores) | 16 | %.2f | %.2f | %.0f |" % (factor * ncpu, factor, r["p50"], r["p99"], r["rps"]))
+    text = "\n".join(lines + [""] + ratios + sweep_lines) + "\n"
+    print()
+    print(text)
+    (HERE / "last-run.md").write_text("Measured %s with `make bench` (BENCH_DURATION=%d)\n\n%s"
+                                       % (time.strftime("%Y-%m-%d"), DURATION, text))
+    bad = [r for r in rows if r[3]["errors"]]
+    if bad:
+        print("errors during load runs: %s" % [(r[0], r[1], r[2]) for r in bad])
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
