@@ -2,6 +2,7 @@
 """JIT ("Interpreter Mode") end to end: every result type and error code of
 CONTRACT §3-4, through a real `sandboxd serve` and real jails."""
 import base64
+import time
 
 from harness import jit_request
 
@@ -215,3 +216,21 @@ def test_cold_path_without_pool(make_server):
     assert s.health()["pool"]["enabled"] is False
     metrics = {m["name"]: m["value"] for m in r.json["metrics"]}
     assert metrics["sandbox.pool_hit"] == 0
+
+
+def test_adaptive_timeout_from_history(make_server):
+    s = make_server("--pool-size", "2", "--default-timeout-ms", "20000")
+    for _ in range(5):
+        r = s.execute(jit_request(S, "fast_then_slow", {}))
+        assert r.json["data"] == "quick"
+    assert r.json["verdict"]["timeoutRule"] == "default"  # history still too short
+    start = time.time()
+    r = s.execute(jit_request(S, "fast_then_slow", {"hang": True}))
+    elapsed = time.time() - start
+    d = error(r, "TIMEOUT")
+    assert r.json["verdict"]["timeoutRule"] == "adaptive"
+    assert d["details"]["timeoutMs"] == 1000  # 4 x p95 + 100 ms, floored at 1 s
+    assert elapsed < 5  # not the 20 s default
+    r = s.execute(jit_request(S, "fast_then_slow", {"hang": True}, timeoutMs=1500))
+    assert r.json["verdict"]["timeoutRule"] == "requested"
+    assert error(r, "TIMEOUT")["details"]["timeoutMs"] == 1500

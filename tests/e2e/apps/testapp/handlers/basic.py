@@ -130,3 +130,10 @@ def identity(request, context):
 
 def b64(request, context):
     return base64.b64encode(b"abc").decode()
+
+
+def fast_then_slow(request, context):
+    """Quick unless asked to hang: lets a test build a history, then exceed it."""
+    if request["body"].get("hang"):
+        time.sleep(30)
+    return "quick"
