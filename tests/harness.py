@@ -6,6 +6,7 @@ import http.client
 import json
 import os
 import pathlib
+import shutil
 import signal
 import socket
 import subprocess
@@ -54,7 +55,14 @@ class Server:
             cmd += ["--definitions", str(definitions)]
         if CELL_LIB:
             cmd += ["--cell-lib", CELL_LIB]
-        cmd += list(args)
+        args = list(args)
+        self.state_dir = None
+        if "--state-dir" not in args:
+            self.state_dir = tempfile.mkdtemp(prefix="sandboxd-state-")
+            args += ["--state-dir", self.state_dir]
+        if "--mcp-config" not in args and "--no-mcp-discovery" not in args:
+            args.append("--no-mcp-discovery")  # hermetic: no ~/.claude.json and friends
+        cmd += args
         full_env = dict(os.environ)
         full_env.setdefault("ASAN_OPTIONS", "detect_leaks=1")
         full_env.setdefault("UBSAN_OPTIONS", "print_stacktrace=1")
@@ -127,6 +135,8 @@ class Server:
                 raise AssertionError("sandboxd did not stop on SIGTERM:\n" + self.logs())
         logs = self.logs()
         os.unlink(self.log.name)
+        if self.state_dir:
+            shutil.rmtree(self.state_dir, ignore_errors=True)
         if check:
             assert self.proc.returncode == 0, "sandboxd exited %s:\n%s" % (self.proc.returncode, logs[-5000:])
             for marker in SANITIZER_MARKERS:

@@ -15,6 +15,12 @@ trap 'rm -rf "$RESULTS"' EXIT
 
 suite() { echo; echo "=== $* ==="; }
 
+suite "test peers (npm: MCP servers and clients, Node 22)"
+( cd tests/node &&
+  if ! cmp -s package-lock.json node_modules/.sandboxd-lock 2>/dev/null; then
+    npm ci --no-audit --no-fund --loglevel=error && cp package-lock.json node_modules/.sandboxd-lock
+  fi ) || echo "npm ci failed: the tests that need MCP peers will fail"
+
 suite "format (clang-format)"
 if clang-format --dry-run --Werror $(git ls-files 'src/*.c' 'src/*.h' 'tests/*.c') 2>"$RESULTS/format.txt"; then
   echo '{"name": "clang-format", "result": "OK"}' >"$RESULTS/format.json"

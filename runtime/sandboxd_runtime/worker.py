@@ -60,6 +60,10 @@ def handle(job):
         from sandboxd_runtime import executor
 
         return executor.run(job)
+    if kind == "session":
+        from sandboxd_runtime import session
+
+        session.serve(job)  # never returns: the process is a session from now on
     return errors.error("INTERNAL", "unknown job type %r" % (kind,))
 
 

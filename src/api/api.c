@@ -10,6 +10,7 @@
 #include <strings.h>
 
 #include "api/request.h"
+#include "api/sessions.h"
 #include "pool/pool.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -199,7 +200,8 @@ static void api_metrics(struct api *api, const struct http_request *req, struct 
          (double)json_integer_value(json_object_get(ps, "hits"))},
         {"sandboxd_pool_misses_total", "Executions that had to wait for an interpreter.",
          (double)json_integer_value(json_object_get(ps, "misses"))},
-        {"sandboxd_sessions_live", "Live persistent sessions.", 0},
+        {"sandboxd_sessions_live", "Live persistent sessions.",
+         api->sessions ? (double)sessions_live(api->sessions) : 0},
     };
     json_decref(ms);
     json_decref(ps);
@@ -242,6 +244,8 @@ void api_route(void *userdata, const struct http_request *req, struct http_reply
             api_metrics(api, req, reply);
         else
             api_method_not_allowed(reply, "GET");
+    } else if (strncmp(path, "/v1/sessions", 12) == 0 && (path[12] == '\0' || path[12] == '/')) {
+        api_sessions_route(api, req, path + 12, reply);
     } else {
         http_reply_error(reply, 404, "NOT_FOUND", NULL, "no route %s %s", req->method, path);
     }

@@ -21,8 +21,12 @@
 #include "http/server.h"
 #include "jail/selftest.h"
 #include "mcp/framework.h"
+#include "mcp/config.h"
 #include "mcp/httpc.h"
+#include "mcp/registry.h"
 #include "pool/pool.h"
+#include "session/session.h"
+#include "session/workspace.h"
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/macros.h"
@@ -52,6 +56,20 @@ static const char serve_usage[] =
     "  --max-procs N          processes/threads per sandbox (64)\n"
     "  --max-body-kb N        largest request body (10240)\n"
     "  --framework-timeout-ms N  timeout of framework MCP calls (10000)\n"
+    "\n"
+    "Sessions and MCP servers:\n"
+    "  --mcp-config FILE      MCP servers, Claude Desktop format ({\"mcpServers\": {...}})\n"
+    "  --no-mcp-discovery     do not read ./.mcp, ~/.config/mcp/servers, ~/.claude.json,\n"
+    "                         ~/.cursor/mcp.json, ./.vscode/mcp.json\n"
+    "  --state-dir DIR        workspaces (memories, saved tools, files); default\n"
+    "                         $XDG_STATE_HOME/sandboxd or ~/.local/state/sandboxd\n"
+    "  --max-sessions N       live sessions at most (64); more is 503\n"
+    "  --session-idle-s N     idle sessions are ended after N s (600; a session may ask for\n"
+    "                         up to --session-max-idle-s, 86400)\n"
+    "  --session-timeout-ms N default / --session-max-timeout-ms N largest time limit of one\n"
+    "                         session execution (30000 / 600000)\n"
+    "  --session-memory-mb N  memory of a session (512; at most --max-memory-mb)\n"
+    "  --tool-timeout-ms N    one MCP tool call made from a session (60000)\n"
     "  -h, --help\n"
     "\n" COMMON_HELP;
 
@@ -74,6 +92,16 @@ enum {
     SERVE_MAX_BODY,
     SERVE_FW_TIMEOUT,
     SERVE_PREIMPORT,
+    SERVE_MCP_CONFIG,
+    SERVE_NO_DISCOVERY,
+    SERVE_STATE_DIR,
+    SERVE_MAX_SESSIONS,
+    SERVE_SESSION_IDLE,
+    SERVE_SESSION_MAX_IDLE,
+    SERVE_SESSION_TIMEOUT,
+    SERVE_SESSION_MAX_TIMEOUT,
+    SERVE_SESSION_MEMORY,
+    SERVE_TOOL_TIMEOUT,
 };
 
 struct serve_opts {
@@ -86,6 +114,11 @@ struct serve_opts {
     uint64_t def_timeout, max_timeout, def_memory, max_memory;
     uint64_t output_kb, procs, max_body_kb, fw_timeout;
     const char *preimport;
+    const char *mcp_config;
+    const char *state_dir;
+    bool no_discovery;
+    uint64_t max_sessions, session_idle, session_max_idle, session_timeout, session_max_timeout;
+    uint64_t session_memory, tool_timeout;
     bool def_timeout_set, def_memory_set;
 };
 
@@ -111,6 +144,16 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o, struct commo
         {"max-body-kb", required_argument, NULL, SERVE_MAX_BODY},
         {"framework-timeout-ms", required_argument, NULL, SERVE_FW_TIMEOUT},
         {"preimport", required_argument, NULL, SERVE_PREIMPORT},
+        {"mcp-config", required_argument, NULL, SERVE_MCP_CONFIG},
+        {"no-mcp-discovery", no_argument, NULL, SERVE_NO_DISCOVERY},
+        {"state-dir", required_argument, NULL, SERVE_STATE_DIR},
+        {"max-sessions", required_argument, NULL, SERVE_MAX_SESSIONS},
+        {"session-idle-s", required_argument, NULL, SERVE_SESSION_IDLE},
+        {"session-max-idle-s", required_argument, NULL, SERVE_SESSION_MAX_IDLE},
+        {"session-timeout-ms", required_argument, NULL, SERVE_SESSION_TIMEOUT},
+        {"session-max-timeout-ms", required_argument, NULL, SERVE_SESSION_MAX_TIMEOUT},
+        {"session-memory-mb", required_argument, NULL, SERVE_SESSION_MEMORY},
+        {"tool-timeout-ms", required_argument, NULL, SERVE_TOOL_TIMEOUT},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -131,6 +174,13 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o, struct commo
         .max_body_kb = 10240,
         .fw_timeout = 10000,
         .preimport = "datetime,math,random",
+        .max_sessions = 64,
+        .session_idle = 600,
+        .session_max_idle = 86400,
+        .session_timeout = 30000,
+        .session_max_timeout = 600000,
+        .session_memory = 512,
+        .tool_timeout = 60000,
     };
     const char *env_port = getenv("UHLP_SANDBOX_PORT");
     if (env_port && common_parse_u64("port (UHLP_SANDBOX_PORT)", env_port, 0, 65535, &o->port) < 0)
@@ -160,6 +210,14 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o, struct commo
             {SERVE_PROCS, "max-procs", 1, 1 << 20, &o->procs},
             {SERVE_MAX_BODY, "max-body-kb", 1, 1 << 20, &o->max_body_kb},
             {SERVE_FW_TIMEOUT, "framework-timeout-ms", 1, 3600000, &o->fw_timeout},
+            {SERVE_MAX_SESSIONS, "max-sessions", 0, 1 << 20, &o->max_sessions},
+            {SERVE_SESSION_IDLE, "session-idle-s", 1, 86400 * 365, &o->session_idle},
+            {SERVE_SESSION_MAX_IDLE, "session-max-idle-s", 1, 86400 * 365, &o->session_max_idle},
+            {SERVE_SESSION_TIMEOUT, "session-timeout-ms", 1, 86400000, &o->session_timeout},
+            {SERVE_SESSION_MAX_TIMEOUT, "session-max-timeout-ms", 1, 86400000,
+             &o->session_max_timeout},
+            {SERVE_SESSION_MEMORY, "session-memory-mb", 16, 1 << 20, &o->session_memory},
+            {SERVE_TOOL_TIMEOUT, "tool-timeout-ms", 1, 86400000, &o->tool_timeout},
         };
         bool done = false;
         for (size_t i = 0; i < ARRAY_SIZE(nums) && !done; i++)
@@ -190,6 +248,15 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o, struct commo
         case SERVE_PREIMPORT:
             o->preimport = optarg;
             break;
+        case SERVE_MCP_CONFIG:
+            o->mcp_config = optarg;
+            break;
+        case SERVE_NO_DISCOVERY:
+            o->no_discovery = true;
+            break;
+        case SERVE_STATE_DIR:
+            o->state_dir = optarg;
+            break;
         case 'h':
             fputs(serve_usage, stdout);
             return 0;
@@ -218,7 +285,34 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o, struct commo
         }
         o->def_memory = o->max_memory;
     }
+    if (o->session_idle > o->session_max_idle)
+        o->session_idle = o->session_max_idle;
+    if (o->session_timeout > o->session_max_timeout)
+        o->session_timeout = o->session_max_timeout;
+    if (o->session_memory > o->max_memory)
+        o->session_memory = o->max_memory;
     return -1; /* go on */
+}
+
+/* $XDG_STATE_HOME/sandboxd, ~/.local/state/sandboxd, else /var/lib/sandboxd (root) or
+ * /tmp/sandboxd-<uid>. */
+static char *serve_state_dir(const char *opt)
+{
+    char *dir = NULL;
+    const char *xdg = getenv("XDG_STATE_HOME");
+    const char *home = getenv("HOME");
+    int r;
+    if (opt)
+        r = asprintf(&dir, "%s", opt);
+    else if (xdg && *xdg == '/')
+        r = asprintf(&dir, "%s/sandboxd", xdg);
+    else if (home && *home == '/' && access(home, W_OK) == 0)
+        r = asprintf(&dir, "%s/.local/state/sandboxd", home);
+    else if (geteuid() == 0)
+        r = asprintf(&dir, "/var/lib/sandboxd");
+    else
+        r = asprintf(&dir, "/tmp/sandboxd-%u", (unsigned)geteuid());
+    return r < 0 ? NULL : dir;
 }
 
 int cmd_serve(int argc, char **argv)
@@ -246,6 +340,12 @@ int cmd_serve(int argc, char **argv)
     struct metrics *metrics = NULL;
     struct pool *pool = NULL;
     struct http_server *http = NULL;
+    struct mcp_config mcfg = {0};
+    struct mcp_registry *mcp = NULL;
+    struct workspace_store *wstore = NULL;
+    struct sessions *sessions = NULL;
+    char *state_dir = NULL;
+    char cwd[4096];
     json_t *facts = NULL;
     bool jail_ok = false, httpc_ok = false;
     struct app app = {0};
@@ -303,6 +403,30 @@ int cmd_serve(int argc, char **argv)
             goto out;
         }
     }
+    if (mcp_config_load(o.mcp_config, !o.no_discovery, getcwd(cwd, sizeof(cwd)), getenv("HOME"),
+                        &mcfg) < 0 ||
+        mcp_registry_new(&mcfg, &mcp) < 0)
+        goto out;
+    state_dir = serve_state_dir(o.state_dir);
+    struct workspace_limits wl = {
+        .max_value = 1u << 20, .max_bytes = 64u << 20, .max_entries = 10000, .max_file = 16u << 20};
+    if (!state_dir || workspace_store_new(state_dir, &wl, &wstore) < 0)
+        goto out;
+    struct sessions_options so = {
+        .max_sessions = (unsigned)o.max_sessions,
+        .default_idle_s = (int64_t)o.session_idle,
+        .max_idle_s = (int64_t)o.session_max_idle,
+        .default_timeout_ms = (int64_t)o.session_timeout,
+        .max_timeout_ms = (int64_t)o.session_max_timeout,
+        .default_memory_mb = o.session_memory,
+        .max_memory_mb = o.max_memory,
+        .nproc = o.procs,
+        .output_limit = (size_t)o.output_kb << 10,
+        .tool_timeout_ms = (int64_t)o.tool_timeout,
+        .interrupt_grace_ms = 2000,
+    };
+    if (sessions_new(&so, &jail, pool, mcp, wstore, metrics, &sessions) < 0)
+        goto out;
     json_t *isolation = jail_describe(&jail);
     json_object_set_new(isolation, "selftest", facts);
     facts = NULL;
@@ -327,7 +451,7 @@ int cmd_serve(int argc, char **argv)
         .isolation = isolation,
         .started_us = clock_mono_us(),
     };
-    struct api api = {.app = &app};
+    struct api api = {.app = &app, .sessions = sessions};
     struct http_server_options ho = {
         .host = o.host,
         .port = (uint16_t)o.port,
@@ -338,9 +462,10 @@ int cmd_serve(int argc, char **argv)
     if (http_server_start(&ho, api_route, &api, &http) < 0)
         goto out;
     log_fields(LOG_INFO, "sandboxd listening",
-               json_pack("{s:s, s:i, s:O, s:b, s:I}", "host", o.host, "port",
+               json_pack("{s:s, s:i, s:O, s:b, s:I, s:o, s:s}", "host", o.host, "port",
                          (int)http_server_port(http), "isolation", app.isolation, "pool",
-                         pool != NULL, "maxRunning", (json_int_t)o.max_running));
+                         pool != NULL, "maxRunning", (json_int_t)o.max_running, "mcpServers",
+                         mcp_registry_names(mcp), "stateDir", state_dir));
     int sig = 0;
     while (sigwait(&sigs, &sig) != 0)
         ;
@@ -348,7 +473,12 @@ int cmd_serve(int argc, char **argv)
     status = 0;
 out:
     http_server_stop(http);
+    sessions_free(sessions);
     pool_free(pool);
+    workspace_store_free(wstore);
+    mcp_registry_free(mcp);
+    mcp_config_done(&mcfg);
+    free(state_dir);
     metrics_free(metrics);
     manager_free(mgr);
     defs_free(defs);

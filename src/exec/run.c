@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -250,6 +251,14 @@ int exec_run(struct cell *c, const struct exec_request *req, struct exec_outcome
     bool final = false, timed_out = false, aborted = false;
     while (!final && !s.proto_closed && !s.exited && !s.output_over) {
         int64_t left = deadline - clock_mono_us();
+        if (left <= 0 && req->interrupt_grace_us > 0 && !o->interrupted) {
+            /* Ask the program to stop (KeyboardInterrupt-like); a session then survives. */
+            o->interrupted = true;
+            if (syscall(SYS_pidfd_send_signal, c->pidfd, SIGINT, NULL, 0) < 0)
+                log_errno(LOG_WARN, errno, "exec: cannot interrupt pid %d", (int)c->pid);
+            deadline = clock_mono_us() + req->interrupt_grace_us;
+            continue;
+        }
         if (left <= 0) {
             timed_out = true;
             break;
@@ -297,7 +306,10 @@ int exec_run(struct cell *c, const struct exec_request *req, struct exec_outcome
         }
         exec_accounting(&s, reaped ? &ex : NULL);
         const char *code = json_string_value(json_object_get(o->final, "code"));
+        const char *fstatus = json_string_value(json_object_get(o->final, "status"));
         v->status = code && strcmp(code, "MEMORY_LIMIT") == 0 ? VERDICT_MEMORY_LIMIT : VERDICT_OK;
+        if (o->interrupted || (fstatus && strcmp(fstatus, "timeout") == 0))
+            v->status = VERDICT_TIMEOUT;
         if (s.output_over)
             v->status = VERDICT_OUTPUT_LIMIT;
         if (req->keep_alive && !s.output_over)

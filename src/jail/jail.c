@@ -62,6 +62,7 @@ enum jail_step {
     JAIL_STEP_RLIMITS,
     JAIL_STEP_DROP_CAPS,
     JAIL_STEP_NO_NEW_PRIVS,
+    JAIL_STEP_SIGNALS,
     JAIL_STEP_SECCOMP,
     JAIL_STEP_EXECVE,
 };
@@ -87,6 +88,7 @@ static const char *const jail_step_names[] = {
     [JAIL_STEP_RLIMITS] = "setrlimit",
     [JAIL_STEP_DROP_CAPS] = "drop capabilities",
     [JAIL_STEP_NO_NEW_PRIVS] = "prctl(PR_SET_NO_NEW_PRIVS)",
+    [JAIL_STEP_SIGNALS] = "reset signal mask and handlers",
     [JAIL_STEP_SECCOMP] = "seccomp",
     [JAIL_STEP_EXECVE] = "execve",
 };
@@ -679,6 +681,9 @@ static _Noreturn void jail_child(struct jail_child_args *a)
     if (req->role == JAIL_ROLE_SANDBOX)
         CHILD_STEP(a, JAIL_STEP_DROP_CAPS, steps_drop_caps());
     CHILD_STEP(a, JAIL_STEP_NO_NEW_PRIVS, steps_no_new_privs());
+    /* sandboxd blocks SIGINT/SIGTERM (it waits for them with sigwait) and ignores SIGPIPE;
+     * both a mask and ignored dispositions survive execve. */
+    CHILD_STEP(a, JAIL_STEP_SIGNALS, steps_reset_signals());
     if (req->role == JAIL_ROLE_SANDBOX && cfg->filter.len)
         CHILD_STEP(a, JAIL_STEP_SECCOMP, steps_load_seccomp(&cfg->filter));
     execve(cfg->python, req->argv, cfg->envp);

@@ -11,6 +11,7 @@
 #include <linux/capability.h>
 #include <linux/securebits.h>
 #include <linux/seccomp.h>
+#include <signal.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -82,6 +83,22 @@ int steps_drop_caps(void)
 int steps_no_new_privs(void)
 {
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+        return -errno;
+    return 0;
+}
+
+int steps_reset_signals(void)
+{
+    struct sigaction dfl = {.sa_handler = SIG_DFL};
+    for (int sig = 1; sig < NSIG; sig++) {
+        if (sig == SIGKILL || sig == SIGSTOP)
+            continue;
+        /* Signals glibc reserves for itself (32, 33) refuse with EINVAL: nothing to reset. */
+        if (sigaction(sig, &dfl, NULL) < 0 && errno != EINVAL)
+            return -errno;
+    }
+    uint64_t none = 0;
+    if (syscall(SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL, sizeof(none)) < 0)
         return -errno;
     return 0;
 }

@@ -33,6 +33,8 @@ int steps_set_rlimits(const struct steps_rlimit *rl, size_t n);
  * that uid 0 gains nothing on execve. */
 int steps_drop_caps(void);
 int steps_no_new_privs(void);
+/* Default disposition for every signal and an empty signal mask. */
+int steps_reset_signals(void);
 int steps_load_seccomp(const struct sock_fprog *prog);
 /* open(path, O_WRONLY) + one write; for /proc/self/{uid_map,gid_map,setgroups}. */
 int steps_write_file(const char *path, const char *data, size_t len);

@@ -12,7 +12,10 @@
 
 #include "util/macros.h"
 
-/* Process-wide on purpose: the connection cache is only useful when shared. */
+/* Process-wide on purpose: a cache is only useful when shared. Only DNS is shared: libcurl's
+ * shared connection cache is not safe with concurrent users on several threads (curl issues
+ * #4915 and #9404: "shared connections between threads has never worked"), so each call
+ * makes its own connection; on loopback that is a few tens of microseconds. */
 static CURLSH *httpc_shared;
 static pthread_mutex_t httpc_locks[CURL_LOCK_DATA_LAST];
 
@@ -38,7 +41,6 @@ int httpc_global_init(void)
     curl_share_setopt(httpc_shared, CURLSHOPT_LOCKFUNC, httpc_lock);
     curl_share_setopt(httpc_shared, CURLSHOPT_UNLOCKFUNC, httpc_unlock);
     curl_share_setopt(httpc_shared, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
-    curl_share_setopt(httpc_shared, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT);
     return 0;
 }
 

@@ -2,9 +2,9 @@
 /*
  * httpc — one JSON POST over libcurl with the limits every outbound call of
  * sandboxd needs: total and connect timeouts, http/https only, no
- * redirects, a cap on the answer. Connections are pooled process-wide
- * (a curl share with locks), so callers on any thread reuse keep-alive
- * connections. Used by the simple MCP form and the LLM client.
+ * redirects, a cap on the answer. DNS answers are shared process-wide (a curl
+ * share with locks); connections are not (libcurl cannot share them between
+ * threads safely). Used by the simple MCP form and the LLM client.
  */
 #ifndef SANDBOXD_MCP_HTTPC_H
 #define SANDBOXD_MCP_HTTPC_H

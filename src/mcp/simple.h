@@ -5,7 +5,7 @@
  * non-2xx status. libcurl does the HTTP, with a connect and a total
  * timeout, no redirects, http/https only, and a cap on the response size;
  * every failure comes back as a struct mcp_error, never a hang.
- * Thread-safe (httpc pools the connections).
+ * Thread-safe.
  */
 #ifndef SANDBOXD_MCP_SIMPLE_H
 #define SANDBOXD_MCP_SIMPLE_H

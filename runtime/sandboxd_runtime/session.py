@@ -1,0 +1,618 @@
+# SPDX-License-Identifier: MIT
+"""Persistent sessions ("code mode"): one interpreter, many executions.
+
+Variables survive between executions; code may use top-level ``await``;
+``await mcp_<server>.<tool>(**args)`` travels as an ``rpc_request`` frame to
+the host, which calls the real MCP server (the sandbox has no network) and
+answers with ``rpc_response``. Memory, saved tools and files live on the host,
+per workspace, reached the same way.
+
+Frames (fd 3), in addition to worker.py's:
+  host -> runtime  {"type": "execute", "id": N, "code": "..."}
+                   {"type": "rpc_response", "id": R, "success": bool, "payload"|"error": ...}
+  runtime -> host  {"type": "session_ready", ...}             (answer to the session job)
+                   {"type": "rpc_request", "id": R, "payload": {...}}
+                   {"type": "execution_done", "id": N, "status": "ok"|"error"|"timeout",
+                    "error": {type, message, traceback}|null, "result": repr|null,
+                    "durationMs": ms}
+
+A time limit is enforced by the host: SIGINT first (the execution is
+interrupted and the session survives), SIGKILL if that does not work.
+stdout and stderr go to their own pipes, written through, so the host streams
+them as they come; they are flushed before execution_done.
+"""
+import ast
+import asyncio
+import base64
+import builtins
+import inspect
+import io
+import json
+import keyword
+import linecache
+import os
+import re
+import select
+import signal
+import sys
+import time
+import types
+
+from sandboxd_runtime import errors, proto
+
+
+class ExecutionTimeout(BaseException):
+    """Raised into running code when the host interrupts it (time limit)."""
+
+
+class MCPError(Exception):
+    """An MCP tool or server reported an error (the message is the server's)."""
+
+    def __init__(self, message, *, server=None, tool=None, kind=None):
+        super().__init__(message)
+        self.server = server
+        self.tool = tool
+        self.kind = kind
+
+
+# Shown to user code (and in tracebacks) as a name of its namespace, not of the runtime.
+MCPError.__module__ = "builtins"
+
+
+# ---- the channel to the host ----------------------------------------------------------------
+
+class Channel:
+    """Frames on fd 3, readable from the event loop and, for the synchronous helpers,
+    by blocking until the awaited answer arrives."""
+
+    def __init__(self, fd):
+        self.fd = fd
+        self.buf = bytearray()
+        self.futures = {}      # rpc id -> asyncio future
+        self.answers = {}      # rpc id -> message, for synchronous waiters
+        self.commands = []     # execute commands not yet taken
+        self.command_waiter = None
+        self.next_id = 0
+        os.set_blocking(fd, False)
+
+    def send(self, msg):
+        data = proto.encode(msg)
+        body = len(data).to_bytes(4, "big") + data
+        view = memoryview(body)
+        while view:
+            try:
+                n = os.write(self.fd, view)
+            except BlockingIOError:
+                select.select([], [self.fd], [])
+                continue
+            view = view[n:]
+
+    def _frames(self):
+        while len(self.buf) >= 4:
+            n = int.from_bytes(self.buf[:4], "big")
+            if n > proto.MAX_FRAME:
+                os._exit(3)
+            if len(self.buf) < 4 + n:
+                return
+            body = bytes(self.buf[4:4 + n])
+            del self.buf[:4 + n]
+            yield json.loads(body)
+
+    def pump(self):
+        """Read what is there and dispatch it. Returns False when the host is gone."""
+        while True:
+            try:
+                data = os.read(self.fd, 1 << 16)
+            except BlockingIOError:
+                return True
+            if not data:
+                os._exit(0)  # the host closed the session
+            self.buf += data
+            for msg in self._frames():
+                self.dispatch(msg)
+
+    def dispatch(self, msg):
+        kind = msg.get("type")
+        if kind == "rpc_response":
+            rid = msg.get("id")
+            fut = self.futures.pop(rid, None)
+            if fut is not None and not fut.done():
+                fut.set_result(msg)
+            elif fut is None:
+                self.answers[rid] = msg
+        elif kind == "execute":
+            self.commands.append(msg)
+            if self.command_waiter is not None and not self.command_waiter.done():
+                self.command_waiter.set_result(None)
+        elif kind == "shutdown":
+            os._exit(0)
+
+    def new_id(self):
+        self.next_id += 1
+        return self.next_id
+
+    async def call(self, payload):
+        rid = self.new_id()
+        fut = asyncio.get_running_loop().create_future()
+        self.futures[rid] = fut
+        self.send({"type": "rpc_request", "id": rid, "payload": payload})
+        return _answer(await fut, payload)
+
+    def call_sync(self, payload):
+        rid = self.new_id()
+        self.answers.pop(rid, None)
+        self.send({"type": "rpc_request", "id": rid, "payload": payload})
+        while rid not in self.answers:
+            select.select([self.fd], [], [])
+            self.pump()
+        return _answer(self.answers.pop(rid), payload)
+
+    async def next_command(self):
+        while not self.commands:
+            self.command_waiter = asyncio.get_running_loop().create_future()
+            await self.command_waiter
+            self.command_waiter = None
+        return self.commands.pop(0)
+
+
+def _answer(msg, payload):
+    if msg.get("success", False):
+        return msg.get("payload")
+    raise MCPError(msg.get("error") or "the host refused the call", server=payload.get("server"),
+                   tool=payload.get("tool"), kind=msg.get("errorKind"))
+
+
+CHANNEL = None
+
+
+# ---- values that work both awaited and not --------------------------------------------------
+
+class _AwaitableList(list):
+    def __await__(self):
+        return _ready(list(self)).__await__()
+
+
+class _AwaitableDict(dict):
+    def __await__(self):
+        return _ready(dict(self)).__await__()
+
+
+class _AwaitableStr(str):
+    def __await__(self):
+        return _ready(str(self)).__await__()
+
+
+async def _ready(value):
+    return value
+
+
+# ---- MCP servers as Python objects ----------------------------------------------------------
+
+def identifier(name):
+    """A Python identifier for a server or tool name ("get-sum" -> "get_sum")."""
+    out = re.sub(r"\W", "_", name)
+    if not out or out[0].isdigit():
+        out = "_" + out
+    if keyword.iskeyword(out):
+        out += "_"
+    return out
+
+
+def convert_result(result, server, tool):
+    """A CallToolResult as a Python value: structuredContent when present, text that holds
+    JSON parsed, an error raised as MCPError."""
+    if not isinstance(result, dict):
+        return result
+    texts = [c.get("text", "") for c in result.get("content") or [] if c.get("type") == "text"]
+    if result.get("isError"):
+        raise MCPError("\n".join(texts) or "the tool reported an error", server=server, tool=tool,
+                       kind="tool")
+    if result.get("structuredContent") is not None:
+        return result["structuredContent"]
+    values = []
+    for item in result.get("content") or []:
+        if item.get("type") == "text":
+            text = item.get("text", "")
+            try:
+                values.append(json.loads(text))
+            except ValueError:
+                values.append(text)
+        else:
+            values.append(item)
+    if len(values) == 1:
+        return values[0]
+    return values
+
+
+class ServerProxy:
+    """``mcp_<alias>``: each tool is an async method; ``.sync`` has blocking variants."""
+
+    def __init__(self, info):
+        self._info = info
+        self._name = info["name"]
+        self._tools = {identifier(t["name"]): t for t in info.get("tools", [])}
+        self.sync = _SyncProxy(self)
+
+    def __getattr__(self, alias):
+        if alias.startswith("__"):
+            raise AttributeError(alias)
+        tool = self._tools.get(alias)
+        target = tool["name"] if tool else alias
+        server = self._name
+
+        async def invoke(**arguments):
+            return await call_tool(server, target, **arguments)
+
+        invoke.__name__ = alias
+        invoke.__doc__ = (tool or {}).get("description")
+        return invoke
+
+    def __dir__(self):
+        return sorted(self._tools) + ["list_tools", "sync"]
+
+    def __repr__(self):
+        return "<MCP server %r: %d tools>" % (self._name, len(self._tools))
+
+    async def list_tools(self):
+        return await list_tools_live(self._name)
+
+
+class _SyncProxy:
+    def __init__(self, proxy):
+        self._proxy = proxy
+
+    def __getattr__(self, alias):
+        tool = self._proxy._tools.get(alias)
+        target = tool["name"] if tool else alias
+        server = self._proxy._name
+
+        def invoke(**arguments):
+            return call_tool_sync(server, target, **arguments)
+
+        invoke.__name__ = alias
+        return invoke
+
+
+SERVERS = {}       # name -> info {name, alias, description, tools}
+
+
+async def call_tool(server, tool, **arguments):
+    result = await CHANNEL.call({"type": "call_tool", "server": server, "tool": tool,
+                                 "arguments": arguments})
+    return convert_result(result, server, tool)
+
+
+def call_tool_sync(server, tool, **arguments):
+    result = CHANNEL.call_sync({"type": "call_tool", "server": server, "tool": tool,
+                                "arguments": arguments})
+    return convert_result(result, server, tool)
+
+
+async def list_tools_live(server):
+    """Ask the server again (after it changed its tools)."""
+    reply = await CHANNEL.call({"type": "list_tools", "server": server})
+    tools = reply.get("tools", [])
+    if server in SERVERS:
+        SERVERS[server]["tools"] = tools
+    return tools
+
+
+def list_servers():
+    return _AwaitableList(SERVERS)
+
+
+def discovered_servers(detailed=False):
+    if detailed:
+        return _AwaitableList({"name": n, "description": s.get("description") or ""}
+                              for n, s in SERVERS.items())
+    return _AwaitableList(SERVERS)
+
+
+def _tool_doc(server, tool, detail):
+    doc = {"server": server, "tool": tool["name"], "alias": identifier(tool["name"]),
+           "description": tool.get("description") or ""}
+    if detail == "full":
+        doc["inputSchema"] = tool.get("inputSchema")
+        if tool.get("outputSchema") is not None:
+            doc["outputSchema"] = tool["outputSchema"]
+    return doc
+
+
+def list_tools(server=None):
+    """Tools of one server (or of all), as {server, tool, alias, description}."""
+    names = [server] if server else list(SERVERS)
+    out = _AwaitableList()
+    for name in names:
+        if name not in SERVERS:
+            raise MCPError("no server %r in this session (have: %s)" % (name, ", ".join(SERVERS)),
+                           server=name)
+        out.extend(_tool_doc(name, t, "summary") for t in SERVERS[name].get("tools", []))
+    return out
+
+
+def query_tool_docs(server, tool=None, detail="summary"):
+    if server not in SERVERS:
+        raise MCPError("no server %r in this session" % server, server=server)
+    tools = SERVERS[server].get("tools", [])
+    if tool is not None:
+        tools = [t for t in tools if t["name"] == tool or identifier(t["name"]) == tool]
+        if not tools:
+            raise MCPError("server %r has no tool %r" % (server, tool), server=server, tool=tool)
+    return _AwaitableList(_tool_doc(server, t, detail) for t in tools)
+
+
+def search_tool_docs(query, *, limit=5, detail="summary"):
+    """Tools whose name or description matches the words of query, best first."""
+    words = [w for w in re.split(r"\W+", query.lower()) if w]
+    scored = []
+    for name, info in SERVERS.items():
+        for t in info.get("tools", []):
+            hay = (t["name"] + " " + (t.get("description") or "")).lower()
+            score = sum(hay.count(w) for w in words) + sum(3 for w in words if w in t["name"].lower())
+            if score:
+                scored.append((-score, name, t["name"], t))
+    scored.sort(key=lambda x: x[:3])
+    return _AwaitableList(_tool_doc(s, t, detail) for _, s, _, t in scored[:limit])
+
+
+def describe_server(name):
+    if name not in SERVERS:
+        raise MCPError("no server %r in this session" % name, server=name)
+    info = SERVERS[name]
+    return _AwaitableDict({"name": name, "alias": identifier(name),
+                           "description": info.get("description") or "",
+                           "tools": [t["name"] for t in info.get("tools", [])]})
+
+
+def capability_summary():
+    lines = ["MCP servers in this session (call with `await mcp_<alias>.<tool>(**args)`):"]
+    for name, info in SERVERS.items():
+        tools = ", ".join(identifier(t["name"]) for t in info.get("tools", []))
+        desc = info.get("description") or ""
+        lines.append("- mcp_%s%s: %s" % (identifier(name), " (%s)" % desc if desc else "", tools))
+    if not SERVERS:
+        lines.append("- (none)")
+    lines.append("Helpers: save_memory/load_memory/list_memories/update_memory/delete_memory, "
+                 "save_tool, save_file/list_execution_files, search_tool_docs(query).")
+    return _AwaitableStr("\n".join(lines))
+
+
+# ---- memory, tools, files (stored by the host, per workspace) -------------------------------
+
+def _host(payload):
+    return CHANNEL.call_sync(payload)
+
+
+def save_memory(key, value, *, metadata=None):
+    """Store value under key; metadata replaces the stored metadata when given."""
+    request = {"type": "memory", "op": "save", "key": key, "value": value}
+    if metadata is not None:
+        request["metadata"] = metadata
+    _host(request)
+    return "Memory %r saved." % key
+
+
+def load_memory(key, *, default=None):
+    reply = _host({"type": "memory", "op": "load", "key": key})
+    return reply["value"] if reply.get("found") else default
+
+
+def delete_memory(key):
+    return bool(_host({"type": "memory", "op": "delete", "key": key}).get("deleted"))
+
+
+def memory_exists(key):
+    return bool(_host({"type": "memory", "op": "info", "key": key}).get("found"))
+
+
+def get_memory_info(key):
+    reply = _host({"type": "memory", "op": "info", "key": key})
+    return reply.get("info") if reply.get("found") else None
+
+
+def list_memories():
+    return _host({"type": "memory", "op": "list"}).get("memories", [])
+
+
+def update_memory(key, updater, *, default=None):
+    value = updater(load_memory(key, default=default))
+    save_memory(key, value)
+    return value
+
+
+def save_tool(func):
+    """Keep func's source in the workspace; later sessions of it define it at start."""
+    if not callable(func) or not getattr(func, "__name__", None):
+        raise TypeError("save_tool expects a function")
+    try:
+        source = inspect.getsource(func)
+    except (OSError, TypeError) as exc:
+        raise ValueError("cannot find the source of %r: %s" % (func, exc)) from None
+    _host({"type": "save_tool", "name": func.__name__, "source": inspect.cleandoc(source)
+           if source.startswith((" ", "\t")) else source})
+    return "Tool %r saved." % func.__name__
+
+
+def save_file(name, content):
+    data = content.encode() if isinstance(content, str) else bytes(content)
+    reply = _host({"type": "save_file", "name": name,
+                   "content": base64.b64encode(data).decode("ascii")})
+    return reply.get("path", name)
+
+
+def list_execution_files():
+    return _host({"type": "list_files"}).get("files", [])
+
+
+# ---- the namespace ------------------------------------------------------------------------
+
+HELPERS = {
+    "save_memory": save_memory, "load_memory": load_memory, "delete_memory": delete_memory,
+    "list_memories": list_memories, "update_memory": update_memory,
+    "memory_exists": memory_exists, "get_memory_info": get_memory_info,
+    "save_tool": save_tool, "save_file": save_file, "list_execution_files": list_execution_files,
+    "list_tools": list_tools, "search_tool_docs": search_tool_docs,
+    "query_tool_docs": query_tool_docs, "list_servers": list_servers,
+    "describe_server": describe_server, "capability_summary": capability_summary,
+    "MCPError": MCPError,
+}
+
+
+def install_modules():
+    """``import mcp.runtime`` and ``mcp.servers.<alias>``."""
+    pkg = types.ModuleType("mcp")
+    pkg.__path__ = []
+    rt = types.ModuleType("mcp.runtime")
+    servers = types.ModuleType("mcp.servers")
+    pkg.runtime = rt
+    pkg.servers = servers
+    for name, fn in HELPERS.items():
+        setattr(rt, name, fn)
+    rt.call_tool = call_tool
+    rt.call_tool_sync = call_tool_sync
+    rt.list_tools_live = list_tools_live
+    rt.discovered_servers = discovered_servers
+    for suffix in ("list_tools", "search_tool_docs", "query_tool_docs", "list_servers",
+                   "describe_server", "capability_summary"):
+        setattr(rt, suffix + "_sync", HELPERS[suffix])
+    sys.modules["mcp"] = pkg
+    sys.modules["mcp.runtime"] = rt
+    sys.modules["mcp.servers"] = servers
+    return pkg
+
+
+def build_namespace(init):
+    ns = {"__name__": "__main__", "__builtins__": builtins}
+    pkg = install_modules()
+    proxies = {}
+    for info in init.get("servers", []):
+        SERVERS[info["name"]] = info
+        proxy = ServerProxy(info)
+        proxies[info["name"]] = proxy
+        ns["mcp_" + identifier(info["name"])] = proxy
+        setattr(pkg.servers, identifier(info["name"]), proxy)
+    ns["mcp"] = pkg
+    ns["mcp_servers"] = proxies
+    ns["LOADED_MCP_SERVERS"] = tuple(proxies)
+    ns.update(HELPERS)
+    failed = []
+    for tool in init.get("tools", []):
+        filename = "<saved tool %s>" % tool["name"]
+        linecache.cache[filename] = (len(tool["source"]), None, tool["source"].splitlines(True),
+                                     filename)
+        try:
+            exec(compile(tool["source"], filename, "exec"), ns)
+        except Exception as exc:
+            failed.append({"name": tool["name"], "error": "%s: %s" % (type(exc).__name__, exc)})
+    return ns, failed
+
+
+# ---- executions ---------------------------------------------------------------------------
+
+RUNNING = False
+
+
+def _on_sigint(signum, frame):
+    if RUNNING:
+        raise ExecutionTimeout()
+
+
+def _compile(code, filename):
+    """(body, last-expression) code objects, both allowing top-level await."""
+    flags = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+    tree = ast.parse(code, filename, "exec")
+    last = None
+    if tree.body and isinstance(tree.body[-1], ast.Expr):
+        last = ast.Expression(tree.body.pop().value)
+    body = compile(tree, filename, "exec", flags=flags, dont_inherit=True)
+    tail = compile(last, filename, "eval", flags=flags, dont_inherit=True) if last else None
+    return body, tail
+
+
+def _result_repr(value):
+    if value is None:
+        return None
+    try:
+        text = repr(value)
+    except Exception as exc:  # a hostile __repr__ is the user's problem, not ours
+        text = "<repr failed: %s>" % type(exc).__name__
+    return text if len(text) <= 10000 else text[:10000] + "..."
+
+
+def run_code(loop, ns, code, filename):
+    """Run one execution; returns (status, error, result)."""
+    global RUNNING
+    task = None
+    try:
+        RUNNING = True
+        body, tail = _compile(code, filename)
+        value = None
+        for obj in (body, tail):
+            if obj is None:
+                continue
+            value = eval(obj, ns)
+            if inspect.iscoroutine(value):
+                task = loop.create_task(value)
+                value = loop.run_until_complete(task)
+                task = None
+        if tail is not None:
+            ns["_"] = value
+        RUNNING = False
+        return "ok", None, _result_repr(value if tail is not None else None)
+    except ExecutionTimeout:
+        RUNNING = False
+        if task is not None and not task.done():
+            task.cancel()
+            try:
+                loop.run_until_complete(asyncio.gather(task, return_exceptions=True))
+            except BaseException:
+                pass
+        return "timeout", {"type": "TimeoutError", "message": "the execution was interrupted "
+                           "at its time limit; the session is intact", "traceback": ""}, None
+    except BaseException as exc:
+        RUNNING = False
+        if task is not None and not task.done():
+            task.cancel()
+        err = errors.from_exception(exc)["details"]
+        return "error", {"type": err.get("type"), "message": str(exc) or err.get("type"),
+                         "traceback": err.get("traceback", ""),
+                         **({"line": err["line"], "column": err["column"]}
+                            if "line" in err else {})}, None
+
+
+def serve(init):
+    """Become a session. Never returns."""
+    global CHANNEL
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.reconfigure(write_through=True, line_buffering=True)
+        except (AttributeError, io.UnsupportedOperation):
+            pass
+    CHANNEL = Channel(proto.FD)
+    ns, failed = build_namespace(init)
+    signal.signal(signal.SIGINT, _on_sigint)
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    loop.add_reader(proto.FD, CHANNEL.pump)
+    CHANNEL.send({"type": "session_ready", "pid": os.getpid(), "servers": list(SERVERS),
+                  "toolsLoaded": [t["name"] for t in init.get("tools", [])
+                                  if t["name"] not in {f["name"] for f in failed}],
+                  "toolsFailed": failed})
+    count = 0
+    while True:
+        cmd = loop.run_until_complete(CHANNEL.next_command())
+        count += 1
+        filename = "<cell %d>" % count
+        code = cmd.get("code", "")
+        # Registered so that tracebacks show the source and save_tool can find it.
+        linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+        start = time.perf_counter()
+        status, error, result = run_code(loop, ns, code, filename)
+        for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+            try:
+                stream.flush()
+            except Exception:
+                pass
+        CHANNEL.send({"type": "execution_done", "id": cmd.get("id"), "status": status,
+                      "error": error, "result": result,
+                      "durationMs": round((time.perf_counter() - start) * 1000, 3)})

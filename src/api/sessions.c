@@ -1,0 +1,352 @@
+// SPDX-License-Identifier: MIT
+/*
+ * sessions (api) — the /v1/sessions routes of CONTRACT §3:
+ *   POST   /v1/sessions                 create   -> 201 {sessionId, ...}
+ *   GET    /v1/sessions                 list
+ *   GET    /v1/sessions/{id}            state
+ *   DELETE /v1/sessions/{id}            end      -> 204
+ *   POST   /v1/sessions/{id}/execute    run code -> 200 JSON, or SSE with
+ *                                       Accept: text/event-stream (events stdout, stderr,
+ *                                       rpc, execution_done; error when it cannot run)
+ */
+#include "api/sessions.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/buf.h"
+#include "util/log.h"
+#include "util/macros.h"
+
+#define API_MAX_CODE (1u << 20)
+
+static void api_session_error(struct http_reply *reply, struct session_error *e)
+{
+    http_reply_error(reply, e->status ? e->status : 500, e->code ? e->code : "INTERNAL", e->field,
+                     "%s", e->message ? e->message : "session error");
+    if (e->status == 503)
+        http_reply_header(reply, "Retry-After", "1");
+    session_error_done(e);
+}
+
+static json_t *api_session_body(const struct http_request *req, struct http_reply *reply,
+                                bool allow_empty)
+{
+    if (allow_empty && req->body_len == 0)
+        return json_object();
+    if (!api_is_json_type(http_header(req, "Content-Type"))) {
+        http_reply_error(reply, 415, "UNSUPPORTED_MEDIA_TYPE", NULL,
+                         "Content-Type must be application/json");
+        return NULL;
+    }
+    json_error_t jerr;
+    json_t *body = json_loadb(req->body, req->body_len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!body) {
+        http_reply_error(reply, 400, "INVALID_JSON", NULL, "malformed JSON at line %d: %s",
+                         jerr.line, jerr.text);
+        return NULL;
+    }
+    if (!json_is_object(body)) {
+        json_decref(body);
+        http_reply_error(reply, 400, "INVALID_REQUEST", NULL, "the body must be a JSON object");
+        return NULL;
+    }
+    return body;
+}
+
+/* An optional positive integer member; false (and a 400) when present but wrong. */
+static bool api_opt_int(json_t *body, const char *key, int64_t min, int64_t *ret,
+                        struct http_reply *reply)
+{
+    json_t *v = json_object_get(body, key);
+    *ret = 0;
+    if (!v || json_is_null(v))
+        return true;
+    if (!json_is_integer(v) || json_integer_value(v) < min) {
+        http_reply_error(reply, 400, "INVALID_REQUEST", key, "%s: must be an integer >= %lld", key,
+                         (long long)min);
+        return false;
+    }
+    *ret = json_integer_value(v);
+    return true;
+}
+
+static void api_session_create(struct api *api, const struct http_request *req,
+                               struct http_reply *reply)
+{
+    json_t *body = api_session_body(req, reply, true);
+    if (!body)
+        return;
+    struct session_create c = {0};
+    json_t *servers = json_object_get(body, "servers");
+    json_t *ws = json_object_get(body, "workspace");
+    if (servers && !json_is_null(servers)) {
+        if (!json_is_array(servers)) {
+            http_reply_error(reply, 400, "INVALID_REQUEST", "servers",
+                             "servers: must be an array of server names");
+            goto out;
+        }
+        c.servers = servers;
+    }
+    if (ws && !json_is_null(ws)) {
+        if (!json_is_string(ws)) {
+            http_reply_error(reply, 400, "INVALID_REQUEST", "workspace",
+                             "workspace: must be a string");
+            goto out;
+        }
+        c.workspace = json_string_value(ws);
+    }
+    if (!api_opt_int(body, "idleTimeoutS", 1, &c.idle_timeout_s, reply) ||
+        !api_opt_int(body, "memoryMb", 16, &c.memory_mb, reply))
+        goto out;
+    json_t *info = NULL;
+    struct session_error err;
+    if (sessions_create(api->sessions, &c, &info, &err) < 0) {
+        api_session_error(reply, &err);
+        goto out;
+    }
+    reply->status = 201;
+    reply->body = info;
+    char loc[96];
+    snprintf(loc, sizeof(loc), "/v1/sessions/%s",
+             json_string_value(json_object_get(info, "sessionId")));
+    http_reply_header(reply, "Location", loc);
+out:
+    json_decref(body);
+}
+
+/* ---- server-sent events --------------------------------------------------------------------- */
+
+struct api_sse {
+    struct sessions *sessions;
+    char *id;
+    char *code;
+    int64_t timeout_ms;
+    pthread_mutex_t lock; /* stdout/stderr from the executing thread, rpc events too */
+    struct http_stream *stream;
+    bool broken;
+    char carry[2][4]; /* an incomplete UTF-8 sequence at the end of the last chunk */
+    size_t carry_len[2];
+};
+
+static void api_sse_free(void *userdata)
+{
+    struct api_sse *j = userdata;
+    free(j->id);
+    free(j->code);
+    pthread_mutex_destroy(&j->lock);
+    free(j);
+}
+
+static void api_sse_event(struct api_sse *j, const char *event, json_t *data)
+{
+    char *text = json_dumps(data, JSON_COMPACT | JSON_REAL_PRECISION(12));
+    if (!text)
+        return;
+    char *line = NULL;
+    int n = asprintf(&line, "event: %s\ndata: %s\n\n", event, text);
+    free(text);
+    if (n < 0)
+        return;
+    pthread_mutex_lock(&j->lock);
+    if (!j->broken && http_stream_write(j->stream, line, (size_t)n) < 0)
+        j->broken = true; /* the client left; the execution still completes */
+    pthread_mutex_unlock(&j->lock);
+    free(line);
+}
+
+/* How many bytes at the end of p[0..len) start a UTF-8 sequence that is not complete yet. */
+static size_t api_utf8_tail(const unsigned char *p, size_t len)
+{
+    for (size_t back = 1; back <= 3 && back <= len; back++) {
+        unsigned char c = p[len - back];
+        if ((c & 0xC0) == 0x80)
+            continue; /* continuation byte: look further back */
+        size_t need = (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 1;
+        return need > back ? back : 0;
+    }
+    return 0;
+}
+
+static void api_sse_output(void *userdata, int stream, const char *data, size_t len)
+{
+    struct api_sse *j = userdata;
+    int k = stream == 2 ? 1 : 0;
+    struct buf b;
+    buf_init(&b, len + 8);
+    if (buf_append(&b, j->carry[k], j->carry_len[k]) < 0 || buf_append(&b, data, len) < 0) {
+        buf_free(&b);
+        return;
+    }
+    size_t tail = api_utf8_tail((const unsigned char *)b.data, b.len);
+    memcpy(j->carry[k], b.data + b.len - tail, tail);
+    j->carry_len[k] = tail;
+    b.len -= tail;
+    if (b.len) {
+        json_t *ev = json_pack("{s:o}", "data", response_text(&b));
+        api_sse_event(j, stream == 2 ? "stderr" : "stdout", ev);
+        json_decref(ev);
+    }
+    buf_free(&b);
+}
+
+static void api_sse_rpc(void *userdata, json_t *summary)
+{
+    api_sse_event(userdata, "rpc", summary);
+}
+
+static int api_sse_run(void *userdata, struct http_stream *st)
+{
+    struct api_sse *j = userdata;
+    j->stream = st;
+    struct session_stream cb = {.userdata = j, .on_output = api_sse_output, .on_rpc = api_sse_rpc};
+    json_t *result = NULL;
+    struct session_error err;
+    if (sessions_execute(j->sessions, j->id, j->code, j->timeout_ms, &cb, &result, &err) < 0) {
+        json_t *e =
+            json_pack("{s:s, s:s, s:i}", "code", err.code ? err.code : "INTERNAL", "message",
+                      err.message ? err.message : "failed", "status", err.status);
+        api_sse_event(j, "error", e);
+        json_decref(e);
+        session_error_done(&err);
+        return -1;
+    }
+    api_sse_event(j, "execution_done", result);
+    json_decref(result);
+    return 0;
+}
+
+static void api_session_execute(struct api *api, const char *id, const struct http_request *req,
+                                struct http_reply *reply)
+{
+    json_t *body = api_session_body(req, reply, false);
+    if (!body)
+        return;
+    json_t *code = json_object_get(body, "code");
+    int64_t timeout_ms = 0;
+    if (!code || !json_is_string(code)) {
+        http_reply_error(reply, 400, "INVALID_REQUEST", "code", "code: must be a string");
+        goto out;
+    }
+    if (json_string_length(code) > API_MAX_CODE ||
+        memchr(json_string_value(code), '\0', json_string_length(code))) {
+        http_reply_error(reply, 400, "INVALID_REQUEST", "code",
+                         "code: at most 1 MiB, without NUL bytes");
+        goto out;
+    }
+    if (!api_opt_int(body, "timeoutMs", 1, &timeout_ms, reply))
+        goto out;
+    const char *accept = http_header(req, "Accept");
+    bool sse = accept && strstr(accept, "text/event-stream");
+    if (sse) {
+        if (!sessions_exists(api->sessions, id)) {
+            http_reply_error(reply, 404, "NOT_FOUND", NULL, "no session %s", id);
+            goto out;
+        }
+        struct api_sse *j = calloc(1, sizeof(*j));
+        if (!j || !(j->id = strdup(id)) || !(j->code = strdup(json_string_value(code)))) {
+            if (j)
+                free(j->id);
+            free(j);
+            http_reply_error(reply, 500, "INTERNAL", NULL, "out of memory");
+            goto out;
+        }
+        j->sessions = api->sessions;
+        j->timeout_ms = timeout_ms;
+        pthread_mutex_init(&j->lock, NULL);
+        reply->status = 200;
+        reply->content_type = "text/event-stream";
+        http_reply_header(reply, "Cache-Control", "no-cache");
+        reply->stream_fn = api_sse_run;
+        reply->stream_userdata = j;
+        reply->stream_free = api_sse_free;
+        goto out;
+    }
+    if (!api_accepts(accept, "application/json")) {
+        http_reply_error(reply, 406, "NOT_ACCEPTABLE", NULL,
+                         "ask for application/json or text/event-stream");
+        goto out;
+    }
+    json_t *result = NULL;
+    struct session_error err;
+    if (sessions_execute(api->sessions, id, json_string_value(code), timeout_ms, NULL, &result,
+                         &err) < 0) {
+        api_session_error(reply, &err);
+        goto out;
+    }
+    reply->status = 200;
+    reply->body = result;
+out:
+    json_decref(body);
+}
+
+void api_sessions_route(struct api *api, const struct http_request *req, const char *rest,
+                        struct http_reply *reply)
+{
+    bool get = strcmp(req->method, "GET") == 0;
+    bool post = strcmp(req->method, "POST") == 0;
+    bool del = strcmp(req->method, "DELETE") == 0;
+    if (!api->sessions) {
+        http_reply_error(reply, 404, "NOT_FOUND", NULL, "sessions are disabled");
+        return;
+    }
+    if (!*rest || strcmp(rest, "/") == 0) {
+        if (post)
+            api_session_create(api, req, reply);
+        else if (get) {
+            reply->status = 200;
+            reply->body = json_pack("{s:o}", "sessions", sessions_list(api->sessions));
+        } else {
+            http_reply_error(reply, 405, "METHOD_NOT_ALLOWED", NULL, "use GET or POST");
+            http_reply_header(reply, "Allow", "GET, POST");
+        }
+        return;
+    }
+    if (rest[0] != '/') {
+        http_reply_error(reply, 404, "NOT_FOUND", NULL, "no route %s", req->path);
+        return;
+    }
+    char id[65];
+    size_t n = strcspn(rest + 1, "/");
+    if (n == 0 || n >= sizeof(id)) {
+        http_reply_error(reply, 404, "NOT_FOUND", NULL, "no session %.*s", (int)(n > 64 ? 64 : n),
+                         rest + 1);
+        return;
+    }
+    memcpy(id, rest + 1, n);
+    id[n] = '\0';
+    const char *tail = rest + 1 + n;
+    if (!*tail) {
+        if (get) {
+            json_t *info = NULL;
+            if (sessions_info(api->sessions, id, &info) < 0)
+                http_reply_error(reply, 404, "NOT_FOUND", NULL, "no session %s", id);
+            else {
+                reply->status = 200;
+                reply->body = info;
+            }
+        } else if (del) {
+            if (sessions_delete(api->sessions, id) < 0)
+                http_reply_error(reply, 404, "NOT_FOUND", NULL, "no session %s", id);
+            else
+                reply->status = 204;
+        } else {
+            http_reply_error(reply, 405, "METHOD_NOT_ALLOWED", NULL, "use GET or DELETE");
+            http_reply_header(reply, "Allow", "GET, DELETE");
+        }
+        return;
+    }
+    if (strcmp(tail, "/execute") == 0) {
+        if (post)
+            api_session_execute(api, id, req, reply);
+        else {
+            http_reply_error(reply, 405, "METHOD_NOT_ALLOWED", NULL, "use POST");
+            http_reply_header(reply, "Allow", "POST");
+        }
+        return;
+    }
+    http_reply_error(reply, 404, "NOT_FOUND", NULL, "no route %s", req->path);
+}

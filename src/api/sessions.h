@@ -1,0 +1,16 @@
+// SPDX-License-Identifier: MIT
+/*
+ * sessions (api) — HTTP routes of persistent sessions; see sessions.c.
+ */
+#ifndef SANDBOXD_API_SESSIONS_H
+#define SANDBOXD_API_SESSIONS_H
+
+#include "api/api.h"
+#include "app/response.h"
+#include "session/session.h"
+
+/* rest: the path after "/v1/sessions" ("", "/ID", "/ID/execute"). */
+void api_sessions_route(struct api *api, const struct http_request *req, const char *rest,
+                        struct http_reply *reply);
+
+#endif

@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: MIT
+/*
+ * session — persistent interpreters for agents ("code mode", CONTRACT §3 and
+ * §9). A session is a warm cell switched into the runtime's session mode: a
+ * namespace that survives between executions, top-level await, and MCP tools
+ * as Python objects whose calls travel as RPC frames to the host, which calls
+ * the real server through the MCP registry. Only the servers named at
+ * creation are reachable. Memories, saved tools and files go to the
+ * workspace store.
+ *
+ * One execution at a time per session (later ones wait their turn). A time
+ * limit first interrupts the execution (SIGINT) and only kills the session
+ * if that does not work; the result says whether the session survived. Idle
+ * sessions are reaped; the number of live sessions is capped.
+ *
+ * Thread-safe. Sessions are reference-counted: deleting one that is running
+ * kills its interpreter and the running execution reports it.
+ */
+#ifndef SANDBOXD_SESSION_SESSION_H
+#define SANDBOXD_SESSION_SESSION_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "jail/jail.h"
+
+struct pool;
+struct mcp_registry;
+struct workspace_store;
+struct metrics;
+
+struct sessions_options {
+    unsigned max_sessions;
+    int64_t default_idle_s;
+    int64_t max_idle_s;
+    int64_t default_timeout_ms; /* per execution */
+    int64_t max_timeout_ms;
+    uint64_t default_memory_mb; /* per session */
+    uint64_t max_memory_mb;
+    uint64_t nproc;
+    size_t output_limit;        /* stdout + stderr per execution */
+    int64_t tool_timeout_ms;    /* one MCP call made from a session */
+    int64_t interrupt_grace_ms; /* SIGINT first, SIGKILL this much later */
+};
+
+struct session_error {
+    int status;        /* HTTP status to answer */
+    const char *code;  /* static */
+    const char *field; /* static or NULL */
+    char *message;     /* owned */
+};
+
+struct session_create {
+    json_t *servers;        /* borrowed array of server names, may be NULL */
+    const char *workspace;  /* may be NULL: "default" */
+    int64_t idle_timeout_s; /* 0: default */
+    int64_t memory_mb;      /* 0: default */
+};
+
+/* Streaming of one execution; callbacks run on the executing thread, except on_rpc, which
+ * may run on an RPC worker thread (serialise your writes). */
+struct session_stream {
+    void *userdata;
+    void (*on_output)(void *userdata, int stream, const char *data, size_t len);
+    void (*on_rpc)(void *userdata, json_t *summary);
+};
+
+struct sessions;
+
+int sessions_new(const struct sessions_options *opt, const struct jail_config *jail,
+                 struct pool *pool, struct mcp_registry *mcp, struct workspace_store *ws,
+                 struct metrics *metrics, struct sessions **ret);
+/* Ends every session. */
+void sessions_free(struct sessions *s);
+void session_error_done(struct session_error *e);
+
+/* 0 and the new session's description in *ret_info; <0 with *err filled. */
+int sessions_create(struct sessions *s, const struct session_create *c, json_t **ret_info,
+                    struct session_error *err);
+/* -ENOENT for an unknown id. */
+int sessions_info(struct sessions *s, const char *id, json_t **ret_info);
+json_t *sessions_list(struct sessions *s);
+int sessions_delete(struct sessions *s, const char *id);
+bool sessions_exists(struct sessions *s, const char *id);
+unsigned sessions_live(struct sessions *s);
+/* Run code in session id. 0 and *ret_result {executionId, status, stdout, stderr, error, result,
+ * durationMs, sessionAlive, truncated, mcpCalls, verdict}; <0 with *err (unknown session,
+ * dead session, sandbox failure). */
+int sessions_execute(struct sessions *s, const char *id, const char *code, int64_t timeout_ms,
+                     const struct session_stream *stream, json_t **ret_result,
+                     struct session_error *err);
+
+#endif
