@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 """`make bench`: sandboxd against the seed-style reference server, side by side in one run,
 on loopback with wrk. Prints a markdown table (p50/p99 latency, throughput, ratios), the
-isolation overhead of a cold spawn, and memory figures; writes them to bench/last-run.md.
+isolation overhead of a cold spawn, memory figures, and sessions against a Jupyter kernel
+(bench/session_bench.py); writes them to bench/last-run.md.
 
 Environment: BENCH_DURATION (seconds per load run, default 8), BENCH_SANDBOXD (binary).
 """
@@ -17,6 +18,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+import session_bench
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -152,7 +155,6 @@ def children(pid):
 
 def main():
     rows = []
-    notes = []
 
     def add(name, server, clients, r):
         rows.append((name, server, clients, r))
@@ -167,13 +169,19 @@ def main():
     check(post(port, EXECUTOR)[1], {"result": 5, "stdout": "", "stderr": ""})
     time.sleep(1)
     server_pid = s.p.pid
-    zygotes = children(server_pid)
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    c.request("GET", "/healthz")
+    health = json.loads(c.getresponse().read())
+    c.close()
+    zygotes = [z["pid"] for z in health["pool"]["zygotes"]]  # not the sessions' zygote
     cells = [c for z in zygotes for c in children(z)]
     mem = {"server_rss_kb": rss_kb(server_pid),
            "zygote_rss_kb": max(rss_kb(z) for z in zygotes),
            "cell_rss_kb": statistics.median(rss_kb(c) for c in cells) if cells else 0,
            "cell_pss_kb": statistics.median(pss_kb(c) for c in cells) if cells else 0,
-           "idle_cells": len(cells)}
+           "idle_cells": len(cells),
+           "session_zygote_rss_kb": max((rss_kb(z["pid"]) for z in health["sessionPool"].get("zygotes", ())),
+                                        default=0)}
     add("trivial JIT", "sandboxd", 1, wrk(port, TRIVIAL, 1))
     add("trivial JIT (paced 100/s)", "sandboxd", 1, paced(port, TRIVIAL, 100, 100 * DURATION // 2))
     add("trivial JIT", "sandboxd", 8, wrk(port, TRIVIAL, 8))
@@ -250,13 +258,16 @@ def main():
         % (jb["plain"]["p50_ms"], jb["jailed"]["p50_ms"], jb["jailed"]["p50_ms"] - jb["plain"]["p50_ms"],
            jb["jailed"]["p99_ms"], jb["plain"]["p99_ms"]),
         "- memory: sandboxd %.1f MB RSS idle; zygote %.1f MB RSS; idle warm interpreter %.1f MB RSS, %.1f MB PSS "
-        "(%d ready)" % (mem["server_rss_kb"] / 1024, mem["zygote_rss_kb"] / 1024, mem["cell_rss_kb"] / 1024,
-                        mem["cell_pss_kb"] / 1024, mem["idle_cells"]),
+        "(%d ready); the sessions' zygote %.1f MB RSS"
+        % (mem["server_rss_kb"] / 1024, mem["zygote_rss_kb"] / 1024, mem["cell_rss_kb"] / 1024,
+           mem["cell_pss_kb"] / 1024, mem["idle_cells"], mem["session_zygote_rss_kb"] / 1024),
     ]
     sweep_lines = ["", "| --max-running | clients | p50 ms | p99 ms | req/s |", "| ---: | ---: | ---: | ---: | ---: |"]
     for factor, r in sweep:
         sweep_lines.append("| %d (%d × cores) | 16 | %.2f | %.2f | %.0f |" % (factor * ncpu, factor, r["p50"], r["p99"], r["rps"]))
     text = "\n".join(lines + [""] + ratios + sweep_lines) + "\n"
+    print("sessions against a Jupyter kernel ...", flush=True)
+    text += "\n## Sessions\n\n" + session_bench.main(free_port())[0]
     print()
     print(text)
     (HERE / "last-run.md").write_text("Measured %s with `make bench` (BENCH_DURATION=%d)\n\n%s"

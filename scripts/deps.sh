@@ -12,7 +12,7 @@ PACKAGES=(
   # the interpreter inside the jail and the libraries templates use there
   python3 python3-jinja2 python3-jsonschema python3-yaml
   # tests and benchmarks
-  python3-pytest valgrind curl wrk bubblewrap util-linux procps iproute2 nodejs npm
+  python3-pytest python3-pyflakes valgrind curl wrk bubblewrap util-linux procps iproute2 nodejs npm
   python3-jupyter-client python3-ipykernel python3-fastapi python3-uvicorn
 )
 

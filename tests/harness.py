@@ -175,3 +175,218 @@ def run_cli(path, *args, timeout=120, env=None):
     except ValueError:
         out = None
     return p.returncode, out, p.stderr
+
+
+# ---- MCP clients of sandboxd's own MCP server (docs/MCP.md) ------------------------------------
+
+MCP_VERSION = "2025-11-25"
+
+
+def sse_events(raw):
+    """The data of each event of a text/event-stream body, parsed as JSON."""
+    events = []
+    for block in raw.decode().replace("\r\n", "\n").split("\n\n"):
+        data = [line[5:].lstrip() for line in block.split("\n") if line.startswith("data:")]
+        if data:
+            events.append(json.loads("\n".join(data)))
+    return events
+
+
+class McpStdio:
+    """`sandboxd mcp` on pipes, spoken to the way an MCP client does: one JSON-RPC message per
+    line. Every line it writes to stdout must be JSON; close() insists on it, on a clean exit
+    and (for sanitizer builds) on a clean log."""
+
+    def __init__(self, *args, env=None, initialize=True, version=MCP_VERSION):
+        import queue
+        import threading
+        self.log = tempfile.NamedTemporaryFile(prefix="sandboxd-mcp-", suffix=".txt", delete=False)
+        self.state_dir = tempfile.mkdtemp(prefix="sandboxd-state-")
+        cmd = [BIN, "mcp", "--log-level", "info", "--pool-size", "1", "--state-dir", self.state_dir]
+        if CELL_LIB:
+            cmd += ["--cell-lib", CELL_LIB]
+        args = list(args)
+        if "--mcp-config" not in args and "--no-mcp-discovery" not in args:
+            args.append("--no-mcp-discovery")
+        full_env = dict(os.environ)
+        full_env.setdefault("ASAN_OPTIONS", "detect_leaks=1")
+        full_env.setdefault("UBSAN_OPTIONS", "print_stacktrace=1")
+        full_env.update(env or {})
+        self.proc = subprocess.Popen(cmd + args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=self.log, env=full_env)
+        self.messages = queue.Queue()
+        self.garbage = []
+        self.notifications = []
+        self.next_id = 0
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+        if initialize:
+            self.init = self.initialize(version)
+
+    def _read(self):
+        for line in self.proc.stdout:
+            try:
+                self.messages.put(json.loads(line))
+            except ValueError:
+                self.garbage.append(line)
+        self.messages.put(None)
+
+    def send(self, msg):
+        data = msg if isinstance(msg, (str, bytes)) else json.dumps(msg)
+        if isinstance(data, str):
+            data = data.encode()
+        self.proc.stdin.write(data + b"\n")
+        self.proc.stdin.flush()
+
+    def recv(self, timeout=120):
+        import queue
+        try:
+            msg = self.messages.get(timeout=timeout)
+        except queue.Empty:
+            raise AssertionError("no message from sandboxd mcp within %s s:\n%s"
+                                 % (timeout, self.logs()[-3000:]))
+        assert msg is not None, "sandboxd mcp closed stdout:\n" + self.logs()[-3000:]
+        return msg
+
+    def new_id(self):
+        self.next_id += 1
+        return self.next_id
+
+    def wait_for(self, mid, timeout=120):
+        """The response to request mid; notifications seen meanwhile go to .notifications."""
+        deadline = time.time() + timeout
+        while True:
+            msg = self.recv(max(0.1, deadline - time.time()))
+            if "method" in msg and "id" not in msg:
+                self.notifications.append(msg)
+                continue
+            assert msg.get("id") == mid, "unexpected message %r while waiting for %r" % (msg, mid)
+            return msg
+
+    def request(self, method, params=None, timeout=120, mid=None):
+        mid = self.new_id() if mid is None else mid
+        msg = {"jsonrpc": "2.0", "id": mid, "method": method}
+        if params is not None:
+            msg["params"] = params
+        self.send(msg)
+        return self.wait_for(mid, timeout)
+
+    def notify(self, method, params=None):
+        msg = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            msg["params"] = params
+        self.send(msg)
+
+    def initialize(self, version=MCP_VERSION):
+        r = self.request("initialize", {"protocolVersion": version, "capabilities": {},
+                                        "clientInfo": {"name": "pytest", "version": "1"}})
+        if "result" in r:
+            self.notify("notifications/initialized")
+        return r
+
+    def call(self, tool, arguments=None, timeout=120, meta=None):
+        params = {"name": tool, "arguments": arguments or {}}
+        if meta:
+            params["_meta"] = meta
+        r = self.request("tools/call", params, timeout)
+        assert "result" in r, r
+        return r["result"]
+
+    def logs(self):
+        with open(self.log.name, errors="replace") as f:
+            return f.read()
+
+    def close(self, check=True, timeout=60):
+        if self.proc.poll() is None:
+            try:
+                self.proc.stdin.close()
+            except OSError:
+                pass
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                raise AssertionError("sandboxd mcp did not exit on EOF:\n" + self.logs()[-5000:])
+        self.reader.join(10)
+        logs = self.logs()
+        os.unlink(self.log.name)
+        shutil.rmtree(self.state_dir, ignore_errors=True)
+        if check:
+            assert self.proc.returncode == 0, "sandboxd mcp exited %s:\n%s" % (
+                self.proc.returncode, logs[-5000:])
+            assert not self.garbage, "stdout carried non-protocol lines: %r" % self.garbage[:5]
+            for marker in SANITIZER_MARKERS:
+                assert marker not in logs, "sanitizer report:\n" + logs[-20000:]
+        return logs
+
+
+class McpHttp:
+    """An MCP client of /mcp on a harness Server (Streamable HTTP), one MCP session."""
+
+    ACCEPT = "application/json, text/event-stream"
+
+    def __init__(self, server, initialize=True, version=MCP_VERSION, headers=None):
+        self.server = server
+        self.headers = dict(headers or {})
+        self.session = None
+        self.version = None
+        self.next_id = 0
+        if initialize:
+            self.init = self.initialize(version)
+
+    def post(self, body, headers=None, session=True, raw=False):
+        h = {"Content-Type": "application/json", "Accept": self.ACCEPT}
+        h.update(self.headers)
+        if session and self.session:
+            h["MCP-Session-Id"] = self.session
+        if session and self.version:
+            h["MCP-Protocol-Version"] = self.version
+        h.update(headers or {})
+        data = body if raw else json.dumps(body)
+        r = self.server.request("POST", "/mcp", data, h, fresh=True)
+        r.events = sse_events(r.raw) if (r.header("Content-Type") or "").startswith(
+            "text/event-stream") else None
+        return r
+
+    def new_id(self):
+        self.next_id += 1
+        return self.next_id
+
+    def request(self, method, params=None, headers=None):
+        msg = {"jsonrpc": "2.0", "id": self.new_id(), "method": method}
+        if params is not None:
+            msg["params"] = params
+        r = self.post(msg, headers)
+        assert r.status == 200, r
+        return r.events[-1] if r.events is not None else r.json
+
+    def notify(self, method, params=None):
+        msg = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            msg["params"] = params
+        return self.post(msg)
+
+    def initialize(self, version=MCP_VERSION):
+        r = self.post({"jsonrpc": "2.0", "id": self.new_id(), "method": "initialize",
+                       "params": {"protocolVersion": version, "capabilities": {},
+                                  "clientInfo": {"name": "pytest", "version": "1"}}})
+        assert r.status == 200, r
+        if "result" in r.json:
+            self.session = r.header("MCP-Session-Id")
+            self.version = r.json["result"]["protocolVersion"]
+            assert self.notify("notifications/initialized").status == 202
+        return r.json
+
+    def call(self, tool, arguments=None, meta=None):
+        params = {"name": tool, "arguments": arguments or {}}
+        if meta:
+            params["_meta"] = meta
+        r = self.request("tools/call", params)
+        assert "result" in r, r
+        return r["result"]
+
+    def delete(self):
+        h = {"MCP-Session-Id": self.session}
+        h.update(self.headers)
+        return self.server.request("DELETE", "/mcp", None, h, fresh=True)

@@ -29,6 +29,17 @@ else
   echo '{"name": "clang-format", "result": "FAIL"}' >"$RESULTS/format.json"
 fi
 
+suite "lint (pyflakes: the runtime, tests, benchmarks)"
+if $PY -m pyflakes runtime tests/*.py tests/e2e/*.py tests/e2e/mcp tests/attacks bench >"$RESULTS/pyflakes.txt" 2>&1; then
+  echo '{"name": "pyflakes", "result": "OK"}' >"$RESULTS/pyflakes.json"
+else
+  head -20 "$RESULTS/pyflakes.txt"
+  echo '{"name": "pyflakes", "result": "FAIL"}' >"$RESULTS/pyflakes.json"
+fi
+
+# stale logs of an earlier run must not be counted
+rm -f build/meson-logs/testlog*.json build-asan/meson-logs/testlog*.json
+
 suite "unit tests (release)"
 meson test -C build --print-errorlogs --no-rebuild
 cp build/meson-logs/testlog.json "$RESULTS/unit-release.json" 2>/dev/null
@@ -41,7 +52,7 @@ cp build-asan/meson-logs/testlog.json "$RESULTS/unit-asan.json" 2>/dev/null
 suite "unit tests (valgrind)"
 meson test -C build --print-errorlogs --no-rebuild \
   --wrap='valgrind --quiet --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite'
-cp build/meson-logs/testlog.json "$RESULTS/unit-valgrind.json" 2>/dev/null
+cp build/meson-logs/testlog-valgrind.json "$RESULTS/unit-valgrind.json" 2>/dev/null
 
 suite "end-to-end (sandboxd serve, ASan build)"
 SANDBOXD_BIN=$ROOT/build-asan/sandboxd SANDBOXD_CELL_LIB=$ROOT/build/libsbxcell.so \

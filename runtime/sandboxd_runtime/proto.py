@@ -54,3 +54,29 @@ def read(fd=FD):
         return json.loads(_read_exact(fd, length))
     except ValueError as exc:
         raise ProtocolError("frame is not JSON: %s" % exc) from None
+
+
+_next_rpc = 0
+
+
+def rpc_call(payload, fd=FD):
+    """A blocking request to the host (one-shot jobs: the LLM call of a template).
+    Returns the payload of the answer, raises RpcError with the host's message."""
+    global _next_rpc
+    _next_rpc += 1
+    rid = _next_rpc
+    write({"type": "rpc_request", "id": rid, "payload": payload}, fd)
+    while True:
+        msg = read(fd)
+        if msg.get("type") == "rpc_response" and msg.get("id") == rid:
+            if msg.get("success"):
+                return msg.get("payload")
+            raise RpcError(msg.get("error") or "the host refused the call", msg.get("errorKind"),
+                           msg.get("details"))
+
+
+class RpcError(Exception):
+    def __init__(self, message, kind=None, details=None):
+        super().__init__(message)
+        self.kind = kind
+        self.details = details or {}

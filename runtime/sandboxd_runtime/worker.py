@@ -60,6 +60,10 @@ def handle(job):
         from sandboxd_runtime import executor
 
         return executor.run(job)
+    if kind == "template":
+        from sandboxd_runtime import template
+
+        return template.run(job)
     if kind == "session":
         from sandboxd_runtime import session
 

@@ -79,7 +79,8 @@ class Zygote:
                 __import__(name)
             except ImportError as exc:
                 sys.stderr.write("zygote: cannot preimport %s: %s\n" % (name, exc))
-        from sandboxd_runtime import executor, jit  # noqa: F401  (warm the job modules)
+        for name in ("sandboxd_runtime.executor", "sandboxd_runtime.jit"):  # the job modules
+            __import__(name)
 
     def recv(self):
         msg, anc, _flags, _addr = self.ctl.recvmsg(65536, socket.CMSG_SPACE(16 * 4))

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "api/mcp_http.h"
 #include "api/request.h"
 #include "api/sessions.h"
 #include "pool/pool.h"
@@ -130,12 +131,15 @@ static void api_healthz(struct api *api, const struct http_request *req, struct 
     struct app *a = api->app;
     json_t *isolation = json_deep_copy(a->isolation);
     json_t *pool = a->pool ? pool_stats(a->pool) : json_pack("{s:b}", "enabled", 0);
+    json_t *spool =
+        a->session_pool ? pool_stats(a->session_pool) : json_pack("{s:b}", "enabled", 0);
     reply->status = 200;
-    reply->body = json_pack(
-        "{s:s, s:s, s:f, s:o, s:o, s:o, s:o, s:o}", "status", "ok", "version", SANDBOXD_VERSION,
-        "uptimeS", (double)(clock_mono_us() - a->started_us) / 1e6, "isolation",
-        isolation ? isolation : json_object(), "pool", pool, "executions", manager_stats(a->mgr),
-        "definitions", defs_stats(a->defs), "frameworkLog", framework_log_stats(a->fw));
+    reply->body =
+        json_pack("{s:s, s:s, s:f, s:o, s:o, s:o, s:o, s:o, s:o}", "status", "ok", "version",
+                  SANDBOXD_VERSION, "uptimeS", (double)(clock_mono_us() - a->started_us) / 1e6,
+                  "isolation", isolation ? isolation : json_object(), "pool", pool, "sessionPool",
+                  spool, "executions", manager_stats(a->mgr), "definitions", defs_stats(a->defs),
+                  "frameworkLog", framework_log_stats(a->fw));
 }
 
 static void api_load_code(struct api *api, const struct http_request *req, struct http_reply *reply)
@@ -246,6 +250,8 @@ void api_route(void *userdata, const struct http_request *req, struct http_reply
             api_method_not_allowed(reply, "GET");
     } else if (strncmp(path, "/v1/sessions", 12) == 0 && (path[12] == '\0' || path[12] == '/')) {
         api_sessions_route(api, req, path + 12, reply);
+    } else if (strcmp(path, "/mcp") == 0 && api->mcp) {
+        mcp_http_route(api->mcp, req, reply);
     } else {
         http_reply_error(reply, 404, "NOT_FOUND", NULL, "no route %s %s", req->method, path);
     }

@@ -1,2 +1,618 @@
 // SPDX-License-Identifier: MIT
-/* placeholder: being written */
+/*
+ * mcp_http — see mcp_http.h.
+ *
+ * Threads: every request runs on its MHD connection thread, except the
+ * handling of a request whose progress is streamed, which runs on the
+ * stream thread of http/server.c (counted, so that mcp_http_free() can wait
+ * for it). A session is referenced while a request uses it, and does not
+ * expire while one does.
+ */
+#include "api/mcp_http.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/random.h>
+#include <uthash.h>
+
+#include "api/api.h"
+#include "mcp/jsonrpc.h"
+#include "mcp/server.h"
+#include "util/clock.h"
+#include "util/log.h"
+#include "util/macros.h"
+
+#define MH_ID_LEN         32
+#define MH_MAX_ALLOWED    64
+#define MH_SWEEP_EVERY_US 1000000
+#define MH_SESSION_GONE   (-32001) /* the code the official SDKs use for "Session not found" */
+
+/* Referenced by the table and by each request using it (under the endpoint's lock). */
+struct mh_session {
+    char id[MH_ID_LEN + 1];
+    struct mcp_server_conn *conn; /* owned */
+    int64_t last_us;
+    unsigned active; /* requests using it now */
+    unsigned refs;
+    struct mh_session *gone_next; /* on a list of unlinked sessions */
+    UT_hash_handle hh;
+};
+
+struct mcp_http {
+    struct mcp_server *core;
+    unsigned max_sessions;
+    int64_t idle_us;
+    char *hosts[MH_MAX_ALLOWED + 1];
+    char *origins[MH_MAX_ALLOWED + 1];
+    char *token;
+    pthread_mutex_t lock;
+    pthread_cond_t cond; /* streams reached 0 */
+    struct mh_session *table;
+    unsigned n_sessions; /* in the table, plus initializes under way */
+    unsigned streams;
+    bool stopping;
+    int64_t last_sweep_us;
+};
+
+/* ---- replies ------------------------------------------------------------------------------- */
+
+/* An HTTP error whose body is a JSON-RPC error response without id (as the spec suggests). */
+static void mh_fail(struct http_reply *reply, int status, int code, const char *message)
+{
+    json_decref(reply->body);
+    reply->status = status;
+    reply->body = jsonrpc_error_new(NULL, code, message, NULL);
+}
+
+static void mh_json(struct http_reply *reply, int status, json_t *msg)
+{
+    reply->status = status;
+    reply->body = msg; /* stolen */
+}
+
+/* One SSE event carrying a message. */
+static char *mh_event(json_t *msg)
+{
+    /* One data line: compact JSON never holds a raw newline (strings escape it). */
+    char *data = json_dumps(msg, JSON_COMPACT | JSON_REAL_PRECISION(12));
+    char *ev = NULL;
+    if (data && asprintf(&ev, "event: message\ndata: %s\n\n", data) < 0)
+        ev = NULL;
+    free(data);
+    return ev;
+}
+
+/* ---- who may talk to us --------------------------------------------------------------------- */
+
+static bool mh_loopback_name(const char *name, size_t len)
+{
+    static const char *const names[] = {"localhost", "127.0.0.1", "[::1]"};
+    for (size_t i = 0; i < ARRAY_SIZE(names); i++)
+        if (len == strlen(names[i]) && strncasecmp(name, names[i], len) == 0)
+            return true;
+    return false;
+}
+
+/* Split "name[:port]" or "[v6][:port]"; false when malformed. */
+static bool mh_split_host(const char *host, size_t len, size_t *ret_name_len)
+{
+    size_t n;
+    if (len && host[0] == '[') {
+        const char *close = memchr(host, ']', len);
+        if (!close)
+            return false;
+        n = (size_t)(close - host) + 1;
+    } else {
+        const char *colon = memchr(host, ':', len);
+        n = colon ? (size_t)(colon - host) : len;
+    }
+    if (n == 0)
+        return false;
+    if (n < len) {
+        if (host[n] != ':' || n + 1 == len || len - n > 6)
+            return false;
+        for (size_t i = n + 1; i < len; i++)
+            if (host[i] < '0' || host[i] > '9')
+                return false;
+    }
+    *ret_name_len = n;
+    return true;
+}
+
+/* host[0..len) ("name[:port]") is one we answer to. */
+static bool mh_host_ok(const struct mcp_http *h, const char *host, size_t len)
+{
+    size_t n;
+    if (!mh_split_host(host, len, &n))
+        return false;
+    if (mh_loopback_name(host, n))
+        return true;
+    for (size_t i = 0; h->hosts[i]; i++) {
+        size_t al = strlen(h->hosts[i]);
+        bool with_port = (h->hosts[i][0] == '[' ? strstr(h->hosts[i], "]:") != NULL
+                                                : strchr(h->hosts[i], ':') != NULL);
+        if (with_port ? al == len && strncasecmp(host, h->hosts[i], len) == 0
+                      : al == n && strncasecmp(host, h->hosts[i], n) == 0)
+            return true;
+    }
+    return false;
+}
+
+static bool mh_origin_ok(const struct mcp_http *h, const char *origin)
+{
+    for (size_t i = 0; h->origins[i]; i++)
+        if (strcasecmp(origin, h->origins[i]) == 0)
+            return true;
+    const char *rest = NULL;
+    if (strncasecmp(origin, "http://", 7) == 0)
+        rest = origin + 7;
+    else if (strncasecmp(origin, "https://", 8) == 0)
+        rest = origin + 8;
+    /* "null" (sandboxed frames, file://) and anything with a path fail here. */
+    return rest && !strchr(rest, '/') && mh_host_ok(h, rest, strlen(rest));
+}
+
+/* Host, Origin, token; false with the reply filled when the request must go no further. */
+static bool mh_admit(struct mcp_http *h, const struct http_request *req, struct http_reply *reply)
+{
+    const char *host = http_header(req, "Host");
+    const char *origin = http_header(req, "Origin");
+    if (!host || !mh_host_ok(h, host, strlen(host))) {
+        log_warn("mcp http: refused Host '%.100s' (see --mcp-allowed-host)", host ? host : "");
+        mh_fail(reply, 403, JSONRPC_INVALID_REQUEST,
+                "Forbidden: Host not allowed (DNS-rebinding protection; see --mcp-allowed-host)");
+        return false;
+    }
+    if (origin && !mh_origin_ok(h, origin)) {
+        log_warn("mcp http: refused Origin '%.100s' (see --mcp-allowed-origin)", origin);
+        mh_fail(reply, 403, JSONRPC_INVALID_REQUEST,
+                "Forbidden: Origin not allowed (see --mcp-allowed-origin)");
+        return false;
+    }
+    if (!h->token)
+        return true;
+    const char *auth = http_header(req, "Authorization");
+    size_t tl = strlen(h->token);
+    bool ok = auth && strncasecmp(auth, "Bearer ", 7) == 0 && strlen(auth + 7) == tl &&
+              sodium_memcmp(auth + 7, h->token, tl) == 0; /* constant time */
+    if (ok)
+        return true;
+    mh_fail(reply, 401, JSONRPC_INVALID_REQUEST,
+            auth ? "Unauthorized: invalid bearer token" : "Unauthorized: bearer token required");
+    http_reply_header(reply, "WWW-Authenticate",
+                      auth ? "Bearer realm=\"sandboxd\", error=\"invalid_token\""
+                           : "Bearer realm=\"sandboxd\"");
+    return false;
+}
+
+/* ---- sessions ------------------------------------------------------------------------------ */
+
+static bool mh_expired(const struct mcp_http *h, struct mh_session *s, int64_t now)
+{
+    return !s->active && now - s->last_us > h->idle_us && !mcp_server_conn_busy(s->conn);
+}
+
+/* Take s out of the table (lock held) onto *gone; the table's reference goes with it. */
+static void mh_unlink_locked(struct mcp_http *h, struct mh_session *s, struct mh_session **gone)
+{
+    HASH_DEL(h->table, s);
+    h->n_sessions--;
+    s->gone_next = *gone;
+    *gone = s;
+}
+
+static void mh_put(struct mcp_http *h, struct mh_session *s)
+{
+    pthread_mutex_lock(&h->lock);
+    bool last = --s->refs == 0;
+    pthread_mutex_unlock(&h->lock);
+    if (!last)
+        return;
+    mcp_server_conn_unref(s->conn);
+    free(s);
+}
+
+/* Unlink expired sessions (lock held) onto *gone. */
+static void mh_sweep_locked(struct mcp_http *h, struct mh_session **gone, bool force)
+{
+    int64_t now = clock_mono_us();
+    if (!force && now - h->last_sweep_us < MH_SWEEP_EVERY_US)
+        return;
+    h->last_sweep_us = now;
+    struct mh_session *s, *tmp;
+    HASH_ITER(hh, h->table, s, tmp)
+    {
+        if (mh_expired(h, s, now))
+            mh_unlink_locked(h, s, gone);
+    }
+}
+
+/* End unlinked sessions: their sandbox sessions go now, the memory with the last request. */
+static void mh_end(struct mcp_http *h, struct mh_session *list, const char *why)
+{
+    while (list) {
+        struct mh_session *s = list;
+        list = s->gone_next;
+        log_info("mcp http: session %.8s... ended (%s)", s->id, why);
+        mcp_server_conn_close(s->conn);
+        mh_put(h, s);
+    }
+}
+
+/* The session named by the request's MCP-Session-Id, referenced; NULL with the reply filled
+ * (400 without header, 404 unknown). */
+static struct mh_session *mh_acquire(struct mcp_http *h, const struct http_request *req,
+                                     struct http_reply *reply)
+{
+    const char *id = http_header(req, "MCP-Session-Id");
+    if (!id || !*id) {
+        mh_fail(reply, 400, JSONRPC_INVALID_REQUEST,
+                "Bad Request: the MCP-Session-Id header is required (send initialize first)");
+        return NULL;
+    }
+    struct mh_session *s = NULL, *gone = NULL;
+    pthread_mutex_lock(&h->lock);
+    if (strlen(id) == MH_ID_LEN)
+        HASH_FIND_STR(h->table, id, s);
+    if (s && mh_expired(h, s, clock_mono_us())) {
+        mh_unlink_locked(h, s, &gone);
+        s = NULL;
+    }
+    if (s) {
+        s->active++;
+        s->refs++;
+        s->last_us = clock_mono_us();
+    }
+    mh_sweep_locked(h, &gone, false);
+    pthread_mutex_unlock(&h->lock);
+    mh_end(h, gone, "idle");
+    if (!s)
+        mh_fail(reply, 404, MH_SESSION_GONE,
+                "Session not found: it ended or expired; initialize a new one");
+    return s;
+}
+
+static void mh_release(struct mcp_http *h, struct mh_session *s)
+{
+    pthread_mutex_lock(&h->lock);
+    s->active--;
+    s->last_us = clock_mono_us();
+    pthread_mutex_unlock(&h->lock);
+    mh_put(h, s);
+}
+
+/* ---- POST ---------------------------------------------------------------------------------- */
+
+/* initialize: a new session, kept when the answer is a success. */
+static void mh_initialize(struct mcp_http *h, json_t *msg, struct http_reply *reply)
+{
+    struct mh_session *gone = NULL;
+    pthread_mutex_lock(&h->lock);
+    mh_sweep_locked(h, &gone, true);
+    bool full = h->n_sessions >= h->max_sessions;
+    if (!full)
+        h->n_sessions++; /* reserved while initialize runs */
+    pthread_mutex_unlock(&h->lock);
+    mh_end(h, gone, "idle");
+    if (full) {
+        mh_fail(reply, 503, -32000, "Service Unavailable: too many MCP sessions; retry later");
+        http_reply_header(reply, "Retry-After", "5");
+        return;
+    }
+    struct mh_session *s = calloc(1, sizeof(*s));
+    json_t *answer = NULL;
+    if (s && mcp_server_conn_new(h->core, &s->conn) == 0)
+        answer = mcp_server_handle(s->conn, msg, NULL);
+    bool ok = answer && json_object_get(answer, "result");
+    unsigned char raw[MH_ID_LEN / 2];
+    if (ok && getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
+        ok = false; /* session ids must be unguessable: no fallback */
+    if (!ok) {
+        pthread_mutex_lock(&h->lock);
+        h->n_sessions--;
+        pthread_mutex_unlock(&h->lock);
+        if (s)
+            mcp_server_conn_unref(s->conn);
+        free(s);
+        if (answer)
+            mh_json(reply, 200, answer); /* e.g. an unsupported protocol version */
+        else
+            mh_fail(reply, 500, JSONRPC_INTERNAL_ERROR, "Internal error: out of memory");
+        return;
+    }
+    static const char hex[] = "0123456789abcdef";
+    for (size_t i = 0; i < sizeof(raw); i++) {
+        s->id[2 * i] = hex[raw[i] >> 4];
+        s->id[2 * i + 1] = hex[raw[i] & 15];
+    }
+    s->last_us = clock_mono_us();
+    s->refs = 1; /* the table's */
+    pthread_mutex_lock(&h->lock);
+    bool stopping = h->stopping;
+    if (stopping)
+        h->n_sessions--;
+    else
+        HASH_ADD_STR(h->table, id, s);
+    pthread_mutex_unlock(&h->lock);
+    if (stopping) {
+        mcp_server_conn_unref(s->conn);
+        free(s);
+        json_decref(answer);
+        mh_fail(reply, 503, -32000, "Service Unavailable: sandboxd is shutting down");
+        return;
+    }
+    http_reply_header(reply, "MCP-Session-Id", s->id);
+    mh_json(reply, 200, answer);
+}
+
+/* A request whose progress is streamed: handled on the stream thread. */
+struct mh_stream {
+    struct mcp_http *h;
+    struct mh_session *session;
+    json_t *msg;
+    struct http_stream *stream;
+    bool broken;
+};
+
+static void mh_stream_send(struct mh_stream *j, json_t *msg)
+{
+    char *ev = mh_event(msg);
+    /* The client may leave; the request still completes (disconnection is not cancellation). */
+    if (ev && !j->broken && http_stream_write(j->stream, ev, strlen(ev)) < 0)
+        j->broken = true;
+    free(ev);
+}
+
+static void mh_stream_notify(void *userdata, json_t *msg)
+{
+    mh_stream_send(userdata, msg);
+}
+
+static int mh_stream_run(void *userdata, struct http_stream *st)
+{
+    struct mh_stream *j = userdata;
+    j->stream = st;
+    struct mcp_server_out out = {.userdata = j, .notify = mh_stream_notify};
+    json_t *answer = mcp_server_handle(j->session->conn, j->msg, &out);
+    if (answer)
+        mh_stream_send(j, answer);
+    json_decref(answer); /* NULL: cancelled, the stream just ends */
+    return 0;
+}
+
+static void mh_stream_free(void *userdata)
+{
+    struct mh_stream *j = userdata;
+    struct mcp_http *h = j->h;
+    mh_release(h, j->session);
+    json_decref(j->msg);
+    free(j);
+    pthread_mutex_lock(&h->lock);
+    h->streams--;
+    pthread_cond_broadcast(&h->cond);
+    pthread_mutex_unlock(&h->lock);
+}
+
+static void mh_post(struct mcp_http *h, const struct http_request *req, struct http_reply *reply)
+{
+    if (!api_is_json_type(http_header(req, "Content-Type"))) {
+        mh_fail(reply, 415, JSONRPC_INVALID_REQUEST,
+                "Unsupported Media Type: Content-Type must be application/json");
+        return;
+    }
+    const char *accept = http_header(req, "Accept");
+    bool json_ok = api_accepts(accept, "application/json");
+    bool sse_ok = accept && api_accepts(accept, "text/event-stream");
+    if (!json_ok && !sse_ok) {
+        mh_fail(reply, 406, JSONRPC_INVALID_REQUEST,
+                "Not Acceptable: accept application/json and text/event-stream");
+        return;
+    }
+    json_error_t jerr;
+    json_t *msg =
+        json_loadb(req->body, req->body_len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &jerr);
+    if (!msg) {
+        mh_json(reply, 400, mcp_server_parse_error(jerr.text));
+        return;
+    }
+    struct mcp_server_peek peek;
+    mcp_server_peek(msg, &peek);
+    if (peek.initialize && !peek.batch) {
+        mh_initialize(h, msg, reply);
+        json_decref(msg);
+        return;
+    }
+    struct mh_session *s = mh_acquire(h, req, reply);
+    if (!s) {
+        json_decref(msg);
+        return;
+    }
+    const char *negotiated = mcp_server_conn_version(s->conn);
+    const char *pv = http_header(req, "MCP-Protocol-Version");
+    if (pv && (!mcp_server_version_supported(pv) || (negotiated && strcmp(pv, negotiated)))) {
+        char text[200];
+        snprintf(text, sizeof(text),
+                 "Bad Request: unsupported MCP-Protocol-Version %.32s (this session speaks %s)", pv,
+                 negotiated ? negotiated : "nothing yet");
+        mh_fail(reply, 400, JSONRPC_INVALID_REQUEST, text);
+        mh_release(h, s);
+        json_decref(msg);
+        return;
+    }
+    if (peek.progress && sse_ok && !peek.batch) {
+        struct mh_stream *j = calloc(1, sizeof(*j));
+        if (!j) {
+            mh_fail(reply, 500, JSONRPC_INTERNAL_ERROR, "Internal error: out of memory");
+            mh_release(h, s);
+            json_decref(msg);
+            return;
+        }
+        *j = (struct mh_stream){.h = h, .session = s, .msg = msg};
+        pthread_mutex_lock(&h->lock);
+        h->streams++;
+        pthread_mutex_unlock(&h->lock);
+        reply->status = 200;
+        reply->content_type = "text/event-stream";
+        http_reply_header(reply, "Cache-Control", "no-cache");
+        reply->stream_fn = mh_stream_run;
+        reply->stream_userdata = j;
+        reply->stream_free = mh_stream_free; /* runs even if the stream never starts */
+        return;
+    }
+    json_t *answer = mcp_server_handle(s->conn, msg, NULL);
+    mh_release(h, s);
+    if (!answer)
+        reply->status = 202; /* notifications, responses, and requests cancelled meanwhile */
+    else if (!peek.has_request)
+        mh_json(reply, 400, answer); /* a message we could not accept */
+    else if (json_ok)
+        mh_json(reply, 200, answer);
+    else {
+        reply->status = 200;
+        reply->content_type = "text/event-stream";
+        reply->text = mh_event(answer);
+        json_decref(answer);
+        if (!reply->text)
+            mh_fail(reply, 500, JSONRPC_INTERNAL_ERROR, "Internal error: out of memory");
+    }
+    json_decref(msg);
+}
+
+/* ---- the endpoint --------------------------------------------------------------------------- */
+
+static void mh_delete(struct mcp_http *h, const struct http_request *req, struct http_reply *reply)
+{
+    struct mh_session *s = mh_acquire(h, req, reply);
+    if (!s)
+        return;
+    struct mh_session *gone = NULL;
+    pthread_mutex_lock(&h->lock);
+    struct mh_session *listed = NULL;
+    HASH_FIND_STR(h->table, s->id, listed);
+    if (listed == s) /* a concurrent DELETE may have been first */
+        mh_unlink_locked(h, s, &gone);
+    pthread_mutex_unlock(&h->lock);
+    mh_end(h, gone, "deleted by the client");
+    mh_release(h, s);
+    reply->status = 204;
+}
+
+void mcp_http_route(struct mcp_http *h, const struct http_request *req, struct http_reply *reply)
+{
+    if (!mh_admit(h, req, reply))
+        return;
+    pthread_mutex_lock(&h->lock);
+    bool stopping = h->stopping;
+    pthread_mutex_unlock(&h->lock);
+    if (stopping) {
+        mh_fail(reply, 503, -32000, "Service Unavailable: sandboxd is shutting down");
+        return;
+    }
+    if (strcmp(req->method, "POST") == 0)
+        mh_post(h, req, reply);
+    else if (strcmp(req->method, "DELETE") == 0)
+        mh_delete(h, req, reply);
+    else {
+        /* GET included: we send nothing the client did not ask for, so there is no stream to
+         * listen to (the spec allows 405). */
+        mh_fail(reply, 405, JSONRPC_INVALID_REQUEST,
+                "Method Not Allowed: POST messages; DELETE ends a session");
+        http_reply_header(reply, "Allow", "POST, DELETE");
+    }
+}
+
+static int mh_copy_list(char **dst, const char *const *src)
+{
+    size_t n = 0;
+    for (; src && src[n] && n < MH_MAX_ALLOWED; n++)
+        if (!(dst[n] = strdup(src[n])))
+            return -ENOMEM;
+    dst[n] = NULL;
+    return 0;
+}
+
+int mcp_http_new(const struct mcp_http_options *opt, struct mcp_server *core, struct mcp_http **ret)
+{
+    struct mcp_http *h = calloc(1, sizeof(*h));
+    if (!h)
+        return -ENOMEM;
+    h->core = core;
+    h->max_sessions = opt->max_sessions ? opt->max_sessions : 64;
+    h->idle_us = (opt->idle_s > 0 ? opt->idle_s : 600) * 1000000;
+    pthread_mutex_init(&h->lock, NULL);
+    pthread_cond_init(&h->cond, NULL);
+    int r = mh_copy_list(h->hosts, opt->allowed_hosts);
+    if (r == 0)
+        r = mh_copy_list(h->origins, opt->allowed_origins);
+    /* A Host naming the address we listen on cannot be a rebinding (an address literal resolves
+     * to itself), so it is accepted when it is one; a wildcard address is not a name. */
+    const char *b = opt->bind_host;
+    size_t nh = 0;
+    while (h->hosts[nh])
+        nh++;
+    if (r == 0 && b && strcmp(b, "0.0.0.0") != 0 && strcmp(b, "::") != 0 && nh < MH_MAX_ALLOWED &&
+        (strspn(b, "0123456789.") == strlen(b) || strchr(b, ':'))) {
+        if (strchr(b, ':'))
+            r = asprintf(&h->hosts[nh], "[%s]", b) < 0 ? -ENOMEM : 0;
+        else
+            r = (h->hosts[nh] = strdup(b)) ? 0 : -ENOMEM;
+        if (r < 0)
+            h->hosts[nh] = NULL;
+    }
+    if (r == 0 && opt->token && !(h->token = strdup(opt->token)))
+        r = -ENOMEM;
+    if (r < 0) {
+        mcp_http_free(h);
+        return r;
+    }
+    if (!h->token && b && !mh_loopback_name(b, strlen(b)) && strcmp(b, "::1") != 0)
+        log_warn("mcp http: /mcp listens on %s without a token; anyone who can reach it runs "
+                 "code here (set --mcp-token or SANDBOXD_MCP_TOKEN)",
+                 b);
+    *ret = h;
+    return 0;
+}
+
+void mcp_http_shutdown(struct mcp_http *h)
+{
+    if (!h)
+        return;
+    struct mh_session *gone = NULL, *s, *tmp;
+    pthread_mutex_lock(&h->lock);
+    h->stopping = true;
+    HASH_ITER(hh, h->table, s, tmp)
+    {
+        mh_unlink_locked(h, s, &gone);
+    }
+    pthread_mutex_unlock(&h->lock);
+    mh_end(h, gone, "shutdown");
+}
+
+void mcp_http_free(struct mcp_http *h)
+{
+    if (!h)
+        return;
+    pthread_mutex_lock(&h->lock);
+    while (h->streams)
+        pthread_cond_wait(&h->cond, &h->lock);
+    pthread_mutex_unlock(&h->lock);
+    struct mh_session *gone = NULL, *s, *tmp;
+    HASH_ITER(hh, h->table, s, tmp)
+    {
+        mh_unlink_locked(h, s, &gone); /* only without mcp_http_shutdown() */
+    }
+    mh_end(h, gone, "shutdown");
+    for (size_t i = 0; h->hosts[i]; i++)
+        free(h->hosts[i]);
+    for (size_t i = 0; h->origins[i]; i++)
+        free(h->origins[i]);
+    free(h->token);
+    pthread_cond_destroy(&h->cond);
+    pthread_mutex_destroy(&h->lock);
+    free(h);
+}

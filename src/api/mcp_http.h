@@ -1,4 +1,47 @@
 // SPDX-License-Identifier: MIT
+/*
+ * mcp_http — the Streamable HTTP transport (MCP 2025-11-25) of the MCP
+ * server on `sandboxd serve`: one endpoint, /mcp. POST carries one JSON-RPC
+ * message (or a 2025-03-26 batch) and is answered with JSON, or with SSE
+ * when the request will send progress notifications or the client accepts
+ * only text/event-stream; notifications and responses get 202. An
+ * MCP-Session-Id is issued at initialize and required afterwards (400
+ * without, 404 when unknown, ended or expired); DELETE ends a session and
+ * its sandbox sessions; GET is 405 (we never send unsolicited messages).
+ *
+ * Before anything else: the Host and Origin headers are checked against an
+ * allowlist (403: DNS-rebinding protection) and, when a token is set, the
+ * bearer token (401). Sessions are capped and expire when idle. Called by
+ * api.c's route table; the protocol itself is mcp/server.c.
+ */
 #ifndef SANDBOXD_API_MCP_HTTP_H
 #define SANDBOXD_API_MCP_HTTP_H
+
+#include <stdint.h>
+
+#include "http/server.h"
+
+struct mcp_server;
+
+struct mcp_http_options {
+    unsigned max_sessions;
+    int64_t idle_s;                     /* a session unused this long ends */
+    const char *bind_host;              /* --host: accepted as a Host too when it is an address */
+    const char *const *allowed_hosts;   /* NULL-terminated, "name" or "name:port"; copied */
+    const char *const *allowed_origins; /* NULL-terminated, "scheme://host[:port]"; copied */
+    const char *token;                  /* NULL: no authentication; copied */
+};
+
+struct mcp_http;
+
+/* core is borrowed and must outlive the endpoint. 0, or -ENOMEM. */
+int mcp_http_new(const struct mcp_http_options *opt, struct mcp_server *core,
+                 struct mcp_http **ret);
+void mcp_http_route(struct mcp_http *h, const struct http_request *req, struct http_reply *reply);
+/* Close every session (running executions end) and answer 503 from now on; call before the HTTP
+ * server stops, so that no request thread waits for an execution. NULL-safe. */
+void mcp_http_shutdown(struct mcp_http *h);
+/* After the HTTP server stopped: waits for SSE streams still running, frees. NULL-safe. */
+void mcp_http_free(struct mcp_http *h);
+
 #endif

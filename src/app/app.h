@@ -31,8 +31,10 @@ struct app_options {
     int64_t max_timeout_ms;
     uint64_t default_memory_mb;
     uint64_t max_memory_mb;
-    size_t output_limit; /* stdout + stderr bytes per execution */
-    size_t max_frame;    /* largest result a sandbox may send */
+    size_t output_limit;    /* stdout + stderr bytes per execution */
+    size_t max_frame;       /* largest result a sandbox may send */
+    int64_t llm_timeout_ms; /* one core.llm.generate call */
+    unsigned max_workflow_steps;
     uint64_t nproc;
     uint64_t nofile;
 };
@@ -43,7 +45,8 @@ struct app {
     struct framework *fw;
     struct defs *defs;
     struct manager *mgr;
-    struct pool *pool; /* NULL: every execution spawns a cold interpreter */
+    struct pool *pool;         /* NULL: every execution spawns a cold interpreter */
+    struct pool *session_pool; /* sessions' own; NULL: they share pool */
     struct metrics *metrics;
     json_t *isolation; /* what the start-up self-test observed */
     int64_t started_us;
@@ -54,7 +57,8 @@ struct app_run {
     const char *history_key;      /* adaptive timeouts; NULL: none */
     int64_t requested_timeout_ms; /* 0: not requested */
     int64_t requested_memory_mb;
-    struct exec_outcome outcome; /* filled; release with app_run_done */
+    const struct exec_hooks *hooks; /* frames the job sends besides its answer (RPCs) */
+    struct exec_outcome outcome;    /* filled; release with app_run_done */
     struct response_limits limits;
     int64_t queue_wait_us;
     bool pool_hit;
@@ -77,6 +81,16 @@ void app_execute(struct app *a, const struct request_spec *s, struct app_reply *
 /* The context object handed to user functions: appId, componentId, requestId, traceId,
  * taskDetails (new reference). */
 json_t *app_user_context(const struct request_spec *s);
+/* Turn the result of app_run_job (r) into a reply: 200 with the response object, 503, or 500. */
+void app_reply_from_run(struct app *a, const struct request_spec *s, struct app_run *run, int r,
+                        enum response_kind kind, const struct framework_stats *fst,
+                        struct app_reply *ret);
+/* Call function of the app's script (fetched through the framework) with request_data and
+ * context (borrowed), as JIT does; workflows use it for their jit steps. fst accumulates the
+ * framework calls made. */
+void app_jit_call(struct app *a, const struct request_spec *s, const char *script,
+                  const char *function, json_t *request_data, json_t *context,
+                  struct framework_stats *fst, struct app_reply *ret);
 /* metrics/log bookkeeping shared by every handler */
 void app_finish(struct app *a, const struct request_spec *s, struct app_reply *reply,
                 int64_t start_us);

@@ -10,6 +10,8 @@
 
 #include "app/app.h"
 #include "exec/cell.h"
+#include "flow/template.h"
+#include "flow/workflow.h"
 #include "pool/pool.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -67,6 +69,7 @@ int app_run_job(struct app *a, struct app_run *run)
         .timeout_us = (left_ms > 1 ? left_ms : 1) * 1000,
         .cpu_limit_us = (uint64_t)cpu_s * 1000000,
         .output_limit = o->output_limit,
+        .hooks = run->hooks,
     };
     r = exec_run(cell, &req, &run->outcome);
     manager_leave(a->mgr);
@@ -134,10 +137,9 @@ void app_finish(struct app *a, const struct request_spec *s, struct app_reply *r
                          (double)(clock_mono_us() - start_us) / 1000.0));
 }
 
-/* Map the outcome of app_run_job to a reply. */
-static void app_reply_run(struct app *a, const struct request_spec *s, struct app_run *run, int r,
-                          enum response_kind kind, const struct framework_stats *fst,
-                          struct app_reply *ret)
+void app_reply_from_run(struct app *a, const struct request_spec *s, struct app_run *run, int r,
+                        enum response_kind kind, const struct framework_stats *fst,
+                        struct app_reply *ret)
 {
     if (r == -EBUSY) {
         ret->status = 503;
@@ -180,27 +182,30 @@ static void app_reply_run(struct app *a, const struct request_spec *s, struct ap
     ret->body = body;
 }
 
-static void app_jit(struct app *a, const struct request_spec *s, struct app_reply *ret)
+void app_jit_call(struct app *a, const struct request_spec *s, const char *script,
+                  const char *function, json_t *request_data, json_t *context,
+                  struct framework_stats *fst, struct app_reply *ret)
 {
-    struct framework_stats fst = {0};
+    *ret = (struct app_reply){0};
     struct defs_result def;
-    defs_get(a->defs, s->endpoint, s->app_id, s->script, &fst, &def);
+    defs_get(a->defs, s->endpoint, s->app_id, script, fst, &def);
     if (def.status != DEFS_OK) {
         bool nf = def.status == DEFS_NOT_FOUND;
         json_t *details = def.details ? json_incref(def.details) : json_object();
-        json_object_set_new(details, "script", json_string(s->script));
+        json_object_set_new(details, "script", json_string(script));
         ret->status = 200;
         ret->body = response_error(s->request_id, nf ? "SCRIPT_NOT_FOUND" : "MCP_ERROR",
                                    def.message ? def.message : "definition unavailable", details);
         defs_result_done(&def);
         return;
     }
-    json_t *job = json_pack("{s:s, s:s, s:s, s:s, s:O, s:o}", "type", "jit", "source",
-                            def.content_b64, "path", s->script, "function", s->function,
-                            "requestData", s->request_data, "context", app_user_context(s));
+    json_t *job = json_pack("{s:s, s:s, s:s, s:s, s:O, s:O}", "type", "jit", "source",
+                            def.content_b64, "path", script, "function", function, "requestData",
+                            request_data ? request_data : json_null(), "context",
+                            context ? context : json_null());
     defs_result_done(&def);
     char *key = NULL;
-    if (asprintf(&key, "%s/%s#%s", s->app_id, s->script, s->function) < 0)
+    if (asprintf(&key, "%s/%s#%s", s->app_id, script, function) < 0)
         key = NULL;
     struct app_run run = {
         .job = job,
@@ -209,10 +214,18 @@ static void app_jit(struct app *a, const struct request_spec *s, struct app_repl
         .requested_memory_mb = s->memory_mb,
     };
     int r = job ? app_run_job(a, &run) : -ENOMEM;
-    app_reply_run(a, s, &run, r, RESPONSE_JIT, &fst, ret);
+    app_reply_from_run(a, s, &run, r, RESPONSE_JIT, fst, ret);
     app_run_done(&run);
     json_decref(job);
     free(key);
+}
+
+static void app_jit(struct app *a, const struct request_spec *s, struct app_reply *ret)
+{
+    struct framework_stats fst = {0};
+    json_t *ctx = app_user_context(s);
+    app_jit_call(a, s, s->script, s->function, s->request_data, ctx, &fst, ret);
+    json_decref(ctx);
 }
 
 static void app_executor(struct app *a, const struct request_spec *s, struct app_reply *ret)
@@ -234,7 +247,7 @@ static void app_executor(struct app *a, const struct request_spec *s, struct app
         .requested_memory_mb = s->memory_mb,
     };
     int r = job ? app_run_job(a, &run) : -ENOMEM;
-    app_reply_run(a, s, &run, r, RESPONSE_EXECUTOR, NULL, ret);
+    app_reply_from_run(a, s, &run, r, RESPONSE_EXECUTOR, NULL, ret);
     app_run_done(&run);
     json_decref(job);
 }
@@ -252,10 +265,10 @@ void app_execute(struct app *a, const struct request_spec *s, struct app_reply *
         app_executor(a, s, ret);
         break;
     case HANDLER_LLM:
+        flow_llm_execute(a, s, ret);
+        break;
     case HANDLER_WORKFLOW:
-        ret->status = 501;
-        ret->body = json_pack("{s:{s:s, s:s}}", "error", "code", "NOT_IMPLEMENTED", "message",
-                              "this handler type is not available in this build");
+        flow_workflow_execute(a, s, ret);
         break;
     }
     app_finish(a, s, ret, start);

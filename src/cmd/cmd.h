@@ -6,6 +6,7 @@
 #ifndef SANDBOXD_CMD_CMD_H
 #define SANDBOXD_CMD_CMD_H
 
+int cmd_mcp(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 

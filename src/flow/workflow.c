@@ -1,2 +1,1029 @@
 // SPDX-License-Identifier: MIT
-/* placeholder: being written */
+/*
+ * workflow — see workflow.h.
+ *
+ * The document is untrusted: the YAML conversion caps depth and the
+ * expanded size (aliases count with the size of what they repeat, so a
+ * "billion laughs" document is refused instead of exploding later), paths and
+ * conditions are checked before anything runs, and every run is bounded by
+ * maxSteps.
+ */
+#include "flow/workflow.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yaml.h>
+
+#include "app/defs.h"
+#include "app/response.h"
+#include "flow/template.h"
+#include "util/clock.h"
+#include "util/log.h"
+#include "util/macros.h"
+#include "util/path.h"
+
+#define WORKFLOW_MAX_DEPTH   64
+#define WORKFLOW_MAX_NODES   100000
+#define WORKFLOW_MAX_ANCHORS 1024
+
+static int wf_fail(char **ret_error, int err, const char *fmt, ...) _printf_(3, 4);
+static int wf_fail(char **ret_error, int err, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    if (vasprintf(ret_error, fmt, ap) < 0)
+        *ret_error = NULL;
+    va_end(ap);
+    return -err;
+}
+
+/* ---- YAML to JSON ------------------------------------------------------------------------- */
+
+struct yaml_frame {
+    json_t *node;
+    char *key; /* mappings: the key waiting for its value */
+    char *anchor;
+    size_t size; /* expanded nodes below and including this one */
+};
+
+struct yaml_anchor {
+    char *name;
+    json_t *value;
+    size_t size;
+};
+
+struct yaml_state {
+    struct yaml_frame stack[WORKFLOW_MAX_DEPTH];
+    size_t depth;
+    struct yaml_anchor anchors[WORKFLOW_MAX_ANCHORS];
+    size_t n_anchors;
+    size_t nodes, max_nodes;
+    json_t *root;
+};
+
+static bool yaml_match(const char *s, const char *const *words)
+{
+    for (; *words; words++)
+        if (strcmp(s, *words) == 0)
+            return true;
+    return false;
+}
+
+static json_t *yaml_scalar(const yaml_event_t *ev)
+{
+    const char *v = (const char *)ev->data.scalar.value;
+    size_t len = ev->data.scalar.length;
+    const char *tag = (const char *)ev->data.scalar.tag;
+    if (ev->data.scalar.style != YAML_PLAIN_SCALAR_STYLE || (tag && strcmp(tag, YAML_STR_TAG) == 0))
+        return json_stringn(v, len);
+    static const char *const nulls[] = {"", "~", "null", "Null", "NULL", NULL};
+    static const char *const trues[] = {"true", "True", "TRUE", NULL};
+    static const char *const falses[] = {"false", "False", "FALSE", NULL};
+    if (yaml_match(v, nulls))
+        return json_null();
+    if (yaml_match(v, trues))
+        return json_true();
+    if (yaml_match(v, falses))
+        return json_false();
+    char *end;
+    errno = 0;
+    if (len > 2 && v[0] == '0' && (v[1] == 'x' || v[1] == 'o')) {
+        long long n = strtoll(v + 2, &end, v[1] == 'x' ? 16 : 8);
+        if (!errno && *end == '\0')
+            return json_integer(n);
+    }
+    bool digits = len > 0, dot = false;
+    for (size_t i = (v[0] == '-' || v[0] == '+') ? 1 : 0; i < len; i++) {
+        if (isdigit((unsigned char)v[i]))
+            continue;
+        if (v[i] == '.' || v[i] == 'e' || v[i] == 'E' ||
+            ((v[i] == '-' || v[i] == '+') && i && (v[i - 1] == 'e' || v[i - 1] == 'E'))) {
+            dot = true;
+            continue;
+        }
+        digits = false;
+        break;
+    }
+    if (digits && !dot) {
+        long long n = strtoll(v, &end, 10);
+        if (!errno && *end == '\0')
+            return json_integer(n);
+    }
+    if (digits && dot) {
+        double d = strtod(v, &end);
+        if (!errno && *end == '\0' && isfinite(d))
+            return json_real(d);
+    }
+    return json_stringn(v, len); /* .inf/.nan and anything else stay text */
+}
+
+static int yaml_add(struct yaml_state *st, json_t *value, size_t size, const char *anchor,
+                    char **ret_error)
+{
+    if (!value)
+        return wf_fail(ret_error, ENOMEM, "out of memory");
+    if (anchor) {
+        if (st->n_anchors == WORKFLOW_MAX_ANCHORS) {
+            json_decref(value);
+            return wf_fail(ret_error, E2BIG, "too many anchors");
+        }
+        struct yaml_anchor *a = &st->anchors[st->n_anchors++];
+        a->name = strdup(anchor);
+        a->value = json_incref(value);
+        a->size = size;
+    }
+    if (st->depth == 0) {
+        if (!st->root)
+            st->root = value;
+        else
+            json_decref(value);
+        return 0;
+    }
+    struct yaml_frame *top = &st->stack[st->depth - 1];
+    top->size += size;
+    if (json_is_array(top->node))
+        return json_array_append_new(top->node, value) == 0 ? 0 : wf_fail(ret_error, ENOMEM, "oom");
+    if (!top->key) {
+        /* Keys: strings; other scalars are written as their text (YAML "1:" is "1"). */
+        if (json_is_string(value))
+            top->key = strdup(json_string_value(value));
+        else if (json_is_integer(value) || json_is_real(value) || json_is_boolean(value) ||
+                 json_is_null(value))
+            top->key = json_dumps(value, JSON_ENCODE_ANY);
+        json_decref(value);
+        if (!top->key)
+            return wf_fail(ret_error, EINVAL, "mapping keys must be scalars");
+        return 0;
+    }
+    int r = json_object_set_new(top->node, top->key, value);
+    free(top->key);
+    top->key = NULL;
+    return r == 0 ? 0 : wf_fail(ret_error, ENOMEM, "oom");
+}
+
+int workflow_yaml_parse(const char *text, size_t len, size_t max_nodes, json_t **ret,
+                        char **ret_error)
+{
+    *ret = NULL;
+    *ret_error = NULL;
+    yaml_parser_t p;
+    if (!yaml_parser_initialize(&p))
+        return wf_fail(ret_error, ENOMEM, "cannot initialise the YAML parser");
+    yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
+    struct yaml_state *st = calloc(1, sizeof(*st));
+    int r = 0;
+    if (!st) {
+        yaml_parser_delete(&p);
+        return -ENOMEM;
+    }
+    st->max_nodes = max_nodes ? max_nodes : WORKFLOW_MAX_NODES;
+    bool done = false;
+    while (!done && r == 0) {
+        yaml_event_t ev;
+        if (!yaml_parser_parse(&p, &ev)) {
+            r = wf_fail(ret_error, EINVAL, "YAML error at line %zu: %s",
+                        (size_t)p.problem_mark.line + 1, p.problem ? p.problem : "unknown");
+            break;
+        }
+        switch (ev.type) {
+        case YAML_MAPPING_START_EVENT:
+        case YAML_SEQUENCE_START_EVENT:
+            if (st->depth == WORKFLOW_MAX_DEPTH) {
+                r = wf_fail(ret_error, E2BIG, "YAML nested deeper than %d levels",
+                            WORKFLOW_MAX_DEPTH);
+                break;
+            }
+            if (++st->nodes > st->max_nodes) {
+                r = wf_fail(ret_error, E2BIG, "YAML document larger than %zu nodes", st->max_nodes);
+                break;
+            }
+            {
+                const char *anchor = (const char *)(ev.type == YAML_MAPPING_START_EVENT
+                                                        ? ev.data.mapping_start.anchor
+                                                        : ev.data.sequence_start.anchor);
+                struct yaml_frame *f = &st->stack[st->depth++];
+                *f = (struct yaml_frame){
+                    .node = ev.type == YAML_MAPPING_START_EVENT ? json_object() : json_array(),
+                    .anchor = anchor ? strdup(anchor) : NULL,
+                    .size = 1,
+                };
+            }
+            break;
+        case YAML_MAPPING_END_EVENT:
+        case YAML_SEQUENCE_END_EVENT: {
+            struct yaml_frame f = st->stack[--st->depth];
+            free(f.key);
+            r = yaml_add(st, f.node, f.size, f.anchor, ret_error);
+            free(f.anchor);
+            break;
+        }
+        case YAML_SCALAR_EVENT:
+            if (++st->nodes > st->max_nodes) {
+                r = wf_fail(ret_error, E2BIG, "YAML document larger than %zu nodes", st->max_nodes);
+                break;
+            }
+            r = yaml_add(st, yaml_scalar(&ev), 1, (const char *)ev.data.scalar.anchor, ret_error);
+            break;
+        case YAML_ALIAS_EVENT: {
+            const char *name = (const char *)ev.data.alias.anchor;
+            struct yaml_anchor *a = NULL;
+            for (size_t i = st->n_anchors; i-- > 0;)
+                if (strcmp(st->anchors[i].name, name) == 0) {
+                    a = &st->anchors[i];
+                    break;
+                }
+            if (!a) {
+                r = wf_fail(ret_error, EINVAL, "YAML alias *%s has no anchor", name);
+                break;
+            }
+            st->nodes += a->size;
+            if (st->nodes > st->max_nodes) {
+                r = wf_fail(ret_error, E2BIG, "YAML aliases expand beyond %zu nodes",
+                            st->max_nodes);
+                break;
+            }
+            r = yaml_add(st, json_deep_copy(a->value), a->size, NULL, ret_error);
+            break;
+        }
+        case YAML_DOCUMENT_END_EVENT:
+        case YAML_STREAM_END_EVENT:
+            done = true; /* only the first document counts */
+            break;
+        default:
+            break;
+        }
+        yaml_event_delete(&ev);
+    }
+    while (st->depth > 0) {
+        struct yaml_frame *f = &st->stack[--st->depth];
+        json_decref(f->node);
+        free(f->key);
+        free(f->anchor);
+    }
+    for (size_t i = 0; i < st->n_anchors; i++) {
+        free(st->anchors[i].name);
+        json_decref(st->anchors[i].value);
+    }
+    if (r == 0)
+        *ret = st->root ? st->root : json_null();
+    else
+        json_decref(st->root);
+    free(st);
+    yaml_parser_delete(&p);
+    return r;
+}
+
+/* ---- paths and conditions ----------------------------------------------------------------- */
+
+json_t *workflow_path(json_t *root, const char *path)
+{
+    if (!path || path[0] != '$')
+        return NULL;
+    json_t *cur = root;
+    const char *p = path + 1;
+    char key[256];
+    while (*p && cur) {
+        if (*p == '.') {
+            p++;
+            size_t n = strcspn(p, ".[");
+            if (n == 0 || n >= sizeof(key))
+                return NULL;
+            memcpy(key, p, n);
+            key[n] = '\0';
+            p += n;
+            if (json_is_array(cur) && isdigit((unsigned char)key[0])) {
+                char *end;
+                unsigned long idx = strtoul(key, &end, 10);
+                cur = *end ? NULL : json_array_get(cur, idx);
+            } else {
+                cur = json_object_get(cur, key);
+            }
+        } else if (*p == '[') {
+            p++;
+            if (*p == '\'' || *p == '"') {
+                char q = *p++;
+                const char *close = strchr(p, q);
+                if (!close || close[1] != ']' || (size_t)(close - p) >= sizeof(key))
+                    return NULL;
+                memcpy(key, p, (size_t)(close - p));
+                key[close - p] = '\0';
+                cur = json_object_get(cur, key);
+                p = close + 2;
+            } else {
+                char *end;
+                unsigned long idx = strtoul(p, &end, 10);
+                if (end == p || *end != ']')
+                    return NULL;
+                cur = json_array_get(cur, idx);
+                p = end + 1;
+            }
+        } else {
+            return NULL;
+        }
+    }
+    return cur;
+}
+
+static bool wf_is_ref(json_t *v)
+{
+    const char *s = json_string_value(v);
+    return s && s[0] == '$' && s[1] == '.';
+}
+
+json_t *workflow_resolve(json_t *root, json_t *value)
+{
+    if (!value)
+        return json_null();
+    if (wf_is_ref(value)) {
+        json_t *found = workflow_path(root, json_string_value(value));
+        return found ? json_deep_copy(found) : json_null();
+    }
+    if (json_is_object(value)) {
+        json_t *out = json_object();
+        const char *k;
+        json_t *v;
+        json_object_foreach(value, k, v) json_object_set_new(out, k, workflow_resolve(root, v));
+        return out;
+    }
+    if (json_is_array(value)) {
+        json_t *out = json_array();
+        size_t i;
+        json_t *v;
+        json_array_foreach(value, i, v) json_array_append_new(out, workflow_resolve(root, v));
+        return out;
+    }
+    return json_deep_copy(value);
+}
+
+static bool wf_equal(json_t *a, json_t *b)
+{
+    if (!a || !b)
+        return false;
+    if (json_is_number(a) && json_is_number(b))
+        return json_number_value(a) == json_number_value(b);
+    return json_equal(a, b);
+}
+
+static const char *const wf_ops[] = {"equals",      "notEquals", "lessThan",
+                                     "greaterThan", "exists",    "in"};
+
+/* and (is_and) or or of the conditions in list */
+static int wf_when_list(json_t *root, json_t *list, bool is_and, bool *ret)
+{
+    if (!json_is_array(list))
+        return -EINVAL;
+    bool acc = is_and;
+    size_t i;
+    json_t *c;
+    json_array_foreach(list, i, c)
+    {
+        bool v;
+        int r = workflow_when(root, c, &v);
+        if (r < 0)
+            return r;
+        acc = is_and ? acc && v : acc || v;
+    }
+    *ret = acc;
+    return 0;
+}
+
+int workflow_when(json_t *root, json_t *cond, bool *ret)
+{
+    if (!json_is_object(cond))
+        return -EINVAL;
+    json_t *list;
+    if ((list = json_object_get(cond, "and")) || (list = json_object_get(cond, "or")))
+        return wf_when_list(root, list, json_object_get(cond, "and") != NULL, ret);
+    if ((list = json_object_get(cond, "not"))) {
+        bool v = false; /* not: [a, b] is "not (a and b)" */
+        int r = json_is_array(list) ? wf_when_list(root, list, true, &v)
+                                    : workflow_when(root, list, &v);
+        *ret = !v;
+        return r;
+    }
+    const char *path = json_string_value(json_object_get(cond, "path"));
+    if (!path)
+        return -EINVAL;
+    json_t *v = workflow_path(root, path);
+    json_t *arg;
+    if ((arg = json_object_get(cond, "equals")))
+        *ret = wf_equal(v, arg);
+    else if ((arg = json_object_get(cond, "notEquals")))
+        *ret = !wf_equal(v, arg);
+    else if ((arg = json_object_get(cond, "lessThan")) ||
+             (arg = json_object_get(cond, "greaterThan"))) {
+        bool less = json_object_get(cond, "lessThan") != NULL;
+        int cmp;
+        if (v && json_is_number(v) && json_is_number(arg))
+            cmp = (json_number_value(v) > json_number_value(arg)) -
+                  (json_number_value(v) < json_number_value(arg));
+        else if (json_is_string(v) && json_is_string(arg))
+            cmp = strcmp(json_string_value(v), json_string_value(arg));
+        else {
+            *ret = false;
+            return 0;
+        }
+        *ret = less ? cmp < 0 : cmp > 0;
+    } else if ((arg = json_object_get(cond, "exists")))
+        *ret = (v != NULL) == json_is_true(arg);
+    else if ((arg = json_object_get(cond, "in"))) {
+        if (!json_is_array(arg))
+            return -EINVAL;
+        bool found = false;
+        size_t i;
+        json_t *x;
+        json_array_foreach(arg, i, x) found = found || wf_equal(v, x);
+        *ret = found;
+    } else
+        return -EINVAL;
+    return 0;
+}
+
+/* ---- validation --------------------------------------------------------------------------- */
+
+static int wf_check_cond(json_t *cond, int depth, const char **why)
+{
+    if (depth > 32) {
+        *why = "conditions nest too deeply";
+        return -EINVAL;
+    }
+    if (!json_is_object(cond)) {
+        *why = "a condition must be an object";
+        return -EINVAL;
+    }
+    json_t *list;
+    if ((list = json_object_get(cond, "and")) || (list = json_object_get(cond, "or")) ||
+        (list = json_object_get(cond, "not"))) {
+        if (json_object_size(cond) != 1) {
+            *why = "and/or/not stand alone in their condition";
+            return -EINVAL;
+        }
+        if (json_is_object(list) && json_object_get(cond, "not"))
+            return wf_check_cond(list, depth + 1, why);
+        if (!json_is_array(list) || json_array_size(list) == 0) {
+            *why = "and/or/not take a non-empty list of conditions";
+            return -EINVAL;
+        }
+        size_t i;
+        json_t *c;
+        json_array_foreach(list, i, c)
+        {
+            int r = wf_check_cond(c, depth + 1, why);
+            if (r < 0)
+                return r;
+        }
+        return 0;
+    }
+    const char *path = json_string_value(json_object_get(cond, "path"));
+    if (!path || strncmp(path, "$.", 2) != 0) {
+        *why = "a condition needs a path starting with $.";
+        return -EINVAL;
+    }
+    int ops = 0;
+    for (size_t i = 0; i < ARRAY_SIZE(wf_ops); i++)
+        ops += json_object_get(cond, wf_ops[i]) != NULL;
+    if (ops != 1 || json_object_size(cond) != 2) {
+        *why = "a condition has a path and exactly one of equals, notEquals, lessThan, "
+               "greaterThan, exists, in";
+        return -EINVAL;
+    }
+    json_t *in = json_object_get(cond, "in");
+    json_t *ex = json_object_get(cond, "exists");
+    if ((in && !json_is_array(in)) || (ex && !json_is_boolean(ex))) {
+        *why = "'in' takes a list and 'exists' takes true or false";
+        return -EINVAL;
+    }
+    return 0;
+}
+
+/* Targets of a step's next / transitions; *ret_n entries (borrowed strings). */
+static size_t wf_targets(json_t *step, const char **out, size_t max)
+{
+    size_t n = 0;
+    const char *next = json_string_value(json_object_get(step, "next"));
+    if (next && n < max)
+        out[n++] = next;
+    size_t i;
+    json_t *t;
+    json_array_foreach(json_object_get(step, "transitions"), i, t)
+    {
+        const char *tn = json_string_value(json_object_get(t, "next"));
+        if (tn && n < max)
+            out[n++] = tn;
+    }
+    return n;
+}
+
+static int wf_check_step(json_t *steps, const char *id, json_t *step, char **ret_error)
+{
+    if (!json_is_object(step))
+        return wf_fail(ret_error, EINVAL, "step %s: must be a mapping", id);
+    const char *type = json_string_value(json_object_get(step, "type"));
+    if (!type)
+        return wf_fail(ret_error, EINVAL, "step %s: has no type", id);
+    const char *why;
+    if (strcmp(type, "jit") == 0) {
+        const char *script = json_string_value(json_object_get(step, "script"));
+        const char *fn = json_string_value(json_object_get(step, "function"));
+        if (!script || (why = path_check_relative(script, strlen(script))))
+            return wf_fail(ret_error, EINVAL, "step %s: script %s", id,
+                           script ? why : "is required");
+        if (!fn || !request_is_identifier(fn))
+            return wf_fail(ret_error, EINVAL, "step %s: function must be a Python identifier", id);
+    } else if (strcmp(type, "llm") == 0) {
+        const char *t = json_string_value(json_object_get(step, "promptTemplate"));
+        if (!t || (why = path_check_relative(t, strlen(t))))
+            return wf_fail(ret_error, EINVAL, "step %s: promptTemplate %s", id,
+                           t ? why : "is required");
+        json_t *o = json_object_get(step, "overrides");
+        if (o && !json_is_object(o))
+            return wf_fail(ret_error, EINVAL, "step %s: overrides must be a mapping", id);
+    } else if (strcmp(type, "mcp") == 0) {
+        if (!json_string_value(json_object_get(step, "tool")))
+            return wf_fail(ret_error, EINVAL, "step %s: tool is required", id);
+        json_t *p = json_object_get(step, "params");
+        if (p && !json_is_object(p))
+            return wf_fail(ret_error, EINVAL, "step %s: params must be a mapping", id);
+    } else if (strcmp(type, "control") != 0) {
+        return wf_fail(ret_error, EINVAL, "step %s: unknown type '%s' (jit, llm, mcp or control)",
+                       id, type);
+    }
+    json_t *im = json_object_get(step, "inputMapping");
+    if (im && !json_is_object(im))
+        return wf_fail(ret_error, EINVAL, "step %s: inputMapping must be a mapping", id);
+    json_t *next = json_object_get(step, "next");
+    json_t *trans = json_object_get(step, "transitions");
+    json_t *end = json_object_get(step, "end");
+    int ways = (next != NULL) + (trans != NULL) + (json_is_true(end) ? 1 : 0);
+    if (end && !json_is_boolean(end))
+        return wf_fail(ret_error, EINVAL, "step %s: end must be true or false", id);
+    if (ways != 1)
+        return wf_fail(ret_error, EINVAL,
+                       "step %s: needs exactly one of next, transitions or end: true", id);
+    if (next && (!json_is_string(next) || !json_object_get(steps, json_string_value(next))))
+        return wf_fail(ret_error, EINVAL, "step %s: next names no step (%s)", id,
+                       json_is_string(next) ? json_string_value(next) : "not a string");
+    if (trans) {
+        if (!json_is_array(trans) || json_array_size(trans) == 0)
+            return wf_fail(ret_error, EINVAL, "step %s: transitions must be a non-empty list", id);
+        size_t i;
+        json_t *t;
+        json_array_foreach(trans, i, t)
+        {
+            const char *tn = json_string_value(json_object_get(t, "next"));
+            if (!json_is_object(t) || !tn || !json_object_get(steps, tn))
+                return wf_fail(ret_error, EINVAL,
+                               "step %s: transition %zu needs a next that names a step", id, i);
+            json_t *when = json_object_get(t, "when");
+            if (when && wf_check_cond(when, 0, &why) < 0)
+                return wf_fail(ret_error, EINVAL, "step %s: transition %zu: %s", id, i, why);
+        }
+    }
+    return 0;
+}
+
+int workflow_validate(json_t *wf, char **ret_error, const char **ret_step)
+{
+    *ret_error = NULL;
+    *ret_step = NULL;
+    if (!json_is_object(wf))
+        return wf_fail(ret_error, EINVAL, "a workflow must be a mapping");
+    const char *start = json_string_value(json_object_get(wf, "startAt"));
+    json_t *steps = json_object_get(wf, "steps");
+    if (!json_is_object(steps) || json_object_size(steps) == 0)
+        return wf_fail(ret_error, EINVAL, "a workflow needs a non-empty mapping of steps");
+    if (json_object_size(steps) > WORKFLOW_LIMIT_MAX_STEPS)
+        return wf_fail(ret_error, EINVAL, "a workflow has at most %d steps",
+                       WORKFLOW_LIMIT_MAX_STEPS);
+    if (!start || !json_object_get(steps, start))
+        return wf_fail(ret_error, EINVAL, "startAt must name a step");
+    json_t *ms = json_object_get(wf, "maxSteps");
+    if (ms && (!json_is_integer(ms) || json_integer_value(ms) < 1 ||
+               json_integer_value(ms) > WORKFLOW_LIMIT_MAX_STEPS))
+        return wf_fail(ret_error, EINVAL, "maxSteps must be an integer in [1, %d]",
+                       WORKFLOW_LIMIT_MAX_STEPS);
+    const char *id;
+    json_t *step;
+    json_object_foreach(steps, id, step)
+    {
+        int r = wf_check_step(steps, id, step, ret_error);
+        if (r < 0) {
+            *ret_step = id;
+            return r;
+        }
+    }
+    /* Reachability: the steps reachable from startAt, and whether each can reach an end.
+     * "can end" is a fixed point over the graph (at most n rounds). */
+    size_t n = json_object_size(steps);
+    const char **ids = calloc(n, sizeof(*ids));
+    bool *reach = calloc(n, sizeof(bool)), *ends = calloc(n, sizeof(bool));
+    int r = 0;
+    if (!ids || !reach || !ends) {
+        r = -ENOMEM;
+        goto out;
+    }
+    size_t k = 0;
+    json_object_foreach(steps, id, step) ids[k++] = id;
+#define WF_INDEX(name)                                                                             \
+    ({                                                                                             \
+        size_t idx_ = n;                                                                           \
+        for (size_t q_ = 0; q_ < n; q_++)                                                          \
+            if (strcmp(ids[q_], (name)) == 0)                                                      \
+                idx_ = q_;                                                                         \
+        idx_;                                                                                      \
+    })
+    reach[WF_INDEX(start)] = true;
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (size_t i = 0; i < n; i++) {
+            json_t *st = json_object_get(steps, ids[i]);
+            if (json_is_true(json_object_get(st, "end")) && !ends[i])
+                ends[i] = changed = true;
+            const char *targets[256];
+            size_t nt = wf_targets(st, targets, ARRAY_SIZE(targets));
+            for (size_t t = 0; t < nt; t++) {
+                size_t j = WF_INDEX(targets[t]);
+                if (j < n && reach[i] && !reach[j])
+                    reach[j] = changed = true;
+                if (j < n && ends[j] && !ends[i])
+                    ends[i] = changed = true;
+            }
+        }
+    }
+#undef WF_INDEX
+    for (size_t i = 0; i < n; i++)
+        if (reach[i] && !ends[i]) {
+            *ret_step = ids[i];
+            r = wf_fail(ret_error, EINVAL,
+                        strcmp(ids[i], start) == 0
+                            ? "no end is reachable from step %s"
+                            : "step %s can never reach an end (an endless loop)",
+                        ids[i]);
+            break;
+        }
+out:
+    free(ids);
+    free(reach);
+    free(ends);
+    return r;
+}
+
+/* ---- running ------------------------------------------------------------------------------ */
+
+struct wf_run {
+    struct app *a;
+    const struct request_spec *s;
+    json_t *wf;
+    json_t *root;  /* {requestData, context, steps, state} */
+    json_t *trace; /* [{stepId, type, status, durationMs}] */
+    struct framework_stats fst;
+    struct flow_tokens tokens;
+    int64_t start_us;
+};
+
+static json_t *wf_error_body(struct wf_run *w, const char *code, const char *step, json_t *details,
+                             const char *fmt, ...) _printf_(5, 6);
+static json_t *wf_error_body(struct wf_run *w, const char *code, const char *step, json_t *details,
+                             const char *fmt, ...)
+{
+    char *msg = NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    if (vasprintf(&msg, fmt, ap) < 0)
+        msg = NULL;
+    va_end(ap);
+    if (!details)
+        details = json_object();
+    json_object_set_new(details, "workflowId", json_string(w->s->workflow_id));
+    if (step)
+        json_object_set_new(details, "stepId", json_string(step));
+    json_t *body = response_error(w->s->request_id, code, msg ? msg : code, details);
+    free(msg);
+    return body;
+}
+
+/* Outcome of one step. */
+struct wf_step_result {
+    json_t *output; /* on success */
+    json_t *error;  /* on failure: the error response body to return */
+    int status;     /* HTTP status when not 200 (500/503 from the sandbox layer) */
+};
+
+static json_t *wf_step_context(struct wf_run *w, const char *id)
+{
+    json_t *ctx = app_user_context(w->s);
+    json_object_set_new(ctx, "workflowId", json_string(w->s->workflow_id));
+    json_object_set_new(ctx, "stepId", json_string(id));
+    json_object_set(ctx, "state", json_object_get(w->root, "state"));
+    return ctx;
+}
+
+/* Turn a JIT/LLM reply into a step result. */
+static void wf_from_reply(struct wf_run *w, const char *id, struct app_reply *rep,
+                          struct wf_step_result *res)
+{
+    if (rep->status != 200) {
+        res->status = rep->status;
+        res->error = TAKE_PTR(rep->body);
+        return;
+    }
+    const char *rt = json_string_value(json_object_get(rep->body, "resultType"));
+    json_t *data = json_object_get(rep->body, "data");
+    if (rt && strcmp(rt, "error") == 0) {
+        json_t *details = json_object_get(data, "details");
+        details = json_is_object(details) ? json_deep_copy(details) : json_object();
+        const char *code = json_string_value(json_object_get(data, "code"));
+        const char *msg = json_string_value(json_object_get(data, "message"));
+        res->error = wf_error_body(w, code ? code : "WORKFLOW_ERROR", id, details, "step %s: %s",
+                                   id, msg ? msg : "failed");
+    } else {
+        res->output = json_incref(data ? data : json_null());
+    }
+    json_decref(rep->body);
+    rep->body = NULL;
+}
+
+static void wf_run_step(struct wf_run *w, const char *id, json_t *step, struct wf_step_result *res)
+{
+    *res = (struct wf_step_result){.status = 200};
+    const char *type = json_string_value(json_object_get(step, "type"));
+    json_t *mapping = json_object_get(step, "inputMapping");
+    json_t *input = mapping ? workflow_resolve(w->root, mapping) : NULL;
+    struct app_reply rep = {0};
+    if (strcmp(type, "jit") == 0) {
+        json_t *ctx = wf_step_context(w, id);
+        app_jit_call(w->a, w->s, json_string_value(json_object_get(step, "script")),
+                     json_string_value(json_object_get(step, "function")),
+                     input ? input : w->s->request_data, ctx, &w->fst, &rep);
+        json_decref(ctx);
+        wf_from_reply(w, id, &rep, res);
+    } else if (strcmp(type, "llm") == 0) {
+        flow_llm_call(w->a, w->s, json_string_value(json_object_get(step, "promptTemplate")),
+                      input ? input : json_object_get(w->s->request_data, "body"),
+                      json_object_get(step, "overrides"), &w->fst, &w->tokens, &rep);
+        wf_from_reply(w, id, &rep, res);
+    } else if (strcmp(type, "mcp") == 0) {
+        const char *tool = json_string_value(json_object_get(step, "tool"));
+        json_t *params = workflow_resolve(w->root, json_object_get(step, "params"));
+        if (json_is_null(params)) {
+            json_decref(params);
+            params = json_object();
+        }
+        json_t *result = NULL;
+        struct mcp_error err = {0};
+        if (framework_call(w->a->fw, w->s->endpoint, tool, params, &result, &err, &w->fst) < 0)
+            res->error =
+                wf_error_body(w, "MCP_ERROR", id, mcp_error_details(&err, tool),
+                              "step %s: %s failed: %s", id, tool, err.message ? err.message : "?");
+        else
+            res->output = result ? result : json_null();
+        mcp_error_clear(&err);
+        json_decref(params);
+    } else { /* control */
+        json_t *out = json_object_get(step, "output");
+        res->output =
+            out ? workflow_resolve(w->root, out) : (input ? json_incref(input) : json_null());
+    }
+    json_decref(input);
+}
+
+/* The next step after id, or NULL at the end; -EINVAL when no transition applies. */
+static int wf_next(struct wf_run *w, json_t *step, const char **ret_next)
+{
+    *ret_next = NULL;
+    if (json_is_true(json_object_get(step, "end")))
+        return 0;
+    const char *next = json_string_value(json_object_get(step, "next"));
+    if (next) {
+        *ret_next = next;
+        return 0;
+    }
+    size_t i;
+    json_t *t;
+    json_array_foreach(json_object_get(step, "transitions"), i, t)
+    {
+        json_t *when = json_object_get(t, "when");
+        bool match = true;
+        if (when && workflow_when(w->root, when, &match) < 0)
+            return -EINVAL;
+        if (match) {
+            *ret_next = json_string_value(json_object_get(t, "next"));
+            return 0;
+        }
+    }
+    return -ENOENT;
+}
+
+static json_t *wf_final_body(struct wf_run *w, json_t *output)
+{
+    json_t *code = json_object_get(output, "statusCode");
+    if (json_is_object(output) && json_is_integer(code) && json_integer_value(code) >= 100 &&
+        json_integer_value(code) <= 599) {
+        json_t *headers = json_object_get(output, "headers");
+        const char *enc = json_string_value(json_object_get(output, "bodyEncoding"));
+        json_t *body = json_object_get(output, "body");
+        json_t *data =
+            json_pack("{s:O, s:o, s:o, s:s}", "statusCode", code, "headers",
+                      json_is_object(headers) ? json_incref(headers) : json_object(), "body",
+                      body ? json_incref(body) : json_null(), "bodyEncoding", enc ? enc : "utf-8");
+        return json_pack("{s:s, s:s, s:o}", "requestId", w->s->request_id, "resultType",
+                         "httpResponse", "data", data);
+    }
+    return json_pack("{s:s, s:s, s:O}", "requestId", w->s->request_id, "resultType", "generic",
+                     "data", output);
+}
+
+static void wf_add_metrics(struct wf_run *w, json_t *body)
+{
+    if (!body)
+        return;
+    json_t *metrics = json_array();
+    response_metric(metrics, "sandbox.duration", "ms",
+                    (double)(clock_mono_us() - w->start_us) / 1000.0);
+    response_metric(metrics, "workflow.steps", "1", (double)json_array_size(w->trace));
+    response_metric(metrics, "mcp.calls", "1", w->fst.calls);
+    response_metric(metrics, "mcp.duration", "ms", (double)w->fst.us / 1000.0);
+    flow_tokens_metrics(metrics, &w->tokens);
+    json_object_set_new(body, "metrics", metrics);
+    json_object_set_new(
+        body, "workflow",
+        json_pack("{s:s, s:O}", "workflowId", w->s->workflow_id, "steps", w->trace));
+}
+
+/* Step mode keeps the outputs of earlier steps through core.state.*RuntimeValue. */
+static char *wf_state_key(struct wf_run *w)
+{
+    const char *run =
+        json_string_value(json_object_get(json_object_get(w->s->context, "workflowInfo"), "runId"));
+    if (!run)
+        run = w->s->trace_id ? w->s->trace_id : w->s->request_id;
+    char *key = NULL;
+    return asprintf(&key, "sandboxd/workflow/%s/%s", w->s->workflow_id, run) < 0 ? NULL : key;
+}
+
+static void wf_load_steps(struct wf_run *w)
+{
+    _cleanup_free_ char *key = wf_state_key(w);
+    json_t *params = json_pack("{s:s, s:s?}", "key", key ? key : "", "app_id", w->s->app_id);
+    json_t *res = NULL;
+    struct mcp_error err = {0};
+    if (framework_call(w->a->fw, w->s->endpoint, "core.state.getRuntimeValue", params, &res, &err,
+                       &w->fst) == 0) {
+        json_t *steps = json_object_get(json_object_get(res, "value"), "steps");
+        if (json_is_object(steps))
+            json_object_set(w->root, "steps", steps);
+    } else {
+        log_info("workflow: no earlier steps of %s (%s)", key ? key : "?",
+                 err.message ? err.message : "?");
+    }
+    json_decref(res);
+    json_decref(params);
+    mcp_error_clear(&err);
+}
+
+static void wf_save_steps(struct wf_run *w)
+{
+    _cleanup_free_ char *key = wf_state_key(w);
+    json_t *params = json_pack("{s:s, s:{s:O}, s:s?}", "key", key ? key : "", "value", "steps",
+                               json_object_get(w->root, "steps"), "app_id", w->s->app_id);
+    json_t *res = NULL;
+    struct mcp_error err = {0};
+    if (framework_call(w->a->fw, w->s->endpoint, "core.state.setRuntimeValue", params, &res, &err,
+                       &w->fst) < 0)
+        log_warn("workflow: cannot keep the step outputs of %s: %s", key ? key : "?",
+                 err.message ? err.message : "?");
+    json_decref(res);
+    json_decref(params);
+    mcp_error_clear(&err);
+}
+
+static void wf_execute(struct wf_run *w, struct app_reply *ret)
+{
+    const struct request_spec *s = w->s;
+    json_t *steps = json_object_get(w->wf, "steps");
+    json_t *ms = json_object_get(w->wf, "maxSteps");
+    int64_t max_steps = ms                             ? json_integer_value(ms)
+                        : w->a->opt.max_workflow_steps ? (int64_t)w->a->opt.max_workflow_steps
+                                                       : WORKFLOW_DEFAULT_MAX_STEPS;
+    const char *cur =
+        s->step_id ? s->step_id : json_string_value(json_object_get(w->wf, "startAt"));
+    if (s->step_id && !json_object_get(steps, s->step_id)) {
+        ret->body = wf_error_body(w, "WORKFLOW_ERROR", s->step_id, NULL,
+                                  "the workflow has no step %s", s->step_id);
+        return;
+    }
+    if (s->step_id)
+        wf_load_steps(w);
+    for (int64_t count = 1;; count++) {
+        if (count > max_steps) {
+            ret->body = wf_error_body(w, "WORKFLOW_ERROR", cur, NULL,
+                                      "the workflow ran %lld steps, its limit (maxSteps)",
+                                      (long long)max_steps);
+            return;
+        }
+        json_t *step = json_object_get(steps, cur);
+        int64_t t0 = clock_mono_us();
+        struct wf_step_result res;
+        wf_run_step(w, cur, step, &res);
+        json_t *entry = json_pack("{s:s, s:s, s:s, s:f}", "stepId", cur, "type",
+                                  json_string_value(json_object_get(step, "type")), "status",
+                                  res.error ? "failed" : "completed", "durationMs",
+                                  (double)(clock_mono_us() - t0) / 1000.0);
+        json_array_append_new(w->trace, entry);
+        if (res.status != 200) {
+            ret->status = res.status;
+            ret->body = res.error;
+            return;
+        }
+        if (res.error) {
+            if (s->step_id) { /* step mode reports the failure as the step's outcome */
+                json_t *data = json_object_get(res.error, "data");
+                ret->body = json_pack("{s:s, s:s, s:{s:s, s:s, s:n, s:n, s:O}}", "requestId",
+                                      s->request_id, "resultType", "workflowStep", "data", "stepId",
+                                      cur, "status", "failed", "output", "nextStep", "error", data);
+                json_decref(res.error);
+            } else {
+                ret->body = res.error;
+            }
+            return;
+        }
+        json_object_set_new(json_object_get(w->root, "steps"), cur,
+                            json_pack("{s:O}", "output", res.output));
+        const char *next;
+        int r = wf_next(w, step, &next);
+        if (r < 0) {
+            json_decref(res.output);
+            ret->body = wf_error_body(w, "WORKFLOW_ERROR", cur, NULL,
+                                      r == -ENOENT ? "step %s: no transition matched"
+                                                   : "step %s: a condition is malformed",
+                                      cur);
+            return;
+        }
+        if (s->step_id) {
+            wf_save_steps(w);
+            ret->body =
+                json_pack("{s:s, s:s, s:{s:s, s:s, s:o, s:s?, s:b}}", "requestId", s->request_id,
+                          "resultType", "workflowStep", "data", "stepId", cur, "status",
+                          "completed", "output", res.output, "nextStep", next, "end", next == NULL);
+            return;
+        }
+        if (!next) {
+            ret->body = wf_final_body(w, res.output);
+            json_decref(res.output);
+            return;
+        }
+        json_decref(res.output);
+        cur = next;
+    }
+}
+
+void flow_workflow_execute(struct app *a, const struct request_spec *s, struct app_reply *ret)
+{
+    *ret = (struct app_reply){.status = 200};
+    struct wf_run w = {.a = a, .s = s, .start_us = clock_mono_us(), .trace = json_array()};
+    struct defs_result def;
+    defs_get(a->defs, s->endpoint, s->app_id, s->workflow_id, &w.fst, &def);
+    if (def.status != DEFS_OK) {
+        json_t *details = def.details ? json_incref(def.details) : json_object();
+        ret->body =
+            wf_error_body(&w, def.status == DEFS_NOT_FOUND ? "SCRIPT_NOT_FOUND" : "MCP_ERROR", NULL,
+                          details, "%s", def.message ? def.message : "workflow unavailable");
+        defs_result_done(&def);
+        goto out;
+    }
+    char *text = NULL, *why = NULL;
+    size_t len = 0;
+    int r = defs_decode(def.content_b64, &text, &len);
+    defs_result_done(&def);
+    if (r < 0) {
+        ret->body = wf_error_body(&w, "MCP_ERROR", NULL, NULL,
+                                  "the definition of %s is not valid base64", s->workflow_id);
+        goto out;
+    }
+    r = workflow_yaml_parse(text, len, 0, &w.wf, &why);
+    free(text);
+    const char *bad_step = NULL;
+    if (r == 0)
+        r = workflow_validate(w.wf, &why, &bad_step);
+    if (r < 0) {
+        ret->body = wf_error_body(&w, "WORKFLOW_ERROR", bad_step, NULL, "%s: %s", s->workflow_id,
+                                  why ? why : "invalid workflow");
+        free(why);
+        goto out;
+    }
+    w.root = json_pack("{s:O, s:O, s:{}, s:o}", "requestData", s->request_data, "context",
+                       s->context, "steps", "state",
+                       s->workflow_state ? json_incref(s->workflow_state) : json_object());
+    wf_execute(&w, ret);
+out:
+    if (ret->status == 200)
+        wf_add_metrics(&w, ret->body);
+    json_decref(w.wf);
+    json_decref(w.root);
+    json_decref(w.trace);
+}

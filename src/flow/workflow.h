@@ -1,4 +1,43 @@
 // SPDX-License-Identifier: MIT
+/*
+ * workflow — YAML workflows modelled on Amazon States Language (CONTRACT §8,
+ * docs/WORKFLOWS.md). The workflow file is data, parsed here with libyaml
+ * and validated before anything runs (missing steps, unknown types, no
+ * reachable end, steps that can never reach one: WORKFLOW_ERROR naming the
+ * step). Steps run one after another on the request's thread: jit steps in
+ * a sandbox like /execute JIT, llm steps like the LLM handler, mcp steps as
+ * framework tool calls, control steps as pure data. At most maxSteps steps
+ * run per execution (default 100), which is what stops loops.
+ */
 #ifndef SANDBOXD_FLOW_WORKFLOW_H
 #define SANDBOXD_FLOW_WORKFLOW_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "app/app.h"
+
+#define WORKFLOW_DEFAULT_MAX_STEPS 100
+#define WORKFLOW_LIMIT_MAX_STEPS   1000
+
+/* The WORKFLOW handler of /execute. */
+void flow_workflow_execute(struct app *a, const struct request_spec *s, struct app_reply *ret);
+
+/* Parse YAML text (first document) into JSON: mappings with string keys, sequences, and
+ * scalars typed by the YAML 1.2 core schema (quoted scalars stay strings). Aliases are
+ * allowed while the expanded document stays under max_nodes. 0 and *ret, or -errno and a
+ * message (caller frees). */
+int workflow_yaml_parse(const char *text, size_t len, size_t max_nodes, json_t **ret,
+                        char **ret_error);
+/* Check a workflow document; 0, or -EINVAL with a message (caller frees) and the step it is
+ * about (static or inside wf; NULL when about the whole workflow). */
+int workflow_validate(json_t *wf, char **ret_error, const char **ret_step);
+/* Resolve "$.a.b[0].c" against root (borrowed result, NULL when absent). */
+json_t *workflow_path(json_t *root, const char *path);
+/* Evaluate a transition condition; -EINVAL for a malformed one. */
+int workflow_when(json_t *root, json_t *cond, bool *ret);
+/* Copy of value with every string starting with "$." replaced by what it points to. */
+json_t *workflow_resolve(json_t *root, json_t *value);
+
 #endif

@@ -95,6 +95,7 @@ struct pool {
     pthread_t thread;
     bool stop;
     int filter_fd;
+    json_t *preimport; /* array of module names for the zygotes' config */
     uint64_t hits, misses, created, failed, died_idle;
 };
 
@@ -289,10 +290,10 @@ static int zygote_start(struct pool *p, struct zygote *z)
     sv[1] = lp[1] = -1;
     z->ctl_fd = sv[0];
     z->log_fd = lp[0];
-    json_t *cfg =
-        json_pack("{s:s, s:I, s:I, s:I, s:I}", "op", "config", "tmpBytes",
-                  (json_int_t)p->jail->tmp_bytes, "nofile", (json_int_t)p->opt.nofile, "nproc",
-                  (json_int_t)p->opt.nproc, "fsize", (json_int_t)p->jail->tmp_bytes);
+    json_t *cfg = json_pack("{s:s, s:I, s:I, s:I, s:I, s:O}", "op", "config", "tmpBytes",
+                            (json_int_t)p->jail->tmp_bytes, "nofile", (json_int_t)p->opt.nofile,
+                            "nproc", (json_int_t)p->opt.nproc, "fsize",
+                            (json_int_t)p->jail->tmp_bytes, "preimport", p->preimport);
     r = pool_send(z->ctl_fd, cfg, &p->filter_fd, p->filter_fd >= 0 ? 1 : 0);
     json_decref(cfg);
     if (r < 0) {
@@ -817,6 +818,21 @@ static int pool_filter_memfd(const struct jail_config *jail)
     return fd;
 }
 
+/* "a,b,,c" -> ["a", "b", "c"] */
+static json_t *pool_module_list(const char *csv)
+{
+    json_t *list = json_array();
+    for (const char *s = csv ? csv : ""; list && *s;) {
+        size_t n = strcspn(s, ",");
+        if (n && json_array_append_new(list, json_stringn(s, n)) < 0) {
+            json_decref(list);
+            return NULL;
+        }
+        s += n + (s[n] == ',');
+    }
+    return list;
+}
+
 int pool_new(const struct jail_config *jail, const struct pool_options *opt, struct pool **ret)
 {
     struct pool *p = calloc(1, sizeof(*p));
@@ -835,7 +851,9 @@ int pool_new(const struct jail_config *jail, const struct pool_options *opt, str
     pthread_condattr_destroy(&ca);
     int r = -ENOMEM;
     p->zygotes = calloc(p->opt.zygotes, sizeof(*p->zygotes));
-    if (!p->zygotes)
+    p->preimport = pool_module_list(opt->preimport);
+    p->opt.preimport = NULL; /* not kept: the list above is */
+    if (!p->zygotes || !p->preimport)
         goto fail;
     for (unsigned i = 0; i < p->opt.zygotes; i++) {
         p->zygotes[i] = (struct zygote){.pool = p,
@@ -887,6 +905,7 @@ fail:
         buf_free(&z->logbuf);
     }
     free(p->zygotes);
+    json_decref(p->preimport);
     fd_closep(&p->epfd);
     fd_closep(&p->evfd);
     fd_closep(&p->filter_fd);
@@ -934,6 +953,7 @@ void pool_free(struct pool *p)
     for (unsigned i = 0; i < p->opt.zygotes; i++)
         cgroup_cell_free(p->zygotes[i].cgroup);
     free(p->zygotes);
+    json_decref(p->preimport);
     close(p->epfd);
     close(p->evfd);
     fd_closep(&p->filter_fd);

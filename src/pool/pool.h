@@ -25,7 +25,8 @@ struct pool_options {
     size_t max_frame; /* largest frame a cell may send */
     uint64_t nproc;   /* per-cell process/thread rlimit */
     uint64_t nofile;
-    const char *preimport; /* comma-separated modules the zygotes import (may be NULL) */
+    const char *preimport; /* comma-separated modules the zygotes import (may be NULL;
+                            * copied) */
 };
 
 struct pool;

@@ -13,12 +13,14 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 #include <uthash.h>
@@ -689,6 +691,22 @@ int sessions_execute(struct sessions *ss, const char *id, const char *code, int6
     }
     *ret_result = result;
     return 0;
+}
+
+int sessions_interrupt(struct sessions *ss, const char *id)
+{
+    pthread_mutex_lock(&ss->lock);
+    struct session *s = NULL;
+    HASH_FIND_STR(ss->table, id, s);
+    /* Signalled under the lock: the table's reference keeps the cell alive, and busy cannot
+     * turn false (the execution end) without the lock. */
+    int r = !s ? -ENOENT : !s->busy || !s->cell ? -EALREADY : 0;
+    if (r == 0 && syscall(SYS_pidfd_send_signal, s->cell->pidfd, SIGINT, NULL, 0) < 0)
+        r = -errno;
+    pthread_mutex_unlock(&ss->lock);
+    if (r == 0)
+        log_info("session %s: execution interrupted on request", id);
+    return r;
 }
 
 /* ---- inspection, deletion, reaping -------------------------------------------------------- */

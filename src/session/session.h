@@ -91,5 +91,11 @@ unsigned sessions_live(struct sessions *s);
 int sessions_execute(struct sessions *s, const char *id, const char *code, int64_t timeout_ms,
                      const struct session_stream *stream, json_t **ret_result,
                      struct session_error *err);
+/* Interrupt the execution running in session id as its time limit would (SIGINT: the code sees
+ * an exception, pending tasks are cancelled, the session survives and the execution reports
+ * status "timeout"). The signal is lost if it lands before the interpreter has started running
+ * the code, so a caller that must stop an execution repeats it and finally deletes the session.
+ * 0 when sent, -ENOENT for an unknown id, -EALREADY when no execution is running. */
+int sessions_interrupt(struct sessions *s, const char *id);
 
 #endif

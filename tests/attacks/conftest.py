@@ -7,7 +7,6 @@ import json
 import os
 import pathlib
 import shutil
-import stat
 import subprocess
 import sys
 import tempfile
@@ -16,7 +15,7 @@ import pytest
 
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
-from harness import BIN, ROOTLESS, Server, executor_request  # noqa: E402
+from harness import BIN, Server, executor_request  # noqa: E402
 
 TMP_MB = 16
 SUID_SOURCE = r"""

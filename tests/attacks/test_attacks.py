@@ -9,7 +9,8 @@ import time
 
 import pytest
 
-from conftest import ROOTLESS, TMP_MB, error_code, result
+from conftest import TMP_MB, error_code, result
+from harness import ROOTLESS
 
 
 # ---- network -------------------------------------------------------------------------------

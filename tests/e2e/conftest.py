@@ -1,6 +1,9 @@
 # SPDX-License-Identifier: MIT
+import json
+import os
 import pathlib
 import sys
+import tempfile
 
 import pytest
 
@@ -8,6 +11,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 from harness import Server  # noqa: E402
 
 from framework import Framework  # noqa: E402
+from mcp_peers import config  # noqa: E402
 
 APPS = pathlib.Path(__file__).resolve().parent / "apps"
 
@@ -46,3 +50,13 @@ def framework():
         fw.add("testapp", "handlers/" + path.name, path.read_bytes())
     yield fw
     fw.close()
+
+
+@pytest.fixture(scope="module")
+def mcp_config():
+    """An --mcp-config file naming the test MCP servers of mcp_peers.config()."""
+    cfg = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
+    json.dump(config(), cfg)
+    cfg.close()
+    yield cfg.name
+    os.unlink(cfg.name)

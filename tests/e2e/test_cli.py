@@ -1,6 +1,5 @@
 # SPDX-License-Identifier: MIT
 """`sandboxd run` and the binary's command line (CONTRACT §2)."""
-import json
 import subprocess
 
 from harness import BIN, run_cli

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 """EXECUTOR handler (CONTRACT §5, seed 001): code string, class + method or function,
 results, stdout/stderr, tracebacks, syntax errors, invalid results."""
-from harness import executor_request
+from harness import Server, executor_request
 
 CLASS_CODE = """
 class Calculator:
@@ -92,3 +92,17 @@ def test_validation(server):
 def test_timeout(server):
     r = server.execute(executor_request("while True: pass", timeoutMs=400))
     assert r.json["data"]["code"] == "TIMEOUT"
+
+
+def test_preimport_modules_are_there_from_the_start(server):
+    probe = executor_request("import sys\nsorted(m for m in ('fractions', 'sandboxd_runtime.session')"
+                             " if m in sys.modules)")
+    assert ok(server.execute(probe))["result"] == []
+    s = Server("--pool-size", "2", "--preimport", "fractions,no_such_module_xyz")
+    try:
+        # the warm interpreters have fractions imported; the module that does not exist is
+        # reported in the log and does not stop the server
+        assert ok(s.execute(probe))["result"] == ["fractions"]
+        assert "cannot preimport no_such_module_xyz" in s.logs()
+    finally:
+        s.stop()

@@ -150,7 +150,7 @@ def test_timeout_kills_and_reports(server):
 
 def test_cpu_bound_loop_times_out(server):
     r = server.execute(jit_request(S, "busy_loop", timeoutMs=700))
-    d = error(r, "TIMEOUT")
+    error(r, "TIMEOUT")
     assert r.json["verdict"]["status"] == "TIMEOUT"
     assert r.json["verdict"]["wallMs"] < 5000
 

@@ -24,7 +24,7 @@ def demo():
 
 
 def test_readme_has_the_examples():
-    assert set(BODIES) == {"r-1", "r-2", "r-3", "r-4", "r-5"}
+    assert set(BODIES) == {"r-1", "r-2", "r-3", "r-4", "r-5", "r-6", "r-7"}
 
 
 def test_add(demo):
@@ -55,6 +55,19 @@ def test_report(demo):
 
 def test_executor(demo):
     assert demo.execute(BODIES["r-5"]).json["data"] == {"result": 42, "stdout": "", "stderr": ""}
+
+
+def test_llm_template(demo):
+    r = demo.execute(BODIES["r-6"])
+    assert r.json["resultType"] == "generic"
+    assert r.json["data"] == "Summarise in one sentence for demo:\nSandboxes isolate code."
+
+
+def test_workflow(demo):
+    r = demo.execute(BODIES["r-7"])
+    assert r.json["resultType"] == "httpResponse"
+    assert r.json["data"]["statusCode"] == 422
+    assert r.json["data"]["body"] == {"error": "spam"}
 
 
 def test_cli_example():

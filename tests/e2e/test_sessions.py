@@ -374,3 +374,30 @@ def test_session_cap(everything_http, state_dir):
         assert "sandboxd_sessions_live 2" in metrics
     finally:
         s.stop()
+
+
+def test_sessions_come_from_their_own_warm_pool(srv):
+    before = srv.request("GET", "/healthz").json["sessionPool"]
+    assert before["enabled"] and before["target"] == 2
+    sid = create(srv)
+    # the session pool's interpreters start with the session runtime imported; the JIT
+    # pool's do not pay for it
+    assert ok(srv, sid, "import sys\n'sandboxd_runtime.session' in sys.modules")["result"] == "True"
+    after = srv.request("GET", "/healthz").json["sessionPool"]
+    assert after["hits"] + after["misses"] == before["hits"] + before["misses"] + 1
+    assert srv.request("DELETE", "/v1/sessions/" + sid).status == 204
+
+
+def test_without_a_session_pool_sessions_use_the_main_pool(state_dir):
+    s = Server("--pool-size", "2", "--session-pool-size", "0", "--no-mcp-discovery",
+               "--state-dir", str(state_dir))
+    try:
+        h = s.request("GET", "/healthz").json
+        assert h["sessionPool"] == {"enabled": False}
+        taken = h["pool"]["hits"] + h["pool"]["misses"]
+        sid = create(s)
+        assert ok(s, sid, "x = 20\nx + 1")["result"] == "21"
+        p = s.request("GET", "/healthz").json["pool"]
+        assert p["hits"] + p["misses"] == taken + 1
+    finally:
+        s.stop()

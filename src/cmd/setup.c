@@ -1,0 +1,257 @@
+// SPDX-License-Identifier: MIT
+/*
+ * setup — see setup.h.
+ */
+#include "cmd/setup.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "app/metrics.h"
+#include "jail/selftest.h"
+#include "mcp/httpc.h"
+#include "mcp/registry.h"
+#include "pool/pool.h"
+#include "session/workspace.h"
+#include "util/log.h"
+#include "util/macros.h"
+
+void setup_opts_init(struct setup_opts *o)
+{
+    *o = (struct setup_opts){
+        .pool_size = 16,
+        .zygotes = 2,
+        .session_pool_size = 2,
+        .preimport = "datetime,math,random",
+        .max_memory = 2048,
+        .output_kb = 1024,
+        .procs = 64,
+        .max_sessions = 64,
+        .session_idle = 600,
+        .session_max_idle = 86400,
+        .session_timeout = 30000,
+        .session_max_timeout = 600000,
+        .session_memory = 512,
+        .tool_timeout = 60000,
+        .mcp_output = "text",
+        .mcp_workspace = "default",
+        .mcp_page_size = 100,
+    };
+}
+
+int setup_opt(struct setup_opts *o, int opt, const char *arg)
+{
+    const struct {
+        int opt;
+        const char *name;
+        uint64_t min, max, *dst;
+    } nums[] = {
+        {SETUP_OPT_POOL, "pool-size", 0, 4096, &o->pool_size},
+        {SETUP_OPT_ZYGOTES, "zygotes", 1, 64, &o->zygotes},
+        {SETUP_OPT_SESSION_POOL, "session-pool-size", 0, 1024, &o->session_pool_size},
+        {SETUP_OPT_MAX_MEMORY, "max-memory-mb", 16, 1 << 20, &o->max_memory},
+        {SETUP_OPT_OUTPUT, "output-limit-kb", 1, 1 << 20, &o->output_kb},
+        {SETUP_OPT_PROCS, "max-procs", 1, 1 << 20, &o->procs},
+        {SETUP_OPT_MAX_SESSIONS, "max-sessions", 0, 1 << 20, &o->max_sessions},
+        {SETUP_OPT_SESSION_IDLE, "session-idle-s", 1, 86400 * 365, &o->session_idle},
+        {SETUP_OPT_SESSION_MAX_IDLE, "session-max-idle-s", 1, 86400 * 365, &o->session_max_idle},
+        {SETUP_OPT_SESSION_TIMEOUT, "session-timeout-ms", 1, 86400000, &o->session_timeout},
+        {SETUP_OPT_SESSION_MAX_TIMEOUT, "session-max-timeout-ms", 1, 86400000,
+         &o->session_max_timeout},
+        {SETUP_OPT_SESSION_MEMORY, "session-memory-mb", 16, 1 << 20, &o->session_memory},
+        {SETUP_OPT_TOOL_TIMEOUT, "tool-timeout-ms", 1, 86400000, &o->tool_timeout},
+        {SETUP_OPT_MCP_PAGE_SIZE, "mcp-page-size", 1, 1000, &o->mcp_page_size},
+    };
+    for (size_t i = 0; i < ARRAY_SIZE(nums); i++)
+        if (nums[i].opt == opt)
+            return common_parse_u64(nums[i].name, arg, nums[i].min, nums[i].max, nums[i].dst) < 0
+                       ? -1
+                       : 1;
+    switch (opt) {
+    case SETUP_OPT_PREIMPORT:
+        o->preimport = arg;
+        return 1;
+    case SETUP_OPT_MCP_CONFIG:
+        o->mcp_config = arg;
+        return 1;
+    case SETUP_OPT_NO_DISCOVERY:
+        o->no_discovery = true;
+        return 1;
+    case SETUP_OPT_STATE_DIR:
+        o->state_dir = arg;
+        return 1;
+    case SETUP_OPT_MCP_OUTPUT:
+        if (strcmp(arg, "text") != 0 && strcmp(arg, "json") != 0) {
+            fprintf(stderr, "sandboxd: --mcp-output: expected text or json, got '%s'\n", arg);
+            return -1;
+        }
+        o->mcp_output = arg;
+        return 1;
+    case SETUP_OPT_MCP_WORKSPACE: {
+        const char *why = workspace_check_name(arg);
+        if (why) {
+            fprintf(stderr, "sandboxd: --mcp-workspace: %s\n", why);
+            return -1;
+        }
+        o->mcp_workspace = arg;
+        return 1;
+    }
+    default:
+        return 0;
+    }
+}
+
+void setup_opts_finish(struct setup_opts *o)
+{
+    if (o->session_idle > o->session_max_idle)
+        o->session_idle = o->session_max_idle;
+    if (o->session_timeout > o->session_max_timeout)
+        o->session_timeout = o->session_max_timeout;
+    if (o->session_memory > o->max_memory)
+        o->session_memory = o->max_memory;
+}
+
+/* $XDG_STATE_HOME/sandboxd, ~/.local/state/sandboxd, else /var/lib/sandboxd (root) or
+ * /tmp/sandboxd-<uid>. */
+static char *setup_state_dir(const char *opt)
+{
+    char *dir = NULL;
+    const char *xdg = getenv("XDG_STATE_HOME");
+    const char *home = getenv("HOME");
+    int r;
+    if (opt)
+        r = asprintf(&dir, "%s", opt);
+    else if (xdg && *xdg == '/')
+        r = asprintf(&dir, "%s/sandboxd", xdg);
+    else if (home && *home == '/' && access(home, W_OK) == 0)
+        r = asprintf(&dir, "%s/.local/state/sandboxd", home);
+    else if (geteuid() == 0)
+        r = asprintf(&dir, "/var/lib/sandboxd");
+    else
+        r = asprintf(&dir, "/tmp/sandboxd-%u", (unsigned)geteuid());
+    return r < 0 ? NULL : dir;
+}
+
+int setup_start(struct setup *s, const struct setup_opts *o, struct common_opts *common,
+                const char *cmd)
+{
+    *s = (struct setup){0};
+    json_t *facts = NULL;
+    char cwd[4096];
+    int r = common_resolve(common, &s->jopt);
+    if (r < 0)
+        return r;
+    r = jail_config_init(&s->jail, &s->jopt);
+    if (r < 0)
+        return r;
+    s->jail_ok = true;
+    if (jail_selftest(&s->jail, &facts) < 0) {
+        log_error("%s: the sandbox does not work on this machine; see the messages above "
+                  "and docs/SECURITY.md",
+                  cmd);
+        json_decref(facts);
+        return -EPERM;
+    }
+    s->isolation = jail_describe(&s->jail);
+    if (!s->isolation) {
+        json_decref(facts);
+        return -ENOMEM;
+    }
+    json_object_set_new(s->isolation, "selftest", facts);
+    if (httpc_global_init() < 0) {
+        log_error("%s: libcurl initialisation failed", cmd);
+        return -EIO;
+    }
+    s->httpc_ok = true;
+    r = metrics_new(&s->metrics);
+    if (r < 0)
+        return r;
+    if ((o->pool_size || o->session_pool_size) && !s->jopt.cell_lib) {
+        log_error("%s: libsbxcell.so not found next to the binary (use --cell-lib, or "
+                  "--pool-size 0 --session-pool-size 0 to run without warm pools)",
+                  cmd);
+        return -ENOENT;
+    }
+    struct pool_options po = {
+        .size = (unsigned)o->pool_size,
+        .zygotes = (unsigned)o->zygotes,
+        .max_frame = 64u << 20,
+        .nproc = o->procs,
+        .nofile = 256,
+        .preimport = o->preimport,
+    };
+    if (o->pool_size && (r = pool_new(&s->jail, &po, &s->pool)) < 0) {
+        log_error("%s: the warm pool could not start (use --pool-size 0 to run without)", cmd);
+        return r;
+    }
+    /* Sessions need asyncio and the session runtime (~25 ms of imports): a zygote of their
+     * own has them imported, so that a session is ready in a few milliseconds without
+     * making every JIT interpreter's fork and exit dearer. */
+    if (o->session_pool_size) {
+        if (asprintf(&s->session_preimport, "%s,sandboxd_runtime.session", o->preimport) < 0) {
+            s->session_preimport = NULL;
+            return -ENOMEM;
+        }
+        po.size = (unsigned)o->session_pool_size;
+        po.zygotes = 1;
+        po.preimport = s->session_preimport;
+        if ((r = pool_new(&s->jail, &po, &s->session_pool)) < 0) {
+            log_error("%s: the session pool could not start (use --session-pool-size 0 to run "
+                      "without)",
+                      cmd);
+            return r;
+        }
+    }
+    r = mcp_config_load(o->mcp_config, !o->no_discovery, getcwd(cwd, sizeof(cwd)), getenv("HOME"),
+                        &s->mcfg);
+    if (r < 0)
+        return r;
+    r = mcp_registry_new(&s->mcfg, &s->mcp);
+    if (r < 0)
+        return r;
+    s->state_dir = setup_state_dir(o->state_dir);
+    if (!s->state_dir)
+        return -ENOMEM;
+    struct workspace_limits wl = {
+        .max_value = 1u << 20, .max_bytes = 64u << 20, .max_entries = 10000, .max_file = 16u << 20};
+    r = workspace_store_new(s->state_dir, &wl, &s->wstore);
+    if (r < 0)
+        return r;
+    s->so = (struct sessions_options){
+        .max_sessions = (unsigned)o->max_sessions,
+        .default_idle_s = (int64_t)o->session_idle,
+        .max_idle_s = (int64_t)o->session_max_idle,
+        .default_timeout_ms = (int64_t)o->session_timeout,
+        .max_timeout_ms = (int64_t)o->session_max_timeout,
+        .default_memory_mb = o->session_memory,
+        .max_memory_mb = o->max_memory,
+        .nproc = o->procs,
+        .output_limit = (size_t)o->output_kb << 10,
+        .tool_timeout_ms = (int64_t)o->tool_timeout,
+        .interrupt_grace_ms = 2000,
+    };
+    return sessions_new(&s->so, &s->jail, s->session_pool ? s->session_pool : s->pool, s->mcp,
+                        s->wstore, s->metrics, &s->sessions);
+}
+
+void setup_stop(struct setup *s)
+{
+    sessions_free(s->sessions);
+    pool_free(s->session_pool);
+    free(s->session_preimport);
+    pool_free(s->pool);
+    workspace_store_free(s->wstore);
+    mcp_registry_free(s->mcp);
+    mcp_config_done(&s->mcfg);
+    free(s->state_dir);
+    metrics_free(s->metrics);
+    json_decref(s->isolation);
+    if (s->httpc_ok)
+        httpc_global_done();
+    if (s->jail_ok)
+        jail_config_done(&s->jail);
+    *s = (struct setup){0};
+}
