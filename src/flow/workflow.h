@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * workflow — YAML workflows modelled on Amazon States Language (CONTRACT §8,
- * docs/WORKFLOWS.md). The workflow file is data, parsed here with libyaml
+ * docs/WORKFLOWS.md). The workflow file is data, parsed with flow/yaml.h
  * and validated before anything runs (missing steps, unknown types, no
  * reachable end, steps that can never reach one: WORKFLOW_ERROR naming the
  * step). Steps run one after another on the request's thread: jit steps in
@@ -14,7 +14,6 @@
 
 #include <jansson.h>
 #include <stdbool.h>
-#include <stddef.h>
 
 #include "app/app.h"
 
@@ -24,12 +23,6 @@
 /* The WORKFLOW handler of /execute. */
 void flow_workflow_execute(struct app *a, const struct request_spec *s, struct app_reply *ret);
 
-/* Parse YAML text (first document) into JSON: mappings with string keys, sequences, and
- * scalars typed by the YAML 1.2 core schema (quoted scalars stay strings). Aliases are
- * allowed while the expanded document stays under max_nodes. 0 and *ret, or -errno and a
- * message (caller frees). */
-int workflow_yaml_parse(const char *text, size_t len, size_t max_nodes, json_t **ret,
-                        char **ret_error);
 /* Check a workflow document; 0, or -EINVAL with a message (caller frees) and the step it is
  * about (static or inside wf; NULL when about the whole workflow). */
 int workflow_validate(json_t *wf, char **ret_error, const char **ret_step);

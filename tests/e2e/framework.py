@@ -6,6 +6,7 @@ import base64
 import json
 import threading
 import time
+import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
@@ -23,7 +24,9 @@ class Framework:
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self.httpd.daemon_threads = True
         self.port = self.httpd.server_address[1]
-        self.url = "http://127.0.0.1:%d/mcp" % self.port
+        # A path of its own: sandboxd caches definitions per endpoint URL, and a later
+        # instance may get the same port as an earlier one with other files.
+        self.url = "http://127.0.0.1:%d/mcp/%s" % (self.port, uuid.uuid4().hex[:12])
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
         self.thread.start()
 

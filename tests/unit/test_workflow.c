@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests: flow/workflow (YAML to JSON, validation, paths, conditions). */
+/* Unit tests: flow/yaml (YAML to JSON) and flow/workflow (validation, paths, conditions). */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,12 +11,13 @@
 #include <cmocka.h>
 
 #include "flow/workflow.h"
+#include "flow/yaml.h"
 
 static json_t *yaml(const char *text)
 {
     json_t *v = NULL;
     char *err = NULL;
-    int r = workflow_yaml_parse(text, strlen(text), 0, &v, &err);
+    int r = flow_yaml_load(text, strlen(text), 0, &v, &err);
     if (r < 0)
         fail_msg("yaml: %s", err ? err : "?");
     free(err);
@@ -56,21 +57,21 @@ static void yaml_aliases_and_bombs(void **state)
     }
     json_t *out = NULL;
     char *err = NULL;
-    assert_int_equal(workflow_yaml_parse(bomb, strlen(bomb), 0, &out, &err), -E2BIG);
+    assert_int_equal(flow_yaml_load(bomb, strlen(bomb), 0, &out, &err), -E2BIG);
     assert_non_null(strstr(err, "expand"));
     free(err);
     err = NULL;
-    assert_true(workflow_yaml_parse("a: [unclosed\n", 13, 0, &out, &err) < 0);
+    assert_true(flow_yaml_load("a: [unclosed\n", 13, 0, &out, &err) < 0);
     assert_non_null(strstr(err, "line"));
     free(err);
     err = NULL;
-    assert_true(workflow_yaml_parse("a: *nope\n", 9, 0, &out, &err) < 0);
+    assert_true(flow_yaml_load("a: *nope\n", 9, 0, &out, &err) < 0);
     free(err);
     char deep[1024] = "";
     for (int i = 0; i < 100; i++)
         strcat(deep, "[");
     err = NULL;
-    assert_int_equal(workflow_yaml_parse(deep, strlen(deep), 0, &out, &err), -E2BIG);
+    assert_int_equal(flow_yaml_load(deep, strlen(deep), 0, &out, &err), -E2BIG);
     free(err);
 }
 

@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: MIT
+/*
+ * server_int — what the parts of the MCP server share: server.c (the
+ * protocol core), server_tools.c (run_python, reset_session and the tool
+ * helpers) and server_discovery.c (list_servers, search_tool_docs). Private:
+ * included by those files only; everyone else uses mcp/server.h.
+ */
+#ifndef SANDBOXD_MCP_SERVER_INT_H
+#define SANDBOXD_MCP_SERVER_INT_H
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "mcp/server.h"
+#include "util/macros.h"
+
+struct mcp_server {
+    struct mcp_server_options opt;
+    char *workspace;
+    struct sessions *sessions;
+    struct mcp_registry *registry;
+    json_t *tools;        /* tools/list entries */
+    json_t *tools_legacy; /* the same for 2025-03-26: no title, no outputSchema */
+    pthread_mutex_t bg_lock;
+    pthread_cond_t bg_cond;
+    unsigned bg_threads; /* cancellers running */
+};
+
+/* A sandbox session held by a connection. */
+struct srv_sandbox {
+    struct srv_sandbox *next;
+    char *name;      /* the client's session_id; NULL for an automatic session */
+    json_t *servers; /* sorted names */
+    char *label;     /* how answers name it: the session_id, "default", "servers:a,b" */
+    char id[65];     /* the sandbox session (session.h) */
+};
+
+/* A tools/call being handled (server.c). */
+struct srv_call;
+
+/* Locks: create_lock (creating, finding and resetting sandbox sessions) is taken before lock
+ * (every other field of a connection); progress output has its own lock. Nothing is called
+ * on a transport under a lock. */
+struct mcp_server_conn {
+    struct mcp_server *srv;
+    atomic_int refs;
+    pthread_mutex_t create_lock;
+    pthread_mutex_t lock;
+    pthread_cond_t cond; /* a call is done */
+    const char *version; /* static; NULL before initialize, then never changes */
+    bool closed;
+    struct srv_sandbox *sandboxes; /* creation order; the first automatic one is "default" */
+    unsigned n_sandboxes;
+    struct srv_call *calls;
+    unsigned n_calls;
+};
+
+/* ---- server.c ----------------------------------------------------------------------------- */
+
+/* The connection speaks 2025-03-26 (no titles, no structuredContent). */
+bool srv_legacy(const struct mcp_server_conn *c);
+/* Record which sandbox session the call executes in (NULL: none any more); false when it was
+ * cancelled already. */
+bool srv_call_executing(struct mcp_server_conn *c, struct srv_call *k, const char *sandbox);
+bool srv_call_cancelled(struct mcp_server_conn *c, struct srv_call *k);
+
+/* ---- server_tools.c ----------------------------------------------------------------------- */
+
+struct buf;
+
+/* A CallToolResult with one text item; structured is stolen (may be NULL). */
+json_t *srv_tool_result(const struct mcp_server_conn *c, const char *text, json_t *structured,
+                        bool is_error);
+json_t *srv_tool_error(const struct mcp_server_conn *c, const char *fmt, ...) _printf_(2, 3);
+/* The Python identifier the session runtime gives a server or tool name, appended to out. */
+void srv_identifier(const char *name, struct buf *out);
+/* The first key of args not in allowed (NULL-terminated), else NULL. */
+const char *srv_unknown_key(json_t *args, const char *const *allowed);
+/* "a, b" or "none" (caller frees). */
+char *srv_names_text(json_t *names);
+
+/* NULL-safe; the sandbox session itself is not touched. */
+void srv_sandbox_free(struct srv_sandbox *b);
+
+/* The tools: a CallToolResult (new reference; a tool error for bad arguments), or NULL when
+ * out of memory, or (run_python) when the call k was cancelled. args is an object (borrowed).
+ * run_python sends its stdout as progress through out->notify when there is a token. */
+json_t *srv_run_python(struct mcp_server_conn *c, json_t *args, json_t *token,
+                       const struct mcp_server_out *out, struct srv_call *k);
+json_t *srv_reset(struct mcp_server_conn *c, json_t *args);
+
+/* ---- server_discovery.c ------------------------------------------------------------------- */
+
+json_t *srv_list_servers(struct mcp_server_conn *c, json_t *args);
+json_t *srv_search(struct mcp_server_conn *c, json_t *args);
+
+#endif

@@ -1,0 +1,789 @@
+// SPDX-License-Identifier: MIT
+/*
+ * server_tools — the tools of the MCP server that run code, called by the
+ * tools/call dispatch of server.c: run_python in the sandbox sessions of a
+ * connection (its stdout streamed as notifications/progress) and
+ * reset_session; and the helpers every tool uses (results, errors, argument
+ * checks). Arguments come from the client: each is checked, and a bad one is
+ * answered with a tool error. list_servers and search_tool_docs are in
+ * server_discovery.c.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "app/response.h"
+#include "mcp/registry.h"
+#include "mcp/server_int.h"
+#include "session/session.h"
+#include "util/buf.h"
+#include "util/clock.h"
+#include "util/macros.h"
+
+#define SRV_MAX_CODE     (1u << 20) /* bytes of code in one run_python */
+#define SRV_MAX_SERVERS  64         /* entries of run_python's servers */
+#define SRV_PROGRESS_US  100000     /* progress notifications at most this often ... */
+#define SRV_PROGRESS_MAX 16384      /* ... unless this much output is waiting */
+
+/* ---- tool results ------------------------------------------------------------------------- */
+
+/* The text content is built in capped buffers (struct buf); an append that would pass the cap
+ * is dropped, which is why those results are cast to void: the text is a courtesy copy,
+ * structuredContent carries everything. */
+
+/* A CallToolResult with one text item; structured is stolen (may be NULL). */
+json_t *srv_tool_result(const struct mcp_server_conn *c, const char *text, json_t *structured,
+                        bool is_error)
+{
+    json_t *r = json_pack("{s:[{s:s, s:s}]}", "content", "type", "text", "text", text);
+    if (r && is_error)
+        json_object_set_new(r, "isError", json_true());
+    if (r && structured && !srv_legacy(c)) /* structuredContent came with 2025-06-18 */
+        json_object_set_new(r, "structuredContent", json_incref(structured));
+    json_decref(structured);
+    return r;
+}
+
+json_t *srv_tool_error(const struct mcp_server_conn *c, const char *fmt, ...)
+{
+    char *msg = NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    if (vasprintf(&msg, fmt, ap) < 0)
+        msg = NULL;
+    va_end(ap);
+    json_t *r = srv_tool_result(c, msg ? msg : "error", NULL, true);
+    free(msg);
+    return r;
+}
+
+/* A Python identifier for a server or tool name, as the session runtime makes it
+ * (runtime/sandboxd_runtime/session.py identifier()): non-word characters become '_', a
+ * leading digit gets a '_' in front, a keyword one behind. Bytes of multi-byte UTF-8
+ * characters are kept (Python counts most such characters as word characters). */
+void srv_identifier(const char *name, struct buf *out)
+{
+    static const char *const keywords[] = {
+        "False", "None",     "True",  "and",    "as",   "assert", "async",  "await",    "break",
+        "class", "continue", "def",   "del",    "elif", "else",   "except", "finally",  "for",
+        "from",  "global",   "if",    "import", "in",   "is",     "lambda", "nonlocal", "not",
+        "or",    "pass",     "raise", "return", "try",  "while",  "with",   "yield"};
+    size_t start = out->len;
+    if (!*name || isdigit((unsigned char)*name))
+        (void)buf_appends(out, "_");
+    for (const char *p = name; *p; p++) {
+        unsigned char ch = (unsigned char)*p;
+        char k = isalnum(ch) || ch == '_' || ch >= 0x80 ? (char)ch : '_';
+        (void)buf_append(out, &k, 1);
+    }
+    for (size_t i = 0; i < ARRAY_SIZE(keywords); i++)
+        if (out->data && strcmp(out->data + start, keywords[i]) == 0)
+            (void)buf_appends(out, "_");
+}
+
+/* ---- the sandbox sessions of a connection -------------------------------------------------- */
+
+/* run_python without session_id uses the connection's automatic sessions: the first one
+ * created is "default"; a call whose servers it lacks uses the first automatic session that
+ * has them all, or a new one keyed by that server set (a session's servers are fixed at
+ * creation, see session.h). With session_id, a named session of this connection (created on
+ * first use). A session that ended (idle, killed) is replaced on the next call, and the
+ * answer says so. */
+
+void srv_sandbox_free(struct srv_sandbox *b)
+{
+    if (!b)
+        return;
+    free(b->name);
+    free(b->label);
+    json_decref(b->servers);
+    free(b);
+}
+
+/* Every name of want (sorted) is in have (sorted). */
+static bool srv_subset(json_t *want, json_t *have)
+{
+    size_t i, j = 0;
+    json_t *w;
+    json_array_foreach(want, i, w)
+    {
+        while (j < json_array_size(have) &&
+               strcmp(json_string_value(json_array_get(have, j)), json_string_value(w)) < 0)
+            j++;
+        if (j == json_array_size(have) ||
+            strcmp(json_string_value(json_array_get(have, j)), json_string_value(w)) != 0)
+            return false;
+    }
+    return true;
+}
+
+/* "a, b" or "none" (caller frees). */
+char *srv_names_text(json_t *names)
+{
+    struct buf b;
+    buf_init(&b, 1u << 16);
+    size_t i;
+    json_t *v;
+    json_array_foreach(names, i, v)
+    {
+        (void)buf_printf(&b, "%s%s", i ? ", " : "", json_string_value(v));
+    }
+    if (!b.len)
+        (void)buf_appends(&b, "none");
+    return buf_take(&b, NULL);
+}
+
+static void srv_note(json_t *notes, const char *fmt, ...) _printf_(2, 3);
+static void srv_note(json_t *notes, const char *fmt, ...)
+{
+    char *msg = NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    if (vasprintf(&msg, fmt, ap) < 0)
+        msg = NULL;
+    va_end(ap);
+    if (msg)
+        json_array_append_new(notes, json_string(msg));
+    free(msg);
+}
+
+static void srv_note_ended(json_t *notes, const char *label)
+{
+    srv_note(notes,
+             "session '%s' had ended (idle for too long, reset, or its interpreter died): a new "
+             "one was started and earlier variables are gone",
+             label);
+}
+
+/* Unlink b (lock held). */
+static void srv_sandbox_unlink(struct mcp_server_conn *c, struct srv_sandbox *b)
+{
+    for (struct srv_sandbox **pp = &c->sandboxes; *pp; pp = &(*pp)->next)
+        if (*pp == b) {
+            *pp = b->next;
+            c->n_sandboxes--;
+            return;
+        }
+}
+
+/* Forget the sandbox session id (it ended); create_lock held. */
+static void srv_sandbox_forget(struct mcp_server_conn *c, const char *id)
+{
+    pthread_mutex_lock(&c->lock);
+    struct srv_sandbox *b = c->sandboxes;
+    while (b && strcmp(b->id, id) != 0)
+        b = b->next;
+    if (b)
+        srv_sandbox_unlink(c, b);
+    pthread_mutex_unlock(&c->lock);
+    srv_sandbox_free(b);
+}
+
+/* The sandbox session run_python uses: named (name) or automatic (NULL) with at least the
+ * servers asked for (sorted), created when needed. 0 with ret_id and *ret_label (caller frees),
+ * or -errno with *ret_error (caller frees). create_lock is held across the creation, so two
+ * first calls of a connection make one default session, not two. */
+static int srv_sandbox_get(struct mcp_server_conn *c, const char *name, json_t *servers,
+                           json_t *notes, char ret_id[65], char **ret_label, char **ret_error)
+{
+    struct mcp_server *s = c->srv;
+    int r = 0;
+    pthread_mutex_lock(&c->create_lock);
+    pthread_mutex_lock(&c->lock);
+    json_t *want = json_incref(servers);
+    struct srv_sandbox *b = c->sandboxes, *next;
+    bool automatic_left = false;
+    for (; b; b = next) {
+        next = b->next;
+        if (name ? !b->name || strcmp(b->name, name) != 0 : b->name != NULL)
+            continue;
+        if (name && !srv_subset(servers, b->servers)) {
+            char *have = srv_names_text(b->servers), *asked = srv_names_text(servers);
+            if (asprintf(ret_error,
+                         "session '%s' was created with the servers %s; it cannot get %s. Use "
+                         "another session_id, or reset_session it first.",
+                         name, have ? have : "?", asked ? asked : "?") < 0)
+                *ret_error = NULL;
+            free(have);
+            free(asked);
+            r = -EINVAL;
+            goto out;
+        }
+        if (!name && !srv_subset(servers, b->servers)) {
+            automatic_left = true;
+            continue;
+        }
+        if (sessions_exists(s->sessions, b->id))
+            break;
+        srv_note_ended(notes, b->label);
+        if (name) {
+            json_decref(want);
+            want = json_incref(b->servers); /* a named session keeps its servers */
+        }
+        srv_sandbox_unlink(c, b);
+        srv_sandbox_free(b);
+    }
+    for (struct srv_sandbox *k = c->sandboxes; k && !automatic_left; k = k->next)
+        automatic_left = k->name == NULL;
+    if (b) {
+        memcpy(ret_id, b->id, sizeof(b->id));
+        *ret_label = strdup(b->label);
+        r = *ret_label ? 0 : -ENOMEM;
+        goto out;
+    }
+    if (c->closed) {
+        *ret_error = strdup("the MCP connection is closed");
+        r = -ESHUTDOWN;
+        goto out;
+    }
+    if (c->n_sandboxes >= MCP_SERVER_MAX_SANDBOXES) {
+        if (asprintf(ret_error,
+                     "this connection holds %d sessions, the most it may; end one with "
+                     "reset_session",
+                     MCP_SERVER_MAX_SANDBOXES) < 0)
+            *ret_error = NULL;
+        r = -EBUSY;
+        goto out;
+    }
+    pthread_mutex_unlock(&c->lock);
+
+    struct srv_sandbox *nb = calloc(1, sizeof(*nb));
+    char *names = srv_names_text(want);
+    int lr = -1;
+    if (nb && names) {
+        nb->servers = json_incref(want);
+        nb->name = name ? strdup(name) : NULL;
+        lr = name              ? asprintf(&nb->label, "%s", name)
+             : !automatic_left ? asprintf(&nb->label, "default")
+                               : asprintf(&nb->label, "servers:%s", names);
+    }
+    if (lr < 0 || (name && !nb->name)) {
+        if (nb)
+            nb->label = lr < 0 ? NULL : nb->label;
+        srv_sandbox_free(nb);
+        free(names);
+        *ret_error = strdup("out of memory");
+        pthread_mutex_unlock(&c->create_lock);
+        json_decref(want);
+        return -ENOMEM;
+    }
+    struct session_create sc = {.servers = want, .workspace = s->workspace};
+    json_t *info = NULL;
+    struct session_error err;
+    r = sessions_create(s->sessions, &sc, &info, &err);
+    if (r < 0) {
+        if (asprintf(ret_error, "could not start a Python session: %s",
+                     err.message ? err.message : "failed") < 0)
+            *ret_error = NULL;
+        session_error_done(&err);
+        srv_sandbox_free(nb);
+        free(names);
+        pthread_mutex_lock(&c->lock);
+        goto out;
+    }
+    snprintf(nb->id, sizeof(nb->id), "%s", json_string_value(json_object_get(info, "sessionId")));
+    json_decref(info);
+    pthread_mutex_lock(&c->lock);
+    if (c->closed) {
+        pthread_mutex_unlock(&c->lock);
+        (void)sessions_delete(s->sessions, nb->id);
+        srv_sandbox_free(nb);
+        free(names);
+        *ret_error = strdup("the MCP connection is closed");
+        pthread_mutex_unlock(&c->create_lock);
+        json_decref(want);
+        return -ESHUTDOWN;
+    }
+    struct srv_sandbox **tail = &c->sandboxes;
+    while (*tail)
+        tail = &(*tail)->next;
+    *tail = nb;
+    c->n_sandboxes++;
+    srv_note(notes, "started session '%s' (servers: %s)", nb->label, names);
+    free(names);
+    memcpy(ret_id, nb->id, sizeof(nb->id));
+    *ret_label = strdup(nb->label);
+    r = *ret_label ? 0 : -ENOMEM;
+out:
+    pthread_mutex_unlock(&c->lock);
+    pthread_mutex_unlock(&c->create_lock);
+    json_decref(want);
+    if (r < 0 && !*ret_error)
+        *ret_error = strdup("out of memory");
+    return r;
+}
+
+/* ---- progress: stdout as notifications/progress --------------------------------------------- */
+
+struct srv_progress {
+    const struct mcp_server_out *out;
+    json_t *token;
+    pthread_mutex_t send_lock; /* taken before lock: chunks leave in the order they came */
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    struct buf pending;
+    int64_t last_us;
+    json_int_t count;
+    bool stop;
+    pthread_t flusher;
+    bool have_flusher;
+};
+
+/* How many bytes at the end of p[0..len) start a UTF-8 sequence that is not complete yet. */
+static size_t srv_utf8_tail(const unsigned char *p, size_t len)
+{
+    for (size_t back = 1; back <= 3 && back <= len; back++) {
+        unsigned char ch = p[len - back];
+        if ((ch & 0xC0) == 0x80)
+            continue;
+        size_t need = (ch & 0xE0) == 0xC0   ? 2
+                      : (ch & 0xF0) == 0xE0 ? 3
+                      : (ch & 0xF8) == 0xF0 ? 4
+                                            : 1;
+        return need > back ? back : 0;
+    }
+    return 0;
+}
+
+static void srv_progress_flush(struct srv_progress *p, bool final)
+{
+    pthread_mutex_lock(&p->send_lock);
+    pthread_mutex_lock(&p->lock);
+    size_t n = p->pending.len -
+               (final ? 0 : srv_utf8_tail((const unsigned char *)p->pending.data, p->pending.len));
+    struct buf chunk;
+    buf_init(&chunk, n + 1);
+    if (n && buf_append(&chunk, p->pending.data, n) == 0)
+        buf_consume(&p->pending, n);
+    p->last_us = clock_mono_us();
+    json_int_t count = chunk.len ? ++p->count : p->count;
+    pthread_mutex_unlock(&p->lock);
+    if (chunk.len) {
+        json_t *params = json_pack("{s:O, s:I, s:o}", "progressToken", p->token, "progress", count,
+                                   "message", response_text(&chunk));
+        json_t *msg = params ? jsonrpc_notification_new("notifications/progress", params) : NULL;
+        if (msg)
+            p->out->notify(p->out->userdata, msg);
+        json_decref(msg);
+        json_decref(params);
+    }
+    buf_free(&chunk);
+    pthread_mutex_unlock(&p->send_lock);
+}
+
+static void *srv_progress_thread(void *arg)
+{
+    struct srv_progress *p = arg;
+    pthread_mutex_lock(&p->lock);
+    while (!p->stop) {
+        int64_t due = p->last_us + SRV_PROGRESS_US;
+        if (p->pending.len && clock_mono_us() >= due) {
+            pthread_mutex_unlock(&p->lock);
+            srv_progress_flush(p, false);
+            pthread_mutex_lock(&p->lock);
+            continue;
+        }
+        if (!p->pending.len) {
+            pthread_cond_wait(&p->cond, &p->lock);
+            continue;
+        }
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        int64_t wait_ns = (due - clock_mono_us()) * 1000 + ts.tv_nsec;
+        ts.tv_sec += (time_t)(wait_ns / 1000000000);
+        ts.tv_nsec = (long)(wait_ns % 1000000000);
+        pthread_cond_timedwait(&p->cond, &p->lock, &ts);
+    }
+    pthread_mutex_unlock(&p->lock);
+    return NULL;
+}
+
+static void srv_progress_output(void *userdata, int stream, const char *data, size_t len)
+{
+    struct srv_progress *p = userdata;
+    if (stream != 1)
+        return; /* stderr comes with the result */
+    pthread_mutex_lock(&p->lock);
+    bool full = false;
+    (void)buf_append_capped(&p->pending, data, len, &full);
+    bool now = p->pending.len >= SRV_PROGRESS_MAX || full;
+    pthread_cond_signal(&p->cond);
+    pthread_mutex_unlock(&p->lock);
+    if (now)
+        srv_progress_flush(p, false);
+}
+
+static void srv_progress_start(struct srv_progress *p, const struct mcp_server_out *out,
+                               json_t *token)
+{
+    *p = (struct srv_progress){.out = out, .token = token};
+    pthread_mutex_init(&p->send_lock, NULL);
+    pthread_mutex_init(&p->lock, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&p->cond, &ca);
+    pthread_condattr_destroy(&ca);
+    buf_init(&p->pending, 1u << 20);
+    /* Without the thread, output still goes out, only in bigger and later chunks. */
+    p->have_flusher = pthread_create(&p->flusher, NULL, srv_progress_thread, p) == 0;
+}
+
+static void srv_progress_finish(struct srv_progress *p)
+{
+    pthread_mutex_lock(&p->lock);
+    p->stop = true;
+    pthread_cond_signal(&p->cond);
+    pthread_mutex_unlock(&p->lock);
+    if (p->have_flusher)
+        pthread_join(p->flusher, NULL);
+    srv_progress_flush(p, true);
+    buf_free(&p->pending);
+    pthread_cond_destroy(&p->cond);
+    pthread_mutex_destroy(&p->lock);
+    pthread_mutex_destroy(&p->send_lock);
+}
+
+/* ---- run_python ---------------------------------------------------------------------------- */
+
+/* Keys of args outside allowed (NULL-terminated): the name of the first, else NULL. */
+const char *srv_unknown_key(json_t *args, const char *const *allowed)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach(args, key, v)
+    {
+        bool ok = false;
+        for (size_t i = 0; allowed[i] && !ok; i++)
+            ok = strcmp(key, allowed[i]) == 0;
+        if (!ok)
+            return key;
+    }
+    return NULL;
+}
+
+static bool srv_session_name_ok(const char *n, size_t len)
+{
+    if (len == 0 || len > 64)
+        return false;
+    for (size_t i = 0; i < len; i++)
+        if (!isalnum((unsigned char)n[i]) && n[i] != '.' && n[i] != '_' && n[i] != '-')
+            return false;
+    return true;
+}
+
+/* The optional session_id argument of tool: *ret_name is NULL when absent; a tool error
+ * result when it is malformed, else NULL. */
+static json_t *srv_session_id_arg(const struct mcp_server_conn *c, const char *tool, json_t *args,
+                                  const char **ret_name)
+{
+    json_t *sid = json_object_get(args, "session_id");
+    *ret_name = NULL;
+    if (!sid || json_is_null(sid))
+        return NULL;
+    if (!json_is_string(sid) ||
+        !srv_session_name_ok(json_string_value(sid), json_string_length(sid)))
+        return srv_tool_error(c,
+                              "%s: session_id: 1 to 64 characters of A-Z, a-z, 0-9, '.', '_' "
+                              "and '-'",
+                              tool);
+    *ret_name = json_string_value(sid);
+    return NULL;
+}
+
+static int srv_cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* servers as a sorted array without duplicates; NULL and *ret_error when invalid. */
+static json_t *srv_servers_arg(struct mcp_server *s, json_t *v, char **ret_error)
+{
+    json_t *out = json_array();
+    if (!v || json_is_null(v))
+        return out;
+    if (!json_is_array(v) || json_array_size(v) > SRV_MAX_SERVERS) {
+        json_decref(out);
+        if (asprintf(ret_error, "servers: must be an array of at most %d server names",
+                     SRV_MAX_SERVERS) < 0)
+            *ret_error = NULL;
+        return NULL;
+    }
+    const char *names[SRV_MAX_SERVERS];
+    size_t n = 0;
+    size_t i;
+    json_t *e;
+    json_array_foreach(v, i, e)
+    {
+        const char *name = json_string_value(e);
+        if (!name || !mcp_registry_has(s->registry, name)) {
+            json_t *known = mcp_registry_names(s->registry);
+            char *list = srv_names_text(known);
+            if (asprintf(ret_error,
+                         "servers[%zu]: %s%.64s%s is not a configured MCP server "
+                         "(configured: %s)",
+                         i, name ? "'" : "", name ? name : "(not a string)", name ? "'" : "",
+                         list ? list : "?") < 0)
+                *ret_error = NULL;
+            free(list);
+            json_decref(known);
+            json_decref(out);
+            return NULL;
+        }
+        names[n++] = name;
+    }
+    qsort(names, n, sizeof(names[0]), srv_cmp_str);
+    for (size_t k = 0; k < n; k++)
+        if (k == 0 || strcmp(names[k], names[k - 1]) != 0)
+            json_array_append_new(out, json_string(names[k]));
+    return out;
+}
+
+/* The compact text of a run_python answer; limit_ms is the time limit it ran with. */
+static char *srv_run_text(json_t *st, int64_t limit_ms)
+{
+    struct buf b;
+    buf_init(&b, 8u << 20);
+    bool full = false;
+    const char *status = json_string_value(json_object_get(st, "status"));
+    json_t *out = json_object_get(st, "stdout"), *err = json_object_get(st, "stderr");
+    json_t *error = json_object_get(st, "error");
+    const char *result = json_string_value(json_object_get(st, "result"));
+    if (json_string_length(out)) {
+        (void)buf_append_capped(&b, json_string_value(out), json_string_length(out), &full);
+        if (b.len && b.data[b.len - 1] != '\n')
+            (void)buf_appends(&b, "\n");
+    }
+    if (json_string_length(err)) {
+        (void)buf_appends(&b, "[stderr]\n");
+        (void)buf_append_capped(&b, json_string_value(err), json_string_length(err), &full);
+        if (b.len && b.data[b.len - 1] != '\n')
+            (void)buf_appends(&b, "\n");
+    }
+    if (result)
+        (void)buf_printf(&b, "[result] %s\n", result);
+    const char *etype = json_string_value(json_object_get(error, "type"));
+    const char *emsg = json_string_value(json_object_get(error, "message"));
+    const char *tb = json_string_value(json_object_get(error, "traceback"));
+    if (status && strcmp(status, "error") == 0) {
+        if (tb && *tb)
+            (void)buf_printf(&b, "[error]\n%s%s", tb, tb[strlen(tb) - 1] == '\n' ? "" : "\n");
+        else
+            (void)buf_printf(&b, "[error] %s: %s\n", etype ? etype : "Error", emsg ? emsg : "");
+    } else if (status && strcmp(status, "timeout") == 0) {
+        (void)buf_printf(&b, "[status] timeout after %g s: %s\n", (double)limit_ms / 1000.0,
+                         emsg ? emsg : "the execution was interrupted");
+    } else if (status && strcmp(status, "ok") != 0) {
+        (void)buf_printf(&b, "[status] %s: %s\n", status, emsg ? emsg : "the execution failed");
+    }
+    size_t i;
+    json_t *note;
+    json_array_foreach(json_object_get(st, "notes"), i, note)
+    {
+        (void)buf_printf(&b, "[note] %s\n", json_string_value(note));
+    }
+    if (!b.len)
+        (void)buf_appends(&b, "[no output]\n");
+    if (b.len && b.data[b.len - 1] == '\n')
+        b.data[--b.len] = '\0';
+    return buf_take(&b, NULL);
+}
+
+json_t *srv_run_python(struct mcp_server_conn *c, json_t *args, json_t *token,
+                       const struct mcp_server_out *out, struct srv_call *k)
+{
+    struct mcp_server *s = c->srv;
+    static const char *const allowed[] = {"code",       "servers", "timeout",
+                                          "session_id", "output",  NULL};
+    const char *unknown = srv_unknown_key(args, allowed);
+    if (unknown)
+        return srv_tool_error(c,
+                              "run_python: unknown argument '%.64s' (arguments: code, servers, "
+                              "timeout, session_id, output)",
+                              unknown);
+    json_t *code = json_object_get(args, "code");
+    if (!json_is_string(code))
+        return srv_tool_error(c, "run_python: code: required, a string of Python source");
+    if (json_string_length(code) > SRV_MAX_CODE ||
+        strlen(json_string_value(code)) != json_string_length(code))
+        return srv_tool_error(c, "run_python: code: at most 1 MiB, without NUL characters");
+    const char *name;
+    json_t *bad = srv_session_id_arg(c, "run_python", args, &name);
+    if (bad)
+        return bad;
+    bool as_json = s->opt.output_json;
+    json_t *mode = json_object_get(args, "output");
+    if (mode && !json_is_null(mode)) {
+        const char *m = json_string_value(mode);
+        if (!m || (strcmp(m, "text") != 0 && strcmp(m, "json") != 0))
+            return srv_tool_error(c, "run_python: output: \"text\" or \"json\"");
+        as_json = strcmp(m, "json") == 0;
+    }
+    json_t *notes = json_array();
+    int64_t timeout_ms = 0;
+    json_t *t = json_object_get(args, "timeout");
+    if (t && !json_is_null(t)) {
+        double secs = json_number_value(t);
+        if (!json_is_number(t) || !isfinite(secs) || secs <= 0) {
+            json_decref(notes);
+            return srv_tool_error(c, "run_python: timeout: a number of seconds greater than 0");
+        }
+        if (secs * 1000.0 > (double)s->opt.max_timeout_ms) {
+            timeout_ms = s->opt.max_timeout_ms;
+            srv_note(notes,
+                     "timeout %g s exceeds this server's limit; clamped to %g s (the session "
+                     "maximum, --session-max-timeout-ms)",
+                     secs, (double)timeout_ms / 1000.0);
+        } else {
+            timeout_ms = (int64_t)(secs * 1000.0 + 0.5); /* no libm: rounding by hand */
+            if (timeout_ms < 1)
+                timeout_ms = 1;
+        }
+    }
+    char *why = NULL;
+    json_t *servers = srv_servers_arg(s, json_object_get(args, "servers"), &why);
+    if (!servers) {
+        json_decref(notes);
+        json_t *r = srv_tool_error(c, "run_python: %s", why ? why : "servers: invalid");
+        free(why);
+        return r;
+    }
+    json_t *result = NULL;
+    char *label = NULL;
+    char id[65] = "";
+    struct session_error err = {0};
+    int r = -EIO;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        free(label);
+        label = NULL;
+        r = srv_sandbox_get(c, name, servers, notes, id, &label, &why);
+        if (r < 0)
+            break;
+        if (!srv_call_executing(c, k, id)) {
+            r = -ECANCELED;
+            break;
+        }
+        struct srv_progress prog;
+        bool streaming = token && out && out->notify;
+        if (streaming)
+            srv_progress_start(&prog, out, token);
+        struct session_stream stream = {.userdata = &prog, .on_output = srv_progress_output};
+        r = sessions_execute(s->sessions, id, json_string_value(code), timeout_ms,
+                             streaming ? &stream : NULL, &result, &err);
+        if (streaming)
+            srv_progress_finish(&prog);
+        (void)srv_call_executing(c, k, NULL);
+        if (r != -ENOENT || srv_call_cancelled(c, k))
+            break;
+        /* It ended between the lookup and the execution (reaped, deleted): once more. */
+        session_error_done(&err);
+        srv_note_ended(notes, label);
+        pthread_mutex_lock(&c->create_lock);
+        srv_sandbox_forget(c, id);
+        pthread_mutex_unlock(&c->create_lock);
+    }
+    json_decref(servers);
+    if (r == -ECANCELED) {
+        json_decref(notes);
+        free(label);
+        return NULL;
+    }
+    if (r < 0) {
+        json_t *e = srv_tool_error(c, "run_python: %s",
+                                   why           ? why
+                                   : err.message ? err.message
+                                                 : "the execution failed");
+        free(why);
+        session_error_done(&err);
+        json_decref(notes);
+        free(label);
+        return e;
+    }
+    bool alive = json_is_true(json_object_get(result, "sessionAlive"));
+    /* A cancelled call is not answered: its session stays listed, so that the next call finds
+     * it gone and says so. */
+    if (!alive && !srv_call_cancelled(c, k)) {
+        srv_note(notes,
+                 "session '%s' ended with this execution: its variables are gone and the "
+                 "next call starts a new one",
+                 label);
+        pthread_mutex_lock(&c->create_lock);
+        srv_sandbox_forget(c, id);
+        pthread_mutex_unlock(&c->create_lock);
+    }
+    if (json_is_true(json_object_get(result, "truncated")))
+        srv_note(notes, "stdout/stderr were truncated at the server's output limit");
+    json_t *res = json_object_get(result, "result");
+    json_t *st = json_pack(
+        "{s:O, s:O, s:O, s:O, s:O, s:O, s:O, s:b, s:s, s:O, s:O}", "status",
+        json_object_get(result, "status"), "stdout", json_object_get(result, "stdout"), "stderr",
+        json_object_get(result, "stderr"), "error", json_object_get(result, "error"), "result",
+        res ? res : json_null(), "durationMs", json_object_get(result, "durationMs"), "truncated",
+        json_object_get(result, "truncated"), "sessionAlive", alive, "session", label, "mcpCalls",
+        json_object_get(result, "mcpCalls"), "notes", notes);
+    json_decref(notes);
+    json_decref(result);
+    free(label);
+    if (!st)
+        return srv_tool_error(c, "run_python: out of memory");
+    const char *status = json_string_value(json_object_get(st, "status"));
+    char *text = as_json ? json_dumps(st, JSON_COMPACT | JSON_REAL_PRECISION(12))
+                         : srv_run_text(st, timeout_ms ? timeout_ms : s->opt.default_timeout_ms);
+    json_t *reply = srv_tool_result(c, text ? text : "", st, !status || strcmp(status, "ok"));
+    free(text);
+    return reply;
+}
+
+/* ---- reset_session ------------------------------------------------------------------------- */
+
+json_t *srv_reset(struct mcp_server_conn *c, json_t *args)
+{
+    static const char *const allowed[] = {"session_id", NULL};
+    const char *unknown = srv_unknown_key(args, allowed);
+    if (unknown)
+        return srv_tool_error(c, "reset_session: unknown argument '%.64s' (arguments: session_id)",
+                              unknown);
+    const char *name;
+    json_t *bad = srv_session_id_arg(c, "reset_session", args, &name);
+    if (bad)
+        return bad;
+    struct srv_sandbox *gone = NULL;
+    unsigned n = 0;
+    pthread_mutex_lock(&c->create_lock);
+    pthread_mutex_lock(&c->lock);
+    struct srv_sandbox *b = c->sandboxes, *next;
+    for (; b; b = next) {
+        next = b->next;
+        if (name ? b->name && strcmp(b->name, name) == 0 : b->name == NULL) {
+            srv_sandbox_unlink(c, b);
+            b->next = gone;
+            gone = b;
+            n++;
+        }
+    }
+    pthread_mutex_unlock(&c->lock);
+    while (gone) {
+        b = gone;
+        gone = b->next;
+        (void)sessions_delete(c->srv->sessions, b->id); /* -ENOENT: it had ended on its own */
+        srv_sandbox_free(b);
+    }
+    pthread_mutex_unlock(&c->create_lock);
+    if (name && !n)
+        return srv_tool_error(c, "reset_session: this connection has no session named '%s'", name);
+    char text[200];
+    if (name)
+        snprintf(text, sizeof(text), "session '%s' was reset", name);
+    else if (n)
+        snprintf(text, sizeof(text), "the default session was reset (%u session%s ended)", n,
+                 n == 1 ? "" : "s");
+    else
+        snprintf(text, sizeof(text), "there was no default session: nothing to reset");
+    return srv_tool_result(c, text, json_pack("{s:I}", "ended", (json_int_t)n), false);
+}
