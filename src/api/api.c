@@ -126,20 +126,23 @@ static void api_execute(struct api *api, const struct http_request *req, struct 
     json_decref(body);
 }
 
+static json_t *api_pool_stats(struct pool *p)
+{
+    return p ? pool_stats(p) : json_pack("{s:b}", "enabled", 0);
+}
+
 static void api_healthz(struct api *api, const struct http_request *req, struct http_reply *reply)
 {
     struct app *a = api->app;
     json_t *isolation = json_deep_copy(a->isolation);
-    json_t *pool = a->pool ? pool_stats(a->pool) : json_pack("{s:b}", "enabled", 0);
-    json_t *spool =
-        a->session_pool ? pool_stats(a->session_pool) : json_pack("{s:b}", "enabled", 0);
     reply->status = 200;
-    reply->body =
-        json_pack("{s:s, s:s, s:f, s:o, s:o, s:o, s:o, s:o, s:o}", "status", "ok", "version",
-                  SANDBOXD_VERSION, "uptimeS", (double)(clock_mono_us() - a->started_us) / 1e6,
-                  "isolation", isolation ? isolation : json_object(), "pool", pool, "sessionPool",
-                  spool, "executions", manager_stats(a->mgr), "definitions", defs_stats(a->defs),
-                  "frameworkLog", framework_log_stats(a->fw));
+    reply->body = json_pack(
+        "{s:s, s:s, s:f, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "status", "ok", "version",
+        SANDBOXD_VERSION, "uptimeS", (double)(clock_mono_us() - a->started_us) / 1e6, "isolation",
+        isolation ? isolation : json_object(), "pool", api_pool_stats(a->pool), "sessionPool",
+        api_pool_stats(a->session_pool), "templatePool", api_pool_stats(a->template_pool),
+        "executions", manager_stats(a->mgr), "definitions", defs_stats(a->defs), "frameworkLog",
+        framework_log_stats(a->fw));
 }
 
 static void api_load_code(struct api *api, const struct http_request *req, struct http_reply *reply)

@@ -45,8 +45,9 @@ struct app {
     struct framework *fw;
     struct defs *defs;
     struct manager *mgr;
-    struct pool *pool;         /* NULL: every execution spawns a cold interpreter */
-    struct pool *session_pool; /* sessions' own; NULL: they share pool */
+    struct pool *pool;          /* NULL: every execution spawns a cold interpreter */
+    struct pool *session_pool;  /* sessions' own; NULL: they share pool */
+    struct pool *template_pool; /* LLM templates' own; NULL: they share pool */
     struct metrics *metrics;
     json_t *isolation; /* what the start-up self-test observed */
     int64_t started_us;
@@ -58,6 +59,7 @@ struct app_run {
     int64_t requested_timeout_ms; /* 0: not requested */
     int64_t requested_memory_mb;
     const struct exec_hooks *hooks; /* frames the job sends besides its answer (RPCs) */
+    struct pool *pool;              /* NULL: the app's pool */
     struct exec_outcome outcome;    /* filled; release with app_run_done */
     struct response_limits limits;
     int64_t queue_wait_us;

@@ -54,8 +54,9 @@ int app_run_job(struct app *a, struct app_run *run)
     lim.nofile = o->nofile;
     lim.memory = (uint64_t)memory_mb << 20;
     struct cell *cell = NULL;
-    if (a->pool)
-        r = pool_acquire(a->pool, &lim, start + timeout_ms * 1000, &cell, &run->pool_hit);
+    struct pool *pool = run->pool ? run->pool : a->pool;
+    if (pool)
+        r = pool_acquire(pool, &lim, start + timeout_ms * 1000, &cell, &run->pool_hit);
     else
         r = cell_spawn_cold(a->jail, &lim, o->max_frame, &cell);
     if (r < 0) {

@@ -25,6 +25,7 @@
 #include "mcp/framework.h"
 #include "mcp/registry.h"
 #include "mcp/server.h"
+#include "pool/pool.h"
 #include "session/session.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -44,8 +45,11 @@ static const char serve_usage[] =
     "  --llm-model NAME       default model for --llm-url\n"
     "  --llm-timeout-ms N     one core.llm.generate call of an LLM handler or step (60000)\n"
     "  --max-workflow-steps N steps a workflow execution may run when the workflow sets\n"
-    "                         no maxSteps of its own (100)\n" SETUP_HELP_POOL
-    "  --max-running N        executions at once (default 4 x cores)\n"
+    "                         no maxSteps of its own (100)\n"
+    "  --template-pool-size N template interpreters kept ready, with jinja2, yaml and\n"
+    "                         jsonschema imported, by a zygote of their own (2; 0: templates\n"
+    "                         take interpreters from the main pool and import on "
+    "start)\n" SETUP_HELP_POOL "  --max-running N        executions at once (default 4 x cores)\n"
     "  --max-queue N          executions waiting before 503 (default 256)\n"
     "  --default-timeout-ms N timeout when a request names none and has no history (10000)\n"
     "  --max-timeout-ms N     largest timeout a request may ask for (60000)\n"
@@ -82,6 +86,7 @@ enum {
     SERVE_MCP_TOKEN,
     SERVE_LLM_TIMEOUT,
     SERVE_MAX_WORKFLOW_STEPS,
+    SERVE_TEMPLATE_POOL,
 };
 
 #define SERVE_MAX_ALLOWED 32 /* --mcp-allowed-host / --mcp-allowed-origin entries */
@@ -95,7 +100,7 @@ struct serve_opts {
     uint64_t max_running, max_queue;
     uint64_t def_timeout, max_timeout, def_memory;
     uint64_t max_body_kb, fw_timeout;
-    uint64_t llm_timeout, max_workflow_steps;
+    uint64_t llm_timeout, max_workflow_steps, template_pool_size;
     bool def_timeout_set, def_memory_set;
     uint64_t mcp_max_sessions;
     const char *mcp_hosts[SERVE_MAX_ALLOWED + 1];
@@ -132,6 +137,7 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o, struct commo
         {"llm-model", required_argument, NULL, SERVE_LLM_MODEL},
         {"llm-timeout-ms", required_argument, NULL, SERVE_LLM_TIMEOUT},
         {"max-workflow-steps", required_argument, NULL, SERVE_MAX_WORKFLOW_STEPS},
+        {"template-pool-size", required_argument, NULL, SERVE_TEMPLATE_POOL},
         {"max-running", required_argument, NULL, SERVE_MAX_RUNNING},
         {"max-queue", required_argument, NULL, SERVE_MAX_QUEUE},
         {"default-timeout-ms", required_argument, NULL, SERVE_DEF_TIMEOUT},
@@ -159,6 +165,7 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o, struct commo
         .fw_timeout = 10000,
         .llm_timeout = 60000,
         .max_workflow_steps = 100,
+        .template_pool_size = 2,
         .mcp_max_sessions = 64,
         .mcp_token = getenv("SANDBOXD_MCP_TOKEN"),
     };
@@ -190,6 +197,7 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o, struct commo
             {SERVE_FW_TIMEOUT, "framework-timeout-ms", 1, 3600000, &o->fw_timeout},
             {SERVE_LLM_TIMEOUT, "llm-timeout-ms", 1, 86400000, &o->llm_timeout},
             {SERVE_MAX_WORKFLOW_STEPS, "max-workflow-steps", 1, 100000, &o->max_workflow_steps},
+            {SERVE_TEMPLATE_POOL, "template-pool-size", 0, 1024, &o->template_pool_size},
             {SERVE_MCP_MAX_SESSIONS, "mcp-max-sessions", 1, 1 << 16, &o->mcp_max_sessions},
         };
         bool done = false;
@@ -290,9 +298,20 @@ int cmd_serve(int argc, char **argv)
     struct http_server *http = NULL;
     struct mcp_server *mcps = NULL;
     struct mcp_http *mcph = NULL;
+    struct pool *template_pool = NULL;
     struct app app = {0};
     if (setup_start(&su, &o.setup, &common, "serve") < 0)
         goto out;
+    /* Templates import jinja2, yaml and jsonschema (~100 ms): a pool of its own has them
+     * imported, as the sessions' pool has asyncio. */
+    if (o.template_pool_size &&
+        setup_pool(&su, &o.setup, (unsigned)o.template_pool_size, 1,
+                   "yaml,jinja2,jinja2.sandbox,jsonschema,sandboxd_runtime.template",
+                   &template_pool) < 0) {
+        log_error("serve: the template pool could not start (use --template-pool-size 0 to "
+                  "run without)");
+        goto out;
+    }
     const char *key = getenv("SANDBOXD_LLM_API_KEY");
     struct framework_options fo = {
         .definitions_dir = o.definitions,
@@ -355,6 +374,7 @@ int cmd_serve(int argc, char **argv)
         .mgr = mgr,
         .pool = su.pool,
         .session_pool = su.session_pool,
+        .template_pool = template_pool,
         .metrics = su.metrics,
         .isolation = su.isolation,
         .started_us = clock_mono_us(),
@@ -390,6 +410,7 @@ out:
     manager_free(mgr);
     defs_free(defs);
     framework_free(fw);
+    pool_free(template_pool);
     setup_stop(&su);
     common_done(&common);
     return status;

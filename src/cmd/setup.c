@@ -135,6 +135,30 @@ static char *setup_state_dir(const char *opt)
     return r < 0 ? NULL : dir;
 }
 
+int setup_pool(struct setup *s, const struct setup_opts *o, unsigned size, unsigned zygotes,
+               const char *extra, struct pool **ret)
+{
+    if (!s->jopt.cell_lib) {
+        log_error("libsbxcell.so not found next to the binary (use --cell-lib, or set the "
+                  "warm pools' sizes to 0 to run without them)");
+        return -ENOENT;
+    }
+    char *modules = NULL;
+    if (asprintf(&modules, "%s%s%s", o->preimport, extra ? "," : "", extra ? extra : "") < 0)
+        return -ENOMEM;
+    struct pool_options po = {
+        .size = size,
+        .zygotes = zygotes,
+        .max_frame = 64u << 20,
+        .nproc = o->procs,
+        .nofile = 256,
+        .preimport = modules,
+    };
+    int r = pool_new(&s->jail, &po, ret);
+    free(modules);
+    return r;
+}
+
 int setup_start(struct setup *s, const struct setup_opts *o, struct common_opts *common,
                 const char *cmd)
 {
@@ -169,41 +193,21 @@ int setup_start(struct setup *s, const struct setup_opts *o, struct common_opts 
     r = metrics_new(&s->metrics);
     if (r < 0)
         return r;
-    if ((o->pool_size || o->session_pool_size) && !s->jopt.cell_lib) {
-        log_error("%s: libsbxcell.so not found next to the binary (use --cell-lib, or "
-                  "--pool-size 0 --session-pool-size 0 to run without warm pools)",
-                  cmd);
-        return -ENOENT;
-    }
-    struct pool_options po = {
-        .size = (unsigned)o->pool_size,
-        .zygotes = (unsigned)o->zygotes,
-        .max_frame = 64u << 20,
-        .nproc = o->procs,
-        .nofile = 256,
-        .preimport = o->preimport,
-    };
-    if (o->pool_size && (r = pool_new(&s->jail, &po, &s->pool)) < 0) {
+    if (o->pool_size &&
+        (r = setup_pool(s, o, (unsigned)o->pool_size, (unsigned)o->zygotes, NULL, &s->pool)) < 0) {
         log_error("%s: the warm pool could not start (use --pool-size 0 to run without)", cmd);
         return r;
     }
     /* Sessions need asyncio and the session runtime (~25 ms of imports): a zygote of their
      * own has them imported, so that a session is ready in a few milliseconds without
      * making every JIT interpreter's fork and exit dearer. */
-    if (o->session_pool_size) {
-        if (asprintf(&s->session_preimport, "%s,sandboxd_runtime.session", o->preimport) < 0) {
-            s->session_preimport = NULL;
-            return -ENOMEM;
-        }
-        po.size = (unsigned)o->session_pool_size;
-        po.zygotes = 1;
-        po.preimport = s->session_preimport;
-        if ((r = pool_new(&s->jail, &po, &s->session_pool)) < 0) {
-            log_error("%s: the session pool could not start (use --session-pool-size 0 to run "
-                      "without)",
-                      cmd);
-            return r;
-        }
+    if (o->session_pool_size &&
+        (r = setup_pool(s, o, (unsigned)o->session_pool_size, 1, "sandboxd_runtime.session",
+                        &s->session_pool)) < 0) {
+        log_error("%s: the session pool could not start (use --session-pool-size 0 to run "
+                  "without)",
+                  cmd);
+        return r;
     }
     r = mcp_config_load(o->mcp_config, !o->no_discovery, getcwd(cwd, sizeof(cwd)), getenv("HOME"),
                         &s->mcfg);
@@ -241,7 +245,6 @@ void setup_stop(struct setup *s)
 {
     sessions_free(s->sessions);
     pool_free(s->session_pool);
-    free(s->session_preimport);
     pool_free(s->pool);
     workspace_store_free(s->wstore);
     mcp_registry_free(s->mcp);

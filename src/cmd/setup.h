@@ -137,7 +137,6 @@ struct setup {
     struct metrics *metrics;
     struct pool *pool;         /* NULL with --pool-size 0 */
     struct pool *session_pool; /* NULL with --session-pool-size 0: sessions use pool */
-    char *session_preimport;
     struct mcp_config mcfg;
     struct mcp_registry *mcp;
     char *state_dir;
@@ -151,6 +150,10 @@ struct setup {
  * is borrowed and must outlive *s. 0, or -errno with *s partly built (call setup_stop()). */
 int setup_start(struct setup *s, const struct setup_opts *o, struct common_opts *common,
                 const char *cmd);
+/* A warm pool of size cells from zygotes zygotes that import --preimport plus extra
+ * (comma-separated, may be NULL) before forking; after setup_start() built the jail. */
+int setup_pool(struct setup *s, const struct setup_opts *o, unsigned size, unsigned zygotes,
+               const char *extra, struct pool **ret);
 /* Tear down in reverse order; safe on a zeroed or partly built struct. */
 void setup_stop(struct setup *s);
 

@@ -126,6 +126,7 @@ void flow_llm_call(struct app *a, const struct request_spec *s, const char *temp
         .requested_timeout_ms = timeout,
         .requested_memory_mb = s->memory_mb,
         .hooks = &hooks,
+        .pool = a->template_pool,
     };
     int r = job ? app_run_job(a, &run) : -ENOMEM;
     app_reply_from_run(a, s, &run, r, RESPONSE_JIT, fst, ret);

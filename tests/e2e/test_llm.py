@@ -196,3 +196,29 @@ def test_local_framework_echo_model(make_server, tmp_path):
     assert s.execute(req).json["data"] == "Hello Ada"
     req["context"]["taskDetails"]["promptTemplate"] = "prompts/json.yaml"
     assert s.execute(req).json["data"] == {"greeting": "hi Ada"}
+
+
+def test_templates_run_in_their_own_warm_pool(server, fw):
+    # the template pool's interpreters start with jinja2, yaml and jsonschema imported; the
+    # JIT pool's do not carry them
+    fw.add(APP, "prompts/summary.yaml", SUMMARY)
+    before = server.health()
+    assert before["templatePool"]["enabled"] and before["templatePool"]["target"] == 2
+    assert data(server.execute(llm_request(fw, "prompts/summary.yaml",
+                                           {"text": "x", "want": "y", "topic": "t"}))) == "y"
+    after = server.health()
+    taken = [p["hits"] + p["misses"] for p in (before["templatePool"], after["templatePool"])]
+    assert taken[1] == taken[0] + 1
+    assert after["pool"]["hits"] + after["pool"]["misses"] == (before["pool"]["hits"]
+                                                                + before["pool"]["misses"])
+
+
+def test_without_a_template_pool_templates_use_the_main_pool(make_server, fw):
+    s = make_server("--pool-size", "2", "--template-pool-size", "0")
+    assert s.health()["templatePool"] == {"enabled": False}
+    fw.add(APP, "prompts/summary.yaml", SUMMARY)
+    before = s.health()["pool"]
+    r = s.execute(llm_request(fw, "prompts/summary.yaml", {"text": "x", "want": "y", "topic": "t"}))
+    assert data(r) == "y"
+    after = s.health()["pool"]
+    assert after["hits"] + after["misses"] == before["hits"] + before["misses"] + 1
