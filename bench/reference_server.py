@@ -43,6 +43,37 @@ def bwrap_prefix(workdir):
     return args
 
 
+def prepare(apps, req, use_bwrap, python):
+    """The script of req written to a fresh directory: (the command that runs it, the directory)."""
+    ctx = req["context"]
+    details = ctx["taskDetails"]
+    with open(os.path.join(apps, ctx["appId"], details["script"]), "rb") as f:
+        source = f.read()  # stands in for the MCP fetch, which sandboxd caches too
+    workdir = tempfile.mkdtemp(prefix="ref-")
+    script = os.path.join(workdir, "script.py")
+    runner = os.path.join(workdir, "runner.py")
+    with open(script, "wb") as f:
+        f.write(source)
+    with open(runner, "w") as f:
+        f.write(RUNNER)
+    cmd = [python, runner, script, details["function"]]
+    return (bwrap_prefix(workdir) + cmd if use_bwrap else cmd), workdir
+
+
+def response(req, stdout):
+    """The /execute answer from the runner's output."""
+    out = json.loads(stdout)
+    if out["ok"]:
+        return {"requestId": req["requestId"], "resultType": "generic", "data": out["result"]}
+    return {"requestId": req["requestId"], "resultType": "error",
+            "data": {"code": "APPLICATION_ERROR", "message": out["error"]["message"],
+                     "details": out["error"]}}
+
+
+def timeout_s(req):
+    return req["context"]["taskDetails"].get("timeoutMs", 10000) / 1000.0
+
+
 def make_handler(apps, use_bwrap, python):
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -53,36 +84,17 @@ def make_handler(apps, use_bwrap, python):
         def do_POST(self):
             length = int(self.headers.get("Content-Length", 0))
             req = json.loads(self.rfile.read(length))
-            ctx = req["context"]
-            details = ctx["taskDetails"]
-            with open(os.path.join(apps, ctx["appId"], details["script"]), "rb") as f:
-                source = f.read()  # stands in for the MCP fetch, which sandboxd caches too
-            workdir = tempfile.mkdtemp(prefix="ref-")
+            workdir = None
             try:
-                script = os.path.join(workdir, "script.py")
-                runner = os.path.join(workdir, "runner.py")
-                with open(script, "wb") as f:
-                    f.write(source)
-                with open(runner, "w") as f:
-                    f.write(RUNNER)
-                cmd = [python, runner, script, details["function"]]
-                if use_bwrap:
-                    cmd = bwrap_prefix(workdir) + cmd
+                cmd, workdir = prepare(apps, req, use_bwrap, python)
                 p = subprocess.run(cmd, input=json.dumps(req).encode(), capture_output=True,
-                                   timeout=details.get("timeoutMs", 10000) / 1000.0)
-                out = json.loads(p.stdout)
-                if out["ok"]:
-                    body = {"requestId": req["requestId"], "resultType": "generic",
-                            "data": out["result"]}
-                else:
-                    body = {"requestId": req["requestId"], "resultType": "error",
-                            "data": {"code": "APPLICATION_ERROR", "message": out["error"]["message"],
-                                     "details": out["error"]}}
-                status = 200
+                                   timeout=timeout_s(req))
+                body, status = response(req, p.stdout), 200
             except Exception as e:  # the reference keeps its own errors simple
                 body, status = {"error": str(e)}, 500
             finally:
-                shutil.rmtree(workdir, ignore_errors=True)
+                if workdir:
+                    shutil.rmtree(workdir, ignore_errors=True)
             data = json.dumps(body).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
@@ -93,13 +105,17 @@ def make_handler(apps, use_bwrap, python):
     return Handler
 
 
-def main():
+def parse_args():
     ap = argparse.ArgumentParser()
     ap.add_argument("--port", type=int, required=True)
     ap.add_argument("--apps", required=True)
     ap.add_argument("--bwrap", action="store_true")
     ap.add_argument("--python", default="/usr/bin/python3")
-    a = ap.parse_args()
+    return ap.parse_args()
+
+
+def main():
+    a = parse_args()
     httpd = ThreadingHTTPServer(("127.0.0.1", a.port), make_handler(a.apps, a.bwrap, a.python))
     httpd.daemon_threads = True
     sys.stderr.write("reference server on %d (bwrap=%s)\n" % (a.port, a.bwrap))

@@ -25,17 +25,7 @@
 #include "util/log.h"
 #include "util/macros.h"
 #include "util/path.h"
-
-static int wf_fail(char **ret_error, int err, const char *fmt, ...) _printf_(3, 4);
-static int wf_fail(char **ret_error, int err, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    if (vasprintf(ret_error, fmt, ap) < 0)
-        *ret_error = NULL;
-    va_end(ap);
-    return -err;
-}
+#include "util/fmt.h"
 
 /* ---- paths and conditions ----------------------------------------------------------------- */
 
@@ -281,66 +271,68 @@ static size_t wf_targets(json_t *step, const char **out, size_t max)
 static int wf_check_step(json_t *steps, const char *id, json_t *step, char **ret_error)
 {
     if (!json_is_object(step))
-        return wf_fail(ret_error, EINVAL, "step %s: must be a mapping", id);
+        return fmt_error(ret_error, EINVAL, "step %s: must be a mapping", id);
     const char *type = json_string_value(json_object_get(step, "type"));
     if (!type)
-        return wf_fail(ret_error, EINVAL, "step %s: has no type", id);
+        return fmt_error(ret_error, EINVAL, "step %s: has no type", id);
     const char *why;
     if (strcmp(type, "jit") == 0) {
         const char *script = json_string_value(json_object_get(step, "script"));
         const char *fn = json_string_value(json_object_get(step, "function"));
         if (!script || (why = path_check_relative(script, strlen(script))))
-            return wf_fail(ret_error, EINVAL, "step %s: script %s", id,
-                           script ? why : "is required");
+            return fmt_error(ret_error, EINVAL, "step %s: script %s", id,
+                             script ? why : "is required");
         if (!fn || !request_is_identifier(fn))
-            return wf_fail(ret_error, EINVAL, "step %s: function must be a Python identifier", id);
+            return fmt_error(ret_error, EINVAL, "step %s: function must be a Python identifier",
+                             id);
     } else if (strcmp(type, "llm") == 0) {
         const char *t = json_string_value(json_object_get(step, "promptTemplate"));
         if (!t || (why = path_check_relative(t, strlen(t))))
-            return wf_fail(ret_error, EINVAL, "step %s: promptTemplate %s", id,
-                           t ? why : "is required");
+            return fmt_error(ret_error, EINVAL, "step %s: promptTemplate %s", id,
+                             t ? why : "is required");
         json_t *o = json_object_get(step, "overrides");
         if (o && !json_is_object(o))
-            return wf_fail(ret_error, EINVAL, "step %s: overrides must be a mapping", id);
+            return fmt_error(ret_error, EINVAL, "step %s: overrides must be a mapping", id);
     } else if (strcmp(type, "mcp") == 0) {
         if (!json_string_value(json_object_get(step, "tool")))
-            return wf_fail(ret_error, EINVAL, "step %s: tool is required", id);
+            return fmt_error(ret_error, EINVAL, "step %s: tool is required", id);
         json_t *p = json_object_get(step, "params");
         if (p && !json_is_object(p))
-            return wf_fail(ret_error, EINVAL, "step %s: params must be a mapping", id);
+            return fmt_error(ret_error, EINVAL, "step %s: params must be a mapping", id);
     } else if (strcmp(type, "control") != 0) {
-        return wf_fail(ret_error, EINVAL, "step %s: unknown type '%s' (jit, llm, mcp or control)",
-                       id, type);
+        return fmt_error(ret_error, EINVAL, "step %s: unknown type '%s' (jit, llm, mcp or control)",
+                         id, type);
     }
     json_t *im = json_object_get(step, "inputMapping");
     if (im && !json_is_object(im))
-        return wf_fail(ret_error, EINVAL, "step %s: inputMapping must be a mapping", id);
+        return fmt_error(ret_error, EINVAL, "step %s: inputMapping must be a mapping", id);
     json_t *next = json_object_get(step, "next");
     json_t *trans = json_object_get(step, "transitions");
     json_t *end = json_object_get(step, "end");
     int ways = (next != NULL) + (trans != NULL) + (json_is_true(end) ? 1 : 0);
     if (end && !json_is_boolean(end))
-        return wf_fail(ret_error, EINVAL, "step %s: end must be true or false", id);
+        return fmt_error(ret_error, EINVAL, "step %s: end must be true or false", id);
     if (ways != 1)
-        return wf_fail(ret_error, EINVAL,
-                       "step %s: needs exactly one of next, transitions or end: true", id);
+        return fmt_error(ret_error, EINVAL,
+                         "step %s: needs exactly one of next, transitions or end: true", id);
     if (next && (!json_is_string(next) || !json_object_get(steps, json_string_value(next))))
-        return wf_fail(ret_error, EINVAL, "step %s: next names no step (%s)", id,
-                       json_is_string(next) ? json_string_value(next) : "not a string");
+        return fmt_error(ret_error, EINVAL, "step %s: next names no step (%s)", id,
+                         json_is_string(next) ? json_string_value(next) : "not a string");
     if (trans) {
         if (!json_is_array(trans) || json_array_size(trans) == 0)
-            return wf_fail(ret_error, EINVAL, "step %s: transitions must be a non-empty list", id);
+            return fmt_error(ret_error, EINVAL, "step %s: transitions must be a non-empty list",
+                             id);
         size_t i;
         json_t *t;
         json_array_foreach(trans, i, t)
         {
             const char *tn = json_string_value(json_object_get(t, "next"));
             if (!json_is_object(t) || !tn || !json_object_get(steps, tn))
-                return wf_fail(ret_error, EINVAL,
-                               "step %s: transition %zu needs a next that names a step", id, i);
+                return fmt_error(ret_error, EINVAL,
+                                 "step %s: transition %zu needs a next that names a step", id, i);
             json_t *when = json_object_get(t, "when");
             if (when && wf_check_cond(when, 0, &why) < 0)
-                return wf_fail(ret_error, EINVAL, "step %s: transition %zu: %s", id, i, why);
+                return fmt_error(ret_error, EINVAL, "step %s: transition %zu: %s", id, i, why);
         }
     }
     return 0;
@@ -351,21 +343,21 @@ int workflow_validate(json_t *wf, char **ret_error, const char **ret_step)
     *ret_error = NULL;
     *ret_step = NULL;
     if (!json_is_object(wf))
-        return wf_fail(ret_error, EINVAL, "a workflow must be a mapping");
+        return fmt_error(ret_error, EINVAL, "a workflow must be a mapping");
     const char *start = json_string_value(json_object_get(wf, "startAt"));
     json_t *steps = json_object_get(wf, "steps");
     if (!json_is_object(steps) || json_object_size(steps) == 0)
-        return wf_fail(ret_error, EINVAL, "a workflow needs a non-empty mapping of steps");
+        return fmt_error(ret_error, EINVAL, "a workflow needs a non-empty mapping of steps");
     if (json_object_size(steps) > WORKFLOW_LIMIT_MAX_STEPS)
-        return wf_fail(ret_error, EINVAL, "a workflow has at most %d steps",
-                       WORKFLOW_LIMIT_MAX_STEPS);
+        return fmt_error(ret_error, EINVAL, "a workflow has at most %d steps",
+                         WORKFLOW_LIMIT_MAX_STEPS);
     if (!start || !json_object_get(steps, start))
-        return wf_fail(ret_error, EINVAL, "startAt must name a step");
+        return fmt_error(ret_error, EINVAL, "startAt must name a step");
     json_t *ms = json_object_get(wf, "maxSteps");
     if (ms && (!json_is_integer(ms) || json_integer_value(ms) < 1 ||
                json_integer_value(ms) > WORKFLOW_LIMIT_MAX_STEPS))
-        return wf_fail(ret_error, EINVAL, "maxSteps must be an integer in [1, %d]",
-                       WORKFLOW_LIMIT_MAX_STEPS);
+        return fmt_error(ret_error, EINVAL, "maxSteps must be an integer in [1, %d]",
+                         WORKFLOW_LIMIT_MAX_STEPS);
     const char *id;
     json_t *step;
     json_object_foreach(steps, id, step)
@@ -418,11 +410,11 @@ int workflow_validate(json_t *wf, char **ret_error, const char **ret_step)
     for (size_t i = 0; i < n; i++)
         if (reach[i] && !ends[i]) {
             *ret_step = ids[i];
-            r = wf_fail(ret_error, EINVAL,
-                        strcmp(ids[i], start) == 0
-                            ? "no end is reachable from step %s"
-                            : "step %s can never reach an end (an endless loop)",
-                        ids[i]);
+            r = fmt_error(ret_error, EINVAL,
+                          strcmp(ids[i], start) == 0
+                              ? "no end is reachable from step %s"
+                              : "step %s can never reach an end (an endless loop)",
+                          ids[i]);
             break;
         }
 out:
@@ -450,11 +442,9 @@ static json_t *wf_error_body(struct wf_run *w, const char *code, const char *ste
 static json_t *wf_error_body(struct wf_run *w, const char *code, const char *step, json_t *details,
                              const char *fmt, ...)
 {
-    char *msg = NULL;
     va_list ap;
     va_start(ap, fmt);
-    if (vasprintf(&msg, fmt, ap) < 0)
-        msg = NULL;
+    char *msg = fmt_va(fmt, ap);
     va_end(ap);
     if (!details)
         details = json_object();

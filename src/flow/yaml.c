@@ -19,22 +19,10 @@
 #include <yaml.h>
 
 #include "util/macros.h"
+#include "util/fmt.h"
 
 #define FLOW_YAML_MAX_DEPTH   64
 #define FLOW_YAML_MAX_ANCHORS 1024
-
-/* Set *ret_error (caller frees; NULL when out of memory) and return -err. */
-static int yaml_fail(char **ret_error, int err, const char *fmt, ...) _printf_(3, 4);
-static int yaml_fail(char **ret_error, int err, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vasprintf(ret_error, fmt, ap);
-    va_end(ap);
-    if (n < 0)
-        *ret_error = NULL;
-    return -err;
-}
 
 struct yaml_frame {
     json_t *node;
@@ -118,11 +106,11 @@ static int yaml_add(struct yaml_state *st, json_t *value, size_t size, const cha
                     char **ret_error)
 {
     if (!value)
-        return yaml_fail(ret_error, ENOMEM, "out of memory");
+        return fmt_error(ret_error, ENOMEM, "out of memory");
     if (anchor) {
         if (st->n_anchors == FLOW_YAML_MAX_ANCHORS) {
             json_decref(value);
-            return yaml_fail(ret_error, E2BIG, "too many anchors");
+            return fmt_error(ret_error, E2BIG, "too many anchors");
         }
         struct yaml_anchor *a = &st->anchors[st->n_anchors++];
         a->name = strdup(anchor);
@@ -140,7 +128,7 @@ static int yaml_add(struct yaml_state *st, json_t *value, size_t size, const cha
     top->size += size;
     if (json_is_array(top->node))
         return json_array_append_new(top->node, value) == 0 ? 0
-                                                            : yaml_fail(ret_error, ENOMEM, "oom");
+                                                            : fmt_error(ret_error, ENOMEM, "oom");
     if (!top->key) {
         /* Keys: strings; other scalars are written as their text (YAML "1:" is "1"). */
         if (json_is_string(value))
@@ -150,13 +138,13 @@ static int yaml_add(struct yaml_state *st, json_t *value, size_t size, const cha
             top->key = json_dumps(value, JSON_ENCODE_ANY);
         json_decref(value);
         if (!top->key)
-            return yaml_fail(ret_error, EINVAL, "mapping keys must be scalars");
+            return fmt_error(ret_error, EINVAL, "mapping keys must be scalars");
         return 0;
     }
     int r = json_object_set_new(top->node, top->key, value);
     free(top->key);
     top->key = NULL;
-    return r == 0 ? 0 : yaml_fail(ret_error, ENOMEM, "oom");
+    return r == 0 ? 0 : fmt_error(ret_error, ENOMEM, "oom");
 }
 
 int flow_yaml_load(const char *text, size_t len, size_t max_nodes, json_t **ret, char **ret_error)
@@ -165,7 +153,7 @@ int flow_yaml_load(const char *text, size_t len, size_t max_nodes, json_t **ret,
     *ret_error = NULL;
     yaml_parser_t p;
     if (!yaml_parser_initialize(&p))
-        return yaml_fail(ret_error, ENOMEM, "cannot initialise the YAML parser");
+        return fmt_error(ret_error, ENOMEM, "cannot initialise the YAML parser");
     yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
     struct yaml_state *st = calloc(1, sizeof(*st));
     int r = 0;
@@ -178,7 +166,7 @@ int flow_yaml_load(const char *text, size_t len, size_t max_nodes, json_t **ret,
     while (!done && r == 0) {
         yaml_event_t ev;
         if (!yaml_parser_parse(&p, &ev)) {
-            r = yaml_fail(ret_error, EINVAL, "YAML error at line %zu: %s",
+            r = fmt_error(ret_error, EINVAL, "YAML error at line %zu: %s",
                           (size_t)p.problem_mark.line + 1, p.problem ? p.problem : "unknown");
             break;
         }
@@ -186,12 +174,12 @@ int flow_yaml_load(const char *text, size_t len, size_t max_nodes, json_t **ret,
         case YAML_MAPPING_START_EVENT:
         case YAML_SEQUENCE_START_EVENT:
             if (st->depth == FLOW_YAML_MAX_DEPTH) {
-                r = yaml_fail(ret_error, E2BIG, "YAML nested deeper than %d levels",
+                r = fmt_error(ret_error, E2BIG, "YAML nested deeper than %d levels",
                               FLOW_YAML_MAX_DEPTH);
                 break;
             }
             if (++st->nodes > st->max_nodes) {
-                r = yaml_fail(ret_error, E2BIG, "YAML document larger than %zu nodes",
+                r = fmt_error(ret_error, E2BIG, "YAML document larger than %zu nodes",
                               st->max_nodes);
                 break;
             }
@@ -217,7 +205,7 @@ int flow_yaml_load(const char *text, size_t len, size_t max_nodes, json_t **ret,
         }
         case YAML_SCALAR_EVENT:
             if (++st->nodes > st->max_nodes) {
-                r = yaml_fail(ret_error, E2BIG, "YAML document larger than %zu nodes",
+                r = fmt_error(ret_error, E2BIG, "YAML document larger than %zu nodes",
                               st->max_nodes);
                 break;
             }
@@ -232,12 +220,12 @@ int flow_yaml_load(const char *text, size_t len, size_t max_nodes, json_t **ret,
                     break;
                 }
             if (!a) {
-                r = yaml_fail(ret_error, EINVAL, "YAML alias *%s has no anchor", name);
+                r = fmt_error(ret_error, EINVAL, "YAML alias *%s has no anchor", name);
                 break;
             }
             st->nodes += a->size;
             if (st->nodes > st->max_nodes) {
-                r = yaml_fail(ret_error, E2BIG, "YAML aliases expand beyond %zu nodes",
+                r = fmt_error(ret_error, E2BIG, "YAML aliases expand beyond %zu nodes",
                               st->max_nodes);
                 break;
             }

@@ -27,6 +27,7 @@
 #include "util/fdio.h"
 #include "util/log.h"
 #include "util/macros.h"
+#include "util/fmt.h"
 
 struct http_server {
     struct MHD_Daemon *daemon;
@@ -77,9 +78,7 @@ void http_reply_error(struct http_reply *r, int status, const char *code, const 
 {
     va_list ap;
     va_start(ap, fmt);
-    char *msg = NULL;
-    if (vasprintf(&msg, fmt, ap) < 0)
-        msg = NULL;
+    char *msg = fmt_va(fmt, ap);
     va_end(ap);
     json_t *err = json_pack("{s:s, s:s}", "code", code, "message", msg ? msg : code);
     if (err && field)

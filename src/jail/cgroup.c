@@ -26,6 +26,7 @@
 #include "util/fdio.h"
 #include "util/log.h"
 #include "util/macros.h"
+#include "util/fmt.h"
 
 struct cgroup_cell {
     struct cgroup_env *env;
@@ -55,8 +56,7 @@ static void cgroup_set_reason(struct cgroup_env *env, const char *fmt, ...)
     va_list ap;
     va_start(ap, fmt);
     free(env->reason);
-    if (vasprintf(&env->reason, fmt, ap) < 0)
-        env->reason = NULL;
+    env->reason = fmt_va(fmt, ap);
     va_end(ap);
 }
 

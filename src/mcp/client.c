@@ -139,7 +139,7 @@ int mcp_server_config_copy(const struct mcp_server_config *src, struct mcp_serve
 
 /* ---- time ---- */
 
-static int64_t client_deadline(int64_t timeout_ms)
+int64_t mcp_client_deadline(int64_t timeout_ms)
 {
     if (timeout_ms <= 0)
         timeout_ms = MCP_CLIENT_DEFAULT_TIMEOUT;
@@ -508,7 +508,7 @@ static int client_handshake(struct mcp_client *c, int64_t deadline_us, struct mc
 int mcp_client_connect(const struct mcp_server_config *cfg, int64_t timeout_ms,
                        struct mcp_client **ret, struct mcp_error *err)
 {
-    int64_t deadline = client_deadline(timeout_ms);
+    int64_t deadline = mcp_client_deadline(timeout_ms);
     if (!cfg->name || !!cfg->command == !!cfg->url) {
         mcp_error_set(err, MCP_ERR_TRANSPORT, NULL,
                       "MCP server '%s' needs exactly one of command and url",
@@ -601,13 +601,13 @@ uint64_t mcp_client_tools_generation(struct mcp_client *c)
 int mcp_client_request(struct mcp_client *c, const char *method, json_t *params, int64_t timeout_ms,
                        json_t **ret_result, struct mcp_error *err)
 {
-    return client_call(c, method, params, client_deadline(timeout_ms), true, ret_result, err);
+    return client_call(c, method, params, mcp_client_deadline(timeout_ms), true, ret_result, err);
 }
 
 int mcp_client_list_tools(struct mcp_client *c, int64_t timeout_ms, json_t **ret_tools,
                           struct mcp_error *err)
 {
-    int64_t deadline = client_deadline(timeout_ms);
+    int64_t deadline = mcp_client_deadline(timeout_ms);
     json_t *all = json_array();
     char *cursor = NULL;
     int r = all ? 0 : -ENOMEM;
@@ -673,7 +673,8 @@ int mcp_client_call_tool(struct mcp_client *c, const char *tool, json_t *args, i
         return -ENOMEM;
     }
     json_t *result = NULL;
-    int r = client_call(c, "tools/call", params, client_deadline(timeout_ms), true, &result, err);
+    int r =
+        client_call(c, "tools/call", params, mcp_client_deadline(timeout_ms), true, &result, err);
     json_decref(params);
     if (r < 0)
         return r;

@@ -20,11 +20,14 @@
 #include "mcp/simple.h" /* struct mcp_error, mcp_error_set/clear, enum mcp_error_kind */
 
 /* Limits on what a server may send us. */
-#define MCP_CLIENT_MAX_MESSAGE      (16u << 20) /* one JSON-RPC message (a stdio line, an SSE event) */
-#define MCP_CLIENT_MAX_TOOL_PAGES   100         /* tools/list pages followed */
-#define MCP_CLIENT_MAX_TOOLS        10000       /* tools over all pages */
-#define MCP_CLIENT_DEFAULT_TIMEOUT  30000       /* ms, used when a timeout_ms argument is <= 0 */
-#define MCP_CLIENT_MAX_TIMEOUT      86400000    /* ms; longer timeouts are cut to this */
+#define MCP_CLIENT_MAX_MESSAGE     (16u << 20) /* one JSON-RPC message (a stdio line, an SSE event) */
+#define MCP_CLIENT_MAX_TOOL_PAGES  100         /* tools/list pages followed */
+#define MCP_CLIENT_MAX_TOOLS       10000       /* tools over all pages */
+#define MCP_CLIENT_DEFAULT_TIMEOUT 30000       /* ms, used when a timeout_ms argument is <= 0 */
+#define MCP_CLIENT_MAX_TIMEOUT     86400000    /* ms; longer timeouts are cut to this */
+
+/* The monotonic deadline (us) of an operation given timeout_ms, with the rules above. */
+int64_t mcp_client_deadline(int64_t timeout_ms);
 #define MCP_CLIENT_PROTOCOL_VERSION "2025-11-25"
 
 /* One server as configured (config.c). Every member is owned by the struct. */

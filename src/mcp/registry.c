@@ -16,7 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/buf.h"
 #include "util/clock.h"
+#include "util/fmt.h"
 #include "util/log.h"
 #include "util/macros.h"
 
@@ -156,19 +158,24 @@ static int reg_unknown(const char *name, struct mcp_error *err)
     return -ENOENT;
 }
 
-static int64_t reg_deadline(int64_t timeout_ms)
-{
-    if (timeout_ms <= 0)
-        timeout_ms = MCP_CLIENT_DEFAULT_TIMEOUT;
-    if (timeout_ms > MCP_CLIENT_MAX_TIMEOUT)
-        timeout_ms = MCP_CLIENT_MAX_TIMEOUT;
-    return clock_mono_us() + timeout_ms * 1000;
-}
-
 static int64_t reg_left_ms(int64_t deadline_us)
 {
     int64_t left = (deadline_us - clock_mono_us()) / 1000;
     return left > 0 ? left : 1; /* the client turns 1 ms into a clean timeout */
+}
+
+/* The server called name, with a live connection (release with reg_release) and the deadline
+ * of the whole operation. */
+static int reg_open(struct mcp_registry *r, const char *name, int64_t timeout_ms,
+                    struct reg_server **ret_server, struct reg_conn **ret_conn,
+                    int64_t *ret_deadline, struct mcp_error *err)
+{
+    struct reg_server *s = reg_find(r, name);
+    if (!s)
+        return reg_unknown(name, err);
+    *ret_server = s;
+    *ret_deadline = mcp_client_deadline(timeout_ms);
+    return reg_acquire(s, *ret_deadline, ret_conn, err);
 }
 
 int mcp_registry_new(const struct mcp_config *cfg, struct mcp_registry **ret)
@@ -211,9 +218,27 @@ void mcp_registry_free(struct mcp_registry *r)
     free(r);
 }
 
-bool mcp_registry_has(struct mcp_registry *r, const char *name)
+char *mcp_registry_check_names(struct mcp_registry *r, json_t *names)
 {
-    return reg_find(r, name) != NULL;
+    size_t i;
+    json_t *v;
+    json_array_foreach(names, i, v)
+    {
+        const char *name = json_string_value(v);
+        if (name && reg_find(r, name))
+            continue;
+        struct buf known;
+        buf_init(&known, 1u << 16);
+        for (size_t k = 0; k < r->n; k++)
+            (void)buf_printf(&known, "%s%s", k ? ", " : "", r->servers[k].cfg.name);
+        char *msg = fmt_str("servers[%zu]: %s%.64s%s is not a configured MCP server "
+                            "(configured: %s)",
+                            i, name ? "'" : "", name ? name : "(not a string)", name ? "'" : "",
+                            r->n && known.data ? known.data : "none");
+        buf_free(&known);
+        return msg ? msg : strdup("servers: not all configured MCP servers");
+    }
+    return NULL;
 }
 
 json_t *mcp_registry_names(struct mcp_registry *r)
@@ -255,12 +280,10 @@ json_t *mcp_registry_describe(struct mcp_registry *r)
 int mcp_registry_tools(struct mcp_registry *r, const char *name, int64_t timeout_ms,
                        json_t **ret_tools, struct mcp_error *err)
 {
-    struct reg_server *s = reg_find(r, name);
-    if (!s)
-        return reg_unknown(name, err);
-    int64_t deadline = reg_deadline(timeout_ms);
+    struct reg_server *s;
     struct reg_conn *conn = NULL;
-    int rc = reg_acquire(s, deadline, &conn, err);
+    int64_t deadline;
+    int rc = reg_open(r, name, timeout_ms, &s, &conn, &deadline, err);
     if (rc < 0)
         return rc;
 
@@ -302,12 +325,10 @@ int mcp_registry_tools(struct mcp_registry *r, const char *name, int64_t timeout
 int mcp_registry_call(struct mcp_registry *r, const char *name, const char *tool, json_t *args,
                       int64_t timeout_ms, json_t **ret_result, struct mcp_error *err)
 {
-    struct reg_server *s = reg_find(r, name);
-    if (!s)
-        return reg_unknown(name, err);
-    int64_t deadline = reg_deadline(timeout_ms);
+    struct reg_server *s;
     struct reg_conn *conn = NULL;
-    int rc = reg_acquire(s, deadline, &conn, err);
+    int64_t deadline;
+    int rc = reg_open(r, name, timeout_ms, &s, &conn, &deadline, err);
     if (rc < 0)
         return rc;
     rc = mcp_client_call_tool(conn->client, tool, args, reg_left_ms(deadline), ret_result, err);

@@ -25,7 +25,9 @@ struct mcp_registry;
 int mcp_registry_new(const struct mcp_config *cfg, struct mcp_registry **ret);
 /* Closes every connection; NULL-safe. No call may be running or start. */
 void mcp_registry_free(struct mcp_registry *r);
-bool mcp_registry_has(struct mcp_registry *r, const char *name);
+/* NULL when every element of names is the name of a configured server; else a message
+ * (caller frees; "servers[i]: 'x' is not a configured MCP server (configured: a, b)"). */
+char *mcp_registry_check_names(struct mcp_registry *r, json_t *names);
 /* New reference: ["name", ...] in config order. */
 json_t *mcp_registry_names(struct mcp_registry *r);
 /* New reference: [{name, transport: "stdio"|"http", description, connected: bool, serverInfo?}].

@@ -24,6 +24,7 @@
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/macros.h"
+#include "util/fmt.h"
 
 #ifndef SANDBOXD_VERSION
 #define SANDBOXD_VERSION "0.0.0"
@@ -62,11 +63,9 @@ bool srv_legacy(const struct mcp_server_conn *c)
 static json_t *srv_error(json_t *id, int code, json_t *data, const char *fmt, ...) _printf_(4, 5);
 static json_t *srv_error(json_t *id, int code, json_t *data, const char *fmt, ...)
 {
-    char *msg = NULL;
     va_list ap;
     va_start(ap, fmt);
-    if (vasprintf(&msg, fmt, ap) < 0)
-        msg = NULL;
+    char *msg = fmt_va(fmt, ap);
     va_end(ap);
     json_t *e = jsonrpc_error_new(jsonrpc_id_valid(id) ? id : NULL, code, msg, data);
     free(msg);

@@ -20,11 +20,10 @@ json_t *srv_list_servers(struct mcp_server_conn *c, json_t *args)
 {
     struct mcp_server *s = c->srv;
     static const char *const allowed[] = {"tools", NULL};
-    const char *unknown = srv_unknown_key(args, allowed);
     json_t *want = json_object_get(args, "tools");
-    if (unknown)
-        return srv_tool_error(c, "list_servers: unknown argument '%.64s' (arguments: tools)",
-                              unknown);
+    json_t *bad = srv_check_args(c, "list_servers", args, allowed);
+    if (bad)
+        return bad;
     if (want && !json_is_boolean(want) && !json_is_null(want))
         return srv_tool_error(c, "list_servers: tools: true or false");
     json_t *servers = mcp_registry_describe(s->registry);
@@ -158,12 +157,9 @@ json_t *srv_search(struct mcp_server_conn *c, json_t *args)
 {
     struct mcp_server *s = c->srv;
     static const char *const allowed[] = {"query", "limit", NULL};
-    const char *unknown = srv_unknown_key(args, allowed);
-    if (unknown)
-        return srv_tool_error(c,
-                              "search_tool_docs: unknown argument '%.64s' (arguments: query, "
-                              "limit)",
-                              unknown);
+    json_t *bad = srv_check_args(c, "search_tool_docs", args, allowed);
+    if (bad)
+        return bad;
     json_t *q = json_object_get(args, "query");
     json_t *lim = json_object_get(args, "limit");
     if (!json_is_string(q) || json_string_length(q) > SRV_MAX_QUERY)

@@ -76,8 +76,10 @@ json_t *srv_tool_result(const struct mcp_server_conn *c, const char *text, json_
 json_t *srv_tool_error(const struct mcp_server_conn *c, const char *fmt, ...) _printf_(2, 3);
 /* The Python identifier the session runtime gives a server or tool name, appended to out. */
 void srv_identifier(const char *name, struct buf *out);
-/* The first key of args not in allowed (NULL-terminated), else NULL. */
-const char *srv_unknown_key(json_t *args, const char *const *allowed);
+/* A tool error naming the first key of args not in allowed (NULL-terminated) and the keys
+ * tool takes, else NULL. */
+json_t *srv_check_args(const struct mcp_server_conn *c, const char *tool, json_t *args,
+                       const char *const *allowed);
 /* "a, b" or "none" (caller frees). */
 char *srv_names_text(json_t *names);
 

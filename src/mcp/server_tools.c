@@ -25,6 +25,7 @@
 #include "util/buf.h"
 #include "util/clock.h"
 #include "util/macros.h"
+#include "util/fmt.h"
 
 #define SRV_MAX_CODE     (1u << 20) /* bytes of code in one run_python */
 #define SRV_MAX_SERVERS  64         /* entries of run_python's servers */
@@ -52,11 +53,9 @@ json_t *srv_tool_result(const struct mcp_server_conn *c, const char *text, json_
 
 json_t *srv_tool_error(const struct mcp_server_conn *c, const char *fmt, ...)
 {
-    char *msg = NULL;
     va_list ap;
     va_start(ap, fmt);
-    if (vasprintf(&msg, fmt, ap) < 0)
-        msg = NULL;
+    char *msg = fmt_va(fmt, ap);
     va_end(ap);
     json_t *r = srv_tool_result(c, msg ? msg : "error", NULL, true);
     free(msg);
@@ -142,11 +141,9 @@ char *srv_names_text(json_t *names)
 static void srv_note(json_t *notes, const char *fmt, ...) _printf_(2, 3);
 static void srv_note(json_t *notes, const char *fmt, ...)
 {
-    char *msg = NULL;
     va_list ap;
     va_start(ap, fmt);
-    if (vasprintf(&msg, fmt, ap) < 0)
-        msg = NULL;
+    char *msg = fmt_va(fmt, ap);
     va_end(ap);
     if (msg)
         json_array_append_new(notes, json_string(msg));
@@ -452,8 +449,8 @@ static void srv_progress_finish(struct srv_progress *p)
 
 /* ---- run_python ---------------------------------------------------------------------------- */
 
-/* Keys of args outside allowed (NULL-terminated): the name of the first, else NULL. */
-const char *srv_unknown_key(json_t *args, const char *const *allowed)
+json_t *srv_check_args(const struct mcp_server_conn *c, const char *tool, json_t *args,
+                       const char *const *allowed)
 {
     const char *key;
     json_t *v;
@@ -462,8 +459,16 @@ const char *srv_unknown_key(json_t *args, const char *const *allowed)
         bool ok = false;
         for (size_t i = 0; allowed[i] && !ok; i++)
             ok = strcmp(key, allowed[i]) == 0;
-        if (!ok)
-            return key;
+        if (ok)
+            continue;
+        struct buf names;
+        buf_init(&names, 1024);
+        for (size_t i = 0; allowed[i]; i++)
+            (void)buf_printf(&names, "%s%s", i ? ", " : "", allowed[i]);
+        json_t *r = srv_tool_error(c, "%s: unknown argument '%.64s' (arguments: %s)", tool, key,
+                                   names.data ? names.data : "");
+        buf_free(&names);
+        return r;
     }
     return NULL;
 }
@@ -510,9 +515,12 @@ static json_t *srv_servers_arg(struct mcp_server *s, json_t *v, char **ret_error
         return out;
     if (!json_is_array(v) || json_array_size(v) > SRV_MAX_SERVERS) {
         json_decref(out);
-        if (asprintf(ret_error, "servers: must be an array of at most %d server names",
-                     SRV_MAX_SERVERS) < 0)
-            *ret_error = NULL;
+        *ret_error =
+            fmt_str("servers: must be an array of at most %d server names", SRV_MAX_SERVERS);
+        return NULL;
+    }
+    if ((*ret_error = mcp_registry_check_names(s->registry, v))) {
+        json_decref(out);
         return NULL;
     }
     const char *names[SRV_MAX_SERVERS];
@@ -521,22 +529,7 @@ static json_t *srv_servers_arg(struct mcp_server *s, json_t *v, char **ret_error
     json_t *e;
     json_array_foreach(v, i, e)
     {
-        const char *name = json_string_value(e);
-        if (!name || !mcp_registry_has(s->registry, name)) {
-            json_t *known = mcp_registry_names(s->registry);
-            char *list = srv_names_text(known);
-            if (asprintf(ret_error,
-                         "servers[%zu]: %s%.64s%s is not a configured MCP server "
-                         "(configured: %s)",
-                         i, name ? "'" : "", name ? name : "(not a string)", name ? "'" : "",
-                         list ? list : "?") < 0)
-                *ret_error = NULL;
-            free(list);
-            json_decref(known);
-            json_decref(out);
-            return NULL;
-        }
-        names[n++] = name;
+        names[n++] = json_string_value(e);
     }
     qsort(names, n, sizeof(names[0]), srv_cmp_str);
     for (size_t k = 0; k < n; k++)
@@ -601,12 +594,9 @@ json_t *srv_run_python(struct mcp_server_conn *c, json_t *args, json_t *token,
     struct mcp_server *s = c->srv;
     static const char *const allowed[] = {"code",       "servers", "timeout",
                                           "session_id", "output",  NULL};
-    const char *unknown = srv_unknown_key(args, allowed);
-    if (unknown)
-        return srv_tool_error(c,
-                              "run_python: unknown argument '%.64s' (arguments: code, servers, "
-                              "timeout, session_id, output)",
-                              unknown);
+    json_t *bad = srv_check_args(c, "run_python", args, allowed);
+    if (bad)
+        return bad;
     json_t *code = json_object_get(args, "code");
     if (!json_is_string(code))
         return srv_tool_error(c, "run_python: code: required, a string of Python source");
@@ -614,8 +604,7 @@ json_t *srv_run_python(struct mcp_server_conn *c, json_t *args, json_t *token,
         strlen(json_string_value(code)) != json_string_length(code))
         return srv_tool_error(c, "run_python: code: at most 1 MiB, without NUL characters");
     const char *name;
-    json_t *bad = srv_session_id_arg(c, "run_python", args, &name);
-    if (bad)
+    if ((bad = srv_session_id_arg(c, "run_python", args, &name)))
         return bad;
     bool as_json = s->opt.output_json;
     json_t *mode = json_object_get(args, "output");
@@ -745,12 +734,10 @@ json_t *srv_run_python(struct mcp_server_conn *c, json_t *args, json_t *token,
 json_t *srv_reset(struct mcp_server_conn *c, json_t *args)
 {
     static const char *const allowed[] = {"session_id", NULL};
-    const char *unknown = srv_unknown_key(args, allowed);
-    if (unknown)
-        return srv_tool_error(c, "reset_session: unknown argument '%.64s' (arguments: session_id)",
-                              unknown);
     const char *name;
-    json_t *bad = srv_session_id_arg(c, "reset_session", args, &name);
+    json_t *bad = srv_check_args(c, "reset_session", args, allowed);
+    if (!bad)
+        bad = srv_session_id_arg(c, "reset_session", args, &name);
     if (bad)
         return bad;
     struct srv_sandbox *gone = NULL;

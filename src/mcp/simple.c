@@ -14,6 +14,7 @@
 #include "util/buf.h"
 #include "util/log.h"
 #include "util/macros.h"
+#include "util/fmt.h"
 
 const char *mcp_error_kind_name(enum mcp_error_kind k)
 {
@@ -29,8 +30,7 @@ void mcp_error_set(struct mcp_error *e, enum mcp_error_kind kind, const char *co
     e->code = code ? strdup(code) : NULL;
     va_list ap;
     va_start(ap, fmt);
-    if (vasprintf(&e->message, fmt, ap) < 0)
-        e->message = NULL;
+    e->message = fmt_va(fmt, ap);
     va_end(ap);
 }
 

@@ -37,6 +37,7 @@
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/macros.h"
+#include "util/fmt.h"
 
 #define SESSION_ID_LEN           32
 #define SESSION_READY_TIMEOUT_US (30 * 1000000)
@@ -86,8 +87,7 @@ static void session_err(struct session_error *e, int status, const char *code, c
     va_list ap;
     va_start(ap, fmt);
     free(e->message);
-    if (vasprintf(&e->message, fmt, ap) < 0)
-        e->message = NULL;
+    e->message = fmt_va(fmt, ap);
     va_end(ap);
 }
 
@@ -404,22 +404,12 @@ int sessions_create(struct sessions *ss, const struct session_create *c, json_t 
         session_err(err, 400, "INVALID_REQUEST", "servers", "servers: must be an array of names");
         return -EINVAL;
     }
-    size_t i;
-    json_t *v;
-    json_array_foreach(names, i, v)
-    {
-        const char *n = json_string_value(v);
-        if (!n || !mcp_registry_has(ss->mcp, n)) {
-            json_t *known = mcp_registry_names(ss->mcp);
-            char *list = json_dumps(known, JSON_COMPACT);
-            session_err(err, 400, "INVALID_REQUEST", "servers",
-                        "servers[%zu]: no MCP server named %s is configured (configured: %s)", i,
-                        n ? n : "(not a string)", list ? list : "[]");
-            free(list);
-            json_decref(known);
-            json_decref(names);
-            return -EINVAL;
-        }
+    char *unknown = mcp_registry_check_names(ss->mcp, names);
+    if (unknown) {
+        session_err(err, 400, "INVALID_REQUEST", "servers", "%s", unknown);
+        free(unknown);
+        json_decref(names);
+        return -EINVAL;
     }
     int64_t idle_s = c->idle_timeout_s > 0 ? c->idle_timeout_s : ss->opt.default_idle_s;
     if (idle_s > ss->opt.max_idle_s)

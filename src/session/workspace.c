@@ -26,6 +26,7 @@
 #include "util/fdio.h"
 #include "util/log.h"
 #include "util/macros.h"
+#include "util/fmt.h"
 
 #define WORKSPACE_MAX_KEY 256
 
@@ -34,17 +35,6 @@ struct workspace_store {
     int root_fd; /* STATE_DIR/workspaces */
     struct workspace_limits lim;
 };
-
-static int ws_fail(char **ret_error, int err, const char *fmt, ...) _printf_(3, 4);
-static int ws_fail(char **ret_error, int err, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    if (vasprintf(ret_error, fmt, ap) < 0)
-        *ret_error = NULL;
-    va_end(ap);
-    return -err;
-}
 
 static int ws_mkdirs(const char *path)
 {
@@ -236,26 +226,14 @@ static int ws_key_file(const char *key, char out[96])
 
 static int ws_read_json(int dirfd_, const char *name, size_t max, json_t **ret)
 {
-    _cleanup_close_ int fd = openat(dirfd_, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    struct buf b;
-    buf_init(&b, max);
-    char chunk[65536];
-    ssize_t n;
-    while ((n = read(fd, chunk, sizeof(chunk))) > 0)
-        if (buf_append(&b, chunk, (size_t)n) < 0) {
-            buf_free(&b);
-            return -EFBIG;
-        }
-    if (n < 0) {
-        int r = -errno;
-        buf_free(&b);
+    char *data = NULL;
+    size_t len = 0;
+    int r = fd_read_file_flags(dirfd_, name, O_NOFOLLOW, max, &data, &len);
+    if (r < 0)
         return r;
-    }
     json_error_t err;
-    *ret = json_loadb(b.data ? b.data : "", b.len, 0, &err);
-    buf_free(&b);
+    *ret = json_loadb(data, len, 0, &err);
+    free(data);
     return *ret ? 0 : -EBADMSG;
 }
 
@@ -266,10 +244,10 @@ int workspace_memory(struct workspace_store *s, const char *ws, json_t *req, jso
     *ret_error = NULL;
     const char *op = json_string_value(json_object_get(req, "op"));
     if (!op)
-        return ws_fail(ret_error, EINVAL, "memory: no operation");
+        return fmt_error(ret_error, EINVAL, "memory: no operation");
     _cleanup_close_ int dfd = ws_dir(s, ws, "memory");
     if (dfd < 0)
-        return ws_fail(ret_error, -dfd, "memory: workspace unavailable: %s", strerror(-dfd));
+        return fmt_error(ret_error, -dfd, "memory: workspace unavailable: %s", strerror(-dfd));
     if (strcmp(op, "list") == 0) {
         json_t *list = json_array();
         int fd = dup(dfd);
@@ -297,8 +275,8 @@ int workspace_memory(struct workspace_store *s, const char *ws, json_t *req, jso
     }
     const char *key = json_string_value(json_object_get(req, "key"));
     if (!key || !*key || strlen(key) > WORKSPACE_MAX_KEY)
-        return ws_fail(ret_error, EINVAL, "memory: the key must be a string of 1-%d bytes",
-                       WORKSPACE_MAX_KEY);
+        return fmt_error(ret_error, EINVAL, "memory: the key must be a string of 1-%d bytes",
+                         WORKSPACE_MAX_KEY);
     char file[96];
     ws_key_file(key, file);
     if (strcmp(op, "save") == 0) {
@@ -306,19 +284,19 @@ int workspace_memory(struct workspace_store *s, const char *ws, json_t *req, jso
         json_t *meta = json_object_get(req, "metadata");
         size_t vlen = value ? json_dumpb(value, NULL, 0, JSON_COMPACT | JSON_ENCODE_ANY) : 4;
         if (vlen > s->lim.max_value)
-            return ws_fail(ret_error, EFBIG, "memory: the value of %s is %zu bytes (limit %zu)",
-                           key, vlen, s->lim.max_value);
+            return fmt_error(ret_error, EFBIG, "memory: the value of %s is %zu bytes (limit %zu)",
+                             key, vlen, s->lim.max_value);
         json_t *old = NULL;
         bool exists = ws_read_json(dfd, file, s->lim.max_value * 2 + 65536, &old) == 0;
         if (!exists && ws_count(dfd, ".json") >= s->lim.max_entries) {
             json_decref(old);
-            return ws_fail(ret_error, ENOSPC, "memory: the workspace holds %zu memories (limit)",
-                           s->lim.max_entries);
+            return fmt_error(ret_error, ENOSPC, "memory: the workspace holds %zu memories (limit)",
+                             s->lim.max_entries);
         }
         if (ws_usage(s, ws) + vlen > s->lim.max_bytes) {
             json_decref(old);
-            return ws_fail(ret_error, ENOSPC, "memory: the workspace is full (%zu bytes)",
-                           s->lim.max_bytes);
+            return fmt_error(ret_error, ENOSPC, "memory: the workspace is full (%zu bytes)",
+                             s->lim.max_bytes);
         }
         _cleanup_free_ char *now = ws_now();
         json_t *created = old ? json_object_get(old, "createdAt") : NULL;
@@ -333,11 +311,11 @@ int workspace_memory(struct workspace_store *s, const char *ws, json_t *req, jso
         char *text = doc ? json_dumps(doc, JSON_INDENT(2) | JSON_ENCODE_ANY) : NULL;
         json_decref(doc);
         if (!text)
-            return ws_fail(ret_error, ENOMEM, "memory: out of memory");
+            return fmt_error(ret_error, ENOMEM, "memory: out of memory");
         int r = ws_write(dfd, file, text, strlen(text));
         free(text);
         if (r < 0)
-            return ws_fail(ret_error, -r, "memory: cannot save %s: %s", key, strerror(-r));
+            return fmt_error(ret_error, -r, "memory: cannot save %s: %s", key, strerror(-r));
         *ret_payload = json_pack("{s:b}", "saved", 1);
         return 0;
     }
@@ -359,7 +337,7 @@ int workspace_memory(struct workspace_store *s, const char *ws, json_t *req, jso
         *ret_payload = json_pack("{s:b}", "deleted", deleted);
     } else {
         json_decref(doc);
-        return ws_fail(ret_error, EINVAL, "memory: unknown operation '%s'", op);
+        return fmt_error(ret_error, EINVAL, "memory: unknown operation '%s'", op);
     }
     json_decref(doc);
     return 0;
@@ -370,22 +348,22 @@ int workspace_save_tool(struct workspace_store *s, const char *ws, const char *n
 {
     *ret_error = NULL;
     if (!request_is_identifier(name))
-        return ws_fail(ret_error, EINVAL, "save_tool: '%s' is not a Python identifier", name);
+        return fmt_error(ret_error, EINVAL, "save_tool: '%s' is not a Python identifier", name);
     size_t len = strlen(source);
     if (len > 256 * 1024)
-        return ws_fail(ret_error, EFBIG, "save_tool: the source of %s is too large", name);
+        return fmt_error(ret_error, EFBIG, "save_tool: the source of %s is too large", name);
     _cleanup_close_ int dfd = ws_dir(s, ws, "tools");
     if (dfd < 0)
-        return ws_fail(ret_error, -dfd, "save_tool: workspace unavailable");
+        return fmt_error(ret_error, -dfd, "save_tool: workspace unavailable");
     char file[300];
     snprintf(file, sizeof(file), "%s.py", name);
     if (faccessat(dfd, file, F_OK, AT_SYMLINK_NOFOLLOW) < 0 &&
         ws_count(dfd, ".py") >= s->lim.max_entries)
-        return ws_fail(ret_error, ENOSPC, "save_tool: too many saved tools");
+        return fmt_error(ret_error, ENOSPC, "save_tool: too many saved tools");
     if (ws_usage(s, ws) + len > s->lim.max_bytes)
-        return ws_fail(ret_error, ENOSPC, "save_tool: the workspace is full");
+        return fmt_error(ret_error, ENOSPC, "save_tool: the workspace is full");
     int r = ws_write(dfd, file, source, len);
-    return r < 0 ? ws_fail(ret_error, -r, "save_tool: %s", strerror(-r)) : 0;
+    return r < 0 ? fmt_error(ret_error, -r, "save_tool: %s", strerror(-r)) : 0;
 }
 
 static int ws_cmp_name(const void *a, const void *b)
@@ -449,21 +427,21 @@ int workspace_save_file(struct workspace_store *s, const char *ws, const char *n
     *ret_error = NULL;
     const char *why = ws_check_file_name(name);
     if (why)
-        return ws_fail(ret_error, EINVAL, "save_file: the name %s", why);
+        return fmt_error(ret_error, EINVAL, "save_file: the name %s", why);
     if (len > s->lim.max_file)
-        return ws_fail(ret_error, EFBIG, "save_file: %zu bytes is over the limit of %zu", len,
-                       s->lim.max_file);
+        return fmt_error(ret_error, EFBIG, "save_file: %zu bytes is over the limit of %zu", len,
+                         s->lim.max_file);
     _cleanup_close_ int dfd = ws_dir(s, ws, "files");
     if (dfd < 0)
-        return ws_fail(ret_error, -dfd, "save_file: workspace unavailable");
+        return fmt_error(ret_error, -dfd, "save_file: workspace unavailable");
     if (faccessat(dfd, name, F_OK, AT_SYMLINK_NOFOLLOW) < 0 &&
         ws_count(dfd, "") >= s->lim.max_entries)
-        return ws_fail(ret_error, ENOSPC, "save_file: too many files");
+        return fmt_error(ret_error, ENOSPC, "save_file: too many files");
     if (ws_usage(s, ws) + len > s->lim.max_bytes)
-        return ws_fail(ret_error, ENOSPC, "save_file: the workspace is full");
+        return fmt_error(ret_error, ENOSPC, "save_file: the workspace is full");
     int r = ws_write(dfd, name, data, len);
     if (r < 0)
-        return ws_fail(ret_error, -r, "save_file: %s", strerror(-r));
+        return fmt_error(ret_error, -r, "save_file: %s", strerror(-r));
     *ret_payload = json_pack("{s:s, s:I}", "path", name, "size", (json_int_t)len);
     return 0;
 }

@@ -62,7 +62,13 @@ int fd_set_nonblock(int fd, bool on)
 
 int fd_read_file(int dirfd, const char *path, size_t max, char **ret, size_t *ret_len)
 {
-    _cleanup_close_ int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    return fd_read_file_flags(dirfd, path, 0, max, ret, ret_len);
+}
+
+int fd_read_file_flags(int dirfd, const char *path, int oflags, size_t max, char **ret,
+                       size_t *ret_len)
+{
+    _cleanup_close_ int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY | oflags);
     if (fd < 0)
         return -errno;
     struct buf b;

@@ -18,6 +18,9 @@ int fd_write_all(int fd, const void *buf, size_t len, int64_t deadline_us);
 int fd_set_nonblock(int fd, bool on);
 /* Read a whole file (at most max bytes, else -EFBIG); *ret is NUL-terminated, caller frees. */
 int fd_read_file(int dirfd, const char *path, size_t max, char **ret, size_t *ret_len);
+/* The same, opened with oflags added (O_NOFOLLOW). */
+int fd_read_file_flags(int dirfd, const char *path, int oflags, size_t max, char **ret,
+                       size_t *ret_len);
 /* Write a small string to a file (for /proc and cgroup knobs). */
 int fd_write_file(const char *path, const char *s);
 /* Read an unsigned integer from a small file (cgroup counters). */

@@ -1194,8 +1194,20 @@ static void registry_lazy_shared_restart_and_cache(void **state)
     assert_string_equal(json_string_value(json_array_get(names, 0)), "local");
     assert_string_equal(json_string_value(json_array_get(names, 1)), "remote");
     json_decref(names);
-    assert_true(mcp_registry_has(r, "remote"));
-    assert_false(mcp_registry_has(r, "nope"));
+    json_t *ok = json_pack("[s, s]", "remote", "local");
+    assert_null(mcp_registry_check_names(r, ok));
+    json_decref(ok);
+    json_t *bad = json_pack("[s, s, i]", "remote", "nope", 3);
+    char *why = mcp_registry_check_names(r, bad);
+    assert_string_equal(why, "servers[1]: 'nope' is not a configured MCP server "
+                             "(configured: local, remote)");
+    free(why);
+    json_array_remove(bad, 1);
+    why = mcp_registry_check_names(r, bad);
+    assert_string_equal(why, "servers[1]: (not a string) is not a configured MCP server "
+                             "(configured: local, remote)");
+    free(why);
+    json_decref(bad);
 
     /* Nothing is started before first use. */
     json_t *d = mcp_registry_describe(r);
