@@ -140,6 +140,13 @@ def test_session_is_isolated(srv):
     out = ok(srv, sid, "import os, socket\ntry:\n    socket.create_connection(('127.0.0.1', 22), 1)\n"
                        "    net = 'open'\nexcept OSError as e:\n    net = e.errno\n(os.getuid(), net)")
     assert out["result"] == "(65534, 1)"
+    # the sessions' own pool confines like every other: read-only root, own pid namespace,
+    # no host files
+    out = ok(srv, sid, "import os\ntry:\n    open('/escape', 'w')\n    w = 'written'\n"
+                       "except OSError as e:\n    w = e.errno\n"
+                       "(w, len([p for p in os.listdir('/proc') if p.isdigit()]) < 5,"
+                       " os.path.exists('/root'), os.path.exists('%s'))" % __file__)
+    assert out["result"] == "(30, True, False, False)"
 
 
 # ---- MCP tools through the bridge -----------------------------------------------------------

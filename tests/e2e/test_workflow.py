@@ -197,11 +197,10 @@ def test_invalid_workflows_are_rejected_before_running(server, fw, doc, step, wo
     assert fw.llm_calls == []
 
 
-def test_step_limit_stops_loops(server, fw):
-    fw.add(APP, "flows/loop.yaml", """\
+# A loop that ends when the request says stop; %s is where a maxSteps line may go.
+LOOP = """\
 startAt: spin
-maxSteps: 7
-steps:
+%ssteps:
   spin:
     type: control
     transitions:
@@ -209,12 +208,30 @@ steps:
         next: out
       - next: spin
   out: {type: control, end: true}
-""")
+"""
+
+
+def test_step_limit_stops_loops(server, fw):
+    fw.add(APP, "flows/loop.yaml", LOOP % "maxSteps: 7\n")
     r = server.execute(wf_request(fw, "flows/loop.yaml", {"stop": False}))
     d = r.json["data"]
     assert d["code"] == "WORKFLOW_ERROR" and "limit" in d["message"]
     assert len(r.json["workflow"]["steps"]) == 7
     assert server.execute(wf_request(fw, "flows/loop.yaml", {"stop": True})).json["resultType"] == "generic"
+
+
+def test_server_step_limit_applies_to_workflows_without_their_own(make_server, fw):
+    s = make_server("--pool-size", "1", "--max-workflow-steps", "4")
+    fw.add(APP, "flows/default-limit.yaml", LOOP % "")
+    r = s.execute(wf_request(fw, "flows/default-limit.yaml", {"stop": False}))
+    assert r.json["data"]["code"] == "WORKFLOW_ERROR", r
+    assert "ran 4 steps" in r.json["data"]["message"]
+    assert len(r.json["workflow"]["steps"]) == 4
+    # a workflow's own maxSteps takes precedence
+    fw.add(APP, "flows/own-limit.yaml", LOOP % "maxSteps: 9\n")
+    r = s.execute(wf_request(fw, "flows/own-limit.yaml", {"stop": False}))
+    assert len(r.json["workflow"]["steps"]) == 9
+    assert s.execute(wf_request(fw, "flows/own-limit.yaml", {"stop": True})).json["resultType"] == "generic"
 
 
 def test_failing_jit_step_names_the_step(server, fw):
