@@ -82,6 +82,9 @@ EXECUTOR = {"requestId": "bench", "requestData": {"source": "bench"},
                                         "className": "Calc", "methodName": "add",
                                         "methodParams": {"a": 2, "b": 3}, "timeoutMs": 10000}}}
 TRIVIAL = jit("handlers/trivial.py", "add", {"a": 2, "b": 3})
+TEMPLATE = {"requestId": "bench", "requestData": {"source": "bench", "body": {"text": "BUY NOW"}},
+            "context": {"appId": "bench", "handlerType": "LLM", "mcp_endpoint": "local",
+                        "taskDetails": {"promptTemplate": "prompts/classify.yaml"}}}
 WORK = jit("handlers/work.py", "work", {})
 
 
@@ -167,6 +170,7 @@ def main():
     check(s.wait_up(TRIVIAL), {"sum": 5})
     check(post(port, WORK)[1], {"n": 40})
     check(post(port, EXECUTOR)[1], {"result": 5, "stdout": "", "stderr": ""})
+    check(post(port, TEMPLATE)[1], {"label": "spam", "chars": 7})
     time.sleep(1)
     server_pid = s.p.pid
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
@@ -188,6 +192,15 @@ def main():
     add("JIT json + 1 ms work", "sandboxd", 1, wrk(port, WORK, 1))
     add("JIT json + 1 ms work", "sandboxd", 8, wrk(port, WORK, 8))
     add("EXECUTOR class.method", "sandboxd", 8, wrk(port, EXECUTOR, 8))
+    add("LLM template + schema (echo)", "sandboxd", 1, wrk(port, TEMPLATE, 1))
+    s.stop()
+
+    # ---- templates without their own pool (jinja2, yaml, jsonschema imported per call)
+    port = free_port()
+    s = Proc([BIN, "serve", "--port", str(port), "--definitions", str(APPS), "--log-level", "warn",
+              "--template-pool-size", "0"], port)
+    check(s.wait_up(TEMPLATE), {"label": "spam", "chars": 7})
+    add("LLM template + schema (echo)", "sandboxd, no template pool", 1, wrk(port, TEMPLATE, 1))
     s.stop()
 
     # ---- the concurrency limit: throughput and latency with 16 clients per --max-running
@@ -245,6 +258,8 @@ def main():
     rf1, rf8 = find("trivial JIT", "reference", 1), find("trivial JIT", "reference", 8)
     bw1, bw8 = find("trivial JIT", "reference+bwrap", 1), find("trivial JIT", "reference+bwrap", 8)
     ln8 = find("trivial JIT", "lean reference", 8)
+    tp = find("LLM template + schema (echo)", "sandboxd", 1)
+    tn = find("LLM template + schema (echo)", "sandboxd, no template pool", 1)
     wk8, rw8 = find("JIT json + 1 ms work", "sandboxd", 8), find("JIT json + 1 ms work", "reference", 8)
     ratios = [
         "- trivial JIT, 8 clients: sandboxd %.0f req/s = **%.1f×** the reference (%.0f), **%.1f×** reference+bwrap (%.0f)"
@@ -253,6 +268,8 @@ def main():
         "- trivial JIT, 1 client: p50 %.2f ms vs %.2f ms (reference), %.2f ms (+bwrap): **%.1f×** lower"
         % (sb1["p50"], rf1["p50"], bw1["p50"], rf1["p50"] / sb1["p50"]),
         "- JIT json + 1 ms work, 8 clients: %.0f vs %.0f req/s: **%.1f×**" % (wk8["rps"], rw8["rps"], wk8["rps"] / rw8["rps"]),
+        "- LLM template with outputSchema, 1 client: p50 %.2f ms with the template pool, %.2f ms without: **%.1f×**"
+        % (tp["p50"], tn["p50"], tn["p50"] / tp["p50"]),
         "- isolation overhead of a cold spawn (`python -I -S -c pass`, spawn to exit, n=200): plain p50 %.2f ms, "
         "in the jail p50 %.2f ms (+%.2f ms, p99 %.2f vs %.2f)"
         % (jb["plain"]["p50_ms"], jb["jailed"]["p50_ms"], jb["jailed"]["p50_ms"] - jb["plain"]["p50_ms"],
