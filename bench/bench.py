@@ -185,7 +185,9 @@ def main():
            "cell_pss_kb": statistics.median(pss_kb(c) for c in cells) if cells else 0,
            "idle_cells": len(cells),
            "session_zygote_rss_kb": max((rss_kb(z["pid"]) for z in health["sessionPool"].get("zygotes", ())),
-                                        default=0)}
+                                        default=0),
+           "template_zygote_rss_kb": max((rss_kb(z["pid"]) for z in health["templatePool"].get("zygotes", ())),
+                                         default=0)}
     add("trivial JIT", "sandboxd", 1, wrk(port, TRIVIAL, 1))
     add("trivial JIT (paced 100/s)", "sandboxd", 1, paced(port, TRIVIAL, 100, 100 * DURATION // 2))
     add("trivial JIT", "sandboxd", 8, wrk(port, TRIVIAL, 8))
@@ -275,9 +277,10 @@ def main():
         % (jb["plain"]["p50_ms"], jb["jailed"]["p50_ms"], jb["jailed"]["p50_ms"] - jb["plain"]["p50_ms"],
            jb["jailed"]["p99_ms"], jb["plain"]["p99_ms"]),
         "- memory: sandboxd %.1f MB RSS idle; zygote %.1f MB RSS; idle warm interpreter %.1f MB RSS, %.1f MB PSS "
-        "(%d ready); the sessions' zygote %.1f MB RSS"
+        "(%d ready); the sessions' zygote %.1f MB RSS, the templates' zygote %.1f MB RSS"
         % (mem["server_rss_kb"] / 1024, mem["zygote_rss_kb"] / 1024, mem["cell_rss_kb"] / 1024,
-           mem["cell_pss_kb"] / 1024, mem["idle_cells"], mem["session_zygote_rss_kb"] / 1024),
+           mem["cell_pss_kb"] / 1024, mem["idle_cells"], mem["session_zygote_rss_kb"] / 1024,
+           mem["template_zygote_rss_kb"] / 1024),
     ]
     sweep_lines = ["", "| --max-running | clients | p50 ms | p99 ms | req/s |", "| ---: | ---: | ---: | ---: | ---: |"]
     for factor, r in sweep:
