@@ -23,6 +23,7 @@
 #include "util/fdio.h"
 #include "util/log.h"
 #include "util/macros.h"
+#include "util/jdump.h"
 
 #define RUN_MAX_SOURCE (16u << 20)
 
@@ -181,7 +182,7 @@ static int run_file(const struct run_spec *spec, struct common_opts *common)
         goto done;
     }
     json_t *shown = spec->full ? resp : json_object_get(resp, "data");
-    char *text = json_dumps(shown, JSON_INDENT(2) | JSON_ENCODE_ANY);
+    char *text = jdump(shown, JSON_INDENT(2), NULL);
     if (text) {
         puts(text);
         free(text);

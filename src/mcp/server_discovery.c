@@ -13,6 +13,7 @@
 #include "mcp/registry.h"
 #include "mcp/server_int.h"
 #include "util/buf.h"
+#include "util/jdump.h"
 
 #define SRV_MAX_QUERY 1000 /* bytes of a search_tool_docs query */
 
@@ -75,7 +76,7 @@ json_t *srv_list_servers(struct mcp_server_conn *c, json_t *args)
         (void)buf_appends(&b, "Pass names in run_python's `servers` to use them from code; "
                               "search_tool_docs finds their tools.");
     json_t *st = json_pack("{s:o}", "servers", servers);
-    char *text = s->opt.output_json ? json_dumps(st, JSON_COMPACT) : buf_take(&b, NULL);
+    char *text = s->opt.output_json ? jdump(st, JSON_COMPACT, NULL) : buf_take(&b, NULL);
     json_t *r = srv_tool_result(c, text ? text : "", st, false);
     free(text);
     buf_free(&b);
@@ -268,7 +269,7 @@ json_t *srv_search(struct mcp_server_conn *c, json_t *args)
     if (b.len && b.data[b.len - 1] == '\n')
         b.data[--b.len] = '\0';
     json_t *st = json_pack("{s:o, s:o}", "results", results, "unavailable", unavailable);
-    char *text = s->opt.output_json ? json_dumps(st, JSON_COMPACT) : buf_take(&b, NULL);
+    char *text = s->opt.output_json ? jdump(st, JSON_COMPACT, NULL) : buf_take(&b, NULL);
     json_t *r = srv_tool_result(c, text ? text : "", st, false);
     free(text);
     buf_free(&b);

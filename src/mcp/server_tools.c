@@ -26,6 +26,7 @@
 #include "util/clock.h"
 #include "util/macros.h"
 #include "util/fmt.h"
+#include "util/jdump.h"
 
 #define SRV_MAX_CODE     (1u << 20) /* bytes of code in one run_python */
 #define SRV_MAX_SERVERS  64         /* entries of run_python's servers */
@@ -722,7 +723,7 @@ json_t *srv_run_python(struct mcp_server_conn *c, json_t *args, json_t *token,
     if (!st)
         return srv_tool_error(c, "run_python: out of memory");
     const char *status = json_string_value(json_object_get(st, "status"));
-    char *text = as_json ? json_dumps(st, JSON_COMPACT | JSON_REAL_PRECISION(12))
+    char *text = as_json ? jdump(st, JSON_COMPACT, NULL)
                          : srv_run_text(st, timeout_ms ? timeout_ms : s->opt.default_timeout_ms);
     json_t *reply = srv_tool_result(c, text ? text : "", st, !status || strcmp(status, "ok"));
     free(text);

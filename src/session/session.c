@@ -19,7 +19,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -38,6 +37,7 @@
 #include "util/log.h"
 #include "util/macros.h"
 #include "util/fmt.h"
+#include "util/randid.h"
 
 #define SESSION_ID_LEN           32
 #define SESSION_READY_TIMEOUT_US (30 * 1000000)
@@ -327,17 +327,9 @@ static void session_on_output(void *userdata, int stream, const char *data, size
 
 /* ---- creation ----------------------------------------------------------------------------- */
 
-static void session_new_id(char out[SESSION_ID_LEN + 1])
+static int session_new_id(char out[SESSION_ID_LEN + 1])
 {
-    unsigned char raw[SESSION_ID_LEN / 2];
-    if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
-        memset(raw, 0, sizeof(raw)); /* getrandom on a booted kernel does not fail */
-    static const char hex[] = "0123456789abcdef";
-    for (size_t i = 0; i < sizeof(raw); i++) {
-        out[2 * i] = hex[raw[i] >> 4];
-        out[2 * i + 1] = hex[raw[i] & 15];
-    }
-    out[SESSION_ID_LEN] = '\0';
+    return randid_hex(out, SESSION_ID_LEN + 1, SESSION_ID_LEN / 2);
 }
 
 static json_t *session_describe(struct session *s, const struct sessions *ss)
@@ -445,7 +437,10 @@ int sessions_create(struct sessions *ss, const struct session_create *c, json_t 
     atomic_init(&s->mcp_calls, 0);
     pthread_mutex_init(&s->exec_lock, NULL);
     pthread_mutex_init(&s->write_lock, NULL);
-    session_new_id(s->id);
+    if ((r = session_new_id(s->id)) < 0) {
+        session_err(err, 500, "INTERNAL", NULL, "cannot draw a random session id");
+        goto fail;
+    }
     job = session_init_job(ss, s->servers, s->workspace, err);
     if (!job) {
         r = -EIO;
