@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "util/macros.h"
+#include "util/utf8.h"
 
 void response_metric(json_t *metrics, const char *name, const char *unit, double value)
 {
@@ -36,37 +37,11 @@ json_t *response_text(const struct buf *b)
     json_t *s = json_stringn(b->data, b->len);
     if (s)
         return s;
-    char *copy = malloc(b->len * 3 + 1);
-    if (!copy)
-        return json_string("");
-    size_t k = 0;
-    const unsigned char *p = (const unsigned char *)b->data;
-    for (size_t i = 0; i < b->len;) {
-        size_t n = 0;
-        if (p[i] < 0x80)
-            n = 1;
-        else if ((p[i] & 0xE0) == 0xC0)
-            n = 2;
-        else if ((p[i] & 0xF0) == 0xE0)
-            n = 3;
-        else if ((p[i] & 0xF8) == 0xF0)
-            n = 4;
-        bool ok = n > 0 && i + n <= b->len;
-        for (size_t j = 1; ok && j < n; j++)
-            ok = (p[i + j] & 0xC0) == 0x80;
-        if (ok && json_stringn((const char *)p + i, n)) {
-            memcpy(copy + k, p + i, n);
-            k += n;
-            i += n;
-        } else {
-            memcpy(copy + k, "\xEF\xBF\xBD", 3); /* U+FFFD */
-            k += 3;
-            i += 1;
-        }
-    }
-    json_t *r = json_stringn(copy, k);
-    free(copy);
-    return r ? r : json_string("");
+    size_t len;
+    char *clean = utf8_sanitize(b->data, b->len, &len);
+    s = clean ? json_stringn_nocheck(clean, len) : NULL;
+    free(clean);
+    return s ? s : json_string("");
 }
 
 static json_t *response_limit_error(const char *rid, const struct exec_outcome *o,
