@@ -574,10 +574,11 @@ def run_code(loop, ns, code, filename):
         if task is not None and not task.done():
             task.cancel()
         err = errors.from_exception(exc)["details"]
-        return "error", {"type": err.get("type"), "message": str(exc) or err.get("type"),
+        return "error", {"type": err.get("type"), "message": err.get("message") or err.get("type"),
                          "traceback": err.get("traceback", ""),
                          **({"line": err["line"], "column": err["column"]}
-                            if "line" in err else {})}, None
+                            if "line" in err else {}),
+                         **({"truncated": True} if err.get("truncated") else {})}, None
 
 
 def serve(init):

@@ -24,6 +24,9 @@ def apply_limits(limits):
             mapped = int(f.read().split()[0]) * resource.getpagesize()
         cap = mapped + int(memory)
         resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+    output = limits.get("outputBytes")
+    if output:
+        errors.LIMIT = int(output)
     cpu = limits.get("cpuSeconds")
     if cpu:
         cpu = int(cpu)

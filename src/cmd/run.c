@@ -97,8 +97,10 @@ struct run_spec {
 
 static json_t *run_job(const struct run_spec *spec, const char *src, size_t len, json_t *input)
 {
-    json_t *limits = json_pack("{s:I, s:I}", "memoryBytes", (json_int_t)(spec->memory_mb << 20),
-                               "cpuSeconds", (json_int_t)((spec->timeout_ms + 999) / 1000));
+    json_t *limits =
+        json_pack("{s:I, s:I, s:I}", "memoryBytes", (json_int_t)(spec->memory_mb << 20),
+                  "cpuSeconds", (json_int_t)((spec->timeout_ms + 999) / 1000), "outputBytes",
+                  (json_int_t)(spec->output_kb << 10));
     const char *base = strrchr(spec->path, '/');
     base = base ? base + 1 : spec->path;
     if (spec->function) {

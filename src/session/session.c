@@ -447,7 +447,8 @@ int sessions_create(struct sessions *ss, const struct session_create *c, json_t 
         goto fail;
     }
     json_object_set_new(job, "limits",
-                        json_pack("{s:I}", "memoryBytes", (json_int_t)(memory_mb << 20)));
+                        json_pack("{s:I, s:I}", "memoryBytes", (json_int_t)(memory_mb << 20),
+                                  "outputBytes", (json_int_t)ss->opt.output_limit));
     struct jail_limits lim = jail_limits_default(ss->jail);
     lim.memory = memory_mb << 20;
     lim.nproc = ss->opt.nproc;
@@ -636,10 +637,14 @@ int sessions_execute(struct sessions *ss, const char *id, const char *code, int6
     const char *status = session_status(&o, &survived);
     json_t *error = json_object_get(o.final, "error");
     bool answered = strcmp(status, "ok") == 0 || (strcmp(status, "error") == 0 && o.final);
-    if (json_is_object(error))
-        json_incref(error); /* the runtime's own description */
-    else
+    if (json_is_object(error)) {
+        json_incref(error); /* the runtime's own description, at most the output limit each */
+        if (response_cap_strings(error, ss->opt.output_limit))
+            json_object_set_new(error, "truncated", json_true());
+    } else {
         error = answered ? NULL : session_synth_error(status, &o, timeout_ms, survived);
+    }
+    (void)response_cap_strings(json_object_get(o.final, "result"), ss->opt.output_limit);
     json_t *result = json_pack(
         "{s:I, s:s, s:o, s:o, s:o, s:O?, s:f, s:b, s:b, s:I, s:o}", "executionId", (json_int_t)n,
         "status", status, "stdout", response_text(&o.out), "stderr", response_text(&o.err), "error",

@@ -42,13 +42,17 @@ static void response_text_replaces_invalid_bytes(void **state)
         size_t len;
         const char *out;
     } cases[] = {
-        {"a\xff" "b", 3, "a\xef\xbf\xbd" "b"},
-        {"\xc0\xaf", 2, "\xef\xbf\xbd\xef\xbf\xbd"},                /* overlong '/' */
+        {"a\xff"
+         "b",
+         3,
+         "a\xef\xbf\xbd"
+         "b"},
+        {"\xc0\xaf", 2, "\xef\xbf\xbd\xef\xbf\xbd"},                 /* overlong '/' */
         {"\xed\xa0\x80", 3, "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"}, /* a surrogate */
         {"\xf4\x90\x80\x80", 4,
-         "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"},        /* above U+10FFFF */
-        {"ok\xe2\x82", 4, "ok\xef\xbf\xbd\xef\xbf\xbd"},             /* cut short */
-        {"\xe2\x82\xac\x80", 4, "\xe2\x82\xac\xef\xbf\xbd"},         /* stray continuation */
+         "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"}, /* above U+10FFFF */
+        {"ok\xe2\x82", 4, "ok\xef\xbf\xbd\xef\xbf\xbd"},      /* cut short */
+        {"\xe2\x82\xac\x80", 4, "\xe2\x82\xac\xef\xbf\xbd"},  /* stray continuation */
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         json_t *s = text_of(cases[i].in, cases[i].len);
@@ -77,7 +81,8 @@ static void response_text_large_invalid_output(void **state)
 
 static void utf8_cut_keeps_characters_whole(void **state)
 {
-    const char *s = "a\xe2\x82\xac" "b"; /* a, euro sign (3 bytes), b */
+    const char *s = "a\xe2\x82\xac"
+                    "b"; /* a, euro sign (3 bytes), b */
     assert_int_equal(utf8_cut(s, 5, 10), 5);
     assert_int_equal(utf8_cut(s, 5, 4), 4);
     assert_int_equal(utf8_cut(s, 5, 3), 1);
@@ -89,6 +94,37 @@ static void utf8_cut_keeps_characters_whole(void **state)
     assert_int_equal(utf8_seq_len((const unsigned char *)"\xf0\x90\x80", 3), 0);
 }
 
+static void response_caps_long_messages(void **state)
+{
+    bool cut = false;
+    json_t *s = response_capped_string("short", 5, 64, &cut);
+    assert_string_equal(json_string_value(s), "short");
+    assert_false(cut);
+    json_decref(s);
+    /* 100 euro signs (300 bytes) into 64: whole characters, then the marker, <= 64 bytes */
+    char text[301];
+    for (int i = 0; i < 100; i++)
+        memcpy(text + 3 * i, "\xe2\x82\xac", 3);
+    text[300] = '\0';
+    s = response_capped_string(text, 300, 64, &cut);
+    assert_true(cut);
+    const char *v = json_string_value(s);
+    assert_true(json_string_length(s) <= 64);
+    const char *marker = strstr(v, "\n[... truncated: 300 bytes in all]");
+    assert_non_null(marker);
+    assert_int_equal((marker - v) % 3, 0);
+    json_decref(s);
+
+    json_t *tree = json_pack("{s:s, s:[s, {s:s}], s:i}", "a", text, "b", "ok", "c", text, "n", 7);
+    assert_true(response_cap_strings(tree, 64));
+    assert_true(json_string_length(json_object_get(tree, "a")) <= 64);
+    json_t *inner = json_object_get(json_array_get(json_object_get(tree, "b"), 1), "c");
+    assert_true(json_string_length(inner) <= 64);
+    assert_string_equal(json_string_value(json_array_get(json_object_get(tree, "b"), 0)), "ok");
+    assert_false(response_cap_strings(tree, 64)); /* already within */
+    json_decref(tree);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -96,6 +132,7 @@ int main(void)
         cmocka_unit_test(response_text_replaces_invalid_bytes),
         cmocka_unit_test(response_text_large_invalid_output),
         cmocka_unit_test(utf8_cut_keeps_characters_whole),
+        cmocka_unit_test(response_caps_long_messages),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
