@@ -6,6 +6,7 @@ prints (or a C extension writes to fd 1) can be mistaken for a result.
 """
 import json
 import os
+import re
 import struct
 
 FD = 3
@@ -17,9 +18,40 @@ class ProtocolError(Exception):
     """The host closed the channel or sent something that is not a frame."""
 
 
+INT_MIN, INT_MAX = -(1 << 63), (1 << 63) - 1
+# Any integer outside the 64-bit range has at least 19 digits in JSON.
+_LONG_DIGITS = re.compile(r"[0-9]{19}")
+
+
+def _path(parts):
+    return "$" + "".join("[%d]" % p if isinstance(p, int) else "[%r]" % p for p in parts)
+
+
+def check_integers(value):
+    """Raise ValueError naming the first integer outside the 64-bit range in value: sandboxd
+    (and its JSON library) carries integers as 64-bit signed numbers, in both directions."""
+    stack = [(value, ())]
+    while stack:
+        v, where = stack.pop()
+        if isinstance(v, bool):
+            continue
+        if isinstance(v, int):
+            if not INT_MIN <= v <= INT_MAX:
+                shown = str(v) if v.bit_length() < 4000 else "an integer of %d bits" % v.bit_length()
+                raise ValueError("integer %s at %s is outside the range sandboxd carries "
+                                 "(-2**63 to 2**63-1, 64-bit signed); send it as a string or "
+                                 "a float" % (shown, _path(where)))
+        elif isinstance(v, dict):
+            stack.extend((x, where + (k,)) for k, x in v.items())
+        elif isinstance(v, (list, tuple)):
+            stack.extend((x, where + (i,)) for i, x in enumerate(v))
+
+
 def encode(msg):
     """Serialise msg; raises ValueError/TypeError for values JSON cannot carry."""
     body = json.dumps(msg, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    if _LONG_DIGITS.search(body):  # rare: digits in strings, or a big integer
+        check_integers(msg)
     return body.encode("utf-8")
 
 
