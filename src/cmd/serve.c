@@ -46,7 +46,7 @@ static const char serve_usage[] =
     "  --llm-timeout-ms N     one core.llm.generate call of an LLM handler or step (60000)\n"
     "  --max-workflow-steps N steps a workflow execution may run when the workflow sets\n"
     "                         no maxSteps of its own (100)\n"
-    "  --template-pool-size N template interpreters kept ready, with jinja2, yaml and\n"
+    "  --template-pool-size N template interpreters kept ready, with jinja2 and\n"
     "                         jsonschema imported, by a zygote of their own (2; 0: templates\n"
     "                         take interpreters from the main pool and import on "
     "start)\n" SETUP_HELP_POOL "  --max-running N        executions at once (default 4 x cores)\n"
@@ -302,11 +302,11 @@ int cmd_serve(int argc, char **argv)
     struct app app = {0};
     if (setup_start(&su, &o.setup, &common, "serve") < 0)
         goto out;
-    /* Templates import jinja2, yaml and jsonschema (~100 ms): a pool of its own has them
+    /* Templates import jinja2 and jsonschema (~100 ms): a pool of its own has them
      * imported, as the sessions' pool has asyncio. */
     if (o.template_pool_size &&
         setup_pool(&su, &o.setup, (unsigned)o.template_pool_size, 1,
-                   "yaml,jinja2,jinja2.sandbox,jsonschema,sandboxd_runtime.template",
+                   "jinja2,jinja2.sandbox,jsonschema,sandboxd_runtime.template",
                    &template_pool) < 0) {
         log_error("serve: the template pool could not start (use --template-pool-size 0 to "
                   "run without)");

@@ -754,7 +754,7 @@ void flow_workflow_execute(struct app *a, const struct request_spec *s, struct a
                                   "the definition of %s is not valid base64", s->workflow_id);
         goto out;
     }
-    r = flow_yaml_load(text, len, 0, &w.wf, &why);
+    r = flow_yaml_load(text, len, NULL, &w.wf, NULL, &why);
     free(text);
     const char *bad_step = NULL;
     if (r == 0)

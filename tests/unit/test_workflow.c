@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests: flow/yaml (YAML to JSON) and flow/workflow (validation, paths, conditions). */
+/* Unit tests: flow/workflow (validation, paths, conditions). */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,62 +17,11 @@ static json_t *yaml(const char *text)
 {
     json_t *v = NULL;
     char *err = NULL;
-    int r = flow_yaml_load(text, strlen(text), 0, &v, &err);
+    int r = flow_yaml_load(text, strlen(text), NULL, &v, NULL, &err);
     if (r < 0)
         fail_msg("yaml: %s", err ? err : "?");
     free(err);
     return v;
-}
-
-static void yaml_scalars_are_typed(void **state)
-{
-    json_t *v = yaml("a: 1\nb: -2.5\nc: true\nd: null\ne: '7'\nf: hello\ng: ~\nh: 0x10\n"
-                     "i: [1, two, {k: v}]\nj: .inf\n\"k k\": \"x\"\n1: int-key\n");
-    assert_int_equal(json_integer_value(json_object_get(v, "a")), 1);
-    assert_true(json_real_value(json_object_get(v, "b")) == -2.5);
-    assert_true(json_is_true(json_object_get(v, "c")));
-    assert_true(json_is_null(json_object_get(v, "d")));
-    assert_string_equal(json_string_value(json_object_get(v, "e")), "7");
-    assert_string_equal(json_string_value(json_object_get(v, "f")), "hello");
-    assert_true(json_is_null(json_object_get(v, "g")));
-    assert_int_equal(json_integer_value(json_object_get(v, "h")), 16);
-    assert_int_equal(json_array_size(json_object_get(v, "i")), 3);
-    assert_string_equal(json_string_value(json_object_get(v, "j")), ".inf");
-    assert_string_equal(json_string_value(json_object_get(v, "k k")), "x");
-    assert_string_equal(json_string_value(json_object_get(v, "1")), "int-key");
-    json_decref(v);
-}
-
-static void yaml_aliases_and_bombs(void **state)
-{
-    json_t *v = yaml("base: &b {x: 1}\ncopy: *b\n");
-    assert_true(json_equal(json_object_get(v, "base"), json_object_get(v, "copy")));
-    json_decref(v);
-    char bomb[4096] = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n";
-    for (int i = 1; i < 9; i++) {
-        char line[256];
-        snprintf(line, sizeof(line), "a%d: &a%d [*a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d]\n",
-                 i, i, i - 1, i - 1, i - 1, i - 1, i - 1, i - 1, i - 1, i - 1);
-        strcat(bomb, line);
-    }
-    json_t *out = NULL;
-    char *err = NULL;
-    assert_int_equal(flow_yaml_load(bomb, strlen(bomb), 0, &out, &err), -E2BIG);
-    assert_non_null(strstr(err, "expand"));
-    free(err);
-    err = NULL;
-    assert_true(flow_yaml_load("a: [unclosed\n", 13, 0, &out, &err) < 0);
-    assert_non_null(strstr(err, "line"));
-    free(err);
-    err = NULL;
-    assert_true(flow_yaml_load("a: *nope\n", 9, 0, &out, &err) < 0);
-    free(err);
-    char deep[1024] = "";
-    for (int i = 0; i < 100; i++)
-        strcat(deep, "[");
-    err = NULL;
-    assert_int_equal(flow_yaml_load(deep, strlen(deep), 0, &out, &err), -E2BIG);
-    free(err);
 }
 
 static void paths(void **state)
@@ -187,8 +136,6 @@ static void validation(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(yaml_scalars_are_typed),
-        cmocka_unit_test(yaml_aliases_and_bombs),
         cmocka_unit_test(paths),
         cmocka_unit_test(conditions),
         cmocka_unit_test(validation),
