@@ -21,6 +21,7 @@
 #include "cmd/cmd.h"
 #include "cmd/common.h"
 #include "cmd/setup.h"
+#include "flow/cache.h"
 #include "http/server.h"
 #include "mcp/framework.h"
 #include "mcp/registry.h"
@@ -294,6 +295,7 @@ int cmd_serve(int argc, char **argv)
     struct setup su = {0};
     struct framework *fw = NULL;
     struct defs *defs = NULL;
+    struct flow_cache *wf_cache = NULL;
     struct manager *mgr = NULL;
     struct http_server *http = NULL;
     struct mcp_server *mcps = NULL;
@@ -332,6 +334,8 @@ int cmd_serve(int argc, char **argv)
         .adaptive_floor_ms = 1000,
     };
     if (framework_new(&fo, &fw) < 0 || defs_new(fw, &dopt, &defs) < 0 || manager_new(&mo, &mgr) < 0)
+        goto out;
+    if (flow_cache_new(256, 64u << 20, &wf_cache) < 0)
         goto out;
     struct mcp_server_options mso = {
         .output_json = strcmp(o.setup.mcp_output, "json") == 0,
@@ -376,6 +380,7 @@ int cmd_serve(int argc, char **argv)
         .session_pool = su.session_pool,
         .template_pool = template_pool,
         .metrics = su.metrics,
+        .wf_cache = wf_cache,
         .isolation = su.isolation,
         .started_us = clock_mono_us(),
     };
@@ -409,6 +414,7 @@ out:
     mcp_server_free(mcps);
     manager_free(mgr);
     defs_free(defs);
+    flow_cache_free(wf_cache);
     framework_free(fw);
     pool_free(template_pool);
     setup_stop(&su);

@@ -43,27 +43,45 @@ static void core_schema_scalars(void **state)
 {
     /* value: the YAML text after "v: ", and the JSON it must become */
     static const char *const cases[][2] = {
-        {"1", "1"},          {"-7", "-7"},
-        {"+5", "5"},         {"017", "17"}, /* decimal in 1.2, octal 15 in 1.1 */
-        {"0o17", "15"},      {"0x1F", "31"},
-        {"0x-5", "\"0x-5\""}, {"0x 5", "\"0x 5\""},
+        {"1", "1"},
+        {"-7", "-7"},
+        {"+5", "5"},
+        {"017", "17"}, /* decimal in 1.2, octal 15 in 1.1 */
+        {"0o17", "15"},
+        {"0x1F", "31"},
+        {"0x-5", "\"0x-5\""},
+        {"0x 5", "\"0x 5\""},
         {"9223372036854775807", "9223372036854775807"},
         {"-9223372036854775808", "-9223372036854775808"},
-        {"1.5", "1.5"},      {"1.", "1.0"},
-        {".5", "0.5"},       {"-2.5e-3", "-0.0025"},
-        {"1e3", "1000.0"},   {"1_000", "\"1_000\""},
-        {"true", "true"},    {"True", "true"},
-        {"TRUE", "true"},    {"tRUE", "\"tRUE\""},
-        {"false", "false"},  {"yes", "\"yes\""}, /* YAML 1.1 booleans are strings */
-        {"on", "\"on\""},    {"no", "\"no\""},
-        {"off", "\"off\""},  {"y", "\"y\""},
+        {"1.5", "1.5"},
+        {"1.", "1.0"},
+        {".5", "0.5"},
+        {"-2.5e-3", "-0.0025"},
+        {"1e3", "1000.0"},
+        {"1_000", "\"1_000\""},
+        {"true", "true"},
+        {"True", "true"},
+        {"TRUE", "true"},
+        {"tRUE", "\"tRUE\""},
+        {"false", "false"},
+        {"yes", "\"yes\""}, /* YAML 1.1 booleans are strings */
+        {"on", "\"on\""},
+        {"no", "\"no\""},
+        {"off", "\"off\""},
+        {"y", "\"y\""},
         {"1:30", "\"1:30\""}, /* no sexagesimal */
-        {"~", "null"},       {"null", "null"},
-        {"Null", "null"},    {"", "null"},
-        {"'1'", "\"1\""},    {"\"true\"", "\"true\""},
-        {"!!str 1", "\"1\""}, {"!!int \"0x10\"", "16"},
-        {"!!float 1", "1.0"}, {"!!bool \"false\"", "false"},
-        {"!!null ''", "null"}, {"! 12", "\"12\""},
+        {"~", "null"},
+        {"null", "null"},
+        {"Null", "null"},
+        {"", "null"},
+        {"'1'", "\"1\""},
+        {"\"true\"", "\"true\""},
+        {"!!str 1", "\"1\""},
+        {"!!int \"0x10\"", "16"},
+        {"!!float 1", "1.0"},
+        {"!!bool \"false\"", "false"},
+        {"!!null ''", "null"},
+        {"! 12", "\"12\""},
         {"2001-12-14", "\"2001-12-14\""}, /* no timestamps */
         {"<<", "\"<<\""},
     };
@@ -208,12 +226,9 @@ static void depth_and_anchor_caps(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(core_schema_scalars),
-        cmocka_unit_test(keys_and_merge),
-        cmocka_unit_test(errors_name_the_line),
-        cmocka_unit_test(aliases_are_shared_and_counted),
-        cmocka_unit_test(alias_bombs_are_refused),
-        cmocka_unit_test(depth_and_anchor_caps),
+        cmocka_unit_test(core_schema_scalars),     cmocka_unit_test(keys_and_merge),
+        cmocka_unit_test(errors_name_the_line),    cmocka_unit_test(aliases_are_shared_and_counted),
+        cmocka_unit_test(alias_bombs_are_refused), cmocka_unit_test(depth_and_anchor_caps),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
