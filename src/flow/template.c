@@ -75,8 +75,8 @@ static int flow_llm_on_message(void *userdata, struct cell *c, json_t *msg)
     }
     x->tokens->calls++;
     json_t *result = NULL;
-    int r = framework_call_timeout(x->a->fw, x->s->endpoint, "core.llm.generate", params,
-                                   flow_llm_timeout_ms(x->a), &result, &err, x->fst);
+    int r = framework_call_timeout(x->a->fw, x->s->endpoint, x->s->app_id, "core.llm.generate",
+                                   params, flow_llm_timeout_ms(x->a), &result, &err, x->fst);
     if (r < 0) {
         flow_rpc_reply(c, id, NULL, &err);
     } else {

@@ -173,7 +173,8 @@ static size_t wf_step_targets(json_t *index, json_t *step, size_t *out)
     size_t i;
     json_t *t;
     json_array_foreach(json_object_get(step, "transitions"), i, t) out[k++] =
-        (size_t)json_integer_value(json_object_get(index, json_string_value(json_object_get(t, "next"))));
+        (size_t)json_integer_value(
+            json_object_get(index, json_string_value(json_object_get(t, "next"))));
     return k;
 }
 

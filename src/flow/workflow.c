@@ -292,7 +292,8 @@ static void wf_run_step(struct wf_run *w, const char *id, json_t *step, struct w
         }
         json_t *result = NULL;
         struct mcp_error err = {0};
-        if (framework_call(w->a->fw, w->s->endpoint, tool, params, &result, &err, &w->fst) < 0)
+        if (framework_call(w->a->fw, w->s->endpoint, w->s->app_id, tool, params, &result, &err,
+                           &w->fst) < 0)
             res->error =
                 wf_error_body(w, "MCP_ERROR", id, mcp_error_details(&err, tool),
                               "step %s: %s failed: %s", id, tool, err.message ? err.message : "?");
@@ -374,10 +375,9 @@ static void wf_add_metrics(struct wf_run *w, json_t *body)
 /* Step mode keeps the outputs of earlier steps through core.state.*RuntimeValue. */
 static char *wf_state_key(struct wf_run *w)
 {
-    const char *run =
-        json_string_value(json_object_get(json_object_get(w->s->context, "workflowInfo"), "runId"));
-    if (!run)
-        run = w->s->trace_id ? w->s->trace_id : w->s->request_id;
+    const char *run = w->s->run_id     ? w->s->run_id
+                      : w->s->trace_id ? w->s->trace_id
+                                       : w->s->request_id;
     char *key = NULL;
     return asprintf(&key, "sandboxd/workflow/%s/%s", w->s->workflow_id, run) < 0 ? NULL : key;
 }
@@ -388,8 +388,8 @@ static void wf_load_steps(struct wf_run *w)
     json_t *params = json_pack("{s:s, s:s?}", "key", key ? key : "", "app_id", w->s->app_id);
     json_t *res = NULL;
     struct mcp_error err = {0};
-    if (framework_call(w->a->fw, w->s->endpoint, "core.state.getRuntimeValue", params, &res, &err,
-                       &w->fst) == 0) {
+    if (framework_call(w->a->fw, w->s->endpoint, w->s->app_id, "core.state.getRuntimeValue", params,
+                       &res, &err, &w->fst) == 0) {
         json_t *steps = json_object_get(json_object_get(res, "value"), "steps");
         if (json_is_object(steps))
             json_object_set(w->root, "steps", steps);
@@ -409,8 +409,8 @@ static void wf_save_steps(struct wf_run *w)
                                json_object_get(w->root, "steps"), "app_id", w->s->app_id);
     json_t *res = NULL;
     struct mcp_error err = {0};
-    if (framework_call(w->a->fw, w->s->endpoint, "core.state.setRuntimeValue", params, &res, &err,
-                       &w->fst) < 0)
+    if (framework_call(w->a->fw, w->s->endpoint, w->s->app_id, "core.state.setRuntimeValue", params,
+                       &res, &err, &w->fst) < 0)
         log_warn("workflow: cannot keep the step outputs of %s: %s", key ? key : "?",
                  err.message ? err.message : "?");
     json_decref(res);
