@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mcp/alias.h"
 #include "mcp/registry.h"
 #include "mcp/server_int.h"
 #include "util/buf.h"
@@ -38,7 +39,7 @@ json_t *srv_list_servers(struct mcp_server_conn *c, json_t *args)
         const char *desc = json_string_value(json_object_get(d, "description"));
         struct buf alias;
         buf_init(&alias, 256);
-        srv_identifier(name, &alias);
+        (void)mcp_alias(name, &alias);
         (void)buf_printf(&b, "%s (%s%s) — Python: mcp_%s%s%s\n", name,
                          json_string_value(json_object_get(d, "transport")),
                          json_is_true(json_object_get(d, "connected")) ? ", running" : "",
@@ -239,9 +240,9 @@ json_t *srv_search(struct mcp_server_conn *c, json_t *args)
         buf_init(&params, 64u << 10);
         buf_init(&args_text, 16u << 10);
         (void)buf_appends(&alias, "await mcp_");
-        srv_identifier(hits[h].server, &alias);
+        (void)mcp_alias(hits[h].server, &alias);
         (void)buf_appends(&alias, ".");
-        srv_identifier(tn, &alias);
+        (void)mcp_alias(tn, &alias);
         srv_params_text(json_object_get(t, "inputSchema"), &params, &args_text);
         (void)buf_printf(&alias, "(%s)", args_text.data ? args_text.data : "");
         json_array_append_new(

@@ -63,30 +63,6 @@ json_t *srv_tool_error(const struct mcp_server_conn *c, const char *fmt, ...)
     return r;
 }
 
-/* A Python identifier for a server or tool name, as the session runtime makes it
- * (runtime/sandboxd_runtime/session.py identifier()): non-word characters become '_', a
- * leading digit gets a '_' in front, a keyword one behind. Bytes of multi-byte UTF-8
- * characters are kept (Python counts most such characters as word characters). */
-void srv_identifier(const char *name, struct buf *out)
-{
-    static const char *const keywords[] = {
-        "False", "None",     "True",  "and",    "as",   "assert", "async",  "await",    "break",
-        "class", "continue", "def",   "del",    "elif", "else",   "except", "finally",  "for",
-        "from",  "global",   "if",    "import", "in",   "is",     "lambda", "nonlocal", "not",
-        "or",    "pass",     "raise", "return", "try",  "while",  "with",   "yield"};
-    size_t start = out->len;
-    if (!*name || isdigit((unsigned char)*name))
-        (void)buf_appends(out, "_");
-    for (const char *p = name; *p; p++) {
-        unsigned char ch = (unsigned char)*p;
-        char k = isalnum(ch) || ch == '_' || ch >= 0x80 ? (char)ch : '_';
-        (void)buf_append(out, &k, 1);
-    }
-    for (size_t i = 0; i < ARRAY_SIZE(keywords); i++)
-        if (out->data && strcmp(out->data + start, keywords[i]) == 0)
-            (void)buf_appends(out, "_");
-}
-
 /* ---- the sandbox sessions of a connection -------------------------------------------------- */
 
 /* run_python without session_id uses the connection's automatic sessions: the first one

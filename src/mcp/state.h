@@ -17,11 +17,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define STATE_MAX_KEY       2048        /* bytes */
-#define STATE_MAX_VALUE     (1u << 20)  /* bytes of the value's JSON text */
-#define STATE_MAX_PER_APP   1024        /* values */
-#define STATE_MAX_BYTES     (64u << 20) /* all apps, keys and values */
-#define STATE_TTL_US        (24LL * 3600 * 1000000)
+#define STATE_MAX_KEY     2048        /* bytes */
+#define STATE_MAX_VALUE   (1u << 20)  /* bytes of the value's JSON text */
+#define STATE_MAX_PER_APP 1024        /* values */
+#define STATE_MAX_BYTES   (64u << 20) /* all apps, keys and values */
+#define STATE_TTL_US      (24LL * 3600 * 1000000)
 
 struct state_limits {
     size_t max_key, max_value, max_per_app, max_bytes; /* 0: the defaults above */

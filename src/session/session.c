@@ -29,6 +29,7 @@
 #include "app/response.h"
 #include "exec/cell.h"
 #include "exec/run.h"
+#include "mcp/alias.h"
 #include "mcp/registry.h"
 #include "pool/pool.h"
 #include "proto/frame.h"
@@ -202,6 +203,7 @@ static void *session_rpc_thread(void *arg)
     } else {
         json_t *tools = NULL;
         r = mcp_registry_tools(ss->mcp, server, ss->opt.tool_timeout_ms, &tools, &err);
+        mcp_alias_tools(tools);
         if (r == 0)
             result = json_pack("{s:o}", "tools", tools);
     }
@@ -372,7 +374,9 @@ static json_t *session_init_job(struct sessions *ss, json_t *names, const char *
             if (strcmp(json_string_value(json_object_get(d, "name")) ?: "", name) == 0)
                 desc = json_string_value(json_object_get(d, "description"));
         }
-        json_array_append_new(servers, json_pack("{s:s, s:s, s:o}", "name", name, "description",
+        mcp_alias_tools(tools); /* the sandbox uses these aliases, never its own */
+        json_array_append_new(servers, json_pack("{s:s, s:o*, s:s, s:o}", "name", name, "alias",
+                                                 mcp_alias_json(name), "description",
                                                  desc ? desc : "", "tools", tools));
     }
     json_decref(described);
