@@ -23,28 +23,34 @@ INT_MIN, INT_MAX = -(1 << 63), (1 << 63) - 1
 _LONG_DIGITS = re.compile(r"[0-9]{19}")
 
 
-def _path(parts):
-    return "$" + "".join("[%d]" % p if isinstance(p, int) else "[%r]" % p for p in parts)
-
-
 def check_integers(value):
     """Raise ValueError naming the first integer outside the 64-bit range in value: sandboxd
     (and its JSON library) carries integers as 64-bit signed numbers, in both directions."""
-    stack = [(value, ())]
+    nodes = [(value, -1, None)]  # (value, parent's index, key in the parent): no path copies
+    stack = [0]
     while stack:
-        v, where = stack.pop()
+        at = stack.pop()
+        v = nodes[at][0]
         if isinstance(v, bool):
             continue
         if isinstance(v, int):
-            if not INT_MIN <= v <= INT_MAX:
-                shown = str(v) if v.bit_length() < 4000 else "an integer of %d bits" % v.bit_length()
-                raise ValueError("integer %s at %s is outside the range sandboxd carries "
-                                 "(-2**63 to 2**63-1, 64-bit signed); send it as a string or "
-                                 "a float" % (shown, _path(where)))
-        elif isinstance(v, dict):
-            stack.extend((x, where + (k,)) for k, x in v.items())
-        elif isinstance(v, (list, tuple)):
-            stack.extend((x, where + (i,)) for i, x in enumerate(v))
+            if INT_MIN <= v <= INT_MAX:
+                continue
+            parts = []
+            while nodes[at][1] >= 0:
+                parts.append(nodes[at][2])
+                at = nodes[at][1]
+            where = "$" + "".join("[%d]" % p if isinstance(p, int) else "[%r]" % p
+                                  for p in reversed(parts))
+            shown = str(v) if v.bit_length() < 4000 else "an integer of %d bits" % v.bit_length()
+            raise ValueError("integer %s at %s is outside the range sandboxd carries "
+                             "(-2**63 to 2**63-1, 64-bit signed); send it as a string or "
+                             "a float" % (shown, where))
+        items = v.items() if isinstance(v, dict) else enumerate(v) \
+            if isinstance(v, (list, tuple)) else ()
+        for k, x in items:
+            nodes.append((x, at, k))
+            stack.append(len(nodes) - 1)
 
 
 def encode(msg):
