@@ -19,8 +19,7 @@ static const char *const alias_keywords[] = {
 
 static bool alias_word_char(unsigned char c)
 {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '_';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
 }
 
 int mcp_alias(const char *name, struct buf *out)

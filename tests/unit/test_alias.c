@@ -15,11 +15,20 @@
 static void aliases(void **state)
 {
     static const char *const cases[][2] = {
-        {"get_sum", "get_sum"},     {"get-sum", "get_sum"},       {"get\xe2\x80\x94sum", "get_sum"},
-        {"caf\xc3\xa9", "caf_"},    {"\xf0\x9f\x98\x80", "_"},    {"class", "class_"},
-        {"None", "None_"},          {"match", "match"},           {"2fa", "_2fa"},
-        {"", "_"},                  {"a.b", "a_b"},               {"x\xff", "x_"},
-        {"Tool Name", "Tool_Name"}, {"__dunder__", "__dunder__"},
+        {"get_sum", "get_sum"},
+        {"get-sum", "get_sum"},
+        {"get\xe2\x80\x94sum", "get_sum"},
+        {"caf\xc3\xa9", "caf_"},
+        {"\xf0\x9f\x98\x80", "_"},
+        {"class", "class_"},
+        {"None", "None_"},
+        {"match", "match"},
+        {"2fa", "_2fa"},
+        {"", "_"},
+        {"a.b", "a_b"},
+        {"x\xff", "x_"},
+        {"Tool Name", "Tool_Name"},
+        {"__dunder__", "__dunder__"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         json_t *a = mcp_alias_json(cases[i][0]);
