@@ -101,6 +101,23 @@ def test_integers_beyond_64_bits_are_refused_by_name(srv, value):
     assert "-2**63 to 2**63-1" in data["message"]
 
 
+def test_property_big_integers_are_named(srv):
+    """Seeded: an integer beyond 64 bits hidden among good ones is the one the error names."""
+    rng = random.Random(SEED + 1)
+    for _ in range(25):
+        good = random_ints(rng, 10)
+        big = rng.choice([1, -1]) * rng.randint(2 ** 63, 2 ** rng.randrange(64, 300))
+        if big == -(2 ** 63):
+            big -= 1
+        at = rng.randrange(len(good) + 1)
+        values = good[:at] + [big] + good[at:]
+        code = "def f():\n    return {'v': %r}\n" % (values,)
+        data = srv.execute(executor_request(code, functionName="f")).json["data"]
+        assert data["code"] == "INVALID_RESULT", (big, data)
+        assert "integer %d at $['v'][%d] is outside" % (big, at) in data["message"], \
+            (big, at, data["message"])
+
+
 def test_integers_beyond_64_bits_in_requests_are_refused(srv):
     body = '{"requestId": "r", "requestData": {"source": "x", "n": %d}, "context": {}}' % 2 ** 70
     r = srv.request("POST", "/execute", body, {"Content-Type": "application/json"})
