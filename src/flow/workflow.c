@@ -5,8 +5,9 @@
  * The document is untrusted: the YAML conversion (flow/yaml.c) caps depth
  * and the expanded size (aliases count with the size of what they repeat, so
  * a "billion laughs" document is refused instead of exploding later), paths
- * and conditions are checked before anything runs, and every run is bounded
- * by maxSteps.
+ * and conditions are checked before anything runs (flow/validate.c, in
+ * linear time; flow/cache.c keeps what passed, by content), and every run is
+ * bounded by maxSteps.
  */
 #include "flow/workflow.h"
 
@@ -25,7 +26,6 @@
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/macros.h"
-#include "util/path.h"
 #include "util/fmt.h"
 
 /* ---- paths and conditions ----------------------------------------------------------------- */

@@ -19,7 +19,6 @@
 
 #include "util/fmt.h"
 #include "util/jdump.h"
-#include "util/log.h"
 
 #define STATE_ENTRY_OVERHEAD 160 /* the entry, its hash handle and allocator slack */
 
