@@ -4,7 +4,8 @@
 Runs as ``python3 -I -S -B /sandboxd/runtime/boot.py MODE SITE_DIRS [ARGS...]``
 inside the jail. Isolated mode gives a sys.path with only the standard
 library; this adds the runtime package and the interpreter's site
-directories (for jinja2, jsonschema, yaml) and hands over to the mode.
+directories (for jinja2, jsonschema and the libraries user code imports) and
+hands over to the mode.
 """
 import sys
 

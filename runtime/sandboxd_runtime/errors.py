@@ -4,6 +4,24 @@ import traceback
 
 RUNTIME_PREFIX = "/sandboxd/runtime/"
 
+# Bytes (UTF-8) a message or a traceback may take: the job's output limit (worker.py sets it).
+# The host cuts longer ones the same way; cutting here keeps the frame small.
+LIMIT = 1 << 20
+MARKER = "\n[... truncated: %d bytes in all]"
+
+
+def cap(text, limit=None):
+    """text, or its start and MARKER when its UTF-8 form is over limit bytes."""
+    limit = LIMIT if limit is None else limit
+    if len(text) <= limit // 4:
+        return text
+    data = text.encode("utf-8", "replace")
+    if len(data) <= limit:
+        return text
+    marker = MARKER % len(data)
+    keep = max(limit - len(marker.encode("utf-8")), 0)
+    return data[:keep].decode("utf-8", "ignore") + marker
+
 
 def user_traceback(exc):
     """The traceback of exc without the runtime's own frames in front."""
@@ -22,20 +40,33 @@ def from_exception(exc):
     name = type(exc).__qualname__
     if type(exc).__module__ not in ("builtins", "__main__"):
         name = "%s.%s" % (type(exc).__module__, name)
+    cut = []
+
+    def capped(text):
+        out = cap(text)
+        if out is not text:
+            cut.append(True)
+        return out
+
     if isinstance(exc, MemoryError):
         return error(
             "MEMORY_LIMIT",
             "the program ran out of memory (MemoryError)",
-            {"type": name, "traceback": user_traceback(exc)},
+            {"type": name, "traceback": capped(user_traceback(exc))},
         )
-    details = {"type": name, "message": str(exc), "traceback": user_traceback(exc)}
+    text = str(exc)
+    details = {"type": capped(name), "message": capped(text),
+               "traceback": capped(user_traceback(exc))}
     if isinstance(exc, SyntaxError):
         details["line"] = exc.lineno
         details["column"] = exc.offset
-        details["text"] = (exc.text or "").rstrip("\n")
+        details["text"] = capped((exc.text or "").rstrip("\n"))
         message = "%s: %s (line %s, column %s)" % (name, exc.msg, exc.lineno, exc.offset)
     else:
-        message = "%s: %s" % (name, exc) if str(exc) else name
+        message = "%s: %s" % (name, text) if text else name
+    message = capped(message)
+    if cut:
+        details["truncated"] = True
     return error("APPLICATION_ERROR", message, details)
 
 

@@ -6,6 +6,7 @@ prints (or a C extension writes to fd 1) can be mistaken for a result.
 """
 import json
 import os
+import re
 import struct
 
 FD = 3
@@ -17,9 +18,46 @@ class ProtocolError(Exception):
     """The host closed the channel or sent something that is not a frame."""
 
 
+INT_MIN, INT_MAX = -(1 << 63), (1 << 63) - 1
+# Any integer outside the 64-bit range has at least 19 digits in JSON.
+_LONG_DIGITS = re.compile(r"[0-9]{19}")
+
+
+def check_integers(value):
+    """Raise ValueError naming the first integer outside the 64-bit range in value: sandboxd
+    (and its JSON library) carries integers as 64-bit signed numbers, in both directions."""
+    nodes = [(value, -1, None)]  # (value, parent's index, key in the parent): no path copies
+    stack = [0]
+    while stack:
+        at = stack.pop()
+        v = nodes[at][0]
+        if isinstance(v, bool):
+            continue
+        if isinstance(v, int):
+            if INT_MIN <= v <= INT_MAX:
+                continue
+            parts = []
+            while nodes[at][1] >= 0:
+                parts.append(nodes[at][2])
+                at = nodes[at][1]
+            where = "$" + "".join("[%d]" % p if isinstance(p, int) else "[%r]" % p
+                                  for p in reversed(parts))
+            shown = str(v) if v.bit_length() < 4000 else "an integer of %d bits" % v.bit_length()
+            raise ValueError("integer %s at %s is outside the range sandboxd carries "
+                             "(-2**63 to 2**63-1, 64-bit signed); send it as a string or "
+                             "a float" % (shown, where))
+        items = v.items() if isinstance(v, dict) else enumerate(v) \
+            if isinstance(v, (list, tuple)) else ()
+        for k, x in items:
+            nodes.append((x, at, k))
+            stack.append(len(nodes) - 1)
+
+
 def encode(msg):
     """Serialise msg; raises ValueError/TypeError for values JSON cannot carry."""
     body = json.dumps(msg, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    if _LONG_DIGITS.search(body):  # rare: digits in strings, or a big integer
+        check_integers(msg)
     return body.encode("utf-8")
 
 

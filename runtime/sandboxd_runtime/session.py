@@ -28,7 +28,6 @@ import builtins
 import inspect
 import io
 import json
-import keyword
 import linecache
 import os
 import re
@@ -188,14 +187,11 @@ async def _ready(value):
 
 # ---- MCP servers as Python objects ----------------------------------------------------------
 
-def identifier(name):
-    """A Python identifier for a server or tool name ("get-sum" -> "get_sum")."""
-    out = re.sub(r"\W", "_", name)
-    if not out or out[0].isdigit():
-        out = "_" + out
-    if keyword.iskeyword(out):
-        out += "_"
-    return out
+def alias_of(info):
+    """The Python identifier of a server or tool ("get-sum" -> "get_sum"). The host computes
+    it (one rule, src/mcp/alias.c) and sends it with the description; a name is its own
+    alias only if the host sent none."""
+    return info.get("alias") or info["name"]
 
 
 def convert_result(result, server, tool):
@@ -230,7 +226,7 @@ class ServerProxy:
     def __init__(self, info):
         self._info = info
         self._name = info["name"]
-        self._tools = {identifier(t["name"]): t for t in info.get("tools", [])}
+        self._tools = {alias_of(t): t for t in info.get("tools", [])}
         self.sync = _SyncProxy(self)
 
     def __getattr__(self, alias):
@@ -309,7 +305,7 @@ def discovered_servers(detailed=False):
 
 
 def _tool_doc(server, tool, detail):
-    doc = {"server": server, "tool": tool["name"], "alias": identifier(tool["name"]),
+    doc = {"server": server, "tool": tool["name"], "alias": alias_of(tool),
            "description": tool.get("description") or ""}
     if detail == "full":
         doc["inputSchema"] = tool.get("inputSchema")
@@ -335,7 +331,7 @@ def query_tool_docs(server, tool=None, detail="summary"):
         raise MCPError("no server %r in this session" % server, server=server)
     tools = SERVERS[server].get("tools", [])
     if tool is not None:
-        tools = [t for t in tools if t["name"] == tool or identifier(t["name"]) == tool]
+        tools = [t for t in tools if t["name"] == tool or alias_of(t) == tool]
         if not tools:
             raise MCPError("server %r has no tool %r" % (server, tool), server=server, tool=tool)
     return _AwaitableList(_tool_doc(server, t, detail) for t in tools)
@@ -359,7 +355,7 @@ def describe_server(name):
     if name not in SERVERS:
         raise MCPError("no server %r in this session" % name, server=name)
     info = SERVERS[name]
-    return _AwaitableDict({"name": name, "alias": identifier(name),
+    return _AwaitableDict({"name": name, "alias": alias_of(info),
                            "description": info.get("description") or "",
                            "tools": [t["name"] for t in info.get("tools", [])]})
 
@@ -367,9 +363,9 @@ def describe_server(name):
 def capability_summary():
     lines = ["MCP servers in this session (call with `await mcp_<alias>.<tool>(**args)`):"]
     for name, info in SERVERS.items():
-        tools = ", ".join(identifier(t["name"]) for t in info.get("tools", []))
+        tools = ", ".join(alias_of(t) for t in info.get("tools", []))
         desc = info.get("description") or ""
-        lines.append("- mcp_%s%s: %s" % (identifier(name), " (%s)" % desc if desc else "", tools))
+        lines.append("- mcp_%s%s: %s" % (alias_of(info), " (%s)" % desc if desc else "", tools))
     if not SERVERS:
         lines.append("- (none)")
     lines.append("Helpers: save_memory/load_memory/list_memories/update_memory/delete_memory, "
@@ -489,8 +485,8 @@ def build_namespace(init):
         SERVERS[info["name"]] = info
         proxy = ServerProxy(info)
         proxies[info["name"]] = proxy
-        ns["mcp_" + identifier(info["name"])] = proxy
-        setattr(pkg.servers, identifier(info["name"]), proxy)
+        ns["mcp_" + alias_of(info)] = proxy
+        setattr(pkg.servers, alias_of(info), proxy)
     ns["mcp"] = pkg
     ns["mcp_servers"] = proxies
     ns["LOADED_MCP_SERVERS"] = tuple(proxies)
@@ -574,10 +570,11 @@ def run_code(loop, ns, code, filename):
         if task is not None and not task.done():
             task.cancel()
         err = errors.from_exception(exc)["details"]
-        return "error", {"type": err.get("type"), "message": str(exc) or err.get("type"),
+        return "error", {"type": err.get("type"), "message": err.get("message") or err.get("type"),
                          "traceback": err.get("traceback", ""),
                          **({"line": err["line"], "column": err["column"]}
-                            if "line" in err else {})}, None
+                            if "line" in err else {}),
+                         **({"truncated": True} if err.get("truncated") else {})}, None
 
 
 def serve(init):

@@ -2,17 +2,17 @@
 """LLM prompt templates: a YAML file with a Jinja2 template, defaults for
 core.llm.generate and an optional JSON Schema for the answer.
 
-Runs inside the jail because templates are untrusted: the YAML is parsed with
-safe_load, the template rendered by Jinja2's SandboxedEnvironment with
-StrictUndefined (an undefined variable is an error with its line number),
-the answer validated with jsonschema (draft 2020-12). The LLM call itself goes
-to the host as an RPC, which calls core.llm.generate on the framework.
+Runs inside the jail because templates are untrusted: the template is
+rendered by Jinja2's SandboxedEnvironment with StrictUndefined (an undefined
+variable is an error with its line number), the answer validated with
+jsonschema (draft 2020-12). The YAML file itself is read by the host, with
+the same YAML 1.2 loader as workflows (one dialect), and arrives as
+"document". The LLM call goes to the host as an RPC, which calls
+core.llm.generate on the framework.
 
-Job: {"type": "template", "source": base64 YAML, "path", "requestData",
+Job: {"type": "template", "document": the parsed YAML, "path", "requestData",
       "context", "input", "overrides"}
 """
-import base64
-import binascii
 import json
 
 from sandboxd_runtime import errors, proto
@@ -26,19 +26,8 @@ def template_error(message, **details):
 
 def load(job):
     """The template document with overrides applied, or an error frame."""
-    import yaml
-
     path = job["path"]
-    try:
-        text = base64.b64decode(job["source"], validate=True).decode("utf-8")
-    except (binascii.Error, ValueError) as exc:
-        return None, template_error("%s is not UTF-8 text: %s" % (path, exc), path=path)
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        return None, template_error("%s is not valid YAML: %s" % (path, exc), path=path,
-                                    line=mark.line + 1 if mark else None)
+    doc = job.get("document")
     if not isinstance(doc, dict) or not isinstance(doc.get("template"), str):
         return None, template_error("%s must be a mapping with a string 'template'" % path,
                                     path=path)

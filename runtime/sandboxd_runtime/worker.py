@@ -24,6 +24,9 @@ def apply_limits(limits):
             mapped = int(f.read().split()[0]) * resource.getpagesize()
         cap = mapped + int(memory)
         resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+    output = limits.get("outputBytes")
+    if output:
+        errors.LIMIT = int(output)
     cpu = limits.get("cpuSeconds")
     if cpu:
         cpu = int(cpu)
@@ -81,7 +84,12 @@ def answer(reply):
         value = reply.get("data")
         if reply.get("resultType") == "executor":
             value = (value or {}).get("result")
-        fallback = errors.invalid_result(value, str(exc))
+        reason = str(exc)
+        try:
+            proto.check_integers(value)  # names the integer by its place in the value
+        except ValueError as big:
+            reason = str(big)
+        fallback = errors.invalid_result(value, reason)
         fallback["usage"] = reply["usage"]
         body = proto.encode(fallback)
     proto.write_bytes(body)

@@ -16,6 +16,7 @@
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/macros.h"
+#include "flow/cache.h"
 
 bool api_is_json_type(const char *ct)
 {
@@ -143,6 +144,8 @@ static void api_healthz(struct api *api, const struct http_request *req, struct 
         api_pool_stats(a->session_pool), "templatePool", api_pool_stats(a->template_pool),
         "executions", manager_stats(a->mgr), "definitions", defs_stats(a->defs), "frameworkLog",
         framework_log_stats(a->fw));
+    if (reply->body)
+        json_object_set_new(reply->body, "workflows", flow_cache_stats(a->wf_cache));
 }
 
 static void api_load_code(struct api *api, const struct http_request *req, struct http_reply *reply)

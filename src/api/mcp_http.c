@@ -17,7 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/random.h>
 #include <uthash.h>
 
 #include "api/api.h"
@@ -26,6 +25,8 @@
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/macros.h"
+#include "util/jdump.h"
+#include "util/randid.h"
 
 #define MH_ID_LEN         32
 #define MH_MAX_ALLOWED    64
@@ -79,7 +80,7 @@ static void mh_json(struct http_reply *reply, int status, json_t *msg)
 static char *mh_event(json_t *msg)
 {
     /* One data line: compact JSON never holds a raw newline (strings escape it). */
-    char *data = json_dumps(msg, JSON_COMPACT | JSON_REAL_PRECISION(12));
+    char *data = jdump(msg, JSON_COMPACT, NULL);
     char *ev = NULL;
     if (data && asprintf(&ev, "event: message\ndata: %s\n\n", data) < 0)
         ev = NULL;
@@ -309,8 +310,7 @@ static void mh_initialize(struct mcp_http *h, json_t *msg, struct http_reply *re
     if (s && mcp_server_conn_new(h->core, &s->conn) == 0)
         answer = mcp_server_handle(s->conn, msg, NULL);
     bool ok = answer && json_object_get(answer, "result");
-    unsigned char raw[MH_ID_LEN / 2];
-    if (ok && getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
+    if (ok && randid_hex(s->id, sizeof(s->id), MH_ID_LEN / 2) < 0)
         ok = false; /* session ids must be unguessable: no fallback */
     if (!ok) {
         pthread_mutex_lock(&h->lock);
@@ -324,11 +324,6 @@ static void mh_initialize(struct mcp_http *h, json_t *msg, struct http_reply *re
         else
             mh_fail(reply, 500, JSONRPC_INTERNAL_ERROR, "Internal error: out of memory");
         return;
-    }
-    static const char hex[] = "0123456789abcdef";
-    for (size_t i = 0; i < sizeof(raw); i++) {
-        s->id[2 * i] = hex[raw[i] >> 4];
-        s->id[2 * i + 1] = hex[raw[i] & 15];
     }
     s->last_us = clock_mono_us();
     s->refs = 1; /* the table's */

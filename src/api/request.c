@@ -237,7 +237,9 @@ int request_parse(json_t *body, struct request_spec *s, struct request_error *er
         if ((r = request_path(wi, "workflowId", "context.workflowInfo.workflowId", true,
                               &s->workflow_id, err)) ||
             (r = request_string(wi, "stepId", "context.workflowInfo.stepId", false, 256,
-                                &s->step_id, err)))
+                                &s->step_id, err)) ||
+            (r = request_string(wi, "runId", "context.workflowInfo.runId", false, 256, &s->run_id,
+                                err)))
             return r;
         json_t *st = json_object_get(wi, "state");
         if (st && !json_is_null(st) && !json_is_object(st))

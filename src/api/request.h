@@ -40,6 +40,7 @@ struct request_spec {
     /* WORKFLOW */
     const char *workflow_id;
     const char *step_id;
+    const char *run_id; /* at most 256 bytes */
     json_t *workflow_state;
     /* limits; 0 = not requested */
     int64_t timeout_ms;

@@ -20,6 +20,7 @@
 #include "util/buf.h"
 #include "util/log.h"
 #include "util/macros.h"
+#include "util/jdump.h"
 
 #define API_MAX_CODE (1u << 20)
 
@@ -143,7 +144,7 @@ static void api_sse_free(void *userdata)
 
 static void api_sse_event(struct api_sse *j, const char *event, json_t *data)
 {
-    char *text = json_dumps(data, JSON_COMPACT | JSON_REAL_PRECISION(12));
+    char *text = jdump(data, JSON_COMPACT, NULL);
     if (!text)
         return;
     char *line = NULL;

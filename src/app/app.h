@@ -24,6 +24,7 @@
 #include "jail/jail.h"
 #include "mcp/framework.h"
 
+struct flow_cache;
 struct pool;
 
 struct app_options {
@@ -49,7 +50,8 @@ struct app {
     struct pool *session_pool;  /* sessions' own; NULL: they share pool */
     struct pool *template_pool; /* LLM templates' own; NULL: they share pool */
     struct metrics *metrics;
-    json_t *isolation; /* what the start-up self-test observed */
+    struct flow_cache *wf_cache; /* validated workflows by content; NULL: none */
+    json_t *isolation;           /* what the start-up self-test observed */
     int64_t started_us;
 };
 

@@ -154,8 +154,8 @@ void defs_get(struct defs *d, const char *endpoint, const char *app_id, const ch
     json_t *params = json_pack("{s:s, s:s}", "app_id", app_id, "file_path", path);
     json_t *result = NULL;
     struct mcp_error err = {0};
-    int r = framework_call(d->fw, endpoint, "core.state.getDefinitionFileContent", params, &result,
-                           &err, stats);
+    int r = framework_call(d->fw, endpoint, app_id, "core.state.getDefinitionFileContent", params,
+                           &result, &err, stats);
     json_decref(params);
     if (r < 0) {
         ret->status = defs_is_not_found(&err) ? DEFS_NOT_FOUND : DEFS_MCP_ERROR;

@@ -16,6 +16,10 @@
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/macros.h"
+#include "util/utf8.h"
+
+/* Bytes of an error message that go to the framework log. */
+#define APP_LOG_MESSAGE_MAX 2048
 
 void app_run_done(struct app_run *run)
 {
@@ -42,8 +46,9 @@ int app_run_job(struct app *a, struct app_run *run)
     };
     int64_t cpu_s = (timeout_ms + 999) / 1000;
     json_object_set_new(run->job, "limits",
-                        json_pack("{s:I, s:I}", "memoryBytes", (json_int_t)memory_mb << 20,
-                                  "cpuSeconds", (json_int_t)cpu_s));
+                        json_pack("{s:I, s:I, s:I}", "memoryBytes", (json_int_t)memory_mb << 20,
+                                  "cpuSeconds", (json_int_t)cpu_s, "outputBytes",
+                                  (json_int_t)o->output_limit));
 
     int64_t start = clock_mono_us();
     int r = manager_enter(a->mgr, start + timeout_ms * 1000, &run->queue_wait_us);
@@ -122,9 +127,12 @@ void app_finish(struct app *a, const struct request_spec *s, struct app_reply *r
     json_t *data = json_object_get(reply->body, "data");
     const char *code = json_string_value(json_object_get(data, "code"));
     if (reply->status == 200 && code) {
+        /* The message may be as long as the output limit: the log gets its start. */
         const char *msg = json_string_value(json_object_get(data, "message"));
+        size_t mlen = msg ? utf8_cut(msg, strlen(msg), APP_LOG_MESSAGE_MAX) : 0;
         char *text = NULL;
-        if (asprintf(&text, "%s failed: %s: %s", s->handler_name, code, msg ? msg : "") < 0)
+        if (asprintf(&text, "%s failed: %s: %.*s%s", s->handler_name, code, (int)mlen,
+                     msg ? msg : "", msg && msg[mlen] ? " [...]" : "") < 0)
             text = NULL;
         framework_log(a->fw, s->endpoint, "warn", text ? text : code,
                       json_pack("{s:s, s:s?, s:s?, s:s?, s:s, s:s}", "requestId", s->request_id,

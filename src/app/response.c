@@ -5,10 +5,13 @@
 #include "app/response.h"
 
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "util/macros.h"
+#include "util/utf8.h"
 
 void response_metric(json_t *metrics, const char *name, const char *unit, double value)
 {
@@ -36,37 +39,58 @@ json_t *response_text(const struct buf *b)
     json_t *s = json_stringn(b->data, b->len);
     if (s)
         return s;
-    char *copy = malloc(b->len * 3 + 1);
-    if (!copy)
-        return json_string("");
-    size_t k = 0;
-    const unsigned char *p = (const unsigned char *)b->data;
-    for (size_t i = 0; i < b->len;) {
-        size_t n = 0;
-        if (p[i] < 0x80)
-            n = 1;
-        else if ((p[i] & 0xE0) == 0xC0)
-            n = 2;
-        else if ((p[i] & 0xF0) == 0xE0)
-            n = 3;
-        else if ((p[i] & 0xF8) == 0xF0)
-            n = 4;
-        bool ok = n > 0 && i + n <= b->len;
-        for (size_t j = 1; ok && j < n; j++)
-            ok = (p[i + j] & 0xC0) == 0x80;
-        if (ok && json_stringn((const char *)p + i, n)) {
-            memcpy(copy + k, p + i, n);
-            k += n;
-            i += n;
-        } else {
-            memcpy(copy + k, "\xEF\xBF\xBD", 3); /* U+FFFD */
-            k += 3;
-            i += 1;
-        }
+    size_t len;
+    char *clean = utf8_sanitize(b->data, b->len, &len);
+    s = clean ? json_stringn_nocheck(clean, len) : NULL;
+    free(clean);
+    return s ? s : json_string("");
+}
+
+json_t *response_capped_string(const char *s, size_t len, size_t max, bool *ret_cut)
+{
+    if (len <= max)
+        return json_stringn_nocheck(s, len);
+    char marker[64];
+    int m = snprintf(marker, sizeof(marker), RESPONSE_TRUNCATED_MARKER, len);
+    size_t mlen = m > 0 ? (size_t)m : 0;
+    size_t keep = utf8_cut(s, len, max > mlen ? max - mlen : 0);
+    char *text = malloc(keep + mlen + 1);
+    if (!text)
+        return NULL;
+    memcpy(text, s, keep);
+    memcpy(text + keep, marker, mlen + 1);
+    json_t *r = json_stringn_nocheck(text, keep + mlen);
+    free(text);
+    if (ret_cut)
+        *ret_cut = true;
+    return r;
+}
+
+/* Depth-first over objects and arrays; the tree comes from a parsed frame, whose depth
+ * jansson caps at 2048. */
+static bool response_cap_tree(json_t *v, size_t max)
+{
+    bool cut = false;
+    if (json_is_string(v) && json_string_length(v) > max) {
+        json_t *c = response_capped_string(json_string_value(v), json_string_length(v), max, &cut);
+        if (c)
+            json_string_setn_nocheck(v, json_string_value(c), json_string_length(c));
+        json_decref(c);
+    } else if (json_is_object(v)) {
+        const char *k;
+        json_t *m;
+        json_object_foreach(v, k, m) cut |= response_cap_tree(m, max);
+    } else if (json_is_array(v)) {
+        size_t i;
+        json_t *m;
+        json_array_foreach(v, i, m) cut |= response_cap_tree(m, max);
     }
-    json_t *r = json_stringn(copy, k);
-    free(copy);
-    return r ? r : json_string("");
+    return cut;
+}
+
+bool response_cap_strings(json_t *v, size_t max)
+{
+    return response_cap_tree(v, max);
 }
 
 static json_t *response_limit_error(const char *rid, const struct exec_outcome *o,
@@ -129,15 +153,27 @@ static json_t *response_from_final(const char *rid, enum response_kind kind,
     const char *type = json_string_value(json_object_get(f, "type"));
     if (type && strcmp(type, "error") == 0) {
         const char *code = json_string_value(json_object_get(f, "code"));
-        const char *message = json_string_value(json_object_get(f, "message"));
+        json_t *message = json_object_get(f, "message");
         json_t *details = json_object_get(f, "details");
         details = json_is_object(details) ? json_deep_copy(details) : json_object();
+        /* Messages and tracebacks come from the sandbox: at most the output limit each. */
+        bool cut = false;
+        json_t *msg = json_is_string(message) ? response_capped_string(json_string_value(message),
+                                                                       json_string_length(message),
+                                                                       lim->output_bytes, &cut)
+                                              : json_string("");
+        cut |= response_cap_strings(details, lim->output_bytes);
+        if (cut)
+            json_object_set_new(details, "truncated", json_true());
         json_object_set_new(details, "stderr", response_text(&o->err));
         if (code && strcmp(code, "MEMORY_LIMIT") == 0)
             json_object_set_new(details, "memoryMb", json_integer((json_int_t)lim->memory_mb));
         if (kind == RESPONSE_EXECUTOR || !json_object_get(details, "stdout"))
             json_object_set_new(details, "stdout", response_text(&o->out));
-        return response_error(rid, code ? code : "INTERNAL", message ? message : "", details);
+        json_t *body = response_error(rid, code ? code : "INTERNAL",
+                                      msg ? json_string_value(msg) : "", details);
+        json_decref(msg);
+        return body;
     }
     const char *rtype = json_string_value(json_object_get(f, "resultType"));
     json_t *data = json_object_get(f, "data");

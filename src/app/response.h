@@ -8,6 +8,8 @@
 #define SANDBOXD_APP_RESPONSE_H
 
 #include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "exec/run.h"
@@ -41,6 +43,15 @@ json_t *response_error(const char *request_id, const char *code, const char *mes
                        json_t *details);
 /* Captured output as a JSON string; invalid UTF-8 becomes U+FFFD (new reference). */
 json_t *response_text(const struct buf *b);
+/* How a text cut at a size limit ends ("%zu": the original size in bytes). */
+#define RESPONSE_TRUNCATED_MARKER "\n[... truncated: %zu bytes in all]"
+/* s as a JSON string of at most max bytes: longer text is cut on a character boundary and
+ * ends with RESPONSE_TRUNCATED_MARKER, and *ret_cut (may be NULL) is set. s is valid UTF-8.
+ * New reference; NULL when out of memory. */
+json_t *response_capped_string(const char *s, size_t len, size_t max, bool *ret_cut);
+/* Cap every string inside v (objects and arrays, at any depth) the same way, in place.
+ * Returns true when something was cut. */
+bool response_cap_strings(json_t *v, size_t max);
 /* Append {name, unit, value} to a metrics array. */
 void response_metric(json_t *metrics, const char *name, const char *unit, double value);
 

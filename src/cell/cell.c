@@ -107,7 +107,8 @@ static int sys(int r)
 
 static int cell_proc_readonly(void)
 {
-    static const char *const ro[] = {"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus"};
+    static const char *const ro[] = {"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus",
+                                     "/proc/pressure"};
     for (size_t i = 0; i < sizeof(ro) / sizeof(ro[0]); i++) {
         if (access(ro[i], F_OK) < 0)
             continue;

@@ -36,6 +36,7 @@
 #include "util/fdio.h"
 #include "util/log.h"
 #include "util/macros.h"
+#include "util/jdump.h"
 
 #define MCP_MAX_LINE (16u << 20) /* one message; a longer line is answered with -32700 */
 
@@ -62,7 +63,7 @@ struct mcp_stdio {
 static void mcp_write(struct mcp_stdio *m, json_t *msg)
 {
     /* One line: compact JSON never holds a raw newline (strings escape it). */
-    char *line = json_dumps(msg, JSON_COMPACT | JSON_REAL_PRECISION(12));
+    char *line = jdump(msg, JSON_COMPACT, NULL);
     if (!line) {
         log_error("mcp: out of memory formatting a message; it is lost");
         return;

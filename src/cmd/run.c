@@ -23,6 +23,7 @@
 #include "util/fdio.h"
 #include "util/log.h"
 #include "util/macros.h"
+#include "util/jdump.h"
 
 #define RUN_MAX_SOURCE (16u << 20)
 
@@ -96,8 +97,10 @@ struct run_spec {
 
 static json_t *run_job(const struct run_spec *spec, const char *src, size_t len, json_t *input)
 {
-    json_t *limits = json_pack("{s:I, s:I}", "memoryBytes", (json_int_t)(spec->memory_mb << 20),
-                               "cpuSeconds", (json_int_t)((spec->timeout_ms + 999) / 1000));
+    json_t *limits =
+        json_pack("{s:I, s:I, s:I}", "memoryBytes", (json_int_t)(spec->memory_mb << 20),
+                  "cpuSeconds", (json_int_t)((spec->timeout_ms + 999) / 1000), "outputBytes",
+                  (json_int_t)(spec->output_kb << 10));
     const char *base = strrchr(spec->path, '/');
     base = base ? base + 1 : spec->path;
     if (spec->function) {
@@ -181,7 +184,7 @@ static int run_file(const struct run_spec *spec, struct common_opts *common)
         goto done;
     }
     json_t *shown = spec->full ? resp : json_object_get(resp, "data");
-    char *text = json_dumps(shown, JSON_INDENT(2) | JSON_ENCODE_ANY);
+    char *text = jdump(shown, JSON_INDENT(2), NULL);
     if (text) {
         puts(text);
         free(text);

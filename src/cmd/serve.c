@@ -21,6 +21,7 @@
 #include "cmd/cmd.h"
 #include "cmd/common.h"
 #include "cmd/setup.h"
+#include "flow/cache.h"
 #include "http/server.h"
 #include "mcp/framework.h"
 #include "mcp/registry.h"
@@ -46,7 +47,7 @@ static const char serve_usage[] =
     "  --llm-timeout-ms N     one core.llm.generate call of an LLM handler or step (60000)\n"
     "  --max-workflow-steps N steps a workflow execution may run when the workflow sets\n"
     "                         no maxSteps of its own (100)\n"
-    "  --template-pool-size N template interpreters kept ready, with jinja2, yaml and\n"
+    "  --template-pool-size N template interpreters kept ready, with jinja2 and\n"
     "                         jsonschema imported, by a zygote of their own (2; 0: templates\n"
     "                         take interpreters from the main pool and import on "
     "start)\n" SETUP_HELP_POOL "  --max-running N        executions at once (default 4 x cores)\n"
@@ -294,6 +295,7 @@ int cmd_serve(int argc, char **argv)
     struct setup su = {0};
     struct framework *fw = NULL;
     struct defs *defs = NULL;
+    struct flow_cache *wf_cache = NULL;
     struct manager *mgr = NULL;
     struct http_server *http = NULL;
     struct mcp_server *mcps = NULL;
@@ -302,11 +304,11 @@ int cmd_serve(int argc, char **argv)
     struct app app = {0};
     if (setup_start(&su, &o.setup, &common, "serve") < 0)
         goto out;
-    /* Templates import jinja2, yaml and jsonschema (~100 ms): a pool of its own has them
+    /* Templates import jinja2 and jsonschema (~100 ms): a pool of its own has them
      * imported, as the sessions' pool has asyncio. */
     if (o.template_pool_size &&
         setup_pool(&su, &o.setup, (unsigned)o.template_pool_size, 1,
-                   "yaml,jinja2,jinja2.sandbox,jsonschema,sandboxd_runtime.template",
+                   "jinja2,jinja2.sandbox,jsonschema,sandboxd_runtime.template",
                    &template_pool) < 0) {
         log_error("serve: the template pool could not start (use --template-pool-size 0 to "
                   "run without)");
@@ -332,6 +334,8 @@ int cmd_serve(int argc, char **argv)
         .adaptive_floor_ms = 1000,
     };
     if (framework_new(&fo, &fw) < 0 || defs_new(fw, &dopt, &defs) < 0 || manager_new(&mo, &mgr) < 0)
+        goto out;
+    if (flow_cache_new(256, 64u << 20, &wf_cache) < 0)
         goto out;
     struct mcp_server_options mso = {
         .output_json = strcmp(o.setup.mcp_output, "json") == 0,
@@ -376,6 +380,7 @@ int cmd_serve(int argc, char **argv)
         .session_pool = su.session_pool,
         .template_pool = template_pool,
         .metrics = su.metrics,
+        .wf_cache = wf_cache,
         .isolation = su.isolation,
         .started_us = clock_mono_us(),
     };
@@ -409,6 +414,7 @@ out:
     mcp_server_free(mcps);
     manager_free(mgr);
     defs_free(defs);
+    flow_cache_free(wf_cache);
     framework_free(fw);
     pool_free(template_pool);
     setup_stop(&su);

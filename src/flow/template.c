@@ -14,6 +14,9 @@
 #include "proto/frame.h"
 #include "util/clock.h"
 #include "util/log.h"
+#include "util/fmt.h"
+#include "util/macros.h"
+#include "flow/yaml.h"
 
 #define FLOW_MAX_LLM_CALLS          4 /* per template job: the runtime makes one */
 #define FLOW_DEFAULT_LLM_TIMEOUT_MS 60000
@@ -72,8 +75,8 @@ static int flow_llm_on_message(void *userdata, struct cell *c, json_t *msg)
     }
     x->tokens->calls++;
     json_t *result = NULL;
-    int r = framework_call_timeout(x->a->fw, x->s->endpoint, "core.llm.generate", params,
-                                   flow_llm_timeout_ms(x->a), &result, &err, x->fst);
+    int r = framework_call_timeout(x->a->fw, x->s->endpoint, x->s->app_id, "core.llm.generate",
+                                   params, flow_llm_timeout_ms(x->a), &result, &err, x->fst);
     if (r < 0) {
         flow_rpc_reply(c, id, NULL, &err);
     } else {
@@ -94,6 +97,33 @@ void flow_tokens_metrics(json_t *metrics, const struct flow_tokens *t)
     response_metric(metrics, "llm.tokens.completion", "1", (double)t->completion);
 }
 
+/* The template file parsed; on failure *ret is the TEMPLATE_ERROR (or MCP_ERROR) answer. */
+static int flow_template_document(const struct request_spec *s, const char *path,
+                                  const char *content_b64, json_t **ret_doc, struct app_reply *ret)
+{
+    _cleanup_free_ char *text = NULL, *why = NULL;
+    size_t len = 0;
+    if (defs_decode(content_b64, &text, &len) < 0) {
+        ret->status = 200;
+        ret->body = response_error(s->request_id, "MCP_ERROR", "the template is not valid base64",
+                                   json_pack("{s:s}", "promptTemplate", path));
+        return -EINVAL;
+    }
+    struct flow_yaml_info info;
+    int r = flow_yaml_load(text, len, NULL, ret_doc, &info, &why);
+    if (r < 0) {
+        json_t *details = json_pack("{s:s, s:s}", "path", path, "reason", "yaml");
+        if (info.line)
+            json_object_set_new(details, "line", json_integer((json_int_t)info.line));
+        char *msg = fmt_str("%s is not valid YAML: %s", path, why ? why : "out of memory");
+        ret->status = 200;
+        ret->body =
+            response_error(s->request_id, "TEMPLATE_ERROR", msg ? msg : "invalid YAML", details);
+        free(msg);
+    }
+    return r;
+}
+
 void flow_llm_call(struct app *a, const struct request_spec *s, const char *template_path,
                    json_t *input, json_t *overrides, struct framework_stats *fst,
                    struct flow_tokens *tokens, struct app_reply *ret)
@@ -111,12 +141,18 @@ void flow_llm_call(struct app *a, const struct request_spec *s, const char *temp
         defs_result_done(&def);
         return;
     }
-    json_t *ctx = app_user_context(s);
-    json_t *job = json_pack("{s:s, s:s, s:s, s:O, s:o, s:O, s:o}", "type", "template", "source",
-                            def.content_b64, "path", template_path, "requestData", s->request_data,
-                            "context", ctx, "input", input ? input : json_null(), "overrides",
-                            overrides ? json_incref(overrides) : json_object());
+    /* The YAML is read here, by the same loader as workflows (one dialect, docs/TEMPLATES.md);
+     * the sandbox gets the document. */
+    json_t *doc = NULL;
+    int r = flow_template_document(s, template_path, def.content_b64, &doc, ret);
     defs_result_done(&def);
+    if (r < 0)
+        return;
+    json_t *ctx = app_user_context(s);
+    json_t *job = json_pack("{s:s, s:o, s:s, s:O, s:o, s:O, s:o}", "type", "template", "document",
+                            doc, "path", template_path, "requestData", s->request_data, "context",
+                            ctx, "input", input ? input : json_null(), "overrides",
+                            overrides ? json_incref(overrides) : json_object());
     struct flow_llm_ctx x = {.a = a, .s = s, .fst = fst, .tokens = tokens};
     struct exec_hooks hooks = {.userdata = &x, .on_message = flow_llm_on_message};
     /* The time limit covers the completion, which may take a while. */
@@ -128,7 +164,7 @@ void flow_llm_call(struct app *a, const struct request_spec *s, const char *temp
         .hooks = &hooks,
         .pool = a->template_pool,
     };
-    int r = job ? app_run_job(a, &run) : -ENOMEM;
+    r = job ? app_run_job(a, &run) : -ENOMEM;
     app_reply_from_run(a, s, &run, r, RESPONSE_JIT, fst, ret);
     app_run_done(&run);
     json_decref(job);

@@ -5,8 +5,9 @@
  * The document is untrusted: the YAML conversion (flow/yaml.c) caps depth
  * and the expanded size (aliases count with the size of what they repeat, so
  * a "billion laughs" document is refused instead of exploding later), paths
- * and conditions are checked before anything runs, and every run is bounded
- * by maxSteps.
+ * and conditions are checked before anything runs (flow/validate.c, in
+ * linear time; flow/cache.c keeps what passed, by content), and every run is
+ * bounded by maxSteps.
  */
 #include "flow/workflow.h"
 
@@ -19,12 +20,12 @@
 
 #include "app/defs.h"
 #include "app/response.h"
+#include "flow/cache.h"
 #include "flow/template.h"
 #include "flow/yaml.h"
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/macros.h"
-#include "util/path.h"
 #include "util/fmt.h"
 
 /* ---- paths and conditions ----------------------------------------------------------------- */
@@ -118,9 +119,6 @@ static bool wf_equal(json_t *a, json_t *b)
     return json_equal(a, b);
 }
 
-static const char *const wf_ops[] = {"equals",      "notEquals", "lessThan",
-                                     "greaterThan", "exists",    "in"};
-
 /* and (is_and) or or of the conditions in list */
 static int wf_when_list(json_t *root, json_t *list, bool is_and, bool *ret)
 {
@@ -191,237 +189,6 @@ int workflow_when(json_t *root, json_t *cond, bool *ret)
     } else
         return -EINVAL;
     return 0;
-}
-
-/* ---- validation --------------------------------------------------------------------------- */
-
-static int wf_check_cond(json_t *cond, int depth, const char **why)
-{
-    if (depth > 32) {
-        *why = "conditions nest too deeply";
-        return -EINVAL;
-    }
-    if (!json_is_object(cond)) {
-        *why = "a condition must be an object";
-        return -EINVAL;
-    }
-    json_t *list;
-    if ((list = json_object_get(cond, "and")) || (list = json_object_get(cond, "or")) ||
-        (list = json_object_get(cond, "not"))) {
-        if (json_object_size(cond) != 1) {
-            *why = "and/or/not stand alone in their condition";
-            return -EINVAL;
-        }
-        if (json_is_object(list) && json_object_get(cond, "not"))
-            return wf_check_cond(list, depth + 1, why);
-        if (!json_is_array(list) || json_array_size(list) == 0) {
-            *why = "and/or/not take a non-empty list of conditions";
-            return -EINVAL;
-        }
-        size_t i;
-        json_t *c;
-        json_array_foreach(list, i, c)
-        {
-            int r = wf_check_cond(c, depth + 1, why);
-            if (r < 0)
-                return r;
-        }
-        return 0;
-    }
-    const char *path = json_string_value(json_object_get(cond, "path"));
-    if (!path || strncmp(path, "$.", 2) != 0) {
-        *why = "a condition needs a path starting with $.";
-        return -EINVAL;
-    }
-    int ops = 0;
-    for (size_t i = 0; i < ARRAY_SIZE(wf_ops); i++)
-        ops += json_object_get(cond, wf_ops[i]) != NULL;
-    if (ops != 1 || json_object_size(cond) != 2) {
-        *why = "a condition has a path and exactly one of equals, notEquals, lessThan, "
-               "greaterThan, exists, in";
-        return -EINVAL;
-    }
-    json_t *in = json_object_get(cond, "in");
-    json_t *ex = json_object_get(cond, "exists");
-    if ((in && !json_is_array(in)) || (ex && !json_is_boolean(ex))) {
-        *why = "'in' takes a list and 'exists' takes true or false";
-        return -EINVAL;
-    }
-    return 0;
-}
-
-/* Targets of a step's next / transitions; *ret_n entries (borrowed strings). */
-static size_t wf_targets(json_t *step, const char **out, size_t max)
-{
-    size_t n = 0;
-    const char *next = json_string_value(json_object_get(step, "next"));
-    if (next && n < max)
-        out[n++] = next;
-    size_t i;
-    json_t *t;
-    json_array_foreach(json_object_get(step, "transitions"), i, t)
-    {
-        const char *tn = json_string_value(json_object_get(t, "next"));
-        if (tn && n < max)
-            out[n++] = tn;
-    }
-    return n;
-}
-
-static int wf_check_step(json_t *steps, const char *id, json_t *step, char **ret_error)
-{
-    if (!json_is_object(step))
-        return fmt_error(ret_error, EINVAL, "step %s: must be a mapping", id);
-    const char *type = json_string_value(json_object_get(step, "type"));
-    if (!type)
-        return fmt_error(ret_error, EINVAL, "step %s: has no type", id);
-    const char *why;
-    if (strcmp(type, "jit") == 0) {
-        const char *script = json_string_value(json_object_get(step, "script"));
-        const char *fn = json_string_value(json_object_get(step, "function"));
-        if (!script || (why = path_check_relative(script, strlen(script))))
-            return fmt_error(ret_error, EINVAL, "step %s: script %s", id,
-                             script ? why : "is required");
-        if (!fn || !request_is_identifier(fn))
-            return fmt_error(ret_error, EINVAL, "step %s: function must be a Python identifier",
-                             id);
-    } else if (strcmp(type, "llm") == 0) {
-        const char *t = json_string_value(json_object_get(step, "promptTemplate"));
-        if (!t || (why = path_check_relative(t, strlen(t))))
-            return fmt_error(ret_error, EINVAL, "step %s: promptTemplate %s", id,
-                             t ? why : "is required");
-        json_t *o = json_object_get(step, "overrides");
-        if (o && !json_is_object(o))
-            return fmt_error(ret_error, EINVAL, "step %s: overrides must be a mapping", id);
-    } else if (strcmp(type, "mcp") == 0) {
-        if (!json_string_value(json_object_get(step, "tool")))
-            return fmt_error(ret_error, EINVAL, "step %s: tool is required", id);
-        json_t *p = json_object_get(step, "params");
-        if (p && !json_is_object(p))
-            return fmt_error(ret_error, EINVAL, "step %s: params must be a mapping", id);
-    } else if (strcmp(type, "control") != 0) {
-        return fmt_error(ret_error, EINVAL, "step %s: unknown type '%s' (jit, llm, mcp or control)",
-                         id, type);
-    }
-    json_t *im = json_object_get(step, "inputMapping");
-    if (im && !json_is_object(im))
-        return fmt_error(ret_error, EINVAL, "step %s: inputMapping must be a mapping", id);
-    json_t *next = json_object_get(step, "next");
-    json_t *trans = json_object_get(step, "transitions");
-    json_t *end = json_object_get(step, "end");
-    int ways = (next != NULL) + (trans != NULL) + (json_is_true(end) ? 1 : 0);
-    if (end && !json_is_boolean(end))
-        return fmt_error(ret_error, EINVAL, "step %s: end must be true or false", id);
-    if (ways != 1)
-        return fmt_error(ret_error, EINVAL,
-                         "step %s: needs exactly one of next, transitions or end: true", id);
-    if (next && (!json_is_string(next) || !json_object_get(steps, json_string_value(next))))
-        return fmt_error(ret_error, EINVAL, "step %s: next names no step (%s)", id,
-                         json_is_string(next) ? json_string_value(next) : "not a string");
-    if (trans) {
-        if (!json_is_array(trans) || json_array_size(trans) == 0)
-            return fmt_error(ret_error, EINVAL, "step %s: transitions must be a non-empty list",
-                             id);
-        size_t i;
-        json_t *t;
-        json_array_foreach(trans, i, t)
-        {
-            const char *tn = json_string_value(json_object_get(t, "next"));
-            if (!json_is_object(t) || !tn || !json_object_get(steps, tn))
-                return fmt_error(ret_error, EINVAL,
-                                 "step %s: transition %zu needs a next that names a step", id, i);
-            json_t *when = json_object_get(t, "when");
-            if (when && wf_check_cond(when, 0, &why) < 0)
-                return fmt_error(ret_error, EINVAL, "step %s: transition %zu: %s", id, i, why);
-        }
-    }
-    return 0;
-}
-
-int workflow_validate(json_t *wf, char **ret_error, const char **ret_step)
-{
-    *ret_error = NULL;
-    *ret_step = NULL;
-    if (!json_is_object(wf))
-        return fmt_error(ret_error, EINVAL, "a workflow must be a mapping");
-    const char *start = json_string_value(json_object_get(wf, "startAt"));
-    json_t *steps = json_object_get(wf, "steps");
-    if (!json_is_object(steps) || json_object_size(steps) == 0)
-        return fmt_error(ret_error, EINVAL, "a workflow needs a non-empty mapping of steps");
-    if (json_object_size(steps) > WORKFLOW_LIMIT_MAX_STEPS)
-        return fmt_error(ret_error, EINVAL, "a workflow has at most %d steps",
-                         WORKFLOW_LIMIT_MAX_STEPS);
-    if (!start || !json_object_get(steps, start))
-        return fmt_error(ret_error, EINVAL, "startAt must name a step");
-    json_t *ms = json_object_get(wf, "maxSteps");
-    if (ms && (!json_is_integer(ms) || json_integer_value(ms) < 1 ||
-               json_integer_value(ms) > WORKFLOW_LIMIT_MAX_STEPS))
-        return fmt_error(ret_error, EINVAL, "maxSteps must be an integer in [1, %d]",
-                         WORKFLOW_LIMIT_MAX_STEPS);
-    const char *id;
-    json_t *step;
-    json_object_foreach(steps, id, step)
-    {
-        int r = wf_check_step(steps, id, step, ret_error);
-        if (r < 0) {
-            *ret_step = id;
-            return r;
-        }
-    }
-    /* Reachability: the steps reachable from startAt, and whether each can reach an end.
-     * "can end" is a fixed point over the graph (at most n rounds). */
-    size_t n = json_object_size(steps);
-    const char **ids = calloc(n, sizeof(*ids));
-    bool *reach = calloc(n, sizeof(bool)), *ends = calloc(n, sizeof(bool));
-    int r = 0;
-    if (!ids || !reach || !ends) {
-        r = -ENOMEM;
-        goto out;
-    }
-    size_t k = 0;
-    json_object_foreach(steps, id, step) ids[k++] = id;
-#define WF_INDEX(name)                                                                             \
-    ({                                                                                             \
-        size_t idx_ = n;                                                                           \
-        for (size_t q_ = 0; q_ < n; q_++)                                                          \
-            if (strcmp(ids[q_], (name)) == 0)                                                      \
-                idx_ = q_;                                                                         \
-        idx_;                                                                                      \
-    })
-    reach[WF_INDEX(start)] = true;
-    for (bool changed = true; changed;) {
-        changed = false;
-        for (size_t i = 0; i < n; i++) {
-            json_t *st = json_object_get(steps, ids[i]);
-            if (json_is_true(json_object_get(st, "end")) && !ends[i])
-                ends[i] = changed = true;
-            const char *targets[256];
-            size_t nt = wf_targets(st, targets, ARRAY_SIZE(targets));
-            for (size_t t = 0; t < nt; t++) {
-                size_t j = WF_INDEX(targets[t]);
-                if (j < n && reach[i] && !reach[j])
-                    reach[j] = changed = true;
-                if (j < n && ends[j] && !ends[i])
-                    ends[i] = changed = true;
-            }
-        }
-    }
-#undef WF_INDEX
-    for (size_t i = 0; i < n; i++)
-        if (reach[i] && !ends[i]) {
-            *ret_step = ids[i];
-            r = fmt_error(ret_error, EINVAL,
-                          strcmp(ids[i], start) == 0
-                              ? "no end is reachable from step %s"
-                              : "step %s can never reach an end (an endless loop)",
-                          ids[i]);
-            break;
-        }
-out:
-    free(ids);
-    free(reach);
-    free(ends);
-    return r;
 }
 
 /* ---- running ------------------------------------------------------------------------------ */
@@ -525,7 +292,8 @@ static void wf_run_step(struct wf_run *w, const char *id, json_t *step, struct w
         }
         json_t *result = NULL;
         struct mcp_error err = {0};
-        if (framework_call(w->a->fw, w->s->endpoint, tool, params, &result, &err, &w->fst) < 0)
+        if (framework_call(w->a->fw, w->s->endpoint, w->s->app_id, tool, params, &result, &err,
+                           &w->fst) < 0)
             res->error =
                 wf_error_body(w, "MCP_ERROR", id, mcp_error_details(&err, tool),
                               "step %s: %s failed: %s", id, tool, err.message ? err.message : "?");
@@ -607,10 +375,9 @@ static void wf_add_metrics(struct wf_run *w, json_t *body)
 /* Step mode keeps the outputs of earlier steps through core.state.*RuntimeValue. */
 static char *wf_state_key(struct wf_run *w)
 {
-    const char *run =
-        json_string_value(json_object_get(json_object_get(w->s->context, "workflowInfo"), "runId"));
-    if (!run)
-        run = w->s->trace_id ? w->s->trace_id : w->s->request_id;
+    const char *run = w->s->run_id     ? w->s->run_id
+                      : w->s->trace_id ? w->s->trace_id
+                                       : w->s->request_id;
     char *key = NULL;
     return asprintf(&key, "sandboxd/workflow/%s/%s", w->s->workflow_id, run) < 0 ? NULL : key;
 }
@@ -621,8 +388,8 @@ static void wf_load_steps(struct wf_run *w)
     json_t *params = json_pack("{s:s, s:s?}", "key", key ? key : "", "app_id", w->s->app_id);
     json_t *res = NULL;
     struct mcp_error err = {0};
-    if (framework_call(w->a->fw, w->s->endpoint, "core.state.getRuntimeValue", params, &res, &err,
-                       &w->fst) == 0) {
+    if (framework_call(w->a->fw, w->s->endpoint, w->s->app_id, "core.state.getRuntimeValue", params,
+                       &res, &err, &w->fst) == 0) {
         json_t *steps = json_object_get(json_object_get(res, "value"), "steps");
         if (json_is_object(steps))
             json_object_set(w->root, "steps", steps);
@@ -642,8 +409,8 @@ static void wf_save_steps(struct wf_run *w)
                                json_object_get(w->root, "steps"), "app_id", w->s->app_id);
     json_t *res = NULL;
     struct mcp_error err = {0};
-    if (framework_call(w->a->fw, w->s->endpoint, "core.state.setRuntimeValue", params, &res, &err,
-                       &w->fst) < 0)
+    if (framework_call(w->a->fw, w->s->endpoint, w->s->app_id, "core.state.setRuntimeValue", params,
+                       &res, &err, &w->fst) < 0)
         log_warn("workflow: cannot keep the step outputs of %s: %s", key ? key : "?",
                  err.message ? err.message : "?");
     json_decref(res);
@@ -754,11 +521,20 @@ void flow_workflow_execute(struct app *a, const struct request_spec *s, struct a
                                   "the definition of %s is not valid base64", s->workflow_id);
         goto out;
     }
-    r = flow_yaml_load(text, len, 0, &w.wf, &why);
-    free(text);
+    /* A document already validated (same bytes) is taken from the cache as it is. */
+    unsigned char key[FLOW_CACHE_KEY_BYTES];
+    flow_cache_key(text, len, key);
+    w.wf = flow_cache_get(a->wf_cache, key);
+    struct flow_yaml_info info = {0};
     const char *bad_step = NULL;
-    if (r == 0)
-        r = workflow_validate(w.wf, &why, &bad_step);
+    if (!w.wf) {
+        r = flow_yaml_load(text, len, NULL, &w.wf, &info, &why);
+        if (r == 0)
+            r = workflow_validate(w.wf, &why, &bad_step);
+        if (r == 0)
+            flow_cache_put(a->wf_cache, key, w.wf, info.bytes);
+    }
+    free(text);
     if (r < 0) {
         ret->body = wf_error_body(&w, "WORKFLOW_ERROR", bad_step, NULL, "%s: %s", s->workflow_id,
                                   why ? why : "invalid workflow");

@@ -16,16 +16,13 @@
 #include <stdbool.h>
 
 #include "app/app.h"
+#include "flow/validate.h"
 
 #define WORKFLOW_DEFAULT_MAX_STEPS 100
-#define WORKFLOW_LIMIT_MAX_STEPS   1000
 
 /* The WORKFLOW handler of /execute. */
 void flow_workflow_execute(struct app *a, const struct request_spec *s, struct app_reply *ret);
 
-/* Check a workflow document; 0, or -EINVAL with a message (caller frees) and the step it is
- * about (static or inside wf; NULL when about the whole workflow). */
-int workflow_validate(json_t *wf, char **ret_error, const char **ret_step);
 /* Resolve "$.a.b[0].c" against root (borrowed result, NULL when absent). */
 json_t *workflow_path(json_t *root, const char *path);
 /* Evaluate a transition condition; -EINVAL for a malformed one. */

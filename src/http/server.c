@@ -28,6 +28,7 @@
 #include "util/log.h"
 #include "util/macros.h"
 #include "util/fmt.h"
+#include "util/jdump.h"
 
 struct http_server {
     struct MHD_Daemon *daemon;
@@ -186,7 +187,7 @@ static struct MHD_Response *http_build_response(struct http_reply *reply)
     char *data = NULL;
     size_t len = 0;
     if (reply->body) {
-        data = json_dumps(reply->body, JSON_COMPACT | JSON_REAL_PRECISION(12) | JSON_ENCODE_ANY);
+        data = jdump(reply->body, JSON_COMPACT, NULL);
         if (!data)
             return NULL;
         len = strlen(data);

@@ -367,9 +367,13 @@ static int jail_plan_build(struct jail_config *cfg, const struct jail_options *o
     snprintf(opts, sizeof(opts), "mode=1777,size=%llu", (unsigned long long)cfg->tmp_bytes);
     if ((r = mount_plan_tmpfs(&cfg->plan, "/tmp", opts, MS_NOSUID | MS_NODEV)) < 0)
         goto out;
-    if ((r = mount_plan_bind_ro(&cfg->plan, opt->runtime_dir, JAIL_RUNTIME_DIR)) < 0)
+    /* Copied, not bound: a bind shows its host path in /proc/self/mountinfo (the root field
+     * is the path within the source filesystem, whatever the bind's own source path), and
+     * where sandboxd is installed is none of the sandbox's business. */
+    if ((r = mount_plan_copy(&cfg->plan, opt->runtime_dir, JAIL_RUNTIME_DIR, JAIL_COPY_MAX)) < 0)
         goto out;
-    if (opt->cell_lib && (r = mount_plan_bind_ro(&cfg->plan, opt->cell_lib, JAIL_CELL_LIB)) < 0)
+    if (opt->cell_lib &&
+        (r = mount_plan_copy(&cfg->plan, opt->cell_lib, JAIL_CELL_LIB, JAIL_COPY_MAX)) < 0)
         goto out;
     for (const char **e = opt->binds; e && *e; e++) {
         _cleanup_free_ char *spec = strdup(*e);
@@ -398,7 +402,8 @@ out:
  * longer counts as "fully visible", and the zygote's cells must mount their own /proc. */
 static int jail_sandbox_plan(struct mount_plan *p)
 {
-    static const char *const ro[] = {"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus"};
+    static const char *const ro[] = {"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus",
+                                     "/proc/pressure"};
     for (size_t i = 0; i < ARRAY_SIZE(ro); i++) {
         if (access(ro[i], F_OK) < 0)
             continue;

@@ -30,7 +30,8 @@
 
 #define JAIL_RUNTIME_DIR "/sandboxd/runtime"
 #define JAIL_CELL_LIB    "/sandboxd/lib/libsbxcell.so"
-#define JAIL_SANDBOX_UID 65534 /* inside the namespace: "nobody" */
+#define JAIL_COPY_MAX    (2u << 20) /* bytes of the runtime (and of the cell library) */
+#define JAIL_SANDBOX_UID 65534      /* inside the namespace: "nobody" */
 #define JAIL_HOSTNAME    "sandbox"
 
 enum jail_insecure {

@@ -11,6 +11,7 @@
  */
 #include "jail/mount.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -24,6 +25,8 @@
 #include <unistd.h>
 
 #include "jail/steps.h"
+#include "util/fdio.h"
+#include "util/fmt.h"
 #include "util/log.h"
 #include "util/macros.h"
 
@@ -144,6 +147,81 @@ int mount_plan_file(struct mount_plan *p, const char *dst, const char *content, 
         return -ENOMEM;
     op->data_len = strlen(op->data);
     return 0;
+}
+
+/* A file whose content (len bytes, taken over) the parent read from the host. */
+static int mount_plan_file_data(struct mount_plan *p, const char *dst, char *data, size_t len,
+                                const struct stat *st)
+{
+    int r = mount_plan_parents(p, dst);
+    struct mount_op *op = r == 0 ? mount_plan_push(p, MOUNT_OP_FILE, dst) : NULL;
+    if (!op) {
+        free(data);
+        return r < 0 ? r : -ENOMEM;
+    }
+    op->mode = st->st_mode & 0755; /* no setuid/setgid bits, nothing writable by others */
+    op->mtime = st->st_mtim;
+    op->data = data;
+    op->data_len = len;
+    return 0;
+}
+
+#define MOUNT_COPY_MAX_DEPTH 16
+
+static int mount_plan_copy_at(struct mount_plan *p, int at, const char *name, const char *src,
+                              const char *dst, size_t depth, size_t *budget)
+{
+    struct stat st;
+    if (fstatat(at, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return log_errno(LOG_ERROR, errno, "jail: cannot stat '%s'", src);
+    if (S_ISREG(st.st_mode)) {
+        if ((size_t)st.st_size > *budget)
+            return log_errno(LOG_ERROR, EFBIG, "jail: '%s' does not fit what is copied", src);
+        char *data = NULL;
+        size_t len = 0;
+        int r = fd_read_file_flags(at, name, O_NOFOLLOW, *budget, &data, &len);
+        if (r < 0)
+            return log_errno(LOG_ERROR, -r, "jail: cannot read '%s'", src);
+        *budget -= len;
+        return mount_plan_file_data(p, dst, data, len, &st);
+    }
+    if (!S_ISDIR(st.st_mode))
+        return 0; /* symlinks, sockets, devices: never part of what sandboxes get */
+    if (depth >= MOUNT_COPY_MAX_DEPTH)
+        return log_errno(LOG_ERROR, ELOOP, "jail: '%s' is nested too deeply to copy", src);
+    int r = mount_plan_dir(p, dst, st.st_mode & 0755);
+    if (r < 0)
+        return r;
+    int fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        r = log_errno(LOG_ERROR, errno, "jail: cannot open the directory '%s'", src);
+        if (fd >= 0)
+            close(fd);
+        return r;
+    }
+    struct dirent *e;
+    while (r == 0 && (errno = 0, e = readdir(d))) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        _cleanup_free_ char *s = fmt_str("%s/%s", src, e->d_name);
+        _cleanup_free_ char *t = fmt_str("%s/%s", dst, e->d_name);
+        r = s && t ? mount_plan_copy_at(p, dirfd(d), e->d_name, s, t, depth + 1, budget) : -ENOMEM;
+    }
+    if (r == 0 && errno)
+        r = log_errno(LOG_ERROR, errno, "jail: cannot list '%s'", src);
+    closedir(d);
+    return r;
+}
+
+int mount_plan_copy(struct mount_plan *p, const char *src, const char *dst, size_t max_bytes)
+{
+    /* The operator's path may be a symlink (an installed library); below it, none is followed. */
+    _cleanup_free_ char *real = realpath(src, NULL);
+    if (!real)
+        return log_errno(LOG_ERROR, errno, "jail: cannot resolve '%s'", src);
+    size_t budget = max_bytes;
+    return mount_plan_copy_at(p, AT_FDCWD, real, real, dst, 0, &budget);
 }
 
 int mount_plan_symlink(struct mount_plan *p, const char *target, const char *dst)
@@ -366,6 +444,14 @@ static int mount_apply_one(const struct mount_op *op, int fd, bool detached)
                 return -e;
             }
             off += (size_t)w;
+        }
+        if (op->mtime.tv_sec || op->mtime.tv_nsec) {
+            const struct timespec times[2] = {op->mtime, op->mtime};
+            if (futimens(out, times) < 0) {
+                int e = errno;
+                close(out);
+                return -e;
+            }
         }
         close(out);
         return 0;

@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
+#include <time.h>
 
 enum mount_op_kind {
     MOUNT_OP_MKDIR,
@@ -41,7 +42,8 @@ struct mount_op {
     unsigned long flags;    /* mount flags, or MOUNT_ATTR_* for binds */
     unsigned long ms_flags; /* binds: MS_* flags for the path-based remount (rootless) */
     mode_t mode;
-    int src_fd; /* owned: the O_PATH fd of a bind source */
+    struct timespec mtime; /* files: set on the created file when tv_sec or tv_nsec != 0 */
+    int src_fd;            /* owned: the O_PATH fd of a bind source */
 };
 
 struct mount_plan {
@@ -60,6 +62,12 @@ int mount_plan_file(struct mount_plan *p, const char *dst, const char *content, 
 int mount_plan_symlink(struct mount_plan *p, const char *target, const char *dst);
 int mount_plan_tmpfs(struct mount_plan *p, const char *dst, const char *options,
                      unsigned long flags);
+/* Copy host path src (a regular file, or a tree of directories and regular files; symlinks
+ * and anything else are skipped) to dst in the new root: read now, written by each child into
+ * its root tmpfs with the same modes and modification times (so that .pyc files stay valid).
+ * Unlike a bind, nothing of the host path shows in /proc/self/mountinfo. At most max_bytes of
+ * file data in all (-EFBIG). */
+int mount_plan_copy(struct mount_plan *p, const char *src, const char *dst, size_t max_bytes);
 /* Read-only bind of host path src at dst (same path when dst is NULL). */
 int mount_plan_bind_ro(struct mount_plan *p, const char *src, const char *dst);
 /* Read-write bind of a host device node (only /dev/null and friends). */

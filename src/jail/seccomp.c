@@ -116,10 +116,6 @@ static const char *const seccomp_allow[] = {
     "listxattr",
     "llistxattr",
     "flistxattr",
-    "inotify_init",
-    "inotify_init1",
-    "inotify_add_watch",
-    "inotify_rm_watch",
     "memfd_create",
     /* memory */
     "brk",
@@ -325,6 +321,12 @@ static const struct seccomp_rule_spec seccomp_deny[] = {
     {"setdomainname", SCMP_ACT_ERRNO(EPERM)},
     {"memfd_secret", SCMP_ACT_ERRNO(EPERM)},
     {"fanotify_init", SCMP_ACT_ERRNO(EPERM)},
+    /* inotify would let a sandbox watch what other sandboxes and the host open and change in
+     * the read-only binds they share (the interpreter, its libraries). */
+    {"inotify_init", SCMP_ACT_ERRNO(EPERM)},
+    {"inotify_init1", SCMP_ACT_ERRNO(EPERM)},
+    {"inotify_add_watch", SCMP_ACT_ERRNO(EPERM)},
+    {"inotify_rm_watch", SCMP_ACT_ERRNO(EPERM)},
     {"move_pages", SCMP_ACT_ERRNO(EPERM)},
     {"migrate_pages", SCMP_ACT_ERRNO(EPERM)},
     {"mbind", SCMP_ACT_ERRNO(EPERM)},

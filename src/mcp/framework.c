@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "mcp/llm.h"
+#include "mcp/state.h"
 #include "util/buf.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -37,8 +38,7 @@ struct framework {
     int definitions_fd;
     struct llm *llm;
 
-    pthread_mutex_t values_lock;
-    json_t *values; /* app -> {key -> value}: the local core.state runtime values */
+    struct state_store *values; /* the local core.state runtime values */
 
     pthread_mutex_t log_lock;
     pthread_cond_t log_cond;
@@ -58,13 +58,12 @@ int framework_new(const struct framework_options *opt, struct framework **ret)
         return -ENOMEM;
     fw->opt = *opt;
     fw->definitions_fd = -1;
-    pthread_mutex_init(&fw->values_lock, NULL);
     pthread_mutex_init(&fw->log_lock, NULL);
     pthread_cond_init(&fw->log_cond, NULL);
-    fw->values = json_object();
-    int r = -ENOMEM;
-    if (!fw->values)
+    int r = state_store_new(NULL, &fw->values);
+    if (r < 0)
         goto fail;
+    r = -ENOMEM;
     if (opt->definitions_dir) {
         fw->definitions_fd = open(opt->definitions_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (fw->definitions_fd < 0) {
@@ -93,7 +92,7 @@ fail:
     if (fw->definitions_fd >= 0)
         close(fw->definitions_fd);
     free(fw->definitions_dir);
-    json_decref(fw->values);
+    state_store_free(fw->values);
     free(fw);
     return r;
 }
@@ -116,8 +115,7 @@ void framework_free(struct framework *fw)
     if (fw->definitions_fd >= 0)
         close(fw->definitions_fd);
     free(fw->definitions_dir);
-    json_decref(fw->values);
-    pthread_mutex_destroy(&fw->values_lock);
+    state_store_free(fw->values);
     pthread_mutex_destroy(&fw->log_lock);
     pthread_cond_destroy(&fw->log_cond);
     free(fw);
@@ -138,11 +136,10 @@ static const char *framework_param_string(json_t *params, const char *key, struc
     return v;
 }
 
-static int local_definition(struct framework *fw, json_t *params, json_t **ret,
+static int local_definition(struct framework *fw, const char *app, json_t *params, json_t **ret,
                             struct mcp_error *err)
 {
-    const char *app = framework_param_string(params, "app_id", err);
-    const char *path = app ? framework_param_string(params, "file_path", err) : NULL;
+    const char *path = framework_param_string(params, "file_path", err);
     if (!path)
         return -EINVAL;
     const char *why = path_check_component(app, strlen(app));
@@ -199,46 +196,55 @@ static int local_definition(struct framework *fw, json_t *params, json_t **ret,
     return *ret ? 0 : -ENOMEM;
 }
 
-static int local_runtime_value(struct framework *fw, json_t *params, bool set, json_t **ret,
-                               struct mcp_error *err)
+static int local_runtime_value(struct framework *fw, const char *app, json_t *params, bool set,
+                               json_t **ret, struct mcp_error *err)
 {
     const char *key = framework_param_string(params, "key", err);
     if (!key)
         return -EINVAL;
-    const char *app = json_string_value(json_object_get(params, "app_id"));
-    if (!app)
-        app = "";
-    pthread_mutex_lock(&fw->values_lock);
-    json_t *scope = json_object_get(fw->values, app);
-    if (!scope && set) {
-        scope = json_object();
-        json_object_set_new(fw->values, app, scope);
-    }
     if (set) {
         json_t *v = json_object_get(params, "value");
-        json_object_set_new(scope, key, v ? json_deep_copy(v) : json_null());
+        _cleanup_free_ char *why = NULL;
+        int r = state_store_set(fw->values, app, key, v ? v : json_null(), clock_mono_us(), &why);
+        if (r < 0) {
+            mcp_error_set(err, MCP_ERR_TOOL, r == -E2BIG ? "TOO_LARGE" : "INTERNAL", "%s",
+                          why ? why : strerror(-r));
+            return r;
+        }
         *ret = json_pack("{s:b}", "ok", 1);
     } else {
-        json_t *v = scope ? json_object_get(scope, key) : NULL;
-        *ret = json_pack("{s:o?, s:b}", "value", v ? json_deep_copy(v) : NULL, "found", v != NULL);
+        json_t *v = state_store_get(fw->values, app, key, clock_mono_us());
+        *ret = json_pack("{s:o?, s:b}", "value", v, "found", v != NULL);
     }
-    pthread_mutex_unlock(&fw->values_lock);
     return *ret ? 0 : -ENOMEM;
 }
 
-static int local_call(struct framework *fw, const char *tool, json_t *params, json_t **ret,
-                      struct mcp_error *err)
+/* The app a core.state tool works on: always the request's, which params may repeat but not
+ * change (a workflow of one app must not read or write another's files and values). */
+static const char *local_app(const char *app, struct mcp_error *err)
+{
+    if (!app || !*app)
+        mcp_error_set(err, MCP_ERR_TOOL, "INVALID_PARAMS",
+                      "core.state tools need the request's appId");
+    return app && *app ? app : NULL;
+}
+
+static int local_call(struct framework *fw, const char *app, const char *tool, json_t *params,
+                      json_t **ret, struct mcp_error *err)
 {
     if (!json_is_object(params)) {
         mcp_error_set(err, MCP_ERR_TOOL, "INVALID_PARAMS", "params must be an object");
         return -EINVAL;
     }
-    if (strcmp(tool, "core.state.getDefinitionFileContent") == 0)
-        return local_definition(fw, params, ret, err);
-    if (strcmp(tool, "core.state.getRuntimeValue") == 0)
-        return local_runtime_value(fw, params, false, ret, err);
-    if (strcmp(tool, "core.state.setRuntimeValue") == 0)
-        return local_runtime_value(fw, params, true, ret, err);
+    bool definition = strcmp(tool, "core.state.getDefinitionFileContent") == 0;
+    bool get = strcmp(tool, "core.state.getRuntimeValue") == 0;
+    bool set = strcmp(tool, "core.state.setRuntimeValue") == 0;
+    if ((definition || get || set) && !local_app(app, err))
+        return -EINVAL;
+    if (definition)
+        return local_definition(fw, app, params, ret, err);
+    if (get || set)
+        return local_runtime_value(fw, app, params, set, ret, err);
     if (strcmp(tool, "core.framework.logFrameworkMessage") == 0) {
         const char *level = json_string_value(json_object_get(params, "level"));
         const char *msg = json_string_value(json_object_get(params, "message"));
@@ -261,15 +267,21 @@ static int local_call(struct framework *fw, const char *tool, json_t *params, js
     return -ENOENT;
 }
 
-int framework_call_timeout(struct framework *fw, const char *endpoint, const char *tool,
-                           json_t *params, int64_t timeout_ms, json_t **ret, struct mcp_error *err,
-                           struct framework_stats *stats)
+int framework_call_timeout(struct framework *fw, const char *endpoint, const char *app,
+                           const char *tool, json_t *params, int64_t timeout_ms, json_t **ret,
+                           struct mcp_error *err, struct framework_stats *stats)
 {
     int64_t start = clock_mono_us();
     int r;
     *ret = NULL;
-    if (strcmp(endpoint, FRAMEWORK_LOCAL) == 0) {
-        r = local_call(fw, tool, params, ret, err);
+    const char *named = json_string_value(json_object_get(params, "app_id"));
+    if (json_object_get(params, "app_id") && (!named || !app || strcmp(named, app) != 0)) {
+        mcp_error_set(err, MCP_ERR_TOOL, "APP_MISMATCH",
+                      "params.app_id must be this request's appId%s%s%s", app ? " ('" : "",
+                      app ? app : "", app ? "')" : "");
+        r = -EPERM;
+    } else if (strcmp(endpoint, FRAMEWORK_LOCAL) == 0) {
+        r = local_call(fw, app, tool, params, ret, err);
     } else {
         struct mcp_simple_options o = {
             .timeout_ms = timeout_ms,
@@ -284,10 +296,12 @@ int framework_call_timeout(struct framework *fw, const char *endpoint, const cha
     return r;
 }
 
-int framework_call(struct framework *fw, const char *endpoint, const char *tool, json_t *params,
-                   json_t **ret, struct mcp_error *err, struct framework_stats *stats)
+int framework_call(struct framework *fw, const char *endpoint, const char *app, const char *tool,
+                   json_t *params, json_t **ret, struct mcp_error *err,
+                   struct framework_stats *stats)
 {
-    return framework_call_timeout(fw, endpoint, tool, params, fw->opt.timeout_ms, ret, err, stats);
+    return framework_call_timeout(fw, endpoint, app, tool, params, fw->opt.timeout_ms, ret, err,
+                                  stats);
 }
 
 /* ---- asynchronous framework logging -------------------------------------------------------- */
@@ -333,7 +347,8 @@ static void *framework_log_worker(void *arg)
         pthread_mutex_unlock(&fw->log_lock);
         json_t *res = NULL;
         struct mcp_error err = {0};
-        int r = framework_call_timeout(fw, m.endpoint, "core.framework.logFrameworkMessage",
+        const char *app = json_string_value(json_object_get(m.params, "appId"));
+        int r = framework_call_timeout(fw, m.endpoint, app, "core.framework.logFrameworkMessage",
                                        m.params, 2000, &res, &err, NULL);
         if (r < 0)
             log_debug("framework: log message to %s not delivered: %s", m.endpoint,

@@ -4,8 +4,10 @@
  * tools (core.state.*, core.llm.generate, core.framework.*) go to the
  * request's mcp_endpoint with the simple form, or, when the endpoint is the
  * literal "local", to the embedded default implemented here (definitions
- * from --definitions DIR, runtime values in memory, logs to our log, LLM
- * through --llm-url or the offline echo model).
+ * from --definitions DIR, runtime values in memory (mcp/state.h), logs to our
+ * log, LLM through --llm-url or the offline echo model). A call is always on
+ * behalf of the request's app: it never reaches another app's definitions or
+ * values.
  *
  * framework_log() is fire-and-forget: a bounded queue drained by one
  * thread, so a slow or dead framework never slows or fails a request
@@ -41,14 +43,18 @@ struct framework;
 int framework_new(const struct framework_options *opt, struct framework **ret);
 void framework_free(struct framework *fw);
 
-/* Call tool on the framework at endpoint. *ret is a new reference on success. stats (may be
- * NULL) accumulates the number and duration of calls. */
-int framework_call(struct framework *fw, const char *endpoint, const char *tool, json_t *params,
-                   json_t **ret, struct mcp_error *err, struct framework_stats *stats);
+/* Call tool on the framework at endpoint on behalf of a request of app (its appId; NULL when
+ * it has none). params.app_id, when present, must be that app: another one is refused
+ * (-EPERM, tool error APP_MISMATCH) before any call, whatever the endpoint; the local
+ * framework's core.state tools always work on app. *ret is a new reference on success. stats
+ * (may be NULL) accumulates the number and duration of calls. */
+int framework_call(struct framework *fw, const char *endpoint, const char *app, const char *tool,
+                   json_t *params, json_t **ret, struct mcp_error *err,
+                   struct framework_stats *stats);
 /* Same with an explicit timeout (LLM calls take longer). */
-int framework_call_timeout(struct framework *fw, const char *endpoint, const char *tool,
-                           json_t *params, int64_t timeout_ms, json_t **ret, struct mcp_error *err,
-                           struct framework_stats *stats);
+int framework_call_timeout(struct framework *fw, const char *endpoint, const char *app,
+                           const char *tool, json_t *params, int64_t timeout_ms, json_t **ret,
+                           struct mcp_error *err, struct framework_stats *stats);
 /* Queue core.framework.logFrameworkMessage; fields are stolen. Never blocks. */
 void framework_log(struct framework *fw, const char *endpoint, const char *level,
                    const char *message, json_t *fields);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "util/macros.h"
+#include "util/jdump.h"
 
 const char *jsonrpc_kind_name(enum jsonrpc_kind kind)
 {
@@ -180,5 +181,5 @@ int jsonrpc_parse(const char *text, size_t len, json_t **ret)
 
 char *jsonrpc_format(const json_t *msg)
 {
-    return json_dumps(msg, JSON_COMPACT);
+    return jdump(msg, JSON_COMPACT, NULL);
 }

@@ -14,6 +14,7 @@
 #include "mcp/httpc.h"
 #include "util/log.h"
 #include "util/macros.h"
+#include "util/jdump.h"
 
 struct llm {
     char *url;
@@ -85,11 +86,11 @@ static int llm_echo(struct llm *l, const char *prompt, const char *system, const
         json_error_t e;
         json_t *parsed = json_loads(prompt, JSON_DECODE_ANY, &e);
         if (parsed) {
-            completion = json_dumps(parsed, JSON_COMPACT | JSON_ENCODE_ANY);
+            completion = jdump(parsed, JSON_COMPACT, NULL);
             json_decref(parsed);
         } else {
             json_t *w = json_pack("{s:s}", "echo", prompt);
-            completion = w ? json_dumps(w, JSON_COMPACT) : NULL;
+            completion = w ? jdump(w, JSON_COMPACT, NULL) : NULL;
             json_decref(w);
         }
     } else {
@@ -122,7 +123,7 @@ static int llm_remote(struct llm *l, const char *prompt, const char *system, con
         json_object_set(req, "max_tokens", mt);
     if (json_format)
         json_object_set_new(req, "response_format", json_pack("{s:s}", "type", "json_object"));
-    char *body = json_dumps(req, JSON_COMPACT);
+    char *body = jdump(req, JSON_COMPACT, NULL);
     json_decref(req);
     if (!body)
         return -ENOMEM;

@@ -25,6 +25,7 @@
 #include "util/log.h"
 #include "util/macros.h"
 #include "util/fmt.h"
+#include "util/jdump.h"
 
 #ifndef SANDBOXD_VERSION
 #define SANDBOXD_VERSION "0.0.0"
@@ -89,7 +90,7 @@ static json_t *srv_run_python_tool(struct mcp_server *s)
     char *list = NULL;
     if (json_array_size(names)) {
         json_object_set(items, "enum", names);
-        char *dumped = json_dumps(names, JSON_COMPACT);
+        char *dumped = jdump(names, JSON_COMPACT, NULL);
         if (asprintf(&list,
                      "MCP servers this code may call, as Python objects: \"everything\" "
                      "becomes mcp_everything. Configured: %s.",

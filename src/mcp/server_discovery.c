@@ -10,9 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mcp/alias.h"
 #include "mcp/registry.h"
 #include "mcp/server_int.h"
 #include "util/buf.h"
+#include "util/jdump.h"
 
 #define SRV_MAX_QUERY 1000 /* bytes of a search_tool_docs query */
 
@@ -37,7 +39,7 @@ json_t *srv_list_servers(struct mcp_server_conn *c, json_t *args)
         const char *desc = json_string_value(json_object_get(d, "description"));
         struct buf alias;
         buf_init(&alias, 256);
-        srv_identifier(name, &alias);
+        (void)mcp_alias(name, &alias);
         (void)buf_printf(&b, "%s (%s%s) — Python: mcp_%s%s%s\n", name,
                          json_string_value(json_object_get(d, "transport")),
                          json_is_true(json_object_get(d, "connected")) ? ", running" : "",
@@ -75,7 +77,7 @@ json_t *srv_list_servers(struct mcp_server_conn *c, json_t *args)
         (void)buf_appends(&b, "Pass names in run_python's `servers` to use them from code; "
                               "search_tool_docs finds their tools.");
     json_t *st = json_pack("{s:o}", "servers", servers);
-    char *text = s->opt.output_json ? json_dumps(st, JSON_COMPACT) : buf_take(&b, NULL);
+    char *text = s->opt.output_json ? jdump(st, JSON_COMPACT, NULL) : buf_take(&b, NULL);
     json_t *r = srv_tool_result(c, text ? text : "", st, false);
     free(text);
     buf_free(&b);
@@ -238,9 +240,9 @@ json_t *srv_search(struct mcp_server_conn *c, json_t *args)
         buf_init(&params, 64u << 10);
         buf_init(&args_text, 16u << 10);
         (void)buf_appends(&alias, "await mcp_");
-        srv_identifier(hits[h].server, &alias);
+        (void)mcp_alias(hits[h].server, &alias);
         (void)buf_appends(&alias, ".");
-        srv_identifier(tn, &alias);
+        (void)mcp_alias(tn, &alias);
         srv_params_text(json_object_get(t, "inputSchema"), &params, &args_text);
         (void)buf_printf(&alias, "(%s)", args_text.data ? args_text.data : "");
         json_array_append_new(
@@ -268,7 +270,7 @@ json_t *srv_search(struct mcp_server_conn *c, json_t *args)
     if (b.len && b.data[b.len - 1] == '\n')
         b.data[--b.len] = '\0';
     json_t *st = json_pack("{s:o, s:o}", "results", results, "unavailable", unavailable);
-    char *text = s->opt.output_json ? json_dumps(st, JSON_COMPACT) : buf_take(&b, NULL);
+    char *text = s->opt.output_json ? jdump(st, JSON_COMPACT, NULL) : buf_take(&b, NULL);
     json_t *r = srv_tool_result(c, text ? text : "", st, false);
     free(text);
     buf_free(&b);

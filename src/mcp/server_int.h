@@ -74,8 +74,6 @@ struct buf;
 json_t *srv_tool_result(const struct mcp_server_conn *c, const char *text, json_t *structured,
                         bool is_error);
 json_t *srv_tool_error(const struct mcp_server_conn *c, const char *fmt, ...) _printf_(2, 3);
-/* The Python identifier the session runtime gives a server or tool name, appended to out. */
-void srv_identifier(const char *name, struct buf *out);
 /* A tool error naming the first key of args not in allowed (NULL-terminated) and the keys
  * tool takes, else NULL. */
 json_t *srv_check_args(const struct mcp_server_conn *c, const char *tool, json_t *args,

@@ -26,6 +26,7 @@
 #include "util/clock.h"
 #include "util/macros.h"
 #include "util/fmt.h"
+#include "util/jdump.h"
 
 #define SRV_MAX_CODE     (1u << 20) /* bytes of code in one run_python */
 #define SRV_MAX_SERVERS  64         /* entries of run_python's servers */
@@ -60,30 +61,6 @@ json_t *srv_tool_error(const struct mcp_server_conn *c, const char *fmt, ...)
     json_t *r = srv_tool_result(c, msg ? msg : "error", NULL, true);
     free(msg);
     return r;
-}
-
-/* A Python identifier for a server or tool name, as the session runtime makes it
- * (runtime/sandboxd_runtime/session.py identifier()): non-word characters become '_', a
- * leading digit gets a '_' in front, a keyword one behind. Bytes of multi-byte UTF-8
- * characters are kept (Python counts most such characters as word characters). */
-void srv_identifier(const char *name, struct buf *out)
-{
-    static const char *const keywords[] = {
-        "False", "None",     "True",  "and",    "as",   "assert", "async",  "await",    "break",
-        "class", "continue", "def",   "del",    "elif", "else",   "except", "finally",  "for",
-        "from",  "global",   "if",    "import", "in",   "is",     "lambda", "nonlocal", "not",
-        "or",    "pass",     "raise", "return", "try",  "while",  "with",   "yield"};
-    size_t start = out->len;
-    if (!*name || isdigit((unsigned char)*name))
-        (void)buf_appends(out, "_");
-    for (const char *p = name; *p; p++) {
-        unsigned char ch = (unsigned char)*p;
-        char k = isalnum(ch) || ch == '_' || ch >= 0x80 ? (char)ch : '_';
-        (void)buf_append(out, &k, 1);
-    }
-    for (size_t i = 0; i < ARRAY_SIZE(keywords); i++)
-        if (out->data && strcmp(out->data + start, keywords[i]) == 0)
-            (void)buf_appends(out, "_");
 }
 
 /* ---- the sandbox sessions of a connection -------------------------------------------------- */
@@ -722,7 +699,7 @@ json_t *srv_run_python(struct mcp_server_conn *c, json_t *args, json_t *token,
     if (!st)
         return srv_tool_error(c, "run_python: out of memory");
     const char *status = json_string_value(json_object_get(st, "status"));
-    char *text = as_json ? json_dumps(st, JSON_COMPACT | JSON_REAL_PRECISION(12))
+    char *text = as_json ? jdump(st, JSON_COMPACT, NULL)
                          : srv_run_text(st, timeout_ms ? timeout_ms : s->opt.default_timeout_ms);
     json_t *reply = srv_tool_result(c, text ? text : "", st, !status || strcmp(status, "ok"));
     free(text);

@@ -15,6 +15,7 @@
 #include "util/log.h"
 #include "util/macros.h"
 #include "util/fmt.h"
+#include "util/jdump.h"
 
 const char *mcp_error_kind_name(enum mcp_error_kind k)
 {
@@ -94,7 +95,7 @@ int mcp_simple_call(const char *endpoint, const char *tool, json_t *params,
     *ret_result = NULL;
     json_t *req = json_pack("{s:s, s:o}", "tool", tool, "params",
                             params ? json_incref(params) : json_object());
-    char *payload = req ? json_dumps(req, JSON_COMPACT) : NULL;
+    char *payload = req ? jdump(req, JSON_COMPACT, NULL) : NULL;
     json_decref(req);
     if (!payload) {
         mcp_error_set(err, MCP_ERR_PROTOCOL, NULL, "cannot encode the request");

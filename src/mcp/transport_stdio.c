@@ -366,7 +366,7 @@ static int stdio_send(struct mcp_transport *base, json_t *msg, int64_t deadline_
                       MCP_CLIENT_MAX_MESSAGE);
         return -EMSGSIZE;
     }
-    text[len] = '\n'; /* json_dumps gave len+1 bytes: the NUL becomes the delimiter */
+    text[len] = '\n'; /* jsonrpc_format gave len+1 bytes: the NUL becomes the delimiter */
 
     if (stdio_reader_of == t) {
         pthread_mutex_lock(&t->lock);

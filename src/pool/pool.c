@@ -37,6 +37,7 @@
 #include "util/fdio.h"
 #include "util/log.h"
 #include "util/macros.h"
+#include "util/jdump.h"
 
 enum pool_watch_kind { WATCH_WAKE, WATCH_ZCTL, WATCH_ZOUT, WATCH_ZPID, WATCH_CELL };
 
@@ -157,7 +158,7 @@ static const struct cell_ops warm_ops = {
 
 static int pool_send(int fd, json_t *msg, const int *fds, size_t nfds)
 {
-    char *data = json_dumps(msg, JSON_COMPACT);
+    char *data = jdump(msg, JSON_COMPACT, NULL);
     if (!data)
         return -ENOMEM;
     struct iovec iov = {.iov_base = data, .iov_len = strlen(data)};

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "util/fdio.h"
+#include "util/jdump.h"
 
 void frame_reader_init(struct frame_reader *fr, size_t max_frame)
 {
@@ -71,22 +72,25 @@ int frame_reader_next(struct frame_reader *fr, json_t **ret, const char **ret_er
 
 int frame_encode(const json_t *msg, char **ret, size_t *ret_len)
 {
-    size_t need = json_dumpb(msg, NULL, 0, JSON_COMPACT);
-    if (need == 0 || need > UINT32_MAX)
-        return -EINVAL;
-    char *out = malloc(need + FRAME_HEADER_SIZE);
-    if (!out)
-        return -ENOMEM;
-    if (json_dumpb(msg, out + FRAME_HEADER_SIZE, need, JSON_COMPACT) != need) {
-        free(out);
-        return -EINVAL;
+    struct buf b;
+    buf_init(&b, (size_t)UINT32_MAX + FRAME_HEADER_SIZE);
+    static const char header[FRAME_HEADER_SIZE] = {0};
+    int r = buf_append(&b, header, sizeof(header));
+    if (r == 0)
+        r = jdump_buf(msg, JSON_COMPACT, &b);
+    if (r < 0) {
+        buf_free(&b);
+        return r == -ENOMEM ? r : -EINVAL;
     }
+    size_t len;
+    char *out = buf_take(&b, &len);
+    size_t need = len - FRAME_HEADER_SIZE;
     out[0] = (char)(need >> 24);
     out[1] = (char)(need >> 16);
     out[2] = (char)(need >> 8);
     out[3] = (char)need;
     *ret = out;
-    *ret_len = need + FRAME_HEADER_SIZE;
+    *ret_len = len;
     return 0;
 }
 

@@ -19,7 +19,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -30,6 +29,7 @@
 #include "app/response.h"
 #include "exec/cell.h"
 #include "exec/run.h"
+#include "mcp/alias.h"
 #include "mcp/registry.h"
 #include "pool/pool.h"
 #include "proto/frame.h"
@@ -38,6 +38,7 @@
 #include "util/log.h"
 #include "util/macros.h"
 #include "util/fmt.h"
+#include "util/randid.h"
 
 #define SESSION_ID_LEN           32
 #define SESSION_READY_TIMEOUT_US (30 * 1000000)
@@ -202,6 +203,7 @@ static void *session_rpc_thread(void *arg)
     } else {
         json_t *tools = NULL;
         r = mcp_registry_tools(ss->mcp, server, ss->opt.tool_timeout_ms, &tools, &err);
+        mcp_alias_tools(tools);
         if (r == 0)
             result = json_pack("{s:o}", "tools", tools);
     }
@@ -327,17 +329,9 @@ static void session_on_output(void *userdata, int stream, const char *data, size
 
 /* ---- creation ----------------------------------------------------------------------------- */
 
-static void session_new_id(char out[SESSION_ID_LEN + 1])
+static int session_new_id(char out[SESSION_ID_LEN + 1])
 {
-    unsigned char raw[SESSION_ID_LEN / 2];
-    if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
-        memset(raw, 0, sizeof(raw)); /* getrandom on a booted kernel does not fail */
-    static const char hex[] = "0123456789abcdef";
-    for (size_t i = 0; i < sizeof(raw); i++) {
-        out[2 * i] = hex[raw[i] >> 4];
-        out[2 * i + 1] = hex[raw[i] & 15];
-    }
-    out[SESSION_ID_LEN] = '\0';
+    return randid_hex(out, SESSION_ID_LEN + 1, SESSION_ID_LEN / 2);
 }
 
 static json_t *session_describe(struct session *s, const struct sessions *ss)
@@ -380,7 +374,9 @@ static json_t *session_init_job(struct sessions *ss, json_t *names, const char *
             if (strcmp(json_string_value(json_object_get(d, "name")) ?: "", name) == 0)
                 desc = json_string_value(json_object_get(d, "description"));
         }
-        json_array_append_new(servers, json_pack("{s:s, s:s, s:o}", "name", name, "description",
+        mcp_alias_tools(tools); /* the sandbox uses these aliases, never its own */
+        json_array_append_new(servers, json_pack("{s:s, s:o*, s:s, s:o}", "name", name, "alias",
+                                                 mcp_alias_json(name), "description",
                                                  desc ? desc : "", "tools", tools));
     }
     json_decref(described);
@@ -445,14 +441,18 @@ int sessions_create(struct sessions *ss, const struct session_create *c, json_t 
     atomic_init(&s->mcp_calls, 0);
     pthread_mutex_init(&s->exec_lock, NULL);
     pthread_mutex_init(&s->write_lock, NULL);
-    session_new_id(s->id);
+    if ((r = session_new_id(s->id)) < 0) {
+        session_err(err, 500, "INTERNAL", NULL, "cannot draw a random session id");
+        goto fail;
+    }
     job = session_init_job(ss, s->servers, s->workspace, err);
     if (!job) {
         r = -EIO;
         goto fail;
     }
     json_object_set_new(job, "limits",
-                        json_pack("{s:I}", "memoryBytes", (json_int_t)(memory_mb << 20)));
+                        json_pack("{s:I, s:I}", "memoryBytes", (json_int_t)(memory_mb << 20),
+                                  "outputBytes", (json_int_t)ss->opt.output_limit));
     struct jail_limits lim = jail_limits_default(ss->jail);
     lim.memory = memory_mb << 20;
     lim.nproc = ss->opt.nproc;
@@ -641,10 +641,14 @@ int sessions_execute(struct sessions *ss, const char *id, const char *code, int6
     const char *status = session_status(&o, &survived);
     json_t *error = json_object_get(o.final, "error");
     bool answered = strcmp(status, "ok") == 0 || (strcmp(status, "error") == 0 && o.final);
-    if (json_is_object(error))
-        json_incref(error); /* the runtime's own description */
-    else
+    if (json_is_object(error)) {
+        json_incref(error); /* the runtime's own description, at most the output limit each */
+        if (response_cap_strings(error, ss->opt.output_limit))
+            json_object_set_new(error, "truncated", json_true());
+    } else {
         error = answered ? NULL : session_synth_error(status, &o, timeout_ms, survived);
+    }
+    (void)response_cap_strings(json_object_get(o.final, "result"), ss->opt.output_limit);
     json_t *result = json_pack(
         "{s:I, s:s, s:o, s:o, s:o, s:O?, s:f, s:b, s:b, s:I, s:o}", "executionId", (json_int_t)n,
         "status", status, "stdout", response_text(&o.out), "stderr", response_text(&o.err), "error",

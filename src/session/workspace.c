@@ -16,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -27,6 +26,8 @@
 #include "util/log.h"
 #include "util/macros.h"
 #include "util/fmt.h"
+#include "util/jdump.h"
+#include "util/randid.h"
 
 #define WORKSPACE_MAX_KEY 256
 
@@ -131,16 +132,14 @@ static int ws_dir(struct workspace_store *s, const char *ws, const char *sub)
 /* Atomic replace of dirfd/name with data. */
 static int ws_write(int dirfd, const char *name, const void *data, size_t len)
 {
-    unsigned char rnd[8];
-    if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
-        return -EIO;
-    char tmp[64];
-    snprintf(tmp, sizeof(tmp), ".tmp-%02x%02x%02x%02x%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2],
-             rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
+    char tmp[32] = ".tmp-";
+    int r = randid_hex(tmp + 5, sizeof(tmp) - 5, 8);
+    if (r < 0)
+        return r;
     int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0)
         return -errno;
-    int r = fd_write_all(fd, data, len, 0);
+    r = fd_write_all(fd, data, len, 0);
     if (r == 0 && fdatasync(fd) < 0)
         r = -errno;
     close(fd);
@@ -218,9 +217,8 @@ static int ws_key_file(const char *key, char out[96])
     for (const char *p = key; *p && k < 40; p++)
         out[k++] = ws_name_char(*p) && *p != '.' ? *p : '_';
     out[k++] = '-';
-    for (size_t i = 0; i < sizeof(h); i++)
-        k += (size_t)snprintf(out + k, 3, "%02x", h[i]);
-    strcpy(out + k, ".json");
+    sodium_bin2hex(out + k, 17, h, sizeof(h));
+    strcpy(out + k + 16, ".json");
     return 0;
 }
 
@@ -282,10 +280,16 @@ int workspace_memory(struct workspace_store *s, const char *ws, json_t *req, jso
     if (strcmp(op, "save") == 0) {
         json_t *value = json_object_get(req, "value");
         json_t *meta = json_object_get(req, "metadata");
-        size_t vlen = value ? json_dumpb(value, NULL, 0, JSON_COMPACT | JSON_ENCODE_ANY) : 4;
-        if (vlen > s->lim.max_value)
-            return fmt_error(ret_error, EFBIG, "memory: the value of %s is %zu bytes (limit %zu)",
-                             key, vlen, s->lim.max_value);
+        struct buf vb; /* only its size is needed: the cap stops a large value early */
+        buf_init(&vb, s->lim.max_value);
+        int vr = value ? jdump_buf(value, JSON_COMPACT, &vb) : 0;
+        size_t vlen = value ? vb.len : 4;
+        buf_free(&vb);
+        if (vr == -E2BIG || vlen > s->lim.max_value)
+            return fmt_error(ret_error, EFBIG, "memory: the value of %s is over %zu bytes", key,
+                             s->lim.max_value);
+        if (vr < 0)
+            return fmt_error(ret_error, ENOMEM, "memory: out of memory");
         json_t *old = NULL;
         bool exists = ws_read_json(dfd, file, s->lim.max_value * 2 + 65536, &old) == 0;
         if (!exists && ws_count(dfd, ".json") >= s->lim.max_entries) {
@@ -308,7 +312,7 @@ int workspace_memory(struct workspace_store *s, const char *ws, json_t *req, jso
                       "createdAt", created ? json_incref(created) : json_string(now ? now : ""),
                       "updatedAt", now ? now : "");
         json_decref(old);
-        char *text = doc ? json_dumps(doc, JSON_INDENT(2) | JSON_ENCODE_ANY) : NULL;
+        char *text = doc ? jdump(doc, JSON_INDENT(2), NULL) : NULL;
         json_decref(doc);
         if (!text)
             return fmt_error(ret_error, ENOMEM, "memory: out of memory");

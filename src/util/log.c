@@ -14,6 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util/jdump.h"
+
 static enum log_level log_min_level = LOG_INFO;
 
 static _Thread_local char *log_ctx_request_id;
@@ -80,12 +82,12 @@ static void log_emit(enum log_level level, const char *msg, json_t *fields)
         json_object_set_new(o, "appId", json_string(log_ctx_app_id));
     if (fields)
         json_object_update(o, fields);
-    char *line = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
+    char *line = jdump(o, JSON_COMPACT | JSON_ENSURE_ASCII, NULL);
     json_decref(o);
     if (!line)
         goto out;
     size_t len = strlen(line);
-    line[len] = '\n'; /* json_dumps gave us len+1 bytes; the NUL becomes the newline */
+    line[len] = '\n'; /* jdump gave us len+1 bytes; the NUL becomes the newline */
     const char *p = line;
     size_t left = len + 1;
     while (left > 0) {

@@ -181,6 +181,66 @@ out
     assert "WRITTEN" not in result(attack(code))
 
 
+def test_proc_pressure_is_read_only(attack):
+    """A PSI trigger written to /proc/pressure/* is a poll()-able kernel object per writer."""
+    code = """
+import os
+out = {}
+for name in ("cpu", "io", "memory"):
+    p = "/proc/pressure/" + name
+    if not os.path.exists(p):
+        continue
+    try:
+        with open(p, "w") as f:
+            f.write("some 500000 2000000")
+        out[name] = "WRITTEN"
+    except OSError as e:
+        out[name] = e.errno
+out
+"""
+    out = result(attack(code))
+    if os.path.exists("/proc/pressure/cpu"):  # the kernel has PSI: the sandbox sees it too
+        assert out, "no /proc/pressure inside the sandbox"
+    assert all(v == 30 for v in out.values()), out  # EROFS
+
+
+def test_inotify_is_refused(attack):
+    """inotify on the shared read-only binds would show what other sandboxes and the host
+    open and change there."""
+    code = """
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+out = {}
+fd = libc.inotify_init1(0)
+out["inotify_init1"] = (fd, ctypes.get_errno())
+out["inotify_init"] = (libc.syscall(253), ctypes.get_errno())
+out["inotify_add_watch"] = (libc.inotify_add_watch(max(fd, 0), b"/usr/lib", 0xfff),
+                            ctypes.get_errno())
+out
+"""
+    out = result(attack(code))
+    for name, (r, err) in out.items():
+        assert r == -1 and err == 1, (name, r, err)
+
+
+def test_mountinfo_shows_no_host_paths(attack):
+    """A bind's root field is its path in the source filesystem: binding sandboxd's runtime
+    showed where sandboxd is installed (here, the source tree). What is copied shows nothing;
+    the remaining binds are the interpreter's own directories, mounted at the same path."""
+    import harness
+    tree = str(harness.ROOT)
+    code = "open('/proc/self/mountinfo').read()"
+    info = result(attack(code))
+    for line in info.splitlines():
+        fields = line.split()
+        root, point = fields[3], fields[4]
+        if point.startswith("/opt/"):
+            continue  # --bind SRC:DST of the operator (this suite's): SRC shows, as documented
+        assert tree not in line, line
+        if fields[fields.index("-") + 1] not in ("tmpfs", "proc", "devtmpfs"):
+            assert root == point, line
+
+
 def test_device_nodes_are_limited(attack):
     code = """
 import os

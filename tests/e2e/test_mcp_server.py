@@ -804,3 +804,40 @@ def test_http_shutdown_with_a_running_execution_is_clean():
     t.join(20)
     assert seen and not t.is_alive()
 
+
+
+# ---- tool identifiers: one rule, computed by the host, used by the sandbox ------------------------
+
+def test_tool_identifiers_advertised_are_the_ones_that_work(tmp_path):
+    """Names that are not Python identifiers (an em dash, é, a keyword, a leading digit, a dot):
+    what list_servers and search_tool_docs advertise is what session code can call. Before,
+    the host kept non-ASCII bytes (`get—sum`) where the sandbox wrote `get_sum`."""
+    from mcp_peers import FLAKY
+    cfg = tmp_path / "mcp.json"
+    cfg.write_text(json.dumps({"mcpServers": {"named—tools": {
+        "command": "/usr/bin/python3", "args": [str(FLAKY), "names"]}}}))
+    c = McpStdio("--mcp-config", str(cfg), "--no-mcp-discovery")
+    try:
+        assert "Python: mcp_named_tools" in text_of(c.call("list_servers", {}))
+        calls = {}
+        for tool, alias in [("get—sum", "get_sum"), ("café", "caf_"), ("class", "class_"),
+                            ("2fa", "_2fa"), ("a.b", "a_b")]:
+            hits = c.call("search_tool_docs", {"query": "answers with its name: " + tool,
+                                               "limit": 1})["structuredContent"]["results"]
+            assert hits[0]["tool"] == tool, hits
+            python = hits[0]["python"]
+            assert python == "await mcp_named_tools.%s(a=...)" % alias, python
+            calls[tool] = python.replace("a=...", "a=1")
+        code = "import json\nout = []\n" + "".join(
+            "out.append((%s)['tool'])\n" % call for call in calls.values()) + "print(json.dumps(out))\n"
+        r = run(c, code + "r = await mcp_named_tools.café(a=2)\nprint(r['tool'])\n",
+                servers=["named—tools"])
+        assert r.get("isError") is not True, text_of(r)
+        lines = r["structuredContent"]["stdout"].splitlines()
+        assert json.loads(lines[0]) == list(calls), lines
+        assert lines[1] == "café"  # the tool's own name still reaches it
+        r = run(c, "sorted(t['alias'] for t in list_tools('named—tools'))", servers=["named—tools"])
+        assert r["structuredContent"]["result"] == repr(sorted(
+            ["get_sum", "caf_", "class_", "_2fa", "a_b"])), r
+    finally:
+        c.close()

@@ -282,3 +282,35 @@ def test_workflow_not_found_and_validation(server, fw):
     del body["context"]["workflowInfo"]
     r = server.execute(body)
     assert r.status == 400 and r.json["error"]["field"] == "context.workflowInfo"
+
+
+def big_chain(n=1000, transitions=30):
+    """The shape that cost 102 s of host CPU per request: n steps in a chain, each with
+    `transitions` transitions (~400 KB, just under the 100 000-node cap); startAt is the last
+    step, so running it is one step."""
+    lines = ["startAt: s%d" % (n - 1), "steps:"]
+    for i in range(n - 1):
+        lines.append("  s%d:\n    type: control\n    transitions:" % i)
+        lines += ["      - {next: s%d}" % (i + 1)] * transitions
+    lines.append("  s%d: {type: control, output: done, end: true}" % (n - 1))
+    return "\n".join(lines) + "\n"
+
+
+def test_validation_is_linear_and_cached_by_content(server, fw):
+    fw.add(APP, "flows/big.yaml", big_chain())
+    before = server.health()["workflows"]
+    # The HTTP timeout is the hang guard: the old validation took ~100 s for this document.
+    r = server.execute(wf_request(fw, "flows/big.yaml"), timeout=60)
+    assert r.status == 200 and r.json["data"] == "done", r
+    fw.add(APP, "flows/same.yaml", big_chain())  # another name, the same bytes
+    r = server.execute(wf_request(fw, "flows/same.yaml"), timeout=60)
+    assert r.json["data"] == "done", r
+    after = server.health()["workflows"]
+    assert after["misses"] == before["misses"] + 1 and after["hits"] == before["hits"] + 1, after
+
+
+def test_transitions_per_step_are_capped(server, fw):
+    fw.add(APP, "flows/wide.yaml", big_chain(n=3, transitions=65))
+    d = server.execute(wf_request(fw, "flows/wide.yaml")).json["data"]
+    assert d["code"] == "WORKFLOW_ERROR" and "has 65 transitions, at most 64" in d["message"], d
+    assert d["details"]["stepId"] == "s0"

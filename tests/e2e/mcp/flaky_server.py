@@ -2,7 +2,9 @@
 """A deliberately unreliable MCP server over stdio, for tests.
    flaky_server.py crash-on-start   exits before answering initialize
    flaky_server.py normal           tools: ok (answers), die (the process exits), fail (isError),
-                                    rpc_error (a JSON-RPC error)"""
+                                    rpc_error (a JSON-RPC error)
+   flaky_server.py names            tools whose names are not Python identifiers (get—sum, café,
+                                    class, 2fa, a.b); each answers with its name and arguments"""
 import json
 import os
 import sys
@@ -14,6 +16,11 @@ if sys.argv[1:] == ["crash-on-start"]:
 TOOLS = [{"name": n, "description": d, "inputSchema": {"type": "object"}}
          for n, d in (("ok", "answers with the pid"), ("die", "exits the server"),
                       ("fail", "reports a tool error"), ("rpc_error", "answers a JSON-RPC error"))]
+NAMES = sys.argv[1:] == ["names"]
+if NAMES:
+    TOOLS = [{"name": n, "description": "answers with its name: " + n,
+              "inputSchema": {"type": "object", "properties": {"a": {"type": "integer"}}}}
+             for n in ("get\u2014sum", "caf\u00e9", "class", "2fa", "a.b")]
 
 
 def send(msg):
@@ -34,7 +41,10 @@ for line in sys.stdin:
         send({"jsonrpc": "2.0", "id": mid, "result": {"tools": TOOLS}})
     elif method == "tools/call":
         name = msg["params"]["name"]
-        if name == "die":
+        if NAMES:
+            send({"jsonrpc": "2.0", "id": mid, "result": {"content": [{"type": "text", "text": json.dumps(
+                {"tool": name, "arguments": msg["params"].get("arguments")})}]}})
+        elif name == "die":
             os._exit(1)
         if name == "fail":
             send({"jsonrpc": "2.0", "id": mid, "result": {

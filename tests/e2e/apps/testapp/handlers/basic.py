@@ -14,6 +14,10 @@ def one_param(request):
     return {"source": request["source"]}
 
 
+def one_param_echo(request):
+    return request
+
+
 def no_param():
     return "no parameters"
 

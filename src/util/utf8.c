@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: MIT
+/*
+ * utf8 — see utf8.h. One pass, no allocation per character: the repaired
+ * text is written once into a buffer three times the input (the most a
+ * byte-for-U+FFFD replacement can need).
+ */
+#include "util/utf8.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+size_t utf8_seq_len(const unsigned char *p, size_t n)
+{
+    if (n == 0)
+        return 0;
+    unsigned char c = p[0];
+    if (c < 0x80)
+        return 1;
+    size_t len;
+    unsigned char lo = 0x80, hi = 0xBF; /* the range of the second byte */
+    if (c >= 0xC2 && c <= 0xDF)
+        len = 2;
+    else if (c >= 0xE0 && c <= 0xEF) {
+        len = 3;
+        if (c == 0xE0)
+            lo = 0xA0; /* overlong */
+        else if (c == 0xED)
+            hi = 0x9F; /* surrogates */
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        len = 4;
+        if (c == 0xF0)
+            lo = 0x90; /* overlong */
+        else if (c == 0xF4)
+            hi = 0x8F; /* above U+10FFFF */
+    } else
+        return 0; /* a continuation byte, an overlong 2-byte lead, or not UTF-8 at all */
+    if (n < len || p[1] < lo || p[1] > hi)
+        return 0;
+    for (size_t i = 2; i < len; i++)
+        if ((p[i] & 0xC0) != 0x80)
+            return 0;
+    return len;
+}
+
+char *utf8_sanitize(const char *data, size_t len, size_t *ret_len)
+{
+    if (len > (SIZE_MAX - 1) / 3)
+        return NULL;
+    char *out = malloc(len * 3 + 1);
+    if (!out)
+        return NULL;
+    const unsigned char *p = (const unsigned char *)data;
+    size_t k = 0;
+    for (size_t i = 0; i < len;) {
+        size_t n = utf8_seq_len(p + i, len - i);
+        if (n) {
+            memcpy(out + k, p + i, n);
+            k += n;
+            i += n;
+        } else {
+            memcpy(out + k, "\xEF\xBF\xBD", 3); /* U+FFFD */
+            k += 3;
+            i++;
+        }
+    }
+    out[k] = '\0';
+    if (ret_len)
+        *ret_len = k;
+    return out;
+}
+
+size_t utf8_cut(const char *s, size_t len, size_t max)
+{
+    if (len <= max)
+        return len;
+    size_t k = max;
+    while (k > 0 && ((unsigned char)s[k] & 0xC0) == 0x80)
+        k--; /* s[k] is a continuation byte: the character started earlier */
+    return k;
+}

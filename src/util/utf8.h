@@ -1,0 +1,23 @@
+// SPDX-License-Identifier: MIT
+/*
+ * utf8 — checks and repairs of UTF-8 text from outside (what a sandbox
+ * prints, what it sends as a message): which byte sequences are well formed
+ * (Unicode table 3-7: no overlong forms, no surrogates, nothing above
+ * U+10FFFF — the same rule jansson applies to strings), replacing the rest,
+ * and cutting text without splitting a character.
+ */
+#ifndef SANDBOXD_UTIL_UTF8_H
+#define SANDBOXD_UTIL_UTF8_H
+
+#include <stddef.h>
+
+/* Length (1-4) of the well-formed sequence that starts at p (n bytes available), or 0. */
+size_t utf8_seq_len(const unsigned char *p, size_t n);
+/* The text with every byte that starts no well-formed sequence replaced by U+FFFD (caller
+ * frees, NUL-terminated, *ret_len may be NULL); NULL when out of memory. */
+char *utf8_sanitize(const char *data, size_t len, size_t *ret_len);
+/* The largest length <= max at which valid UTF-8 text s (len bytes) can be cut without
+ * splitting a character. */
+size_t utf8_cut(const char *s, size_t len, size_t max);
+
+#endif
