@@ -27,14 +27,15 @@
 #include "util/log.h"
 #include "util/macros.h"
 
-#define MH_ID_LEN         32
+#define MH_ID_LEN         32 /* hex digits, after the instance prefix */
+#define MH_ID_MAX         64 /* "ID." (util/instance.h: at most 31 + 1) + MH_ID_LEN */
 #define MH_MAX_ALLOWED    64
 #define MH_SWEEP_EVERY_US 1000000
 #define MH_SESSION_GONE   (-32001) /* the code the official SDKs use for "Session not found" */
 
 /* Referenced by the table and by each request using it (under the endpoint's lock). */
 struct mh_session {
-    char id[MH_ID_LEN + 1];
+    char id[MH_ID_MAX + 1];
     struct mcp_server_conn *conn; /* owned */
     int64_t last_us;
     unsigned active; /* requests using it now */
@@ -50,6 +51,7 @@ struct mcp_http {
     char *hosts[MH_MAX_ALLOWED + 1];
     char *origins[MH_MAX_ALLOWED + 1];
     char *token;
+    char *id_prefix; /* NULL, or "ID." */
     pthread_mutex_t lock;
     pthread_cond_t cond; /* streams reached 0 */
     struct mh_session *table;
@@ -257,7 +259,7 @@ static struct mh_session *mh_acquire(struct mcp_http *h, const struct http_reque
     }
     struct mh_session *s = NULL, *gone = NULL;
     pthread_mutex_lock(&h->lock);
-    if (strlen(id) == MH_ID_LEN)
+    if (strlen(id) <= MH_ID_MAX)
         HASH_FIND_STR(h->table, id, s);
     if (s && mh_expired(h, s, clock_mono_us())) {
         mh_unlink_locked(h, s, &gone);
@@ -326,9 +328,10 @@ static void mh_initialize(struct mcp_http *h, json_t *msg, struct http_reply *re
         return;
     }
     static const char hex[] = "0123456789abcdef";
+    size_t k = h->id_prefix ? (size_t)snprintf(s->id, sizeof(s->id), "%s", h->id_prefix) : 0;
     for (size_t i = 0; i < sizeof(raw); i++) {
-        s->id[2 * i] = hex[raw[i] >> 4];
-        s->id[2 * i + 1] = hex[raw[i] & 15];
+        s->id[k + 2 * i] = hex[raw[i] >> 4];
+        s->id[k + 2 * i + 1] = hex[raw[i] & 15];
     }
     s->last_us = clock_mono_us();
     s->refs = 1; /* the table's */
@@ -566,6 +569,14 @@ int mcp_http_new(const struct mcp_http_options *opt, struct mcp_server *core, st
     }
     if (r == 0 && opt->token && !(h->token = strdup(opt->token)))
         r = -ENOMEM;
+    if (r == 0 && opt->id_prefix) {
+        if (strlen(opt->id_prefix) + 1 + MH_ID_LEN > MH_ID_MAX)
+            r = -ENAMETOOLONG;
+        else if (asprintf(&h->id_prefix, "%s.", opt->id_prefix) < 0) {
+            h->id_prefix = NULL;
+            r = -ENOMEM;
+        }
+    }
     if (r < 0) {
         mcp_http_free(h);
         return r;
@@ -612,6 +623,7 @@ void mcp_http_free(struct mcp_http *h)
     for (size_t i = 0; h->origins[i]; i++)
         free(h->origins[i]);
     free(h->token);
+    free(h->id_prefix);
     pthread_cond_destroy(&h->cond);
     pthread_mutex_destroy(&h->lock);
     free(h);

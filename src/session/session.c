@@ -39,11 +39,12 @@
 #include "util/macros.h"
 #include "util/fmt.h"
 
-#define SESSION_ID_LEN           32
+#define SESSION_ID_LEN           32 /* hex digits, after the instance prefix */
+#define SESSION_ID_MAX           64 /* "ID." (instance.h: at most 31 + 1) + SESSION_ID_LEN */
 #define SESSION_READY_TIMEOUT_US (30 * 1000000)
 
 struct session {
-    char id[SESSION_ID_LEN + 1];
+    char id[SESSION_ID_MAX + 1];
     struct sessions *owner;
     char *workspace;
     json_t *servers; /* names */
@@ -327,17 +328,19 @@ static void session_on_output(void *userdata, int stream, const char *data, size
 
 /* ---- creation ----------------------------------------------------------------------------- */
 
-static void session_new_id(char out[SESSION_ID_LEN + 1])
+/* [prefix "."] + SESSION_ID_LEN hex digits: the prefix lets a proxy find the instance. */
+static void session_new_id(const char *prefix, char out[SESSION_ID_MAX + 1])
 {
     unsigned char raw[SESSION_ID_LEN / 2];
     if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
         memset(raw, 0, sizeof(raw)); /* getrandom on a booted kernel does not fail */
     static const char hex[] = "0123456789abcdef";
+    size_t k = prefix ? (size_t)snprintf(out, SESSION_ID_MAX + 1, "%s.", prefix) : 0;
     for (size_t i = 0; i < sizeof(raw); i++) {
-        out[2 * i] = hex[raw[i] >> 4];
-        out[2 * i + 1] = hex[raw[i] & 15];
+        out[k + 2 * i] = hex[raw[i] >> 4];
+        out[k + 2 * i + 1] = hex[raw[i] & 15];
     }
-    out[SESSION_ID_LEN] = '\0';
+    out[k + SESSION_ID_LEN] = '\0';
 }
 
 static json_t *session_describe(struct session *s, const struct sessions *ss)
@@ -445,7 +448,7 @@ int sessions_create(struct sessions *ss, const struct session_create *c, json_t 
     atomic_init(&s->mcp_calls, 0);
     pthread_mutex_init(&s->exec_lock, NULL);
     pthread_mutex_init(&s->write_lock, NULL);
-    session_new_id(s->id);
+    session_new_id(ss->opt.id_prefix, s->id);
     job = session_init_job(ss, s->servers, s->workspace, err);
     if (!job) {
         r = -EIO;
@@ -800,6 +803,8 @@ int sessions_new(const struct sessions_options *opt, const struct jail_config *j
                  struct pool *pool, struct mcp_registry *mcp, struct workspace_store *ws,
                  struct metrics *metrics, struct sessions **ret)
 {
+    if (opt->id_prefix && strlen(opt->id_prefix) + 1 + SESSION_ID_LEN > SESSION_ID_MAX)
+        return -ENAMETOOLONG;
     struct sessions *ss = calloc(1, sizeof(*ss));
     if (!ss)
         return -ENOMEM;
