@@ -97,7 +97,10 @@ if [[ $have == "$inputs" ]]; then
   exit 0
 fi
 say "building $IMAGE on $BASE"
+old=$(podman image inspect --format '{{.Id}}' "$IMAGE" 2>/dev/null || true)
 podman build --quiet --pull=never --build-arg "BASE=$BASE" --label "io.sandboxd.inputs=$inputs" \
   -f "$stage/Containerfile" -t "$IMAGE" "$stage" >/dev/null
-podman image prune --force >/dev/null 2>&1 || true # the image this one replaced
+# The image this one replaced only takes room (unless a container still uses it).
+[[ -z $old || $old == $(podman image inspect --format '{{.Id}}' "$IMAGE") ]] ||
+  podman rmi "$old" >/dev/null 2>&1 || true
 say "built $IMAGE"
