@@ -17,20 +17,19 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
-from harness import Server, executor_request, free_port  # noqa: E402
+from harness import Endpoint, executor_request, free_port  # noqa: E402
 
 TOKEN = "container-test-token-8d1f"
 SECRET = "HOST-SECRET-IN-A-BIND-MOUNT"
 
 
-class Container(Server):
-    """sandboxd in a container, spoken to with the harness's HTTP client."""
+class Container(Endpoint):
+    """sandboxd in a container, with the token a merged build requires."""
 
-    def __init__(self, port, proc, log):  # not Server.__init__: that would start a sandboxd
-        self.port = port
+    def __init__(self, port, proc, log):
+        super().__init__(port)
         self.proc = proc
         self.log = log
-        self.conn = None
 
     def request(self, method, path, body=None, headers=None, fresh=True, timeout=120):
         # The token a merged build requires (--api-token via SANDBOXD_API_TOKEN, docs/DEPLOY.md).

@@ -22,7 +22,7 @@ from dnslib.server import BaseResolver, DNSLogger, DNSServer
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
-from harness import McpHttp, Server, executor_request, free_port  # noqa: E402
+from harness import Endpoint, McpHttp, Server, executor_request, free_port  # noqa: E402
 
 SERVICE = "sandboxd-pods.sandboxd.svc.cluster.local"
 PODS = ["127.0.0.2", "127.0.0.3"]
@@ -71,12 +71,6 @@ class Pod(Server):
         return self.conn
 
 
-class Router(Server):
-    def __init__(self, port):  # not Server.__init__: that would start a sandboxd
-        self.port = port
-        self.conn = None
-
-
 def router_config(router_port, pod_port, dns_port, check_path):
     docs = yaml.safe_load_all((ROOT / "deploy" / "kubernetes" / "router.yaml").read_text())
     cfg = [d for d in docs if d["kind"] == "ConfigMap"][0]["data"]["haproxy.cfg"]
@@ -113,7 +107,7 @@ def cluster():
         log = open(pathlib.Path(work) / "haproxy.log", "w")
         proc = subprocess.Popen([shutil.which("haproxy") or "/usr/sbin/haproxy", "-db", "-f",
                                  str(cfg)], stdout=log, stderr=log)
-        router = Router(port)
+        router = Endpoint(port)
         deadline = time.time() + 30
         while True:  # until server-template has resolved the pods and checked them
             assert proc.poll() is None, (pathlib.Path(work) / "haproxy.log").read_text()

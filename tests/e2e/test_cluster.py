@@ -16,19 +16,11 @@ import time
 
 import pytest
 
-from harness import BIN, CELL_LIB, SANITIZER_MARKERS, McpHttp, Server, executor_request, free_port
+from harness import BIN, CELL_LIB, SANITIZER_MARKERS, Endpoint, McpHttp, executor_request, free_port
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 APPS = pathlib.Path(__file__).resolve().parent / "apps"
 INSTANCES = ["i1", "i2", "i3"]
-
-
-class Proxy(Server):
-    """The HAProxy address, spoken to with the harness's HTTP client."""
-
-    def __init__(self, port):  # not Server.__init__: that would start a sandboxd
-        self.port = port
-        self.conn = None
 
 
 class Cluster:
@@ -58,7 +50,7 @@ class Cluster:
             if line.startswith("local-cluster: ready on"):
                 break
         assert sorted(self.instances) == INSTANCES, self.output
-        self.proxy = Proxy(self.port)
+        self.proxy = Endpoint(self.port)  # HAProxy
 
     def _read(self):
         for line in self.proc.stdout:

@@ -13,15 +13,23 @@
 
 static void check_accepts_dns_labels_only(void **state)
 {
-    const char *good[] = {"i1", "a", "node-7", "sandboxd-5d8f7c9b4-x2x4k", "10-1-2-3", "Web01",
+    const char *good[] = {"i1",
+                          "a",
+                          "node-7",
+                          "sandboxd-5d8f7c9b4-x2x4k",
+                          "10-1-2-3",
+                          "Web01",
                           "abcdefghijklmnopqrstuvwxyz01234"};
     for (size_t i = 0; i < sizeof(good) / sizeof(*good); i++)
         assert_null(instance_id_check(good[i]));
     /* empty, 32 characters, the separator itself, a path or header breaker, dashes at the
      * ends, non-ASCII */
-    const char *bad[] = {"",        "abcdefghijklmnopqrstuvwxyz012345", "a.b",       "a/b",
-                         "a b",     "a\r\nX-Evil: 1",                   "-a",        "a-",
-                         "a_b",     "caf\xc3\xa9",                      "%2e%2e",    "*"};
+    const char *bad[] = {"",       "abcdefghijklmnopqrstuvwxyz012345",
+                         "a.b",    "a/b",
+                         "a b",    "a\r\nX-Evil: 1",
+                         "-a",     "a-",
+                         "a_b",    "caf\xc3\xa9",
+                         "%2e%2e", "*"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++)
         assert_non_null(instance_id_check(bad[i]));
 }
