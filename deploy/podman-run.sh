@@ -8,8 +8,9 @@
 # publishes sandboxd on 127.0.0.1:P only. SERVE-OPTIONS go to `sandboxd serve` after the
 # image's own (--host 0.0.0.0 --port 8080 --state-dir /var/lib/sandboxd/state); --podman-arg
 # passes one more option to `podman run` (a volume, an --env, ...). SANDBOXD_API_TOKEN, when
-# set, is handed to the container. In the foreground unless --detach; podman stops the
-# container on SIGTERM. --dry-run prints the podman command instead of running it.
+# set, is handed to the container: sandboxd listens on 0.0.0.0 inside it, which needs a token
+# (or --tenants, or an explicit `-- --insecure-no-auth`). In the foreground unless --detach;
+# podman stops the container on SIGTERM. --dry-run prints the podman command, runs nothing.
 #
 # Why each option (docs/DEPLOY.md has the long form):
 #   --user 10001, --cap-drop ALL, no-new-privileges, --read-only, tmpfs /tmp: sandboxd needs
@@ -27,7 +28,7 @@
 #       the caller's own.
 set -euo pipefail
 
-usage() { sed -n '3,12p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '3,14p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 PORT="" IMAGE=localhost/sandboxd:latest NAME="" DETACH=0 DRY=0
 EXTRA=()
