@@ -68,12 +68,12 @@ defaults
     # output (SSE) with pauses; the proxy must not cut it first.
     timeout client 15m
     timeout server 15m
-    # A request that finds its instance gone (connection refused, or reset before any answer:
-    # a killed instance takes a moment to close its socket) is sent to another one. For
-    # /execute that is at-least-once: the dead instance may have started it. A session request
-    # sent elsewhere is answered 404 by an instance that never held it.
+    # A request that finds its instance gone (connection refused, or cut before a whole answer:
+    # a dying process takes a moment to close its socket) is sent to another one. For /execute
+    # that is at-least-once: the dead instance may have started it. A session request sent
+    # elsewhere is answered 404 by an instance that never held it.
     retries 3
-    retry-on conn-failure empty-response
+    retry-on conn-failure empty-response junk-response
     option redispatch 1
 
 frontend sandboxd
