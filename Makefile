@@ -4,7 +4,7 @@ BUILD      ?= build
 BUILD_ASAN ?= build-asan
 PORT       ?= 8080
 
-.PHONY: all deps build build-asan run test bench format format-check clean
+.PHONY: all deps build build-asan run test bench image format format-check clean
 
 all: build
 
@@ -31,6 +31,10 @@ test: build build-asan
 
 bench: build
 	@bench/run.sh
+
+# The OCI image localhost/sandboxd:latest, from Debian packages (deploy/image/build.sh)
+image: build
+	@deploy/image/build.sh $(BUILD)
 
 format:
 	clang-format -i $$(git ls-files 'src/*.c' 'src/*.h' 'tests/*.c')

@@ -143,6 +143,15 @@ class Server:
                 assert marker not in logs, "sanitizer report:\n" + logs[-20000:]
 
 
+class Endpoint(Server):
+    """An HTTP endpoint the harness did not start (a proxy, a container), spoken to with the
+    same client as a Server."""
+
+    def __init__(self, port):  # not Server.__init__: that would start a sandboxd
+        self.port = port
+        self.conn = None
+
+
 def jit_request(script, function, body=None, app="testapp", endpoint="local", request_id="r-1",
                 **task):
     details = {"script": script, "function": function}

@@ -28,14 +28,15 @@
 #include "util/jdump.h"
 #include "util/randid.h"
 
-#define MH_ID_LEN         32
+#define MH_ID_LEN         32 /* hex digits, after the instance prefix */
+#define MH_ID_MAX         64 /* "ID." (util/instance.h: at most 31 + 1) + MH_ID_LEN */
 #define MH_MAX_ALLOWED    64
 #define MH_SWEEP_EVERY_US 1000000
 #define MH_SESSION_GONE   (-32001) /* the code the official SDKs use for "Session not found" */
 
 /* Referenced by the table and by each request using it (under the endpoint's lock). */
 struct mh_session {
-    char id[MH_ID_LEN + 1];
+    char id[MH_ID_MAX + 1];
     struct mcp_server_conn *conn; /* owned */
     int64_t last_us;
     unsigned active; /* requests using it now */
@@ -51,6 +52,7 @@ struct mcp_http {
     char *hosts[MH_MAX_ALLOWED + 1];
     char *origins[MH_MAX_ALLOWED + 1];
     char *token;
+    char *id_prefix; /* NULL, or "ID." */
     pthread_mutex_t lock;
     pthread_cond_t cond; /* streams reached 0 */
     struct mh_session *table;
@@ -258,7 +260,7 @@ static struct mh_session *mh_acquire(struct mcp_http *h, const struct http_reque
     }
     struct mh_session *s = NULL, *gone = NULL;
     pthread_mutex_lock(&h->lock);
-    if (strlen(id) == MH_ID_LEN)
+    if (strlen(id) <= MH_ID_MAX)
         HASH_FIND_STR(h->table, id, s);
     if (s && mh_expired(h, s, clock_mono_us())) {
         mh_unlink_locked(h, s, &gone);
@@ -310,7 +312,8 @@ static void mh_initialize(struct mcp_http *h, json_t *msg, struct http_reply *re
     if (s && mcp_server_conn_new(h->core, &s->conn) == 0)
         answer = mcp_server_handle(s->conn, msg, NULL);
     bool ok = answer && json_object_get(answer, "result");
-    if (ok && randid_hex(s->id, sizeof(s->id), MH_ID_LEN / 2) < 0)
+    size_t k = ok && h->id_prefix ? (size_t)snprintf(s->id, sizeof(s->id), "%s", h->id_prefix) : 0;
+    if (ok && randid_hex(s->id + k, sizeof(s->id) - k, MH_ID_LEN / 2) < 0)
         ok = false; /* session ids must be unguessable: no fallback */
     if (!ok) {
         pthread_mutex_lock(&h->lock);
@@ -561,6 +564,14 @@ int mcp_http_new(const struct mcp_http_options *opt, struct mcp_server *core, st
     }
     if (r == 0 && opt->token && !(h->token = strdup(opt->token)))
         r = -ENOMEM;
+    if (r == 0 && opt->id_prefix) {
+        if (strlen(opt->id_prefix) + 1 + MH_ID_LEN > MH_ID_MAX)
+            r = -ENAMETOOLONG;
+        else if (asprintf(&h->id_prefix, "%s.", opt->id_prefix) < 0) {
+            h->id_prefix = NULL;
+            r = -ENOMEM;
+        }
+    }
     if (r < 0) {
         mcp_http_free(h);
         return r;
@@ -607,6 +618,7 @@ void mcp_http_free(struct mcp_http *h)
     for (size_t i = 0; h->origins[i]; i++)
         free(h->origins[i]);
     free(h->token);
+    free(h->id_prefix);
     pthread_cond_destroy(&h->cond);
     pthread_mutex_destroy(&h->lock);
     free(h);

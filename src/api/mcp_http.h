@@ -30,6 +30,8 @@ struct mcp_http_options {
     const char *const *allowed_hosts;   /* NULL-terminated, "name" or "name:port"; copied */
     const char *const *allowed_origins; /* NULL-terminated, "scheme://host[:port]"; copied */
     const char *token;                  /* NULL: no authentication; copied */
+    const char *id_prefix; /* NULL, or session ids are "PREFIX." + 32 hex digits (an instance
+                            * id, util/instance.h: at most 31 characters); copied */
 };
 
 struct mcp_http;

@@ -29,6 +29,7 @@
 #include "pool/pool.h"
 #include "session/session.h"
 #include "util/clock.h"
+#include "util/instance.h"
 #include "util/log.h"
 #include "util/macros.h"
 
@@ -65,6 +66,9 @@ static const char serve_usage[] =
     "  --mcp-allowed-origin O also accept Origin O, e.g. https://app.example (repeatable)\n"
     "  --mcp-token TOKEN      require Authorization: Bearer TOKEN on /mcp (default:\n"
     "                         $SANDBOXD_MCP_TOKEN; none when neither is set)\n"
+    "  --instance-id ID       this instance's name behind a load balancer (default: the host\n"
+    "                         name): session ids begin with \"ID.\", responses carry\n"
+    "                         X-Sandboxd-Instance; 1 to 31 letters, digits and '-'\n"
     "  -h, --help\n"
     "\n" COMMON_HELP;
 
@@ -88,6 +92,7 @@ enum {
     SERVE_LLM_TIMEOUT,
     SERVE_MAX_WORKFLOW_STEPS,
     SERVE_TEMPLATE_POOL,
+    SERVE_INSTANCE_ID,
 };
 
 #define SERVE_MAX_ALLOWED 32 /* --mcp-allowed-host / --mcp-allowed-origin entries */
@@ -108,6 +113,8 @@ struct serve_opts {
     const char *mcp_origins[SERVE_MAX_ALLOWED + 1];
     size_t n_mcp_hosts, n_mcp_origins;
     const char *mcp_token;
+    const char *instance_id;
+    char instance_buf[INSTANCE_ID_MAX + 1]; /* the default, made of the host name */
     struct setup_opts setup;
 };
 
@@ -150,6 +157,7 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o, struct commo
         {"mcp-allowed-host", required_argument, NULL, SERVE_MCP_ALLOWED_HOST},
         {"mcp-allowed-origin", required_argument, NULL, SERVE_MCP_ALLOWED_ORIGIN},
         {"mcp-token", required_argument, NULL, SERVE_MCP_TOKEN},
+        {"instance-id", required_argument, NULL, SERVE_INSTANCE_ID},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -239,6 +247,15 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o, struct commo
         case SERVE_MCP_TOKEN:
             o->mcp_token = optarg;
             break;
+        case SERVE_INSTANCE_ID: {
+            const char *why = instance_id_check(optarg);
+            if (why) {
+                fprintf(stderr, "sandboxd serve: --instance-id '%s': %s\n", optarg, why);
+                return 2;
+            }
+            o->instance_id = optarg;
+            break;
+        }
         case 'h':
             fputs(serve_usage, stdout);
             return 0;
@@ -271,6 +288,16 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o, struct commo
         }
         o->def_memory = o->setup.max_memory;
     }
+    if (!o->instance_id) {
+        int r = instance_id_default(o->instance_buf);
+        if (r < 0) {
+            fprintf(stderr, "sandboxd serve: cannot read the host name (%s); pass --instance-id\n",
+                    strerror(-r));
+            return 2;
+        }
+        o->instance_id = o->instance_buf;
+    }
+    o->setup.session_id_prefix = o->instance_id;
     setup_opts_finish(&o->setup);
     return -1; /* go on */
 }
@@ -355,6 +382,7 @@ int cmd_serve(int argc, char **argv)
         .allowed_hosts = o.mcp_hosts,
         .allowed_origins = o.mcp_origins,
         .token = o.mcp_token,
+        .id_prefix = o.instance_id,
     };
     if (mcp_http_new(&mho, mcps, &mcph) < 0)
         goto out;
@@ -391,15 +419,16 @@ int cmd_serve(int argc, char **argv)
         .max_body = (size_t)o.max_body_kb << 10,
         .max_connections = 1024,
         .idle_timeout_s = 120,
+        .instance_id = o.instance_id,
     };
     if (http_server_start(&ho, api_route, &api, &http) < 0)
         goto out;
     log_fields(LOG_INFO, "sandboxd listening",
-               json_pack("{s:s, s:i, s:O, s:b, s:I, s:o, s:s, s:b}", "host", o.host, "port",
+               json_pack("{s:s, s:i, s:O, s:b, s:I, s:o, s:s, s:b, s:s}", "host", o.host, "port",
                          (int)http_server_port(http), "isolation", app.isolation, "pool",
                          su.pool != NULL, "maxRunning", (json_int_t)o.max_running, "mcpServers",
                          mcp_registry_names(su.mcp), "stateDir", su.state_dir, "mcpToken",
-                         o.mcp_token != NULL));
+                         o.mcp_token != NULL, "instance", o.instance_id));
     int sig = 0;
     while (sigwait(&sigs, &sig) != 0)
         ;

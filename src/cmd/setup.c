@@ -236,6 +236,7 @@ int setup_start(struct setup *s, const struct setup_opts *o, struct common_opts 
         .output_limit = (size_t)o->output_kb << 10,
         .tool_timeout_ms = (int64_t)o->tool_timeout,
         .interrupt_grace_ms = 2000,
+        .id_prefix = o->session_id_prefix,
     };
     return sessions_new(&s->so, &s->jail, s->session_pool ? s->session_pool : s->pool, s->mcp,
                         s->wstore, s->metrics, &s->sessions);

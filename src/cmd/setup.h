@@ -35,9 +35,10 @@ struct setup_opts {
     uint64_t max_sessions, session_idle, session_max_idle, session_timeout, session_max_timeout;
     uint64_t session_memory, tool_timeout;
     /* the MCP server (mcp/server.h) of either subcommand */
-    const char *mcp_output;    /* "text" or "json" */
-    const char *mcp_workspace; /* workspace of the sessions run_python creates */
-    uint64_t mcp_page_size;    /* tools per tools/list page */
+    const char *mcp_output;        /* "text" or "json" */
+    const char *mcp_workspace;     /* workspace of the sessions run_python creates */
+    uint64_t mcp_page_size;        /* tools per tools/list page */
+    const char *session_id_prefix; /* serve's --instance-id (sessions_options.id_prefix) */
 };
 
 enum {

@@ -36,6 +36,7 @@ struct http_server {
     void *userdata;
     size_t max_body;
     uint16_t port;
+    char *instance_id; /* NULL or X-Sandboxd-Instance */
 };
 
 struct http_conn_ctx {
@@ -202,8 +203,8 @@ static struct MHD_Response *http_build_response(struct http_reply *reply)
     return resp;
 }
 
-static enum MHD_Result http_send(struct MHD_Connection *conn, struct http_reply *reply,
-                                 const char *request_id)
+static enum MHD_Result http_send(const struct http_server *s, struct MHD_Connection *conn,
+                                 struct http_reply *reply, const char *request_id)
 {
     struct MHD_Response *resp = http_build_response(reply);
     if (!resp) {
@@ -214,6 +215,8 @@ static enum MHD_Result http_send(struct MHD_Connection *conn, struct http_reply 
     if (reply->body || reply->stream_fn || reply->content_type)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
     MHD_add_response_header(resp, "X-Request-ID", request_id);
+    if (s->instance_id)
+        MHD_add_response_header(resp, "X-Sandboxd-Instance", s->instance_id);
     for (size_t i = 0; i < reply->n_headers; i++)
         MHD_add_response_header(resp, reply->headers[i].name, reply->headers[i].value);
     enum MHD_Result ret = MHD_queue_response(conn, (unsigned)reply->status, resp);
@@ -268,7 +271,7 @@ static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const
     if (ctx->too_large) {
         http_reply_error(&reply, 413, "PAYLOAD_TOO_LARGE", NULL,
                          "request body exceeds the limit of %zu bytes", s->max_body);
-        return http_send(conn, &reply, rid);
+        return http_send(s, conn, &reply, rid);
     }
     struct http_request req = {
         .method = method,
@@ -281,7 +284,7 @@ static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const
     s->route(s->userdata, &req, &reply);
     if (!reply.status)
         http_reply_error(&reply, 500, "INTERNAL", NULL, "the route produced no reply");
-    return http_send(conn, &reply, rid);
+    return http_send(s, conn, &reply, rid);
 }
 
 static void http_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
@@ -329,6 +332,11 @@ int http_server_start(const struct http_server_options *opt, http_route_fn route
     s->route = route;
     s->userdata = userdata;
     s->max_body = opt->max_body;
+    if (opt->instance_id && !(s->instance_id = strdup(opt->instance_id))) {
+        freeaddrinfo(ai);
+        free(s);
+        return -ENOMEM;
+    }
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
                      MHD_USE_POLL | MHD_USE_ERROR_LOG;
     if (ai->ai_family == AF_INET6)
@@ -341,6 +349,7 @@ int http_server_start(const struct http_server_options *opt, http_route_fn route
         MHD_OPTION_END);
     freeaddrinfo(ai);
     if (!s->daemon) {
+        free(s->instance_id);
         free(s);
         return log_errno(LOG_ERROR, EADDRINUSE, "http: cannot listen on %s:%u", opt->host,
                          opt->port);
@@ -361,5 +370,6 @@ void http_server_stop(struct http_server *s)
     if (!s)
         return;
     MHD_stop_daemon(s->daemon);
+    free(s->instance_id);
     free(s);
 }

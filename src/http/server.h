@@ -4,7 +4,8 @@
  * connection (an execution may take seconds and must block nobody else),
  * keep-alive handled by MHD, request bodies accumulated under a hard cap
  * (413 beyond it), then handed to a route. Every response carries
- * X-Request-ID (the client's, or one we generate).
+ * X-Request-ID (the client's, or one we generate) and, when the server has
+ * one, X-Sandboxd-Instance (the instance id, util/instance.h).
  *
  * Routes answer either a complete JSON reply or a stream (SSE): the stream
  * callback runs on the connection's own thread and may block.
@@ -71,6 +72,7 @@ struct http_server_options {
     size_t max_body;
     unsigned max_connections;
     unsigned idle_timeout_s;
+    const char *instance_id; /* NULL, or X-Sandboxd-Instance on every response; copied */
 };
 
 int http_server_start(const struct http_server_options *opt, http_route_fn route, void *userdata,

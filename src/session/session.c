@@ -40,11 +40,12 @@
 #include "util/fmt.h"
 #include "util/randid.h"
 
-#define SESSION_ID_LEN           32
+#define SESSION_ID_LEN           32 /* hex digits, after the instance prefix */
+#define SESSION_ID_MAX           64 /* "ID." (instance.h: at most 31 + 1) + SESSION_ID_LEN */
 #define SESSION_READY_TIMEOUT_US (30 * 1000000)
 
 struct session {
-    char id[SESSION_ID_LEN + 1];
+    char id[SESSION_ID_MAX + 1];
     struct sessions *owner;
     char *workspace;
     json_t *servers; /* names */
@@ -329,9 +330,11 @@ static void session_on_output(void *userdata, int stream, const char *data, size
 
 /* ---- creation ----------------------------------------------------------------------------- */
 
-static int session_new_id(char out[SESSION_ID_LEN + 1])
+/* [prefix "."] + SESSION_ID_LEN hex digits: the prefix lets a proxy find the instance. */
+static int session_new_id(const char *prefix, char out[SESSION_ID_MAX + 1])
 {
-    return randid_hex(out, SESSION_ID_LEN + 1, SESSION_ID_LEN / 2);
+    size_t k = prefix ? (size_t)snprintf(out, SESSION_ID_MAX + 1, "%s.", prefix) : 0;
+    return randid_hex(out + k, SESSION_ID_MAX + 1 - k, SESSION_ID_LEN / 2);
 }
 
 static json_t *session_describe(struct session *s, const struct sessions *ss)
@@ -441,7 +444,7 @@ int sessions_create(struct sessions *ss, const struct session_create *c, json_t 
     atomic_init(&s->mcp_calls, 0);
     pthread_mutex_init(&s->exec_lock, NULL);
     pthread_mutex_init(&s->write_lock, NULL);
-    if ((r = session_new_id(s->id)) < 0) {
+    if ((r = session_new_id(ss->opt.id_prefix, s->id)) < 0) {
         session_err(err, 500, "INTERNAL", NULL, "cannot draw a random session id");
         goto fail;
     }
@@ -804,6 +807,8 @@ int sessions_new(const struct sessions_options *opt, const struct jail_config *j
                  struct pool *pool, struct mcp_registry *mcp, struct workspace_store *ws,
                  struct metrics *metrics, struct sessions **ret)
 {
+    if (opt->id_prefix && strlen(opt->id_prefix) + 1 + SESSION_ID_LEN > SESSION_ID_MAX)
+        return -ENAMETOOLONG;
     struct sessions *ss = calloc(1, sizeof(*ss));
     if (!ss)
         return -ENOMEM;

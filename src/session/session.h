@@ -43,6 +43,8 @@ struct sessions_options {
     size_t output_limit;        /* stdout + stderr per execution */
     int64_t tool_timeout_ms;    /* one MCP call made from a session */
     int64_t interrupt_grace_ms; /* SIGINT first, SIGKILL this much later */
+    const char *id_prefix;      /* NULL, or ids are "PREFIX." + 32 hex digits (an instance id,
+                                 * util/instance.h: at most 31 characters); borrowed */
 };
 
 struct session_error {
