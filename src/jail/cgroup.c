@@ -4,11 +4,11 @@
  * cgroup_setup.c prepared, attach its process, set its limits, read its accounting, kill
  * it whole and remove it without ever waiting. Also the knob helpers both halves use.
  *
- * Each cell gets, at creation (off the request path):
- *   v2: memory.oom.group = 1 (an OOM kill takes the whole sandbox, so the verdict is
- *       clear and no half-killed tree goes on), memory.swap.max = 0, cpu.max with --cpus
- *   v1: cpu.cfs_period_us / cpu.cfs_quota_us with --cpus
- * and at cgroup_cell_set_limits(): memory.max (v1 memory.limit_in_bytes) and pids.max.
+ * Each v2 cell gets, at creation (off the request path): memory.oom.group = 1 (an OOM kill
+ * takes the whole sandbox, so the verdict is clear and no half-killed tree goes on) and
+ * memory.swap.max = 0. At cgroup_cell_set_limits(), which only cells that run untrusted code
+ * get: memory.max (v1 memory.limit_in_bytes), pids.max, and with --cpus the quota (v2
+ * cpu.max, v1 cpu.cfs_period_us + cpu.cfs_quota_us).
  */
 #include "jail/cgroup.h"
 
@@ -233,17 +233,23 @@ static int cgroup_cell_configure(struct cgroup_cell *c)
         r = cgroup_write(env, c->v2, "memory.swap.max", "0");
         if (r < 0 && r != -ENOENT) /* absent when the kernel does no swap accounting */
             return log_errno(LOG_ERROR, r, "cgroup: cannot set %s/memory.swap.max", c->v2);
-        if (env->cpu_quota &&
-            (r = cgroup_writef(env, c->v2, "cpu.max", "%" PRIu64 " %u",
-                               cgroup_cpu_quota_us(env->cpus_milli), CGROUP_CPU_PERIOD_US)) < 0)
-            return log_errno(LOG_ERROR, r, "cgroup: cannot set %s/cpu.max", c->v2);
-        return 0;
+    }
+    return 0;
+}
+
+/* --cpus: only for cells that run untrusted code (not a pool's zygote, whose work is ours). */
+static int cgroup_cell_set_cpu(struct cgroup_cell *c)
+{
+    struct cgroup_env *env = c->env;
+    uint64_t quota = cgroup_cpu_quota_us(env->cpus_milli);
+    int r;
+    if (c->v2) {
+        r = cgroup_writef(env, c->v2, "cpu.max", "%" PRIu64 " %u", quota, CGROUP_CPU_PERIOD_US);
+        return r < 0 ? log_errno(LOG_ERROR, r, "cgroup: cannot set %s/cpu.max", c->v2) : 0;
     }
     const char *cpu = c->cpu ? c->cpu : c->cpuacct;
-    if (env->cpu_quota &&
-        ((r = cgroup_writef(env, cpu, "cpu.cfs_period_us", "%u", CGROUP_CPU_PERIOD_US)) < 0 ||
-         (r = cgroup_writef(env, cpu, "cpu.cfs_quota_us", "%" PRIu64,
-                            cgroup_cpu_quota_us(env->cpus_milli))) < 0))
+    if ((r = cgroup_writef(env, cpu, "cpu.cfs_period_us", "%u", CGROUP_CPU_PERIOD_US)) < 0 ||
+        (r = cgroup_writef(env, cpu, "cpu.cfs_quota_us", "%" PRIu64, quota)) < 0)
         return log_errno(LOG_ERROR, r, "cgroup: cannot set the cpu quota of %s", cpu);
     return 0;
 }
@@ -365,7 +371,7 @@ int cgroup_cell_set_limits(struct cgroup_cell *c, uint64_t memory_bytes, uint64_
         if (r < 0)
             return log_errno(LOG_ERROR, r, "cgroup: cannot set the pids limit");
     }
-    return 0;
+    return c->env->cpu_quota ? cgroup_cell_set_cpu(c) : 0;
 }
 
 static int cgroup_cpu_ns(struct cgroup_cell *c, uint64_t *ret)

@@ -103,8 +103,8 @@ const char *cgroup_mode_name(enum cgroup_mode m);
 /* What /healthz shows under isolation.cgroup (new reference; NULL when out of memory). */
 json_t *cgroup_env_describe(const struct cgroup_env *env);
 
-/* A fresh cgroup for one sandbox (memory.oom.group, no swap and the --cpus quota already
- * set); *ret is NULL when mode is NONE. */
+/* A fresh cgroup for one sandbox or zygote (v2: memory.oom.group and no swap already set);
+ * *ret is NULL when mode is NONE. */
 int cgroup_cell_new(struct cgroup_env *env, struct cgroup_cell **ret);
 /* Removes the cgroup without ever waiting: when the kernel still counts a dying process in
  * it, the cell goes to the environment's graveyard and a later sweep removes it. NULL is a
@@ -113,7 +113,8 @@ void cgroup_cell_free(struct cgroup_cell *cell);
 /* Retry removing the cells in the graveyard (non-blocking). */
 void cgroup_env_sweep(struct cgroup_env *env);
 int cgroup_cell_attach(struct cgroup_cell *cell, pid_t pid);
-/* 0 leaves a limit unchanged. */
+/* For cells that run untrusted code: memory and pids (0 leaves one unchanged), and the
+ * --cpus quota. */
 int cgroup_cell_set_limits(struct cgroup_cell *cell, uint64_t memory_bytes, uint64_t max_pids);
 /* Start a new accounting period: cpu time and OOM kills count from here, and the peak
  * memory too where the kernel can reset it. */

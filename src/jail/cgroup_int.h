@@ -25,12 +25,11 @@ char *cgroup_join(const char *a, const char *b);
 /* dir/knob through env->fs. */
 int cgroup_write(const struct cgroup_env *env, const char *dir, const char *knob,
                  const char *value);
-int cgroup_writef(const struct cgroup_env *env, const char *dir, const char *knob,
-                  const char *fmt, ...) _printf_(4, 5);
+int cgroup_writef(const struct cgroup_env *env, const char *dir, const char *knob, const char *fmt,
+                  ...) _printf_(4, 5);
 int cgroup_read(const struct cgroup_env *env, const char *dir, const char *knob, char **ret);
 /* A number, or "max" as UINT64_MAX. */
-int cgroup_read_u64(const struct cgroup_env *env, const char *dir, const char *knob,
-                    uint64_t *ret);
+int cgroup_read_u64(const struct cgroup_env *env, const char *dir, const char *knob, uint64_t *ret);
 /* The value of "key value" lines (memory.events, cpu.stat, memory.oom_control); -ENOENT
  * when the key is missing. */
 int cgroup_read_keyed(const struct cgroup_env *env, const char *dir, const char *knob,

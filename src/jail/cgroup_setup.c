@@ -87,8 +87,8 @@ static int setup_self_path(const char *proc, const char *controller, char **ret)
         if (!c2)
             continue;
         *c1 = *c2 = '\0';
-        bool match = *controller ? setup_word_in(c1 + 1, controller)
-                                 : strcmp(line, "0") == 0 && !c1[1];
+        bool match =
+            *controller ? setup_word_in(c1 + 1, controller) : strcmp(line, "0") == 0 && !c1[1];
         if (match)
             return (*ret = strdup(c2 + 1)) ? 0 : -ENOMEM;
     }
@@ -167,8 +167,7 @@ static int setup_find_mount(const char *proc, const char *controller, const char
 
 /* Directory of our own cgroup in the hierarchy of `controller`; *ret_mnt (may be NULL) gets
  * the mount point, which bounds the walk up for limits. */
-static int setup_self_dir(const char *proc, const char *controller, char **ret,
-                          char **ret_mnt)
+static int setup_self_dir(const char *proc, const char *controller, char **ret, char **ret_mnt)
 {
     _cleanup_free_ char *self = NULL, *mnt = NULL, *root = NULL;
     int r = setup_self_path(proc, controller, &self);
@@ -209,8 +208,8 @@ static int setup_mem_total(const char *proc, uint64_t *ret)
 
 /* --cells-memory-mb, else 3/4 of the least of the machine's memory and the limits (`knob`)
  * of dir and its ancestors up to the mount point mnt: what is left is the supervisor's. */
-static int setup_budget(struct cgroup_env *env, const struct cgroup_options *o,
-                        const char *proc, const char *dir, const char *mnt, const char *knob)
+static int setup_budget(struct cgroup_env *env, const struct cgroup_options *o, const char *proc,
+                        const char *dir, const char *mnt, const char *knob)
 {
     free(env->budget_from); /* from a failed v2 attempt before v1 */
     env->budget_from = NULL;
@@ -249,8 +248,7 @@ static int setup_budget(struct cgroup_env *env, const struct cgroup_options *o,
 
 /* Move every process of base into the leaf base/supervisor (created if needed), until none
  * is left: processes may fork while we move them, so read cgroup.procs again each round. */
-static int setup_leaf_move(struct cgroup_env *env, const char *base, char **ret_leaf,
-                           char **why)
+static int setup_leaf_move(struct cgroup_env *env, const char *base, char **ret_leaf, char **why)
 {
     _cleanup_free_ char *leaf = cgroup_join(base, "supervisor");
     if (!leaf)
@@ -271,8 +269,8 @@ static int setup_leaf_move(struct cgroup_env *env, const char *base, char **ret_
             if (r == -ESRCH)
                 continue; /* exited meanwhile */
             if (r < 0)
-                return fmt_error(why, -r, "cannot move process %s from %s into %s: %s", pid,
-                                 base, leaf, strerror(-r));
+                return fmt_error(why, -r, "cannot move process %s from %s into %s: %s", pid, base,
+                                 leaf, strerror(-r));
             env->moved++;
         }
         if (!any) {
@@ -280,8 +278,8 @@ static int setup_leaf_move(struct cgroup_env *env, const char *base, char **ret_
             return 0;
         }
     }
-    return fmt_error(why, EBUSY, "processes keep appearing in %s; cannot empty it into %s",
-                     base, leaf);
+    return fmt_error(why, EBUSY, "processes keep appearing in %s; cannot empty it into %s", base,
+                     leaf);
 }
 
 static const char *setup_hint(int err)
@@ -343,8 +341,7 @@ static int setup_enable_base(struct cgroup_env *env, const char *base, const cha
 static int setup_reuse_cells(struct cgroup_env *env, const char *cells, char **why)
 {
     uint64_t populated = 0;
-    if (cgroup_read_keyed(env, cells, "cgroup.events", "populated", &populated) == 0 &&
-        populated)
+    if (cgroup_read_keyed(env, cells, "cgroup.events", "populated", &populated) == 0 && populated)
         return fmt_error(why, EBUSY,
                          "%s holds processes: another sandboxd (or what is left of one) uses "
                          "this cgroup; stop it, or give each instance its own --cgroup-root",
@@ -380,12 +377,18 @@ static int setup_v2(struct cgroup_env *env, const struct cgroup_options *o, cons
     _cleanup_free_ char *ctrls = NULL, *leaf = NULL, *cells = NULL;
     int r = cgroup_read(env, base, "cgroup.controllers", &ctrls);
     if (r < 0)
-        return fmt_error(why, -r, "%s is not a cgroup v2 directory (cgroup.controllers: %s)",
-                         base, strerror(-r));
+        return fmt_error(why, -r, "%s is not a cgroup v2 directory (cgroup.controllers: %s)", base,
+                         strerror(-r));
     ctrls[strcspn(ctrls, "\n")] = '\0';
     const char *missing = !setup_word_in(ctrls, "memory") ? "memory"
                           : !setup_word_in(ctrls, "pids") ? "pids"
                                                           : NULL;
+    _cleanup_free_ char *v1 = NULL;
+    if (missing && setup_self_path(proc, missing, &v1) == 0)
+        return fmt_error(why, ENOTSUP,
+                         "%s does not offer the %s controller: it is bound to a cgroup v1 "
+                         "hierarchy (a hybrid host)",
+                         base, missing);
     if (missing)
         return fmt_error(why, ENOTSUP,
                          "%s does not offer the %s controller (its cgroup.controllers: \"%s\"); "
@@ -491,12 +494,12 @@ static int setup_v1(struct cgroup_env *env, const struct cgroup_options *o, cons
         return -ENOMEM;
     *strrchr(self, '/') = '\0';
     if ((r = setup_budget(env, o, proc, self, mnt, "memory.limit_in_bytes")) < 0 ||
-        (r = cgroup_writef(env, env->v1_memory, "memory.limit_in_bytes", "%" PRIu64,
-                           env->budget)) < 0)
+        (r = cgroup_writef(env, env->v1_memory, "memory.limit_in_bytes", "%" PRIu64, env->budget)) <
+            0)
         return fmt_error(why, -r, "cannot set the cells' budget on %s: %s", env->v1_memory,
                          strerror(-r));
-    env->controllers = fmt_str("memory pids%s%s", env->v1_cpuacct ? " cpuacct" : "",
-                               env->cpu_quota ? " cpu" : "");
+    env->controllers =
+        fmt_str("memory pids%s%s", env->v1_cpuacct ? " cpuacct" : "", env->cpu_quota ? " cpu" : "");
     if (!env->controllers)
         return -ENOMEM;
     env->mode = CGROUP_V1;
@@ -529,8 +532,7 @@ static void setup_log(const struct cgroup_env *env)
     log_info("cgroup: %s, cells in %s with %s, memory budget %" PRIu64 " MiB (%s)%s%s",
              cgroup_mode_name(env->mode), env->cells ? env->cells : env->v1_memory,
              env->controllers, env->budget >> 20, env->budget_from,
-             env->cpu_reason ? "; no --cpus quota: " : "",
-             env->cpu_reason ? env->cpu_reason : "");
+             env->cpu_reason ? "; no --cpus quota: " : "", env->cpu_reason ? env->cpu_reason : "");
 }
 
 int cgroup_env_init(struct cgroup_env *env, const struct cgroup_options *opt)
@@ -561,7 +563,8 @@ int cgroup_env_init(struct cgroup_env *env, const struct cgroup_options *opt)
     } else {
         bool v2 = setup_self_dir(proc, "", &self, &mnt) == 0;
         _cleanup_free_ char *m = NULL, *p = NULL;
-        bool v1 = setup_self_path(proc, "memory", &m) == 0 || setup_self_path(proc, "pids", &p) == 0;
+        bool v1 =
+            setup_self_path(proc, "memory", &m) == 0 || setup_self_path(proc, "pids", &p) == 0;
         if (v2 && (r = setup_v2(env, opt, proc, self, mnt, &why2)) == 0)
             goto done;
         /* A failed v2 attempt may have left a cpu reason; v1 starts afresh. */
@@ -623,9 +626,8 @@ void cgroup_env_done(struct cgroup_env *env)
 
 json_t *cgroup_env_describe(const struct cgroup_env *env)
 {
-    json_t *o = json_pack("{s:s, s:b, s:s*, s:s*}", "mode", cgroup_mode_name(env->mode),
-                          "required", env->required, "reason", env->reason, "cpuReason",
-                          env->cpu_reason);
+    json_t *o = json_pack("{s:s, s:b, s:s*, s:s*}", "mode", cgroup_mode_name(env->mode), "required",
+                          env->required, "reason", env->reason, "cpuReason", env->cpu_reason);
     if (!o || env->mode == CGROUP_NONE)
         return o;
     json_t *ctrls = json_array();
@@ -636,8 +638,8 @@ json_t *cgroup_env_describe(const struct cgroup_env *env)
     json_object_set_new(o, "controllers", ctrls ? ctrls : json_null());
     json_object_set_new(o, "cellsMemoryBytes", json_integer((json_int_t)env->budget));
     json_object_set_new(o, "cellsMemoryFrom", json_string(env->budget_from));
-    json_object_set_new(o, "cpus", env->cpu_quota ? json_real(env->cpus_milli / 1000.0)
-                                                  : json_null());
+    json_object_set_new(o, "cpus",
+                        env->cpu_quota ? json_real(env->cpus_milli / 1000.0) : json_null());
     if (env->mode == CGROUP_V1) {
         json_object_set_new(o, "cells", json_string(env->v1_memory));
         json_object_set_new(o, "memoryPeak", json_string("memory.max_usage_in_bytes"));
