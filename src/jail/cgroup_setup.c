@@ -274,6 +274,7 @@ static int setup_leaf_move(struct cgroup_env *env, const char *base, char **ret_
             env->moved++;
         }
         if (!any) {
+            free(*ret_leaf); /* a second move (cpu after memory) finds the same leaf */
             *ret_leaf = TAKE_PTR(leaf);
             return 0;
         }
@@ -443,6 +444,8 @@ static int setup_v2(struct cgroup_env *env, const struct cgroup_options *o, cons
     return 0;
 fail:
     (void)env->fs.rmdir(env->fs.ctx, cells); /* ours, and empty: nothing was put in it */
+    free(env->controllers);
+    env->controllers = NULL;
     return r;
 }
 
