@@ -15,9 +15,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
-IMAGE_VERSION=2 # bump when PACKAGES or the image's files change
 CACHE=${SANDBOXD_CG2_CACHE:-$ROOT/.cache/cgroup2}
-IMAGE=$CACHE/v$IMAGE_VERSION
 RESULTS=${1:-}
 PACKAGES=(
   linux-image-amd64 initramfs-tools kmod mount
@@ -98,8 +96,17 @@ build_image() {
   rm -rf "$tmp/rootfs"
   rm -rf "$IMAGE"
   mv "$tmp" "$IMAGE"
+  # Images of older recipes only take space.
+  find "$CACHE" -mindepth 1 -maxdepth 1 -type d ! -path "$IMAGE" -exec rm -rf {} +
 }
 
+# The image is named by its recipe: a change to the packages, the guest's init or the build
+# makes a new one.
+IMAGE=$CACHE/$(printf '%s\n' "${PACKAGES[*]}" "$GUEST_INIT" "$(declare -f build_image)" |
+  sha256sum | cut -c1-16)
+
+# mmdebstrap's root mode, a root-owned image and the tests (sandboxd as root) need root.
+[[ $(id -u) -eq 0 ]] || { log "run as root (it builds a root filesystem and runs sandboxd as root)"; exit 1; }
 install_host_packages
 choose_accel
 [[ -x build/sandboxd && -f build/libsbxcell.so ]] || make build >/dev/null

@@ -98,9 +98,9 @@ def test_an_execution_runs_in_a_limited_cell(shared):
     cells = base / "cells"
     box = {}
     t = threading.Thread(target=lambda: box.update(r=s.execute(executor_request(
-        "import time\ntime.sleep(2)\n'slept'", timeoutMs=10000, memoryMb=96), fresh=True)))
+        "import time\ntime.sleep(3)\n'slept'", timeoutMs=20000, memoryMb=96), fresh=True)))
     t.start()
-    knobs, deadline = None, time.time() + 8
+    knobs, deadline = None, time.time() + 20
     while knobs is None and time.time() < deadline:
         for d in cells.iterdir():
             try:
@@ -177,7 +177,7 @@ def test_a_delegated_cgroup_root_and_the_cells_budget():
         assert cg["cellsMemoryBytes"] == 160 << 20 and cg["cellsMemoryFrom"] == "--cells-memory-mb"
         # Each sandbox may have 128 MB, but all of them together only 160 MB.
         code = ("b = bytearray(100 << 20)\nfor i in range(0, len(b), 4096):\n    b[i] = 1\n"
-                "import time\ntime.sleep(2)\n'held'")
+                "import time\ntime.sleep(4)\n'held'")  # long enough to overlap under TCG
         rs = execute_together(s, code, 2, timeoutMs=20000, memoryMb=128)
         statuses = sorted(r.json["verdict"]["status"] for r in rs)
         record("budget-verdicts", statuses)

@@ -16,7 +16,7 @@ from harness import BIN, ROOTLESS, executor_request
 
 BUSY = "import time\nt = time.time()\nwhile time.time() - t < 1.0:\n    pass\n'spun'\n"
 HOLD = ("b = bytearray(100 << 20)\nfor i in range(0, len(b), 4096):\n    b[i] = 1\n"
-        "import time\ntime.sleep(2)\n'held'\n")
+        "import time\ntime.sleep(3)\n'held'\n")
 
 
 def limit_file(cg):
