@@ -372,6 +372,16 @@ static bool setup_exists(struct cgroup_env *env, const char *dir, const char *kn
     return true;
 }
 
+/* Does memory.peak take "reset" (kernel 6.12+: a new peak for that open file alone)? Try it
+ * on cells/, where it changes nothing for anyone else. Opening is no test: cgroupfs lets root
+ * open a read-only knob for writing, and only the write fails (EINVAL). */
+static bool setup_peak_resettable(struct cgroup_env *env, const char *cells)
+{
+    _cleanup_free_ char *p = cgroup_join(cells, "memory.peak");
+    _cleanup_close_ int fd = p ? env->fs.open(env->fs.ctx, p, O_RDWR) : -ENOMEM;
+    return fd >= 0 && fd_write_all(fd, "reset\n", 6, 0) == 0;
+}
+
 static int setup_v2(struct cgroup_env *env, const struct cgroup_options *o, const char *proc,
                     const char *base, const char *mnt, char **why)
 {
@@ -430,7 +440,7 @@ static int setup_v2(struct cgroup_env *env, const struct cgroup_options *o, cons
         goto fail;
     }
     env->have_peak = setup_exists(env, cells, "memory.peak", O_RDONLY);
-    env->peak_resettable = env->have_peak && setup_exists(env, cells, "memory.peak", O_RDWR);
+    env->peak_resettable = env->have_peak && setup_peak_resettable(env, cells);
     env->have_kill = setup_exists(env, cells, "cgroup.kill", O_WRONLY);
     env->have_oom_group = setup_exists(env, cells, "memory.oom.group", O_RDONLY);
     env->cpu_quota = cpu && o->cpus_milli;
