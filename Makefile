@@ -4,7 +4,7 @@ BUILD      ?= build
 BUILD_ASAN ?= build-asan
 PORT       ?= 8080
 
-.PHONY: all deps build build-asan run test bench image format format-check clean
+.PHONY: all deps build build-asan run test test-cgroup2 bench image format format-check clean
 
 all: build
 
@@ -28,6 +28,10 @@ run: build
 
 test: build build-asan
 	@tests/run.sh
+
+# sandboxd on a pure cgroup v2 host: a Debian 12 VM built once into .cache/cgroup2/
+test-cgroup2: build
+	@tests/cgroup2/run.sh
 
 bench: build
 	@bench/run.sh

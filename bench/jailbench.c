@@ -46,7 +46,8 @@ int main(int argc, char **argv)
     if (n < 1)
         return 2;
     log_set_level(LOG_WARN);
-    struct jail_options o = {.runtime_dir = argv[1], .tmp_bytes = 64u << 20, .cgroups = true};
+    struct jail_options o = {
+        .runtime_dir = argv[1], .tmp_bytes = 64u << 20, .cgroup = {.want = true}};
     struct jail_config cfg;
     if (jail_config_init(&cfg, &o) < 0)
         return 1;

@@ -4,7 +4,8 @@
 #   N passed, N failed, N skipped
 # Suites: C unit tests (release build, ASan/UBSan build, valgrind), end-to-end tests
 # against a real `sandboxd serve` (ASan build), the attack suite as root and again as an
-# unprivileged user (rootless mode), the deployment files (container image, Kubernetes).
+# unprivileged user (rootless mode), the deployment files (container image, Kubernetes), and a
+# real cgroup v2 host (a VM).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -30,7 +31,7 @@ else
 fi
 
 suite "lint (pyflakes: the runtime, tests, benchmarks)"
-if $PY -m pyflakes runtime tests/*.py tests/e2e/*.py tests/e2e/mcp tests/attacks tests/deploy bench >"$RESULTS/pyflakes.txt" 2>&1; then
+if $PY -m pyflakes runtime tests/*.py tests/e2e/*.py tests/e2e/mcp tests/attacks tests/deploy tests/cgroup2 bench >"$RESULTS/pyflakes.txt" 2>&1; then
   echo '{"name": "pyflakes", "result": "OK"}' >"$RESULTS/pyflakes.json"
 else
   head -20 "$RESULTS/pyflakes.txt"
@@ -67,5 +68,8 @@ tests/rootless.sh "$RESULTS/attacks-rootless.xml"
 
 suite "deployment (make image, the container under podman, Kubernetes manifests)"
 $PY -m pytest -q -p no:cacheprovider tests/deploy --junitxml="$RESULTS/deploy.xml"
+
+suite "cgroup v2 (a Debian 12 VM booted for it: tests/cgroup2/run.sh)"
+tests/cgroup2/run.sh "$RESULTS"
 
 $PY tests/summary.py "$RESULTS"

@@ -197,7 +197,12 @@ json_t *response_build(const char *rid, enum response_kind kind, const struct ex
     json_t *resp;
     if (v->status == VERDICT_INTERNAL)
         return NULL;
-    if (o->final && v->status != VERDICT_OUTPUT_LIMIT)
+    /* The answer stands unless a limit overrides it: the output limit, or the memory limit
+     * when the OOM killer took part of the tree while the program still answered. */
+    const char *code = json_string_value(json_object_get(o->final, "code"));
+    bool oom_over_answer =
+        v->status == VERDICT_MEMORY_LIMIT && !(code && strcmp(code, "MEMORY_LIMIT") == 0);
+    if (o->final && v->status != VERDICT_OUTPUT_LIMIT && !oom_over_answer)
         resp = response_from_final(rid, kind, o, lim);
     else
         resp = response_limit_error(rid, o, lim);

@@ -35,6 +35,38 @@ int common_parse_u64(const char *name, const char *s, uint64_t min, uint64_t max
     return 0;
 }
 
+/* A decimal with up to three digits after the point ("0.5", "2") in thousandths. */
+static int common_parse_milli(const char *name, const char *s, uint32_t min, uint32_t max,
+                              uint32_t *ret)
+{
+    uint64_t v = 0;
+    size_t digits = 0, decimals = 0;
+    bool point = false, ok = s && *s;
+    for (const char *p = s; ok && *p; p++) {
+        if (*p == '.' && !point && digits) {
+            point = true;
+        } else if (*p >= '0' && *p <= '9' && decimals < 3 && v <= UINT32_MAX) {
+            v = v * 10 + (uint64_t)(*p - '0');
+            digits++;
+            decimals += point;
+        } else {
+            ok = false;
+        }
+    }
+    ok = ok && digits && (!point || decimals);
+    for (; ok && decimals < 3; decimals++)
+        v *= 10;
+    if (!ok || v < min || v > max) {
+        fprintf(stderr,
+                "sandboxd: --%s: '%s' is not a number in [%u.%03u, %u] (at most three "
+                "decimals)\n",
+                name, s ? s : "", min / 1000, min % 1000, max / 1000);
+        return -1;
+    }
+    *ret = (uint32_t)v;
+    return 0;
+}
+
 int common_opt(struct common_opts *c, int opt, const char *arg)
 {
     switch (opt) {
@@ -64,6 +96,24 @@ int common_opt(struct common_opts *c, int opt, const char *arg)
     case COMMON_OPT_NO_CGROUPS:
         c->no_cgroups = true;
         return 1;
+    case COMMON_OPT_REQUIRE_CGROUPS:
+        c->require_cgroups = true;
+        return 1;
+    case COMMON_OPT_CGROUP_ROOT:
+        if (arg[0] != '/') {
+            fprintf(stderr, "sandboxd: --cgroup-root: expected an absolute path, got '%s'\n", arg);
+            return -1;
+        }
+        c->cgroup_root = arg;
+        return 1;
+    case COMMON_OPT_CELLS_MEMORY:
+        return common_parse_u64("cells-memory-mb", arg, 16, 1 << 24, &c->cells_memory_mb) < 0 ? -1
+                                                                                              : 1;
+    case COMMON_OPT_CPUS:
+        return common_parse_milli("cpus", arg, CGROUP_CPUS_MILLI_MIN, CGROUP_CPUS_MILLI_MAX,
+                                  &c->cpus_milli) < 0
+                   ? -1
+                   : 1;
     case COMMON_OPT_INSECURE_NO_SECCOMP:
         c->insecure_no_seccomp = true;
         return 1;
@@ -116,6 +166,9 @@ static char *common_find(const char *dir, const char *const *rels, bool want_dir
 
 int common_resolve(struct common_opts *c, struct jail_options *ret)
 {
+    if (c->no_cgroups && (c->require_cgroups || c->cgroup_root || c->cpus_milli))
+        return log_errno(LOG_ERROR, EINVAL,
+                         "--no-cgroups contradicts --require-cgroups, --cgroup-root and --cpus");
     _cleanup_free_ char *dir = common_exe_dir();
     if (!c->runtime_dir) {
         const char *rels[] = {"../runtime", "runtime", "../share/sandboxd/runtime",
@@ -139,7 +192,14 @@ int common_resolve(struct common_opts *c, struct jail_options *ret)
         .binds = c->binds,
         .tmp_bytes = (c->tmp_mb ? c->tmp_mb : 64) << 20,
         .sandbox_uid = (uid_t)c->sandbox_uid,
-        .cgroups = !c->no_cgroups,
+        .cgroup =
+            {
+                .want = !c->no_cgroups,
+                .require = c->require_cgroups,
+                .root = c->cgroup_root,
+                .cells_bytes = c->cells_memory_mb << 20,
+                .cpus_milli = c->cpus_milli,
+            },
         .insecure = c->insecure_no_seccomp ? JAIL_INSECURE_NO_SECCOMP : 0,
     };
     return 0;

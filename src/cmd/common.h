@@ -23,6 +23,10 @@ struct common_opts {
     uint64_t tmp_mb;
     uint64_t sandbox_uid;
     bool no_cgroups;
+    bool require_cgroups;
+    const char *cgroup_root;
+    uint64_t cells_memory_mb; /* 0: the default budget */
+    uint32_t cpus_milli;      /* --cpus x 1000; 0: no quota */
     bool insecure_no_seccomp;
     /* resolved by common_resolve() */
     char *runtime_dir_buf;
@@ -37,6 +41,10 @@ enum {
     COMMON_OPT_TMP_MB,
     COMMON_OPT_SANDBOX_UID,
     COMMON_OPT_NO_CGROUPS,
+    COMMON_OPT_REQUIRE_CGROUPS,
+    COMMON_OPT_CGROUP_ROOT,
+    COMMON_OPT_CELLS_MEMORY,
+    COMMON_OPT_CPUS,
     COMMON_OPT_INSECURE_NO_SECCOMP,
     COMMON_OPT_LOG_LEVEL,
     COMMON_OPT_LAST,
@@ -50,6 +58,10 @@ enum {
         {"tmp-size-mb", required_argument, NULL, COMMON_OPT_TMP_MB},                               \
         {"sandbox-uid", required_argument, NULL, COMMON_OPT_SANDBOX_UID},                          \
         {"no-cgroups", no_argument, NULL, COMMON_OPT_NO_CGROUPS},                                  \
+        {"require-cgroups", no_argument, NULL, COMMON_OPT_REQUIRE_CGROUPS},                        \
+        {"cgroup-root", required_argument, NULL, COMMON_OPT_CGROUP_ROOT},                          \
+        {"cells-memory-mb", required_argument, NULL, COMMON_OPT_CELLS_MEMORY},                     \
+        {"cpus", required_argument, NULL, COMMON_OPT_CPUS},                                        \
         {"insecure-no-seccomp", no_argument, NULL, COMMON_OPT_INSECURE_NO_SECCOMP},                \
     {                                                                                              \
         "log-level", required_argument, NULL, COMMON_OPT_LOG_LEVEL                                 \
@@ -64,6 +76,15 @@ enum {
     "  --tmp-size-mb N        size of the sandbox's writable /tmp (default 64)\n"                  \
     "  --sandbox-uid N        host uid sandboxes run as when sandboxd is root (default 65534)\n"   \
     "  --no-cgroups           do not use cgroups (rlimits only)\n"                                 \
+    "  --require-cgroups      refuse to start when the cgroup limits (and the --cpus quota)\n"     \
+    "                         cannot be had; without it sandboxd falls back to rlimits and\n"      \
+    "                         /healthz says why\n"                                                 \
+    "  --cgroup-root DIR      put the sandboxes' cgroups in DIR, a delegated cgroup v2\n"          \
+    "                         directory (default: below sandboxd's own cgroup); implies\n"         \
+    "                         --require-cgroups\n"                                                 \
+    "  --cells-memory-mb N    memory of all sandboxes together (default: 3/4 of the machine's\n"   \
+    "                         memory or of the limit of sandboxd's cgroup, if lower)\n"            \
+    "  --cpus N               CPU quota of each sandbox, e.g. 0.5 or 2 (default: none)\n"          \
     "  --insecure-no-seccomp  run without the seccomp filter (reported by /healthz)\n"             \
     "  --log-level LEVEL      debug|info|warn|error (default info)\n"
 

@@ -167,20 +167,26 @@ static void exec_accounting(struct exec_state *s, const struct cell_exit *ex)
 {
     struct verdict *v = &s->o->verdict;
     struct cgroup_usage u;
+    json_t *usage = s->o->final ? json_object_get(s->o->final, "usage") : NULL;
     if (s->c->cgroup && cgroup_cell_usage(s->c->cgroup, &u) == 0 && u.have_cpu) {
         v->cpu_us = u.cpu_ns / 1000;
-        v->memory_peak = u.have_memory ? u.memory_peak : 0;
         v->accounting_from_cgroup = true;
-        return;
+        if (u.have_memory) {
+            v->memory_peak = u.memory_peak;
+            return;
+        }
+        /* No memory.peak (cgroup v2 before kernel 5.19): the peak comes from rusage. */
+        v->memory_from_rusage = true;
     }
     if (ex) {
-        v->cpu_us = ex->cpu_us;
+        if (!v->accounting_from_cgroup)
+            v->cpu_us = ex->cpu_us;
         v->memory_peak = ex->maxrss_kb * 1024;
         return;
     }
-    /* Last resort for warm cells without cgroups: what the runtime measured itself. */
-    json_t *usage = s->o->final ? json_object_get(s->o->final, "usage") : NULL;
-    v->cpu_us = (uint64_t)json_integer_value(json_object_get(usage, "cpuUs"));
+    /* Last resort for warm cells: what the runtime measured itself. */
+    if (!v->accounting_from_cgroup)
+        v->cpu_us = (uint64_t)json_integer_value(json_object_get(usage, "cpuUs"));
     v->memory_peak = (uint64_t)json_integer_value(json_object_get(usage, "maxRssKb")) * 1024;
 }
 
@@ -307,7 +313,11 @@ int exec_run(struct cell *c, const struct exec_request *req, struct exec_outcome
         exec_accounting(&s, reaped ? &ex : NULL);
         const char *code = json_string_value(json_object_get(o->final, "code"));
         const char *fstatus = json_string_value(json_object_get(o->final, "status"));
-        v->status = code && strcmp(code, "MEMORY_LIMIT") == 0 ? VERDICT_MEMORY_LIMIT : VERDICT_OK;
+        /* The cgroup's OOM killer took a process of this execution (on v1 a child, while the
+         * program still answered): the sandbox hit its memory limit all the same. */
+        v->status = (code && strcmp(code, "MEMORY_LIMIT") == 0) || exec_oom_killed(c)
+                        ? VERDICT_MEMORY_LIMIT
+                        : VERDICT_OK;
         if (o->interrupted || (fstatus && strcmp(fstatus, "timeout") == 0))
             v->status = VERDICT_TIMEOUT;
         if (s.output_over)

@@ -39,6 +39,8 @@ json_t *verdict_to_json(const struct verdict *v)
         "accounting", v->accounting_from_cgroup ? "cgroup" : "rusage");
     if (!o)
         return NULL;
+    if (v->accounting_from_cgroup && v->memory_from_rusage)
+        json_object_set_new(o, "memoryAccounting", json_string("rusage"));
     if (v->status == VERDICT_KILLED) {
         json_object_set_new(o, "signal", json_integer(v->signal));
         const char *abbrev = sigabbrev_np(v->signal);

@@ -33,6 +33,7 @@ struct verdict {
     bool stdout_truncated;
     bool stderr_truncated;
     bool accounting_from_cgroup; /* cpu/memory measured by the kernel, not reported */
+    bool memory_from_rusage;     /* ... but the peak from rusage (no cgroup v2 memory.peak) */
 };
 
 const char *verdict_status_name(enum verdict_status s);

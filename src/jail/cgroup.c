@@ -1,331 +1,257 @@
 // SPDX-License-Identifier: MIT
 /*
- * cgroup — see cgroup.h.
+ * cgroup — the per-cell half of cgroup.h: create a sandbox's cgroup under the parent that
+ * cgroup_setup.c prepared, attach its process, set its limits, read its accounting, kill
+ * it whole and remove it without ever waiting. Also the knob helpers both halves use.
  *
- * v2 layout, below our own cgroup X (which must be delegated to us):
- *   X/supervisor   sandboxd moves itself here, because a v2 cgroup with
- *                  processes cannot enable controllers for its children
- *   X/cells/cN     one per sandbox
- * v1 layout, per controller hierarchy (memory, pids, cpuacct):
- *   <ours>/sandboxd-<pid>/cN
+ * Each v2 cell gets, at creation (off the request path): memory.oom.group = 1 (an OOM kill
+ * takes the whole sandbox, so the verdict is clear and no half-killed tree goes on) and
+ * memory.swap.max = 0. At cgroup_cell_set_limits(), which only cells that run untrusted code
+ * get: memory.max (v1 memory.limit_in_bytes), pids.max, and with --cpus the quota (v2
+ * cpu.max, v1 cpu.cfs_period_us + cpu.cfs_quota_us).
  */
 #include "jail/cgroup.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <stdbool.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "jail/cgroup_int.h"
 #include "util/fdio.h"
+#include "util/fmt.h"
 #include "util/log.h"
 #include "util/macros.h"
-#include "util/fmt.h"
+
+/* Tries at a fresh cell name when one is taken (a stale cell of an earlier instance). */
+#define CGROUP_NAME_TRIES 8
 
 struct cgroup_cell {
     struct cgroup_env *env;
     struct cgroup_cell *next; /* graveyard */
     char *v2;                 /* v2 cell dir */
-    char *memory;             /* v1 cell dirs */
+    char *memory;             /* v1 cell dirs (cpu NULL when co-mounted with cpuacct) */
     char *pids;
     char *cpuacct;
-    uint64_t cpu_base; /* cpu counter at the last reset, for per-period accounting */
+    char *cpu;
+    int peak_fd;       /* v2 memory.peak, kept open: a reset applies to this open file */
+    uint64_t cpu_base; /* counters at the last reset, for per-period accounting */
+    uint64_t oom_base;
 };
 
-const char *cgroup_mode_name(enum cgroup_mode m)
+/* ---- the real file system and the knob helpers ------------------------------------------ */
+
+static int real_write(void *ctx, const char *path, const char *value)
 {
-    switch (m) {
-    case CGROUP_V1:
-        return "v1";
-    case CGROUP_V2:
-        return "v2";
-    default:
-        return "none";
-    }
+    return fd_write_file(path, value);
 }
 
-static void cgroup_set_reason(struct cgroup_env *env, const char *fmt, ...) _printf_(2, 3);
-static void cgroup_set_reason(struct cgroup_env *env, const char *fmt, ...)
+static int real_read(void *ctx, const char *path, char **ret)
 {
-    va_list ap;
-    va_start(ap, fmt);
-    free(env->reason);
-    env->reason = fmt_va(fmt, ap);
-    va_end(ap);
+    return fd_read_file(AT_FDCWD, path, CGROUP_READ_MAX, ret, NULL);
 }
 
-/* Our path in the hierarchy that carries `controller` ("" for v2), from /proc/self/cgroup. */
-static char *cgroup_self_path(const char *controller)
+static int real_mkdir(void *ctx, const char *path)
 {
-    FILE *f = fopen("/proc/self/cgroup", "re");
-    if (!f)
-        return NULL;
-    char *line = NULL, *found = NULL;
-    size_t cap = 0;
-    while (!found && getline(&line, &cap, f) > 0) {
-        line[strcspn(line, "\n")] = '\0';
-        char *c1 = strchr(line, ':');
-        char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
-        if (!c2)
-            continue;
-        *c2 = '\0';
-        const char *ctrls = c1 + 1;
-        bool match = false;
-        if (!*controller)
-            match = strncmp(line, "0", 1) == 0 && c1 == line + 1 && !*ctrls;
-        else
-            for (char *save = NULL, *tok = strtok_r((char *)ctrls, ",", &save); tok;
-                 tok = strtok_r(NULL, ",", &save))
-                if (strcmp(tok, controller) == 0)
-                    match = true;
-        if (match)
-            found = strdup(c2 + 1);
-    }
-    free(line);
-    fclose(f);
-    return found;
+    return mkdir(path, 0755) < 0 ? -errno : 0;
 }
 
-/* Mount point and mount root of the hierarchy with `controller` ("" = cgroup2). */
-static int cgroup_find_mount(const char *controller, char **ret_mnt, char **ret_root)
+static int real_rmdir(void *ctx, const char *path)
 {
-    FILE *f = fopen("/proc/self/mountinfo", "re");
-    if (!f)
-        return -errno;
-    char *line = NULL;
-    size_t cap = 0;
-    int r = -ENOENT;
-    while (r == -ENOENT && getline(&line, &cap, f) > 0) {
-        /* id parent maj:min root mountpoint options [optional...] - fstype source superopts */
-        char root[4096], mnt[4096], fstype[64], super[4096];
-        char *dash = strstr(line, " - ");
-        if (!dash || sscanf(line, "%*s %*s %*s %4095s %4095s", root, mnt) != 2 ||
-            sscanf(dash + 3, "%63s %*s %4095s", fstype, super) != 2)
-            continue;
-        bool match = false;
-        if (!*controller)
-            match = strcmp(fstype, "cgroup2") == 0;
-        else if (strcmp(fstype, "cgroup") == 0)
-            for (char *save = NULL, *tok = strtok_r(super, ",", &save); tok;
-                 tok = strtok_r(NULL, ",", &save))
-                if (strcmp(tok, controller) == 0)
-                    match = true;
-        if (!match)
-            continue;
-        *ret_mnt = strdup(mnt);
-        *ret_root = strdup(root);
-        r = (*ret_mnt && *ret_root) ? 0 : -ENOMEM;
-    }
-    free(line);
-    fclose(f);
-    return r;
+    return rmdir(path) < 0 ? -errno : 0;
 }
 
-/* Directory of our own cgroup in the hierarchy of `controller`. */
-static char *cgroup_self_dir(const char *controller)
+static int real_open(void *ctx, const char *path, int flags)
 {
-    _cleanup_free_ char *path = cgroup_self_path(controller);
-    _cleanup_free_ char *mnt = NULL, *root = NULL;
-    if (!path || cgroup_find_mount(controller, &mnt, &root) < 0)
-        return NULL;
-    const char *rel = path;
-    size_t rl = strlen(root);
-    if (strcmp(root, "/") != 0) {
-        if (strncmp(path, root, rl) != 0)
-            return NULL; /* our cgroup is outside the mounted part */
-        rel = path + rl;
-    }
-    char *dir = NULL;
-    if (asprintf(&dir, "%s%s%s", mnt, (*rel && *rel != '/') ? "/" : "", rel) < 0)
-        return NULL;
-    size_t n = strlen(dir);
-    while (n > 1 && dir[n - 1] == '/')
-        dir[--n] = '\0';
-    return dir;
+    int fd = open(path, flags | O_CLOEXEC | O_NOCTTY);
+    return fd < 0 ? -errno : fd;
 }
 
-static char *cgroup_join(const char *a, const char *b)
+const struct cgroup_fs cgroup_fs_real = {
+    .write = real_write,
+    .read = real_read,
+    .mkdir = real_mkdir,
+    .rmdir = real_rmdir,
+    .open = real_open,
+};
+
+char *cgroup_join(const char *a, const char *b)
 {
     char *s = NULL;
     return asprintf(&s, "%s/%s", a, b) < 0 ? NULL : s;
 }
 
-static int cgroup_knob_write(const char *dir, const char *knob, const char *value)
+int cgroup_write(const struct cgroup_env *env, const char *dir, const char *knob, const char *value)
 {
     _cleanup_free_ char *p = cgroup_join(dir, knob);
     if (!p)
         return -ENOMEM;
-    return fd_write_file(p, value);
+    return env->fs.write(env->fs.ctx, p, value);
 }
 
-static int cgroup_knob_u64(const char *dir, const char *knob, uint64_t *ret)
+int cgroup_writef(const struct cgroup_env *env, const char *dir, const char *knob, const char *fmt,
+                  ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    _cleanup_free_ char *v = fmt_va(fmt, ap);
+    va_end(ap);
+    if (!v)
+        return -ENOMEM;
+    return cgroup_write(env, dir, knob, v);
+}
+
+int cgroup_read(const struct cgroup_env *env, const char *dir, const char *knob, char **ret)
 {
     _cleanup_free_ char *p = cgroup_join(dir, knob);
     if (!p)
         return -ENOMEM;
-    return fd_read_u64(p, ret);
+    return env->fs.read(env->fs.ctx, p, ret);
 }
 
-/* "key value" lines (memory.events, cpu.stat, memory.oom_control). */
-static int cgroup_knob_keyed(const char *dir, const char *knob, const char *key, uint64_t *ret)
+static int cgroup_parse_u64(const char *s, uint64_t *ret)
 {
-    _cleanup_free_ char *p = cgroup_join(dir, knob);
+    if (strncmp(s, "max", 3) == 0 && (s[3] == '\0' || s[3] == '\n')) {
+        *ret = UINT64_MAX;
+        return 0;
+    }
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s || (*end && *end != '\n' && *end != ' '))
+        return -EINVAL;
+    *ret = (uint64_t)v;
+    return 0;
+}
+
+int cgroup_read_u64(const struct cgroup_env *env, const char *dir, const char *knob, uint64_t *ret)
+{
     _cleanup_free_ char *s = NULL;
-    if (!p)
-        return -ENOMEM;
-    int r = fd_read_file(AT_FDCWD, p, 65536, &s, NULL);
-    if (r < 0)
-        return r;
+    int r = cgroup_read(env, dir, knob, &s);
+    return r < 0 ? r : cgroup_parse_u64(s, ret);
+}
+
+static int cgroup_keyed(const char *s, const char *key, uint64_t *ret)
+{
     size_t kl = strlen(key);
-    for (char *line = s; line && *line;) {
-        char *nl = strchr(line, '\n');
-        if (strncmp(line, key, kl) == 0 && line[kl] == ' ') {
-            *ret = strtoull(line + kl + 1, NULL, 10);
-            return 0;
-        }
-        line = nl ? nl + 1 : NULL;
+    for (const char *line = s; line && *line;) {
+        if (strncmp(line, key, kl) == 0 && line[kl] == ' ')
+            return cgroup_parse_u64(line + kl + 1, ret);
+        line = strchr(line, '\n');
+        line = line ? line + 1 : NULL;
     }
     return -ENOENT;
 }
 
-static int cgroup_mkdir(const char *dir)
+int cgroup_read_keyed(const struct cgroup_env *env, const char *dir, const char *knob,
+                      const char *key, uint64_t *ret)
 {
-    if (mkdir(dir, 0755) < 0 && errno != EEXIST)
-        return -errno;
+    _cleanup_free_ char *s = NULL;
+    int r = cgroup_read(env, dir, knob, &s);
+    return r < 0 ? r : cgroup_keyed(s, key, ret);
+}
+
+uint64_t cgroup_cpu_quota_us(uint32_t cpus_milli)
+{
+    return (uint64_t)cpus_milli * CGROUP_CPU_PERIOD_US / 1000u;
+}
+
+/* ---- cells ------------------------------------------------------------------------------ */
+
+/* The directories of a cell, in one order for every loop over them. */
+#define CELL_DIRS(c)                                                                               \
+    {                                                                                              \
+        &(c)->v2, &(c)->memory, &(c)->pids, &(c)->cpuacct, &(c)->cpu                               \
+    }
+
+/* One attempt at removing every directory of the cell; true when all are gone. */
+static bool cgroup_cell_remove(struct cgroup_cell *c)
+{
+    char **dirs[] = CELL_DIRS(c);
+    bool all = true;
+    for (size_t i = 0; i < ARRAY_SIZE(dirs); i++) {
+        if (!*dirs[i])
+            continue;
+        int r = c->env->fs.rmdir(c->env->fs.ctx, *dirs[i]);
+        if (r == -EBUSY) {
+            all = false;
+            continue;
+        }
+        if (r < 0 && r != -ENOENT)
+            log_errno(LOG_WARN, r, "cgroup: cannot remove %s", *dirs[i]);
+        free(*dirs[i]);
+        *dirs[i] = NULL;
+    }
+    return all;
+}
+
+static void cgroup_cell_release(struct cgroup_cell *c)
+{
+    char **dirs[] = CELL_DIRS(c);
+    for (size_t i = 0; i < ARRAY_SIZE(dirs); i++)
+        free(*dirs[i]);
+    fd_closep(&c->peak_fd);
+    free(c);
+}
+
+/* Make the cell's directories under `name`; -EEXIST when the name is taken (nothing is left
+ * behind then). */
+static int cgroup_cell_mkdirs(struct cgroup_cell *c, const char *name)
+{
+    struct cgroup_env *env = c->env;
+    const char *parents[] = {env->cells, env->v1_memory, env->v1_pids, env->v1_cpuacct,
+                             env->cpu_quota ? env->v1_cpu : NULL};
+    char **dirs[] = CELL_DIRS(c);
+    for (size_t i = 0; i < ARRAY_SIZE(dirs); i++) {
+        if (!parents[i])
+            continue;
+        if (!(*dirs[i] = cgroup_join(parents[i], name)))
+            return -ENOMEM;
+        int r = env->fs.mkdir(env->fs.ctx, *dirs[i]);
+        if (r < 0) {
+            free(*dirs[i]);
+            *dirs[i] = NULL;
+            (void)cgroup_cell_remove(c); /* what this attempt made is empty: removal succeeds */
+            return r;
+        }
+    }
     return 0;
 }
 
-static bool cgroup_v2_init(struct cgroup_env *env)
+static int cgroup_cell_configure(struct cgroup_cell *c)
 {
-    _cleanup_free_ char *self = cgroup_self_dir("");
-    if (!self)
-        return false;
-    _cleanup_free_ char *ctrl = NULL;
-    _cleanup_free_ char *cpath = cgroup_join(self, "cgroup.controllers");
-    if (!cpath || fd_read_file(AT_FDCWD, cpath, 4096, &ctrl, NULL) < 0)
-        return false;
-    if (!strstr(ctrl, "memory") || !strstr(ctrl, "pids")) {
-        cgroup_set_reason(env, "cgroup v2 at %s lacks the memory/pids controllers", self);
-        return false;
+    struct cgroup_env *env = c->env;
+    int r;
+    if (c->v2) {
+        if (env->have_oom_group && (r = cgroup_write(env, c->v2, "memory.oom.group", "1")) < 0)
+            return log_errno(LOG_ERROR, r, "cgroup: cannot set %s/memory.oom.group", c->v2);
+        r = cgroup_write(env, c->v2, "memory.swap.max", "0");
+        if (r < 0 && r != -ENOENT) /* absent when the kernel does no swap accounting */
+            return log_errno(LOG_ERROR, r, "cgroup: cannot set %s/memory.swap.max", c->v2);
     }
-    _cleanup_free_ char *sup = cgroup_join(self, "supervisor");
-    _cleanup_free_ char *cells = cgroup_join(self, "cells");
-    if (!sup || !cells)
-        return false;
-    int r = cgroup_mkdir(sup);
-    if (r < 0) {
-        cgroup_set_reason(env, "cgroup v2 at %s is not writable (%s); delegate it to sandboxd",
-                          self, strerror(-r));
-        return false;
-    }
-    char pid[32];
-    snprintf(pid, sizeof(pid), "%d", (int)getpid());
-    if ((r = cgroup_knob_write(sup, "cgroup.procs", pid)) < 0 ||
-        (r = cgroup_knob_write(self, "cgroup.subtree_control", "+memory +pids")) < 0 ||
-        (r = cgroup_mkdir(cells)) < 0 ||
-        (r = cgroup_knob_write(cells, "cgroup.subtree_control", "+memory +pids")) < 0) {
-        cgroup_set_reason(env, "cannot prepare cgroup v2 delegation under %s: %s", self,
-                          strerror(-r));
-        return false;
-    }
-    /* cpu is optional: cpu.stat usage_usec exists without the controller. */
-    (void)cgroup_knob_write(self, "cgroup.subtree_control", "+cpu");
-    env->v2_cells = TAKE_PTR(cells);
-    env->mode = CGROUP_V2;
-    return true;
+    return 0;
 }
 
-static char *cgroup_v1_base(const char *controller)
+/* --cpus: only for cells that run untrusted code (not a pool's zygote, whose work is ours). */
+static int cgroup_cell_set_cpu(struct cgroup_cell *c)
 {
-    _cleanup_free_ char *self = cgroup_self_dir(controller);
-    if (!self)
-        return NULL;
-    char *base = NULL;
-    if (asprintf(&base, "%s/sandboxd-%d", self, (int)getpid()) < 0)
-        return NULL;
-    if (cgroup_mkdir(base) < 0) {
-        free(base);
-        return NULL;
+    struct cgroup_env *env = c->env;
+    uint64_t quota = cgroup_cpu_quota_us(env->cpus_milli);
+    int r;
+    if (c->v2) {
+        r = cgroup_writef(env, c->v2, "cpu.max", "%" PRIu64 " %u", quota, CGROUP_CPU_PERIOD_US);
+        return r < 0 ? log_errno(LOG_ERROR, r, "cgroup: cannot set %s/cpu.max", c->v2) : 0;
     }
-    return base;
-}
-
-static bool cgroup_v1_init(struct cgroup_env *env)
-{
-    env->v1_memory = cgroup_v1_base("memory");
-    env->v1_pids = cgroup_v1_base("pids");
-    env->v1_cpuacct = cgroup_v1_base("cpuacct");
-    if (!env->v1_memory || !env->v1_pids) {
-        cgroup_set_reason(env, "cgroup v1 memory/pids hierarchies are missing or not writable");
-        free(env->v1_memory);
-        free(env->v1_pids);
-        free(env->v1_cpuacct);
-        env->v1_memory = env->v1_pids = env->v1_cpuacct = NULL;
-        return false;
-    }
-    env->mode = CGROUP_V1;
-    return true;
-}
-
-void cgroup_env_init(struct cgroup_env *env, bool want)
-{
-    *env = (struct cgroup_env){.mode = CGROUP_NONE};
-    atomic_init(&env->next_id, 1);
-    pthread_mutex_init(&env->graveyard_lock, NULL);
-    if (!want) {
-        cgroup_set_reason(env, "disabled by --no-cgroups");
-        return;
-    }
-    if (cgroup_v2_init(env) || cgroup_v1_init(env)) {
-        free(env->reason);
-        env->reason = NULL;
-        return;
-    }
-    if (!env->reason)
-        cgroup_set_reason(env, "no usable cgroup hierarchy");
-}
-
-static bool cgroup_cell_remove(struct cgroup_cell *c);
-static void cgroup_cell_release(struct cgroup_cell *c);
-
-void cgroup_env_done(struct cgroup_env *env)
-{
-    if (!env)
-        return;
-    /* At shutdown waiting is fine: give dying processes a moment to leave. */
-    for (int i = 0; i < 100 && env->graveyard; i++) {
-        cgroup_env_sweep(env);
-        if (env->graveyard) {
-            struct timespec ts = {0, 10 * 1000 * 1000};
-            nanosleep(&ts, NULL);
-        }
-    }
-    for (struct cgroup_cell *c = env->graveyard, *next; c; c = next) {
-        next = c->next;
-        log_warn("cgroup: could not remove a cell cgroup at shutdown");
-        cgroup_cell_release(c);
-    }
-    env->graveyard = NULL;
-    pthread_mutex_destroy(&env->graveyard_lock);
-    /* Best effort: the base directories are empty once every cell is gone. */
-    if (env->v1_memory)
-        (void)rmdir(env->v1_memory);
-    if (env->v1_pids)
-        (void)rmdir(env->v1_pids);
-    if (env->v1_cpuacct)
-        (void)rmdir(env->v1_cpuacct);
-    free(env->v2_cells);
-    free(env->v1_memory);
-    free(env->v1_pids);
-    free(env->v1_cpuacct);
-    free(env->reason);
-    *env = (struct cgroup_env){.mode = CGROUP_NONE};
+    const char *cpu = c->cpu ? c->cpu : c->cpuacct;
+    if ((r = cgroup_writef(env, cpu, "cpu.cfs_period_us", "%u", CGROUP_CPU_PERIOD_US)) < 0 ||
+        (r = cgroup_writef(env, cpu, "cpu.cfs_quota_us", "%" PRIu64, quota)) < 0)
+        return log_errno(LOG_ERROR, r, "cgroup: cannot set the cpu quota of %s", cpu);
+    return 0;
 }
 
 int cgroup_cell_new(struct cgroup_env *env, struct cgroup_cell **ret)
@@ -339,67 +265,31 @@ int cgroup_cell_new(struct cgroup_env *env, struct cgroup_cell **ret)
     if (!c)
         return -ENOMEM;
     c->env = env;
+    c->peak_fd = -1;
     char name[32];
-    snprintf(name, sizeof(name), "c%" PRIuFAST64, atomic_fetch_add(&env->next_id, 1));
-    int r = -ENOMEM;
-    if (env->mode == CGROUP_V2) {
-        if (!(c->v2 = cgroup_join(env->v2_cells, name)))
-            goto fail;
-        if ((r = cgroup_mkdir(c->v2)) < 0)
-            goto fail;
-    } else {
-        if (!(c->memory = cgroup_join(env->v1_memory, name)) ||
-            !(c->pids = cgroup_join(env->v1_pids, name)))
-            goto fail;
-        if (env->v1_cpuacct && !(c->cpuacct = cgroup_join(env->v1_cpuacct, name)))
-            goto fail;
-        if ((r = cgroup_mkdir(c->memory)) < 0 || (r = cgroup_mkdir(c->pids)) < 0 ||
-            (c->cpuacct && (r = cgroup_mkdir(c->cpuacct)) < 0))
-            goto fail;
+    int r = -EEXIST;
+    for (int i = 0; i < CGROUP_NAME_TRIES && r == -EEXIST; i++) {
+        snprintf(name, sizeof(name), "c%" PRIuFAST64, atomic_fetch_add(&env->next_id, 1));
+        r = cgroup_cell_mkdirs(c, name);
     }
+    if (r < 0) {
+        log_errno(LOG_ERROR, r, "cgroup: cannot create the cell cgroup %s", name);
+        goto fail;
+    }
+    if ((r = cgroup_cell_configure(c)) < 0)
+        goto fail;
     *ret = c;
     return 0;
 fail:
-    log_errno(LOG_ERROR, r, "cgroup: cannot create cell cgroup %s", name);
     cgroup_cell_free(c);
     return r;
-}
-
-/* One attempt at removing every directory of the cell; true when all are gone. */
-static bool cgroup_cell_remove(struct cgroup_cell *c)
-{
-    char **dirs[] = {&c->v2, &c->memory, &c->pids, &c->cpuacct};
-    bool all = true;
-    for (size_t i = 0; i < ARRAY_SIZE(dirs); i++) {
-        if (!*dirs[i])
-            continue;
-        if (rmdir(*dirs[i]) == 0 || errno == ENOENT) {
-            free(*dirs[i]);
-            *dirs[i] = NULL;
-        } else if (errno == EBUSY) {
-            all = false;
-        } else {
-            log_errno(LOG_WARN, errno, "cgroup: cannot remove %s", *dirs[i]);
-            free(*dirs[i]);
-            *dirs[i] = NULL;
-        }
-    }
-    return all;
-}
-
-static void cgroup_cell_release(struct cgroup_cell *c)
-{
-    free(c->v2);
-    free(c->memory);
-    free(c->pids);
-    free(c->cpuacct);
-    free(c);
 }
 
 void cgroup_cell_free(struct cgroup_cell *c)
 {
     if (!c)
         return;
+    fd_closep(&c->peak_fd);
     if (cgroup_cell_remove(c)) {
         cgroup_cell_release(c);
         return;
@@ -438,19 +328,28 @@ void cgroup_env_sweep(struct cgroup_env *env)
     pthread_mutex_unlock(&env->graveyard_lock);
 }
 
+void cgroup_env_bury(struct cgroup_env *env)
+{
+    for (struct cgroup_cell *c = env->graveyard, *next; c; c = next) {
+        next = c->next;
+        log_warn("cgroup: could not remove a cell cgroup at shutdown");
+        cgroup_cell_release(c);
+    }
+    env->graveyard = NULL;
+}
+
 int cgroup_cell_attach(struct cgroup_cell *c, pid_t pid)
 {
     if (!c)
         return 0;
-    char s[32];
-    snprintf(s, sizeof(s), "%d", (int)pid);
-    const char *dirs[] = {c->v2, c->memory, c->pids, c->cpuacct};
+    char **dirs[] = CELL_DIRS(c);
     for (size_t i = 0; i < ARRAY_SIZE(dirs); i++) {
-        if (!dirs[i])
+        if (!*dirs[i])
             continue;
-        int r = cgroup_knob_write(dirs[i], "cgroup.procs", s);
+        int r = cgroup_writef(c->env, *dirs[i], "cgroup.procs", "%d", (int)pid);
         if (r < 0)
-            return log_errno(LOG_ERROR, r, "cgroup: cannot move pid %d into %s", (int)pid, dirs[i]);
+            return log_errno(LOG_ERROR, r, "cgroup: cannot move pid %d into %s", (int)pid,
+                             *dirs[i]);
     }
     return 0;
 }
@@ -459,31 +358,27 @@ int cgroup_cell_set_limits(struct cgroup_cell *c, uint64_t memory_bytes, uint64_
 {
     if (!c)
         return 0;
-    char v[32];
     int r;
     if (memory_bytes) {
-        snprintf(v, sizeof(v), "%" PRIu64, memory_bytes);
-        r = c->v2 ? cgroup_knob_write(c->v2, "memory.max", v)
-                  : cgroup_knob_write(c->memory, "memory.limit_in_bytes", v);
+        r = c->v2 ? cgroup_writef(c->env, c->v2, "memory.max", "%" PRIu64, memory_bytes)
+                  : cgroup_writef(c->env, c->memory, "memory.limit_in_bytes", "%" PRIu64,
+                                  memory_bytes);
         if (r < 0)
             return log_errno(LOG_ERROR, r, "cgroup: cannot set the memory limit");
-        if (c->v2)
-            (void)cgroup_knob_write(c->v2, "memory.swap.max", "0"); /* absent without swap */
     }
     if (max_pids) {
-        snprintf(v, sizeof(v), "%" PRIu64, max_pids);
-        r = cgroup_knob_write(c->v2 ? c->v2 : c->pids, "pids.max", v);
+        r = cgroup_writef(c->env, c->v2 ? c->v2 : c->pids, "pids.max", "%" PRIu64, max_pids);
         if (r < 0)
             return log_errno(LOG_ERROR, r, "cgroup: cannot set the pids limit");
     }
-    return 0;
+    return c->env->cpu_quota ? cgroup_cell_set_cpu(c) : 0;
 }
 
 static int cgroup_cpu_ns(struct cgroup_cell *c, uint64_t *ret)
 {
     if (c->v2) {
         uint64_t us;
-        int r = cgroup_knob_keyed(c->v2, "cpu.stat", "usage_usec", &us);
+        int r = cgroup_read_keyed(c->env, c->v2, "cpu.stat", "usage_usec", &us);
         if (r < 0)
             return r;
         *ret = us * 1000;
@@ -491,19 +386,58 @@ static int cgroup_cpu_ns(struct cgroup_cell *c, uint64_t *ret)
     }
     if (!c->cpuacct)
         return -EOPNOTSUPP;
-    return cgroup_knob_u64(c->cpuacct, "cpuacct.usage", ret);
+    return cgroup_read_u64(c->env, c->cpuacct, "cpuacct.usage", ret);
+}
+
+static int cgroup_oom_kills(struct cgroup_cell *c, uint64_t *ret)
+{
+    return c->v2 ? cgroup_read_keyed(c->env, c->v2, "memory.events", "oom_kill", ret)
+                 : cgroup_read_keyed(c->env, c->memory, "memory.oom_control", "oom_kill", ret);
+}
+
+/* v2: memory.peak through the cell's own open file; since kernel 6.12 writing to it starts
+ * a new peak for that file alone, which is how a session gets a peak per execution. */
+static int cgroup_peak_reset(struct cgroup_cell *c)
+{
+    struct cgroup_env *env = c->env;
+    if (c->peak_fd < 0) {
+        _cleanup_free_ char *p = cgroup_join(c->v2, "memory.peak");
+        if (!p)
+            return -ENOMEM;
+        int fd = env->fs.open(env->fs.ctx, p, env->peak_resettable ? O_RDWR : O_RDONLY);
+        if (fd < 0)
+            return fd;
+        c->peak_fd = fd;
+    }
+    if (!env->peak_resettable)
+        return 0;
+    return fd_write_all(c->peak_fd, "reset\n", 6, 0);
+}
+
+static int cgroup_peak_read(struct cgroup_cell *c, uint64_t *ret)
+{
+    if (c->peak_fd < 0)
+        return cgroup_read_u64(c->env, c->v2, "memory.peak", ret);
+    char s[32];
+    ssize_t n = pread(c->peak_fd, s, sizeof(s) - 1, 0);
+    if (n < 0)
+        return -errno;
+    s[n] = '\0';
+    return cgroup_parse_u64(s, ret);
 }
 
 int cgroup_cell_reset_peak(struct cgroup_cell *c)
 {
     if (!c)
         return 0;
-    uint64_t cpu = 0;
-    if (cgroup_cpu_ns(c, &cpu) == 0)
-        c->cpu_base = cpu;
+    uint64_t v = 0;
+    if (cgroup_cpu_ns(c, &v) == 0)
+        c->cpu_base = v;
+    if (cgroup_oom_kills(c, &v) == 0)
+        c->oom_base = v;
     if (c->v2)
-        return 0; /* memory.peak resets only by writing it on newer kernels; ignore */
-    return cgroup_knob_write(c->memory, "memory.max_usage_in_bytes", "0");
+        return c->env->have_peak ? cgroup_peak_reset(c) : 0;
+    return cgroup_write(c->env, c->memory, "memory.max_usage_in_bytes", "0");
 }
 
 int cgroup_cell_usage(struct cgroup_cell *c, struct cgroup_usage *ret)
@@ -511,26 +445,24 @@ int cgroup_cell_usage(struct cgroup_cell *c, struct cgroup_usage *ret)
     *ret = (struct cgroup_usage){0};
     if (!c)
         return -EOPNOTSUPP;
-    uint64_t cpu;
-    if (cgroup_cpu_ns(c, &cpu) == 0) {
-        ret->cpu_ns = cpu >= c->cpu_base ? cpu - c->cpu_base : 0;
+    uint64_t v;
+    if (cgroup_cpu_ns(c, &v) == 0) {
+        ret->cpu_ns = v >= c->cpu_base ? v - c->cpu_base : 0;
         ret->have_cpu = true;
     }
-    if (c->v2) {
-        if (cgroup_knob_u64(c->v2, "memory.peak", &ret->memory_peak) == 0)
-            ret->have_memory = true;
-        (void)cgroup_knob_keyed(c->v2, "memory.events", "oom_kill", &ret->oom_kills);
-    } else {
-        if (cgroup_knob_u64(c->memory, "memory.max_usage_in_bytes", &ret->memory_peak) == 0)
-            ret->have_memory = true;
-        (void)cgroup_knob_keyed(c->memory, "memory.oom_control", "oom_kill", &ret->oom_kills);
-    }
+    if (c->v2)
+        ret->have_memory = c->env->have_peak && cgroup_peak_read(c, &ret->memory_peak) == 0;
+    else
+        ret->have_memory =
+            cgroup_read_u64(c->env, c->memory, "memory.max_usage_in_bytes", &ret->memory_peak) == 0;
+    if (cgroup_oom_kills(c, &v) == 0)
+        ret->oom_kills = v >= c->oom_base ? v - c->oom_base : 0;
     return 0;
 }
 
 int cgroup_cell_kill(struct cgroup_cell *c)
 {
-    if (!c || !c->v2)
+    if (!c || !c->v2 || !c->env->have_kill)
         return -EOPNOTSUPP;
-    return cgroup_knob_write(c->v2, "cgroup.kill", "1");
+    return cgroup_write(c->env, c->v2, "cgroup.kill", "1");
 }

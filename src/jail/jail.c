@@ -467,7 +467,12 @@ int jail_config_init(struct jail_config *cfg, const struct jail_options *opt)
         goto fail;
     if (!(cfg->insecure & JAIL_INSECURE_NO_SECCOMP) && (r = jail_seccomp_build(&cfg->filter)) < 0)
         goto fail;
-    cgroup_env_init(&cfg->cgroups, opt->cgroups);
+    if ((r = cgroup_env_init(&cfg->cgroups, &opt->cgroup)) < 0) {
+        const char *why = cfg->cgroups.reason ? cfg->cgroups.reason : cfg->cgroups.cpu_reason;
+        log_errno(LOG_ERROR, r, "jail: cgroup limits are required but cannot be had (%s)",
+                  why ? why : "see above");
+        goto fail;
+    }
     return 0;
 fail:
     jail_config_done(cfg);
@@ -518,6 +523,7 @@ json_t *jail_describe(const struct jail_config *cfg)
         return NULL;
     json_t *rl = json_pack("[s,s,s,s,s]", "nofile", "nproc", "fsize", "cpu", "core");
     json_object_set_new(layers, "rlimits", rl);
+    json_object_set_new(layers, "cgroup", cgroup_env_describe(&cfg->cgroups));
     json_t *ins = json_array();
     if (cfg->insecure & JAIL_INSECURE_NO_SECCOMP)
         json_array_append_new(ins, json_string("no-seccomp"));

@@ -45,8 +45,9 @@ struct jail_options {
     const char **binds;      /* extra read-only binds "SRC[:DST]", NULL-terminated */
     uint64_t tmp_bytes;      /* size of the writable /tmp */
     uid_t sandbox_uid;       /* host uid sandboxes run as when sandboxd is root */
-    bool cgroups;            /* try cgroups */
-    unsigned insecure;       /* enum jail_insecure */
+    /* cgroup limits: wanted, required, --cgroup-root, the cells' budget, --cpus */
+    struct cgroup_options cgroup;
+    unsigned insecure; /* enum jail_insecure */
 };
 
 struct jail_config {

@@ -452,6 +452,33 @@ while True:
     assert resp["verdict"]["status"] == "MEMORY_LIMIT"
 
 
+def test_memory_spread_over_processes_is_memory_limit(attack):
+    # Each child stays well under the per-process address-space limit; together they need
+    # 2.5 times the sandbox's memory. Only a limit on the whole tree (its cgroup) stops
+    # them, and the verdict must say MEMORY_LIMIT even if the parent still answers.
+    code = """
+import os, time
+kids = []
+for _ in range(4):
+    pid = os.fork()
+    if pid == 0:
+        block = bytearray(40 << 20)
+        for i in range(0, len(block), 4096):
+            block[i] = 1
+        time.sleep(3)
+        os._exit(0)
+    kids.append(pid)
+[os.waitstatus_to_exitcode(os.waitpid(p, 0)[1]) for p in kids]
+"""
+    resp = attack(code, memory_mb=64, timeout_ms=20000)
+    if ROOTLESS:
+        # No cgroups: the limits are per process (docs/SECURITY.md), so every child fits.
+        assert result(resp) == [0, 0, 0, 0]
+        return
+    assert error_code(resp) == "MEMORY_LIMIT", resp
+    assert resp["verdict"]["status"] == "MEMORY_LIMIT"
+
+
 def test_infinite_loop_times_out(attack):
     start = time.time()
     resp = attack("while True:\n    pass\n", timeout_ms=800)

@@ -1,0 +1,766 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Unit tests: jail/cgroup against a fake cgroupfs. A temp dir holds a cgroup v2 tree (and
+ * for one test v1 hierarchies) made of plain files, plus a fake /proc (self/cgroup,
+ * self/mountinfo, meminfo) that points at it. The struct cgroup_fs handed to the module
+ * models the kernel's rules over those files: mkdir fills in the interface files,
+ * controllers flow from a parent's cgroup.subtree_control to its children's
+ * cgroup.controllers, enabling a controller that is not offered is ENOENT, a non-root
+ * cgroup with processes cannot enable controllers (EBUSY: "no internal processes"), writing
+ * a pid to cgroup.procs moves it out of every other cgroup, and rmdir of a cgroup with
+ * processes is EBUSY. The tests assert the files the module leaves behind.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "jail/cgroup.h"
+#include "util/fdio.h"
+#include "util/log.h"
+
+struct fake {
+    char tmp[64];     /* the test's directory */
+    char proc[128];   /* its fake /proc */
+    char root[128];   /* the fake cgroup2 root ("with space" checks mountinfo escapes) */
+    bool no_peak;     /* a kernel before 5.19: no memory.peak */
+    bool peak_reset;  /* a kernel 6.12+: memory.peak opens for writing */
+    const char *deny; /* mkdir below this path gives EACCES */
+    int ebusy;        /* EBUSY answers given to subtree_control writes */
+    int moves;        /* pids written to a cgroup.procs */
+};
+
+/* ---- plain files ------------------------------------------------------------------------ */
+
+static char *path_of(const char *dir, const char *name)
+{
+    char *p = NULL;
+    assert_true(asprintf(&p, "%s/%s", dir, name) > 0);
+    return p;
+}
+
+static void put(const char *dir, const char *name, const char *content)
+{
+    char *p = path_of(dir, name);
+    FILE *f = fopen(p, "w");
+    assert_non_null(f);
+    fputs(content, f);
+    fclose(f);
+    free(p);
+}
+
+/* The file's content (caller frees), NULL when it does not exist. */
+static char *get(const char *dir, const char *name)
+{
+    char *p = path_of(dir, name), *s = NULL;
+    int r = fd_read_file(AT_FDCWD, p, 1 << 20, &s, NULL);
+    free(p);
+    return r < 0 ? NULL : s;
+}
+
+static void assert_file(const char *dir, const char *name, const char *want)
+{
+    char *s = get(dir, name);
+    assert_non_null(s);
+    assert_string_equal(s, want);
+    free(s);
+}
+
+static bool exists(const char *dir, const char *name)
+{
+    char *p = path_of(dir, name);
+    bool ok = access(p, F_OK) == 0;
+    free(p);
+    return ok;
+}
+
+static bool word_in(const char *list, const char *word)
+{
+    size_t wl = strlen(word);
+    for (const char *p = list; *p;) {
+        size_t n = strcspn(p, " \n");
+        if (n == wl && strncmp(p, word, n) == 0)
+            return true;
+        p += n;
+        p += strspn(p, " \n");
+    }
+    return false;
+}
+
+static char *dir_of(const char *path)
+{
+    char *d = strdup(path);
+    *strrchr(d, '/') = '\0';
+    return d;
+}
+
+/* ---- the fake kernel --------------------------------------------------------------------- */
+
+static char *pid_to_drop;
+
+/* nftw callback: drop pid_to_drop from every cgroup.procs (a migration leaves the old one). */
+static int drop_pid(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    const char *base = path + ftw->base;
+    if (type != FTW_F || strcmp(base, "cgroup.procs") != 0)
+        return 0;
+    char *dir = dir_of(path), *s = get(dir, "cgroup.procs");
+    char *out = calloc(1, strlen(s) + 1);
+    for (char *save = NULL, *l = strtok_r(s, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
+        if (strcmp(l, pid_to_drop) != 0) {
+            strcat(out, l);
+            strcat(out, "\n");
+        }
+    put(dir, "cgroup.procs", out);
+    free(out);
+    free(s);
+    free(dir);
+    return 0;
+}
+
+static bool has_procs(const char *dir)
+{
+    char *s = get(dir, "cgroup.procs");
+    bool any = s && *s;
+    free(s);
+    return any;
+}
+
+static bool in_v2(struct fake *f, const char *path)
+{
+    return strncmp(path, f->root, strlen(f->root)) == 0;
+}
+
+/* What a v2 cgroup is offered: its parent's subtree_control (the root: its own file). */
+static char *offered(struct fake *f, const char *dir)
+{
+    if (strcmp(dir, f->root) == 0)
+        return get(dir, "cgroup.controllers");
+    char *parent = dir_of(dir), *s = get(parent, "cgroup.subtree_control");
+    free(parent);
+    return s;
+}
+
+/* Where a migration looks for the pid's old cgroup: the v2 tree, or the v1 hierarchy. */
+static char *hierarchy_of(struct fake *f, const char *path)
+{
+    if (in_v2(f, path))
+        return strdup(f->root);
+    const char *v1 = strstr(path, "/v1/");
+    assert_non_null(v1);
+    return strndup(path, (size_t)(strchrnul(v1 + 4, '/') - path));
+}
+
+static int fake_write(void *ctx, const char *path, const char *value)
+{
+    struct fake *f = ctx;
+    if (f->deny && strncmp(path, f->deny, strlen(f->deny)) == 0)
+        return -EACCES;
+    if (access(path, F_OK) < 0)
+        return -ENOENT;
+    char *dir = dir_of(path);
+    const char *knob = strrchr(path, '/') + 1;
+    int r = 0;
+    bool root = strcmp(dir, f->root) == 0;
+    if (in_v2(f, path) && strcmp(knob, "cgroup.subtree_control") == 0) {
+        char *offer = offered(f, dir), *now = get(dir, knob);
+        char line[256] = "";
+        snprintf(line, sizeof(line), "%s", now);
+        line[strcspn(line, "\n")] = '\0';
+        char *v = strdup(value);
+        for (char *save = NULL, *t = strtok_r(v, " ", &save); t && !r;
+             t = strtok_r(NULL, " ", &save)) {
+            if (t[0] != '+' || !word_in(offer, t + 1))
+                r = -ENOENT; /* what the kernel answers for a controller not offered */
+            else if (!root && has_procs(dir))
+                r = -EBUSY;
+            else if (!word_in(line, t + 1))
+                snprintf(line + strlen(line), sizeof(line) - strlen(line), "%s%s", *line ? " " : "",
+                         t + 1);
+        }
+        f->ebusy += r == -EBUSY;
+        if (!r)
+            put(dir, knob, line);
+        free(v);
+        free(offer);
+        free(now);
+    } else if (strcmp(knob, "cgroup.procs") == 0) {
+        char *enabled = in_v2(f, path) ? get(dir, "cgroup.subtree_control") : NULL;
+        if (enabled && *enabled && !root) {
+            r = -EBUSY;
+        } else {
+            pid_to_drop = strdup(value);
+            pid_to_drop[strcspn(pid_to_drop, "\n")] = '\0';
+            char *top = hierarchy_of(f, path);
+            assert_int_equal(nftw(top, drop_pid, 16, FTW_PHYS), 0);
+            char *s = get(dir, knob);
+            char *more = NULL;
+            assert_true(asprintf(&more, "%s%s\n", s, pid_to_drop) > 0);
+            put(dir, knob, more);
+            f->moves++;
+            free(more);
+            free(s);
+            free(top);
+            free(pid_to_drop);
+        }
+        free(enabled);
+    } else {
+        put(dir, knob, value);
+    }
+    free(dir);
+    return r;
+}
+
+static int fake_read(void *ctx, const char *path, char **ret)
+{
+    struct fake *f = ctx;
+    if (access(path, F_OK) < 0)
+        return -ENOENT;
+    if (in_v2(f, path) && strcmp(strrchr(path, '/') + 1, "cgroup.controllers") == 0) {
+        char *dir = dir_of(path);
+        *ret = offered(f, dir);
+        free(dir);
+        return 0;
+    }
+    return fd_read_file(AT_FDCWD, path, 1 << 20, ret, NULL);
+}
+
+/* The interface files a new cgroup has: v2 from the parent's subtree_control, v1 from the
+ * hierarchy it is in. */
+static void fake_populate(struct fake *f, const char *path)
+{
+    put(path, "cgroup.procs", "");
+    if (!in_v2(f, path)) {
+        if (strstr(path, "/v1/memory/")) {
+            put(path, "memory.limit_in_bytes", "9223372036854771712\n");
+            put(path, "memory.max_usage_in_bytes", "0\n");
+            put(path, "memory.oom_control", "oom_kill_disable 0\nunder_oom 0\noom_kill 0\n");
+            put(path, "memory.use_hierarchy", "0\n");
+        } else if (strstr(path, "/v1/pids/")) {
+            put(path, "pids.max", "max\n");
+        } else if (strstr(path, "/v1/cpuacct/")) {
+            put(path, "cpuacct.usage", "0\n");
+        } else if (strstr(path, "/v1/cpu/")) {
+            put(path, "cpu.cfs_period_us", "100000\n");
+            put(path, "cpu.cfs_quota_us", "-1\n");
+        }
+        return;
+    }
+    char *parent = dir_of(path), *ctrls = get(parent, "cgroup.subtree_control");
+    put(path, "cgroup.controllers", ctrls);
+    put(path, "cgroup.subtree_control", "");
+    put(path, "cgroup.events", "populated 0\nfrozen 0\n");
+    put(path, "cgroup.kill", "");
+    put(path, "cpu.stat", "usage_usec 0\nuser_usec 0\nsystem_usec 0\n");
+    if (word_in(ctrls, "memory")) {
+        put(path, "memory.max", "max\n");
+        put(path, "memory.swap.max", "max\n");
+        put(path, "memory.oom.group", "0\n");
+        put(path, "memory.events", "low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\n");
+        if (!f->no_peak)
+            put(path, "memory.peak", "0\n");
+    }
+    if (word_in(ctrls, "pids"))
+        put(path, "pids.max", "max\n");
+    if (word_in(ctrls, "cpu"))
+        put(path, "cpu.max", "max 100000\n");
+    free(ctrls);
+    free(parent);
+}
+
+static int fake_mkdir(void *ctx, const char *path)
+{
+    struct fake *f = ctx;
+    if (f->deny && strncmp(path, f->deny, strlen(f->deny)) == 0)
+        return -EACCES;
+    if (mkdir(path, 0755) < 0)
+        return -errno;
+    fake_populate(f, path);
+    return 0;
+}
+
+static int rm_file(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    return type == FTW_DP ? rmdir(path) : unlink(path);
+}
+
+static int count_subdirs(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    return type == FTW_D && ftw->level == 1 ? 1 : 0; /* nftw stops at the first nonzero */
+}
+
+static int fake_rmdir(void *ctx, const char *path)
+{
+    if (access(path, F_OK) < 0)
+        return -ENOENT;
+    if (has_procs(path) || nftw(path, count_subdirs, 16, FTW_PHYS) != 0)
+        return -EBUSY;
+    return nftw(path, rm_file, 16, FTW_DEPTH | FTW_PHYS) < 0 ? -errno : 0;
+}
+
+static int fake_open(void *ctx, const char *path, int flags)
+{
+    struct fake *f = ctx;
+    const char *knob = strrchr(path, '/') + 1;
+    /* Before 6.12 memory.peak has no write handler, yet cgroupfs lets root open it for writing:
+     * only the write fails. A read-only fd behind the caller's back fails the same way. */
+    if (strcmp(knob, "memory.peak") == 0 && !f->peak_reset)
+        flags = (flags & ~O_ACCMODE) | O_RDONLY;
+    int fd = open(path, flags | O_CLOEXEC);
+    return fd < 0 ? -errno : fd;
+}
+
+/* ---- fixtures ---------------------------------------------------------------------------- */
+
+static struct cgroup_fs fake_fs(struct fake *f)
+{
+    return (struct cgroup_fs){.write = fake_write,
+                              .read = fake_read,
+                              .mkdir = fake_mkdir,
+                              .rmdir = fake_rmdir,
+                              .open = fake_open,
+                              .ctx = f};
+}
+
+/* Make a v2 cgroup below the fake root by hand, as the host set it up before us. */
+static char *host_cgroup(struct fake *f, const char *rel, const char *procs)
+{
+    char *dir = path_of(f->root, rel);
+    assert_int_equal(mkdir(dir, 0755), 0);
+    fake_populate(f, dir);
+    put(dir, "cgroup.procs", procs);
+    return dir;
+}
+
+/* A fake host: a cgroup2 root offering cpu memory pids, enabled for its children, and a
+ * machine with 8 GiB; we run in /user.slice/shell with two other processes, the way a
+ * login shell and a sibling share a cgroup. */
+static int setup(void **state)
+{
+    struct fake *f = calloc(1, sizeof(*f));
+    snprintf(f->tmp, sizeof(f->tmp), "/tmp/sandboxd-cgtest.XXXXXX");
+    assert_non_null(mkdtemp(f->tmp));
+    snprintf(f->proc, sizeof(f->proc), "%s/proc", f->tmp);
+    snprintf(f->root, sizeof(f->root), "%s/cgroup fs", f->tmp);
+    char self[PATH_MAX];
+    snprintf(self, sizeof(self), "%s/self", f->proc);
+    assert_int_equal(mkdir(f->proc, 0755), 0);
+    assert_int_equal(mkdir(self, 0755), 0);
+    assert_int_equal(mkdir(f->root, 0755), 0);
+    put(f->proc, "meminfo", "MemTotal:        8388608 kB\nMemFree:         1000 kB\n");
+    put(self, "cgroup", "0::/user.slice/shell\n");
+    char *mi = NULL;
+    assert_true(asprintf(&mi,
+                         "22 1 0:21 / / rw - ext4 /dev/vda rw\n"
+                         "30 22 0:26 / %s/cgroup\\040fs rw,nosuid - cgroup2 cgroup2 rw\n",
+                         f->tmp) > 0);
+    put(self, "mountinfo", mi);
+    free(mi);
+    put(f->root, "cgroup.controllers", "cpuset cpu io memory pids\n");
+    put(f->root, "cgroup.subtree_control", "cpu memory pids\n");
+    put(f->root, "cgroup.procs", "1\n");
+    free(host_cgroup(f, "user.slice", ""));
+    char *slice = path_of(f->root, "user.slice");
+    put(slice, "cgroup.subtree_control", "cpu memory pids\n");
+    put(slice, "memory.max", "4294967296\n"); /* 4 GiB: tighter than the machine */
+    free(slice);
+    char *procs = NULL;
+    assert_true(asprintf(&procs, "101\n102\n%d\n", (int)getpid()) > 0);
+    free(host_cgroup(f, "user.slice/shell", procs));
+    free(procs);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fake *f = *state;
+    assert_int_equal(nftw(f->tmp, rm_file, 16, FTW_DEPTH | FTW_PHYS), 0);
+    free(f);
+    return 0;
+}
+
+static int init_env(struct fake *f, struct cgroup_env *env, struct cgroup_options *o,
+                    struct cgroup_fs *fs)
+{
+    *fs = fake_fs(f);
+    o->want = true;
+    o->proc = f->proc;
+    o->fs = fs;
+    return cgroup_env_init(env, o);
+}
+
+/* ---- tests ------------------------------------------------------------------------------- */
+
+/* The shared-cgroup case: enabling controllers in /user.slice/shell is EBUSY while the shell,
+ * its sibling and sandboxd are in it; every one of them moves into the leaf, then it works. */
+static void v2_moves_every_process_into_a_leaf_on_ebusy(void **state)
+{
+    struct fake *f = *state;
+    struct cgroup_env env;
+    struct cgroup_options o = {0};
+    struct cgroup_fs fs;
+    assert_int_equal(init_env(f, &env, &o, &fs), 0);
+    char *shell = path_of(f->root, "user.slice/shell");
+    char *leaf = path_of(shell, "supervisor"), *cells = path_of(shell, "cells");
+    assert_int_equal(env.mode, CGROUP_V2);
+    assert_int_equal(f->ebusy, 1); /* the kernel said no once, before the move */
+    assert_string_equal(env.base, shell);
+    assert_string_equal(env.leaf, leaf);
+    assert_int_equal(env.moved, 3);
+    char *want = NULL;
+    assert_true(asprintf(&want, "101\n102\n%d\n", (int)getpid()) > 0);
+    assert_file(leaf, "cgroup.procs", want);
+    assert_file(shell, "cgroup.procs", "");
+    assert_file(shell, "cgroup.subtree_control", "memory pids cpu");
+    assert_file(cells, "cgroup.subtree_control", "memory pids cpu");
+    /* 3/4 of the tightest limit on the way up: user.slice's 4 GiB, not the machine's 8. */
+    assert_file(cells, "memory.max", "3221225472");
+    assert_int_equal(env.budget, 3221225472ull);
+    assert_non_null(strstr(env.budget_from, "user.slice/memory.max"));
+    assert_null(env.reason);
+    /* Never a parent's knob. */
+    char *slice = path_of(f->root, "user.slice");
+    assert_file(slice, "cgroup.subtree_control", "cpu memory pids\n");
+    assert_file(slice, "memory.max", "4294967296\n");
+    json_t *d = cgroup_env_describe(&env);
+    assert_string_equal(json_string_value(json_object_get(d, "mode")), "v2");
+    assert_int_equal(json_integer_value(json_object_get(d, "processesMoved")), 3);
+    assert_true(env.have_peak);
+    assert_false(env.peak_resettable); /* a 6.1 kernel: opens for writing, refuses the write */
+    assert_non_null(strstr(json_string_value(json_object_get(d, "memoryPeak")), "since the cell"));
+    assert_string_equal(json_string_value(json_object_get(d, "supervisorLeaf")), leaf);
+    json_decref(d);
+    cgroup_env_done(&env);
+    assert_false(exists(shell, "cells")); /* removed at the end; the leaf stays */
+    assert_true(exists(shell, "supervisor"));
+    free(want);
+    free(slice);
+    free(cells);
+    free(leaf);
+    free(shell);
+}
+
+/* A cell: created with its fixed knobs, limited, attached, measured per period, killed and
+ * removed; a removal refused while a process is counted goes to the graveyard. */
+static void v2_cell_lifecycle(void **state)
+{
+    struct fake *f = *state;
+    f->peak_reset = true;
+    struct cgroup_env env;
+    struct cgroup_options o = {.cpus_milli = 500};
+    struct cgroup_fs fs;
+    assert_int_equal(init_env(f, &env, &o, &fs), 0);
+    assert_true(env.cpu_quota && env.have_peak && env.peak_resettable && env.have_kill);
+    struct cgroup_cell *c;
+    assert_int_equal(cgroup_cell_new(&env, &c), 0);
+    char *dir = path_of(env.cells, "c1");
+    assert_file(dir, "memory.oom.group", "1");
+    assert_file(dir, "memory.swap.max", "0");
+    assert_file(dir, "cpu.max", "max 100000\n"); /* not yet: a pool's zygote never gets it */
+    assert_int_equal(cgroup_cell_set_limits(c, 64u << 20, 32), 0);
+    assert_file(dir, "cpu.max", "50000 100000");
+    assert_file(dir, "memory.max", "67108864");
+    assert_file(dir, "pids.max", "32");
+    assert_int_equal(cgroup_cell_attach(c, 4242), 0);
+    assert_file(dir, "cgroup.procs", "4242\n");
+
+    put(dir, "cpu.stat", "usage_usec 700\nuser_usec 500\nsystem_usec 200\n");
+    put(dir, "memory.events", "low 0\nhigh 0\nmax 3\noom 1\noom_kill 1\n");
+    assert_int_equal(cgroup_cell_reset_peak(c), 0);
+    char *peak = get(dir, "memory.peak");
+    assert_int_equal(strncmp(peak, "reset\n", 6), 0); /* the per-fd reset of 6.12+ */
+    free(peak);
+    put(dir, "cpu.stat", "usage_usec 2200\nuser_usec 1500\nsystem_usec 700\n");
+    put(dir, "memory.peak", "12582912\n");
+    put(dir, "memory.events", "low 0\nhigh 0\nmax 9\noom 2\noom_kill 3\n");
+    struct cgroup_usage u;
+    assert_int_equal(cgroup_cell_usage(c, &u), 0);
+    assert_true(u.have_cpu && u.have_memory);
+    assert_int_equal(u.cpu_ns, 1500000); /* since the reset */
+    assert_int_equal(u.memory_peak, 12582912);
+    assert_int_equal(u.oom_kills, 2); /* since the reset */
+
+    assert_int_equal(cgroup_cell_kill(c), 0);
+    assert_file(dir, "cgroup.kill", "1");
+    cgroup_cell_free(c); /* 4242 is still counted: EBUSY, kept in the graveyard */
+    assert_non_null(env.graveyard);
+    assert_true(exists(env.cells, "c1"));
+    put(dir, "cgroup.procs", "");
+    cgroup_env_sweep(&env);
+    assert_null(env.graveyard);
+    assert_false(exists(env.cells, "c1"));
+    free(dir);
+    cgroup_env_done(&env);
+}
+
+/* The true reason: a cgroup whose parent does not hand it the memory controller. Nothing is
+ * created or moved, and --require-cgroups turns it into a failure. */
+static void v2_missing_controller_gives_the_true_reason(void **state)
+{
+    struct fake *f = *state;
+    char *shell = path_of(f->root, "user.slice/shell");
+    char *slice = path_of(f->root, "user.slice");
+    put(slice, "cgroup.subtree_control", "cpu pids\n");
+    free(slice);
+    struct cgroup_env env;
+    struct cgroup_options o = {0};
+    struct cgroup_fs fs;
+    assert_int_equal(init_env(f, &env, &o, &fs), 0);
+    assert_int_equal(env.mode, CGROUP_NONE);
+    assert_non_null(env.reason);
+    assert_non_null(strstr(env.reason, "cgroup v2: "));
+    assert_non_null(strstr(env.reason, "does not offer the memory controller"));
+    assert_non_null(strstr(env.reason, "\"cpu pids\""));
+    assert_null(strstr(env.reason, "v1")); /* a pure v2 host: no word about v1 */
+    assert_false(exists(shell, "supervisor"));
+    assert_false(exists(shell, "cells"));
+    assert_int_equal(f->moves, 0);
+    cgroup_env_done(&env);
+
+    o = (struct cgroup_options){.require = true};
+    assert_true(init_env(f, &env, &o, &fs) < 0);
+    assert_non_null(strstr(env.reason, "memory controller"));
+    cgroup_env_done(&env);
+    free(shell);
+}
+
+/* A cgroup we may not write to (not delegated): the reason says so and what to do. */
+static void v2_not_delegated_says_how_to_fix_it(void **state)
+{
+    struct fake *f = *state;
+    f->deny = f->root;
+    struct cgroup_env env;
+    struct cgroup_options o = {0};
+    struct cgroup_fs fs;
+    assert_int_equal(init_env(f, &env, &o, &fs), 0);
+    assert_int_equal(env.mode, CGROUP_NONE);
+    assert_non_null(strstr(env.reason, "Permission denied"));
+    assert_non_null(strstr(env.reason, "Delegate=yes"));
+    cgroup_env_done(&env);
+}
+
+/* --cgroup-root: an empty delegated cgroup; no process to move, the budget and quota as
+ * given. */
+static void v2_delegated_root(void **state)
+{
+    struct fake *f = *state;
+    char *del = host_cgroup(f, "sandboxd.service", "");
+    struct cgroup_env env;
+    struct cgroup_options o = {.root = del, .cells_bytes = 512u << 20, .cpus_milli = 1250};
+    struct cgroup_fs fs;
+    assert_int_equal(init_env(f, &env, &o, &fs), 0);
+    assert_int_equal(env.mode, CGROUP_V2);
+    assert_true(env.required);
+    assert_null(env.leaf);
+    assert_int_equal(f->ebusy, 0);
+    assert_int_equal(f->moves, 0);
+    char *cells = path_of(del, "cells");
+    assert_string_equal(env.cells, cells);
+    assert_file(cells, "memory.max", "536870912");
+    assert_string_equal(env.budget_from, "--cells-memory-mb");
+    struct cgroup_cell *c;
+    assert_int_equal(cgroup_cell_new(&env, &c), 0);
+    assert_int_equal(cgroup_cell_set_limits(c, 0, 0), 0);
+    char *dir = path_of(cells, "c1");
+    assert_file(dir, "cpu.max", "125000 100000");
+    cgroup_cell_free(c);
+    cgroup_env_done(&env);
+    assert_false(exists(del, "cells"));
+    free(dir);
+    free(cells);
+    free(del);
+}
+
+/* A cells directory left by a crashed instance is taken over (its stale cells removed) when
+ * empty, and refused while something still runs in it. */
+static void v2_stale_cells(void **state)
+{
+    struct fake *f = *state;
+    char *del = host_cgroup(f, "svc", "");
+    put(del, "cgroup.subtree_control", "memory pids");
+    char *cells = host_cgroup(f, "svc/cells", "");
+    put(cells, "cgroup.subtree_control", "memory pids");
+    char *stale = host_cgroup(f, "svc/cells/c1", "");
+    struct cgroup_env env;
+    struct cgroup_options o = {.root = del};
+    struct cgroup_fs fs;
+    assert_int_equal(init_env(f, &env, &o, &fs), 0);
+    assert_int_equal(env.mode, CGROUP_V2);
+    assert_false(exists(cells, "c1"));
+    cgroup_env_done(&env);
+
+    cells = (free(cells), host_cgroup(f, "svc/cells", ""));
+    put(cells, "cgroup.events", "populated 1\nfrozen 0\n");
+    assert_true(init_env(f, &env, &o, &fs) < 0); /* --cgroup-root implies --require-cgroups */
+    assert_non_null(strstr(env.reason, "holds processes"));
+    cgroup_env_done(&env);
+    assert_true(exists(del, "cells")); /* someone else's: left alone */
+    free(stale);
+    free(cells);
+    free(del);
+}
+
+/* --cpus without a cpu controller: memory and pids limits still work; the quota's absence has
+ * its own reason, and is fatal only with --require-cgroups. */
+static void v2_cpus_without_cpu_controller(void **state)
+{
+    struct fake *f = *state;
+    char *shell = path_of(f->root, "user.slice/shell");
+    char *slice = path_of(f->root, "user.slice");
+    put(slice, "cgroup.subtree_control", "memory pids\n");
+    free(slice);
+    struct cgroup_env env;
+    struct cgroup_options o = {.cpus_milli = 500};
+    struct cgroup_fs fs;
+    assert_int_equal(init_env(f, &env, &o, &fs), 0);
+    assert_int_equal(env.mode, CGROUP_V2);
+    assert_false(env.cpu_quota);
+    assert_non_null(strstr(env.cpu_reason, "does not offer the cpu controller"));
+    char *cells = path_of(shell, "cells");
+    assert_file(cells, "cgroup.subtree_control", "memory pids");
+    cgroup_env_done(&env);
+    o.require = true;
+    assert_true(init_env(f, &env, &o, &fs) < 0);
+    cgroup_env_done(&env);
+    free(cells);
+    free(shell);
+}
+
+/* A kernel before 5.19 has no memory.peak: accounting says it falls back. */
+static void v2_old_kernel_without_memory_peak(void **state)
+{
+    struct fake *f = *state;
+    f->no_peak = true;
+    struct cgroup_env env;
+    struct cgroup_options o = {0};
+    struct cgroup_fs fs;
+    assert_int_equal(init_env(f, &env, &o, &fs), 0);
+    assert_false(env.have_peak);
+    struct cgroup_cell *c;
+    assert_int_equal(cgroup_cell_new(&env, &c), 0);
+    assert_int_equal(cgroup_cell_reset_peak(c), 0);
+    struct cgroup_usage u;
+    assert_int_equal(cgroup_cell_usage(c, &u), 0);
+    assert_true(u.have_cpu);
+    assert_false(u.have_memory);
+    json_t *d = cgroup_env_describe(&env);
+    assert_non_null(strstr(json_string_value(json_object_get(d, "memoryPeak")), "rusage"));
+    json_decref(d);
+    cgroup_cell_free(c);
+    cgroup_env_done(&env);
+}
+
+/* A hybrid host (like one with systemd's legacy layout): cgroup2 offers no memory, the v1
+ * hierarchies do. v1 is used, with the budget on sandboxd-<pid> and the quota per cell; and
+ * when v1 is unwritable too, the reason names both. */
+static void v1_on_a_hybrid_host(void **state)
+{
+    struct fake *f = *state;
+    put(f->root, "cgroup.controllers", "hugetlb\n");
+    char *shell = path_of(f->root, "user.slice/shell");
+    char *slice = path_of(f->root, "user.slice");
+    put(slice, "cgroup.subtree_control", "");
+    free(slice);
+    char self[PATH_MAX], v1[PATH_MAX], mi[8192] = "";
+    snprintf(self, sizeof(self), "%s/self", f->proc);
+    snprintf(v1, sizeof(v1), "%s/v1", f->tmp);
+    assert_int_equal(mkdir(v1, 0755), 0);
+    const char *hier[] = {"memory", "pids", "cpuacct", "cpu"};
+    for (size_t i = 0; i < 4; i++) {
+        char *h = path_of(v1, hier[i]);
+        assert_int_equal(mkdir(h, 0755), 0);
+        snprintf(mi + strlen(mi), sizeof(mi) - strlen(mi),
+                 "%zu 22 0:%zu / %s rw - cgroup cgroup rw,%s\n", 40 + i, 40 + i, h, hier[i]);
+        free(h);
+    }
+    snprintf(mi + strlen(mi), sizeof(mi) - strlen(mi),
+             "30 22 0:26 / %s/cgroup\\040fs rw - cgroup2 cgroup2 rw\n", f->tmp);
+    put(self, "mountinfo", mi);
+    put(self, "cgroup", "5:memory:/\n4:pids:/\n3:cpuacct:/\n2:cpu:/\n0::/user.slice/shell\n");
+    char *mem = path_of(v1, "memory");
+    put(mem, "memory.limit_in_bytes", "2147483648\n");
+
+    struct cgroup_env env;
+    struct cgroup_options o = {.cpus_milli = 250};
+    struct cgroup_fs fs;
+    assert_int_equal(init_env(f, &env, &o, &fs), 0);
+    assert_int_equal(env.mode, CGROUP_V1);
+    char *base = NULL;
+    assert_true(asprintf(&base, "%s/sandboxd-%d", mem, (int)getpid()) > 0);
+    assert_string_equal(env.v1_memory, base);
+    assert_file(base, "memory.limit_in_bytes", "1610612736"); /* 3/4 of the 2 GiB above */
+    assert_file(base, "memory.use_hierarchy", "1");
+    assert_true(env.cpu_quota);
+    assert_false(exists(shell, "supervisor")); /* v2 was left alone */
+    struct cgroup_cell *c;
+    assert_int_equal(cgroup_cell_new(&env, &c), 0);
+    assert_int_equal(cgroup_cell_set_limits(c, 64u << 20, 16), 0);
+    char *cell = path_of(base, "c1");
+    assert_file(cell, "memory.limit_in_bytes", "67108864");
+    char *cpu = NULL;
+    assert_true(asprintf(&cpu, "%s/cpu/sandboxd-%d/c1", v1, (int)getpid()) > 0);
+    assert_file(cpu, "cpu.cfs_quota_us", "25000");
+    assert_file(cpu, "cpu.cfs_period_us", "100000");
+    assert_int_equal(cgroup_cell_attach(c, 777), 0);
+    assert_file(cpu, "cgroup.procs", "777\n");
+    put(cell, "cgroup.procs", "");
+    put(cpu, "cgroup.procs", "");
+    char *pids = NULL;
+    assert_true(asprintf(&pids, "%s/pids/sandboxd-%d/c1", v1, (int)getpid()) > 0);
+    put(pids, "cgroup.procs", "");
+    char *acct = NULL;
+    assert_true(asprintf(&acct, "%s/cpuacct/sandboxd-%d/c1", v1, (int)getpid()) > 0);
+    put(acct, "cgroup.procs", "");
+    cgroup_cell_free(c);
+    cgroup_env_done(&env);
+    assert_false(exists(mem, strrchr(base, '/') + 1));
+
+    f->deny = v1;
+    assert_int_equal(init_env(f, &env, &o, &fs), 0);
+    assert_int_equal(env.mode, CGROUP_NONE);
+    assert_non_null(strstr(env.reason, "cgroup v2: "));
+    assert_non_null(strstr(env.reason, "does not offer the memory controller: it is bound to a "
+                                       "cgroup v1 hierarchy"));
+    assert_non_null(strstr(env.reason, "; cgroup v1: cannot create"));
+    assert_non_null(strstr(env.reason, "Permission denied"));
+    cgroup_env_done(&env);
+    free(acct);
+    free(pids);
+    free(cpu);
+    free(cell);
+    free(base);
+    free(mem);
+    free(shell);
+}
+
+int main(void)
+{
+    log_set_level(LOG_OFF);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(v2_moves_every_process_into_a_leaf_on_ebusy, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(v2_cell_lifecycle, setup, teardown),
+        cmocka_unit_test_setup_teardown(v2_missing_controller_gives_the_true_reason, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(v2_not_delegated_says_how_to_fix_it, setup, teardown),
+        cmocka_unit_test_setup_teardown(v2_delegated_root, setup, teardown),
+        cmocka_unit_test_setup_teardown(v2_stale_cells, setup, teardown),
+        cmocka_unit_test_setup_teardown(v2_cpus_without_cpu_controller, setup, teardown),
+        cmocka_unit_test_setup_teardown(v2_old_kernel_without_memory_peak, setup, teardown),
+        cmocka_unit_test_setup_teardown(v1_on_a_hybrid_host, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
