@@ -200,8 +200,8 @@ static void guard_cuts_a_slow_head_and_spares_idle_and_busy_connections(void **s
     struct http_conn *idle = http_guard_open(g, idle_s);
     struct http_conn *busy = http_guard_open(g, busy_s);
     http_guard_busy(g, busy);
-    assert_int_equal(write(slow_c, "GET / HT", 8), 8);      /* a head that never ends */
-    assert_int_equal(write(busy_c, "{\"partial", 9), 9);    /* the request is being handled */
+    assert_int_equal(write(slow_c, "GET / HT", 8), 8);   /* a head that never ends */
+    assert_int_equal(write(busy_c, "{\"partial", 9), 9); /* the request is being handled */
     char buf[1024];
     read_all(slow_c, buf, sizeof(buf));
     assert_non_null(strstr(buf, "HTTP/1.1 408 Request Timeout\r\n"));
