@@ -35,17 +35,27 @@ def sse_stream(server, sid, code, timeout_ms=60000):
 
 
 def cgroup_dirs(pid):
-    """sandboxd's own cgroup directories (cgroup v1: <ours>/sandboxd-<pid> per controller)."""
+    """The directories that hold sandboxd's cell cgroups: cgroup v1 <ours>/sandboxd-<pid> per
+    controller, v2 <ours>/cells (sandboxd moves itself to <ours>/supervisor)."""
     dirs = []
     with open("/proc/%d/cgroup" % pid) as f:
         for line in f:
             _, controllers, path = line.rstrip("\n").split(":", 2)
+            path = path.rstrip("/")
+            if controllers == "":  # v2
+                base = "/sys/fs/cgroup" + path
+                if base.endswith("/supervisor"):
+                    base = base[:-len("/supervisor")]
+                dirs.append(base + "/cells")
             for ctl in ("memory", "pids"):
                 if ctl in controllers.split(","):
-                    d = "/sys/fs/cgroup/%s%s/sandboxd-%d" % (ctl, path.rstrip("/"), pid)
-                    if os.path.isdir(d):
-                        dirs.append(d)
+                    dirs.append("/sys/fs/cgroup/%s%s/sandboxd-%d" % (ctl, path, pid))
     return dirs
+
+
+def cell_cgroups(dirs):
+    return [os.path.join(d, e) for d in dirs if os.path.isdir(d) for e in os.listdir(d)
+            if e.startswith("c") and os.path.isdir(os.path.join(d, e))]
 
 
 def test_probes(server):
@@ -167,12 +177,11 @@ def test_sigterm_while_session_streams_run_frees_nothing_in_use(make_server):
             first += c.recv(65536)
         started.append(first)
     dirs = cgroup_dirs(s.proc.pid)
-    assert dirs, "no cgroup of sandboxd found"
-    assert any(d.startswith("c") for d in os.listdir(dirs[0]))  # the cells' cgroups
+    assert cell_cgroups(dirs), "no cell cgroup found in %s" % dirs
     s.proc.send_signal(signal.SIGTERM)
     for c, first in zip(streams, started):
         events = sse_events(first + read_until_closed(c, 30))
         c.close()
         assert events[-1][0] == "error" and events[-1][1]["code"] == "SHUTTING_DOWN", events[-3:]
     assert exited(s, 30) == 0
-    assert not [d for d in dirs if os.path.exists(d)], "cgroups left behind"
+    assert not cell_cgroups(dirs), "cgroups left behind"
