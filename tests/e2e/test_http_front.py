@@ -74,11 +74,11 @@ def trickle(server, start, drip):
 
 
 def test_a_head_that_trickles_in_is_cut_after_the_header_timeout(make_server):
-    s = make_server("--pool-size", "1", "--header-timeout-s", "2")
+    s = make_server("--pool-size", "1", "--header-timeout-s", "1")
     raw, elapsed = trickle(s, b"POST /execute HTTP/1.1\r\n", b"X-Slow: " + b"a" * 40)
     assert status_of(raw) == 408, raw
     assert json_body(raw)["error"]["code"] == "REQUEST_TIMEOUT"
-    assert 1.5 <= elapsed < 5, elapsed
+    assert 0.9 <= elapsed < 5, elapsed
     assert s.health()["http"]["cutHead"] >= 1
 
 
@@ -88,18 +88,18 @@ def test_an_idle_keep_alive_connection_is_not_a_slow_head(make_server):
     c.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
     c.settimeout(5)
     assert c.recv(65536).startswith(b"HTTP/1.1 200")
-    time.sleep(2.5)  # idle for longer than the header timeout: still open
+    time.sleep(2)  # idle for longer than the header timeout (and a check of the guard): still open
     c.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
     assert c.recv(65536).startswith(b"HTTP/1.1 200")
     c.close()
 
 
 def test_a_body_that_trickles_in_is_cut_after_the_body_timeout(make_server):
-    s = make_server("--pool-size", "1", "--body-timeout-s", "2")
+    s = make_server("--pool-size", "1", "--body-timeout-s", "1")
     raw, elapsed = trickle(s, b"POST /execute HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
                               b"\r\nContent-Length: 1000\r\n\r\n{", b" " * 40)
     assert status_of(raw) == 408, raw
-    assert 1.5 <= elapsed < 5, elapsed
+    assert 0.9 <= elapsed < 5, elapsed
     assert s.health()["http"]["cutBody"] >= 1
 
 
@@ -150,7 +150,7 @@ def test_an_endless_chunked_body_is_refused_once_it_crosses_the_limit(make_serve
     (b"GET / NOT-HTTP\r\n\r\n", 400),
 ])
 def test_garbage_instead_of_http_is_closed_promptly(make_server, garbage, status):
-    s = make_server("--pool-size", "1", "--header-timeout-s", "2")
+    s = make_server("--pool-size", "1", "--header-timeout-s", "1")
     c = connect(s)
     start = time.time()
     c.sendall(garbage)
