@@ -132,20 +132,82 @@ static json_t *api_pool_stats(struct pool *p)
     return p ? pool_stats(p) : json_pack("{s:b}", "enabled", 0);
 }
 
+/* 503 SHUTTING_DOWN when draining; false when the request may go on. */
+static bool api_refuse_when_draining(struct api *api, struct http_reply *reply)
+{
+    if (!atomic_load(&api->draining))
+        return false;
+    http_reply_error(reply, 503, "SHUTTING_DOWN", NULL,
+                     "sandboxd is shutting down and takes no new work; retry (another instance "
+                     "will answer)");
+    http_reply_header(reply, "Retry-After", "1");
+    return true;
+}
+
 static void api_healthz(struct api *api, const struct http_request *req, struct http_reply *reply)
 {
     struct app *a = api->app;
     json_t *isolation = json_deep_copy(a->isolation);
-    reply->status = 200;
+    struct http_server *http = atomic_load(&api->http);
+    bool draining = atomic_load(&api->draining);
+    reply->status = draining ? 503 : 200;
     reply->body = json_pack(
-        "{s:s, s:s, s:f, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "status", "ok", "version",
-        SANDBOXD_VERSION, "uptimeS", (double)(clock_mono_us() - a->started_us) / 1e6, "isolation",
+        "{s:s, s:s, s:f, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o*}", "status",
+        draining ? "draining" : "ok", "version", SANDBOXD_VERSION, "uptimeS",
+        (double)(clock_mono_us() - a->started_us) / 1e6, "isolation",
         isolation ? isolation : json_object(), "pool", api_pool_stats(a->pool), "sessionPool",
         api_pool_stats(a->session_pool), "templatePool", api_pool_stats(a->template_pool),
         "executions", manager_stats(a->mgr), "definitions", defs_stats(a->defs), "frameworkLog",
-        framework_log_stats(a->fw));
+        framework_log_stats(a->fw), "http", http ? http_server_stats(http) : NULL);
     if (reply->body)
         json_object_set_new(reply->body, "workflows", flow_cache_stats(a->wf_cache));
+}
+
+/* Liveness: the process runs and its HTTP front answers. */
+static void api_livez(struct http_reply *reply)
+{
+    reply->status = 200;
+    reply->body = json_pack("{s:s}", "status", "alive");
+}
+
+/* Does the pool report a zygote that can fork interpreters? */
+static bool api_pool_can_fork(json_t *stats)
+{
+    size_t i;
+    json_t *z;
+    json_array_foreach(json_object_get(stats, "zygotes"), i, z)
+    {
+        if (json_is_true(json_object_get(z, "alive")))
+            return true;
+    }
+    return false;
+}
+
+/* Readiness: 503 while starting (no warm interpreter was ready yet), while the warm pool cannot
+ * make interpreters (every zygote died and waits for its restart), or draining. An empty pool
+ * under load is ready: requests wait for a fresh interpreter, which is still the fastest place
+ * to send them. */
+static void api_readyz(struct api *api, struct http_reply *reply)
+{
+    const char *status = "ready", *why = NULL;
+    json_t *ps = api->app->pool ? pool_stats(api->app->pool) : NULL;
+    if (ps && !atomic_load(&api->started) && json_integer_value(json_object_get(ps, "ready")) > 0)
+        atomic_store(&api->started, true);
+    if (atomic_load(&api->draining)) {
+        status = "draining";
+        why = "sandboxd is shutting down";
+    } else if (ps && !atomic_load(&api->started)) {
+        status = "starting";
+        why = "the warm pool has no ready interpreter yet";
+    } else if (ps && !api_pool_can_fork(ps)) {
+        status = "degraded";
+        why = "the warm pool's zygotes died and are restarting";
+    }
+    json_decref(ps);
+    reply->status = why ? 503 : 200;
+    reply->body = json_pack("{s:s, s:s*}", "status", status, "reason", why);
+    if (why)
+        http_reply_header(reply, "Retry-After", "1");
 }
 
 static void api_load_code(struct api *api, const struct http_request *req, struct http_reply *reply)
@@ -197,6 +259,8 @@ static void api_metrics(struct api *api, const struct http_request *req, struct 
     struct app *a = api->app;
     json_t *ms = manager_stats(a->mgr);
     json_t *ps = a->pool ? pool_stats(a->pool) : NULL;
+    struct http_server *http = atomic_load(&api->http);
+    json_t *hs = http ? http_server_stats(http) : NULL;
     struct metrics_gauge g[] = {
         {"sandboxd_executions_running", "Executions running now.",
          (double)json_integer_value(json_object_get(ms, "running"))},
@@ -212,9 +276,14 @@ static void api_metrics(struct api *api, const struct http_request *req, struct 
          (double)json_integer_value(json_object_get(ps, "misses"))},
         {"sandboxd_sessions_live", "Live persistent sessions.",
          api->sessions ? (double)sessions_live(api->sessions) : 0},
+        {"sandboxd_http_connections", "Open HTTP connections.",
+         (double)json_integer_value(json_object_get(hs, "connections"))},
+        {"sandboxd_http_requests_in_flight", "HTTP requests being handled or answered.",
+         (double)json_integer_value(json_object_get(hs, "requests"))},
     };
     json_decref(ms);
     json_decref(ps);
+    json_decref(hs);
     reply->status = 200;
     reply->text = metrics_render(a->metrics, g, ARRAY_SIZE(g));
     reply->content_type = "text/plain; version=0.0.4";
@@ -234,6 +303,11 @@ void api_route(void *userdata, const struct http_request *req, struct http_reply
     const char *path = req->path;
     bool get = strcmp(req->method, "GET") == 0;
     bool post = strcmp(req->method, "POST") == 0;
+    bool sessions = strncmp(path, "/v1/sessions", 12) == 0 && (path[12] == '\0' || path[12] == '/');
+    /* New work while draining: executions, and sessions or session executions (every POST
+     * under /v1/sessions); reading state and deleting go on. /mcp decides for itself. */
+    if (post && (strcmp(path, "/execute") == 0 || sessions) && api_refuse_when_draining(api, reply))
+        return;
     if (strcmp(path, "/execute") == 0) {
         if (post)
             api_execute(api, req, reply);
@@ -242,6 +316,16 @@ void api_route(void *userdata, const struct http_request *req, struct http_reply
     } else if (strcmp(path, "/healthz") == 0) {
         if (get)
             api_healthz(api, req, reply);
+        else
+            api_method_not_allowed(reply, "GET");
+    } else if (strcmp(path, "/livez") == 0) {
+        if (get)
+            api_livez(reply);
+        else
+            api_method_not_allowed(reply, "GET");
+    } else if (strcmp(path, "/readyz") == 0) {
+        if (get)
+            api_readyz(api, reply);
         else
             api_method_not_allowed(reply, "GET");
     } else if (strcmp(path, "/_framework/load_code") == 0) {
@@ -254,11 +338,29 @@ void api_route(void *userdata, const struct http_request *req, struct http_reply
             api_metrics(api, req, reply);
         else
             api_method_not_allowed(reply, "GET");
-    } else if (strncmp(path, "/v1/sessions", 12) == 0 && (path[12] == '\0' || path[12] == '/')) {
+    } else if (sessions) {
         api_sessions_route(api, req, path + 12, reply);
     } else if (strcmp(path, "/mcp") == 0 && api->mcp) {
         mcp_http_route(api->mcp, req, reply);
     } else {
         http_reply_error(reply, 404, "NOT_FOUND", NULL, "no route %s %s", req->method, path);
     }
+}
+
+bool api_route_inline(void *userdata, const char *method, const char *path)
+{
+    static const char *const cheap[] = {"/healthz", "/livez", "/readyz", "/metrics"};
+    if (strcmp(method, "GET") != 0)
+        return false;
+    for (size_t i = 0; i < ARRAY_SIZE(cheap); i++)
+        if (strcmp(path, cheap[i]) == 0)
+            return true;
+    return false;
+}
+
+void api_drain(struct api *api)
+{
+    atomic_store(&api->draining, true);
+    if (api->mcp)
+        mcp_http_drain(api->mcp);
 }

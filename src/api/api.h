@@ -1,12 +1,16 @@
 // SPDX-License-Identifier: MIT
 /*
  * api — the HTTP routes of `sandboxd serve` (CONTRACT §3): /execute,
- * /healthz, /_framework/load_code, /metrics, and the route table that sends
- * /v1/sessions and /mcp to their modules. Checks what HTTP itself decides
- * (method, Content-Type, Accept, JSON syntax) and leaves the rest to app/.
+ * /healthz, /livez, /readyz, /_framework/load_code, /metrics, and the route
+ * table that sends /v1/sessions and /mcp to their modules. Checks what HTTP
+ * itself decides (method, Content-Type, Accept, JSON syntax) and leaves the
+ * rest to app/. While the server drains (SIGTERM) new work is refused with
+ * 503 SHUTTING_DOWN; what runs already goes on.
  */
 #ifndef SANDBOXD_API_API_H
 #define SANDBOXD_API_API_H
+
+#include <stdatomic.h>
 
 #include "app/app.h"
 #include "http/server.h"
@@ -15,10 +19,19 @@ struct api {
     struct app *app;
     struct sessions *sessions; /* NULL: sessions disabled */
     struct mcp_http *mcp;      /* NULL: /mcp disabled */
+    /* set once the server runs (for /healthz and /metrics); NULL before */
+    _Atomic(struct http_server *) http;
+    atomic_bool draining; /* api_drain() was called */
+    atomic_bool started;  /* /readyz saw the server ready once (a latch) */
 };
 
 /* The http_route_fn of the server; userdata is a struct api. */
 void api_route(void *userdata, const struct http_request *req, struct http_reply *reply);
+/* The http_inline_fn: the probes and /metrics answer on the I/O thread. */
+bool api_route_inline(void *userdata, const char *method, const char *path);
+/* Refuse new work from now on (503 SHUTTING_DOWN, Retry-After); /readyz and /healthz say
+ * "draining". */
+void api_drain(struct api *api);
 /* Content-Type is application/json (parameters allowed). */
 bool api_is_json_type(const char *content_type);
 /* An Accept header admits application/json (absent header: yes). */

@@ -58,6 +58,7 @@ struct mcp_http {
     struct mh_session *table;
     unsigned n_sessions; /* in the table, plus initializes under way */
     unsigned streams;
+    bool draining; /* new requests are refused; notifications and responses still go in */
     bool stopping;
     int64_t last_sweep_us;
 };
@@ -420,6 +421,16 @@ static void mh_post(struct mcp_http *h, const struct http_request *req, struct h
     }
     struct mcp_server_peek peek;
     mcp_server_peek(msg, &peek);
+    pthread_mutex_lock(&h->lock);
+    bool draining = h->draining;
+    pthread_mutex_unlock(&h->lock);
+    if (draining && peek.has_request) {
+        /* No new work; a cancellation (a notification) of work under way still gets through. */
+        mh_fail(reply, 503, -32000, "Service Unavailable: sandboxd is shutting down");
+        http_reply_header(reply, "Retry-After", "1");
+        json_decref(msg);
+        return;
+    }
     if (peek.initialize && !peek.batch) {
         mh_initialize(h, msg, reply);
         json_decref(msg);
@@ -582,6 +593,15 @@ int mcp_http_new(const struct mcp_http_options *opt, struct mcp_server *core, st
                  b);
     *ret = h;
     return 0;
+}
+
+void mcp_http_drain(struct mcp_http *h)
+{
+    if (!h)
+        return;
+    pthread_mutex_lock(&h->lock);
+    h->draining = true;
+    pthread_mutex_unlock(&h->lock);
 }
 
 void mcp_http_shutdown(struct mcp_http *h)

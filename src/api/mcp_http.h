@@ -40,6 +40,9 @@ struct mcp_http;
 int mcp_http_new(const struct mcp_http_options *opt, struct mcp_server *core,
                  struct mcp_http **ret);
 void mcp_http_route(struct mcp_http *h, const struct http_request *req, struct http_reply *reply);
+/* Take no new work: requests (initialize included) get 503 from now on, while requests under way
+ * go on and notifications (cancellations) still reach them. NULL-safe. */
+void mcp_http_drain(struct mcp_http *h);
 /* Close every session (running executions end) and answer 503 from now on; call before the HTTP
  * server stops, so that no request thread waits for an execution. NULL-safe. */
 void mcp_http_shutdown(struct mcp_http *h);

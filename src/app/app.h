@@ -70,8 +70,9 @@ struct app_run {
 };
 
 /* 0 when the job ran (whatever its verdict), -EBUSY when the queue is full (answer 503),
- * -ETIMEDOUT when it waited in the queue past its timeout, other -errno when no sandbox could
- * be started (answer 500). */
+ * -ETIMEDOUT when it waited in the queue past its timeout, -ESHUTDOWN when the server's
+ * shutdown ended it (manager_abort; answer 503), other -errno when no sandbox could be started
+ * (answer 500). */
 int app_run_job(struct app *a, struct app_run *run);
 void app_run_done(struct app_run *run);
 
@@ -85,7 +86,8 @@ void app_execute(struct app *a, const struct request_spec *s, struct app_reply *
 /* The context object handed to user functions: appId, componentId, requestId, traceId,
  * taskDetails (new reference). */
 json_t *app_user_context(const struct request_spec *s);
-/* Turn the result of app_run_job (r) into a reply: 200 with the response object, 503, or 500. */
+/* Turn the result of app_run_job (r) into a reply: 200 with the response object, 503 (OVERLOADED,
+ * SHUTTING_DOWN), or 500. */
 void app_reply_from_run(struct app *a, const struct request_spec *s, struct app_run *run, int r,
                         enum response_kind kind, const struct framework_stats *fst,
                         struct app_reply *ret);

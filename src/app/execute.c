@@ -77,7 +77,13 @@ int app_run_job(struct app *a, struct app_run *run)
         .output_limit = o->output_limit,
         .hooks = run->hooks,
     };
-    r = exec_run(cell, &req, &run->outcome);
+    struct manager_run mr;
+    r = manager_attach(a->mgr, &mr, cell);
+    if (r == 0) {
+        r = exec_run(cell, &req, &run->outcome);
+        if (manager_detach(a->mgr, &mr))
+            r = -ESHUTDOWN; /* killed by the server's shutdown, not by what it ran */
+    }
     manager_leave(a->mgr);
     cell_free(cell);
     const struct verdict *v = &run->outcome.verdict;
@@ -155,6 +161,14 @@ void app_reply_from_run(struct app *a, const struct request_spec *s, struct app_
         ret->retry_after = manager_retry_after(a->mgr);
         ret->body = json_pack("{s:{s:s, s:s}}", "error", "code", "OVERLOADED", "message",
                               "the execution queue is full; retry later");
+        return;
+    }
+    if (r == -ESHUTDOWN) {
+        ret->status = 503;
+        ret->retry_after = 1;
+        ret->body = json_pack("{s:{s:s, s:s}}", "error", "code", "SHUTTING_DOWN", "message",
+                              "sandboxd is shutting down: the execution was ended before it "
+                              "finished; retry");
         return;
     }
     if (r == -ETIMEDOUT && !run->outcome.final && run->outcome.verdict.status == VERDICT_OK) {

@@ -3,8 +3,10 @@
  * serve — `sandboxd serve`: builds what every subcommand shares (cmd/setup.c:
  * the jail proven by the self-test, the warm pool, MCP servers, sessions),
  * then the framework client, the execution manager, the MCP server behind
- * /mcp and the HTTP server; waits for SIGINT/SIGTERM and tears everything
- * down in reverse order.
+ * /mcp and the HTTP server; waits for SIGINT/SIGTERM, drains (no new work,
+ * what runs finishes until --drain-timeout-s or a second signal), ends what
+ * is left, and tears everything down in reverse order once no thread of the
+ * HTTP server uses it any more.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -13,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "api/api.h"
@@ -35,8 +39,8 @@
 
 static const char serve_usage[] =
     "Usage: sandboxd serve [options]\n"
-    "The HTTP server: POST /execute, GET /healthz, GET /metrics, POST /_framework/load_code,\n"
-    "/v1/sessions, and the MCP endpoint /mcp (docs/MCP.md).\n"
+    "The HTTP server: POST /execute, GET /healthz, /livez, /readyz, /metrics,\n"
+    "POST /_framework/load_code, /v1/sessions, and the MCP endpoint /mcp (docs/MCP.md).\n"
     "\n"
     "  --port N               listen port (default: $UHLP_SANDBOX_PORT, else 8080)\n"
     "  --host ADDR            listen address (default 127.0.0.1)\n"
@@ -56,7 +60,18 @@ static const char serve_usage[] =
     "  --default-timeout-ms N timeout when a request names none and has no history (10000)\n"
     "  --max-timeout-ms N     largest timeout a request may ask for (60000)\n"
     "  --default-memory-mb N  memory limit when a request names none (256)\n"
-    "  --max-body-kb N        largest request body (10240)\n"
+    "  --max-body-kb N        largest request body (10240); a larger one is refused with 413\n"
+    "                         as soon as that is known (a declared Content-Length: at once)\n"
+    "  --max-connections N    open HTTP connections at most (10000); RLIMIT_NOFILE's soft\n"
+    "                         limit is raised to the hard limit to make room for them\n"
+    "  --header-timeout-s N   a request's line and headers must arrive within N s of their\n"
+    "                         first byte, else 408 and the connection closes (10)\n"
+    "  --body-timeout-s N     a request's body must arrive within N s of its headers (30)\n"
+    "  --idle-timeout-s N     a connection without traffic (keep-alive, or a client that\n"
+    "                         does not read its response) closes after N s (120)\n"
+    "  --drain-timeout-s N    on SIGTERM/SIGINT: no new work (503 SHUTTING_DOWN), /readyz 503,\n"
+    "                         and what runs gets up to N s to finish before it is ended; a\n"
+    "                         second signal ends it at once (30)\n"
     "  --framework-timeout-ms N  timeout of framework MCP calls (10000)\n"
     "\n" SETUP_HELP_SESSIONS
     "  --mcp-max-sessions N   MCP sessions of /mcp at most (64); idle ones end after\n"
@@ -93,9 +108,17 @@ enum {
     SERVE_MAX_WORKFLOW_STEPS,
     SERVE_TEMPLATE_POOL,
     SERVE_INSTANCE_ID,
+    SERVE_MAX_CONNECTIONS,
+    SERVE_HEADER_TIMEOUT,
+    SERVE_BODY_TIMEOUT,
+    SERVE_IDLE_TIMEOUT,
+    SERVE_DRAIN_TIMEOUT,
 };
 
-#define SERVE_MAX_ALLOWED 32 /* --mcp-allowed-host / --mcp-allowed-origin entries */
+#define SERVE_MAX_ALLOWED    32 /* --mcp-allowed-host / --mcp-allowed-origin entries */
+#define SERVE_FD_RESERVE     1024
+#define SERVE_DRAIN_STEP_US  100000  /* how often a drain looks for a second signal */
+#define SERVE_REPLY_GRACE_US 2000000 /* for the answers of what was ended to reach clients */
 
 struct serve_opts {
     uint64_t port;
@@ -107,6 +130,7 @@ struct serve_opts {
     uint64_t def_timeout, max_timeout, def_memory;
     uint64_t max_body_kb, fw_timeout;
     uint64_t llm_timeout, max_workflow_steps, template_pool_size;
+    uint64_t max_connections, header_timeout_s, body_timeout_s, idle_timeout_s, drain_timeout_s;
     bool def_timeout_set, def_memory_set;
     uint64_t mcp_max_sessions;
     const char *mcp_hosts[SERVE_MAX_ALLOWED + 1];
@@ -152,6 +176,11 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o, struct commo
         {"max-timeout-ms", required_argument, NULL, SERVE_MAX_TIMEOUT},
         {"default-memory-mb", required_argument, NULL, SERVE_DEF_MEMORY},
         {"max-body-kb", required_argument, NULL, SERVE_MAX_BODY},
+        {"max-connections", required_argument, NULL, SERVE_MAX_CONNECTIONS},
+        {"header-timeout-s", required_argument, NULL, SERVE_HEADER_TIMEOUT},
+        {"body-timeout-s", required_argument, NULL, SERVE_BODY_TIMEOUT},
+        {"idle-timeout-s", required_argument, NULL, SERVE_IDLE_TIMEOUT},
+        {"drain-timeout-s", required_argument, NULL, SERVE_DRAIN_TIMEOUT},
         {"framework-timeout-ms", required_argument, NULL, SERVE_FW_TIMEOUT},
         {"mcp-max-sessions", required_argument, NULL, SERVE_MCP_MAX_SESSIONS},
         {"mcp-allowed-host", required_argument, NULL, SERVE_MCP_ALLOWED_HOST},
@@ -177,6 +206,11 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o, struct commo
         .template_pool_size = 2,
         .mcp_max_sessions = 64,
         .mcp_token = getenv("SANDBOXD_MCP_TOKEN"),
+        .max_connections = HTTP_DEFAULT_MAX_CONNECTIONS,
+        .header_timeout_s = HTTP_DEFAULT_HEADER_TIMEOUT_S,
+        .body_timeout_s = HTTP_DEFAULT_BODY_TIMEOUT_S,
+        .idle_timeout_s = HTTP_DEFAULT_IDLE_TIMEOUT_S,
+        .drain_timeout_s = 30,
     };
     setup_opts_init(&o->setup);
     const char *env_port = getenv("UHLP_SANDBOX_PORT");
@@ -208,6 +242,11 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o, struct commo
             {SERVE_MAX_WORKFLOW_STEPS, "max-workflow-steps", 1, 100000, &o->max_workflow_steps},
             {SERVE_TEMPLATE_POOL, "template-pool-size", 0, 1024, &o->template_pool_size},
             {SERVE_MCP_MAX_SESSIONS, "mcp-max-sessions", 1, 1 << 16, &o->mcp_max_sessions},
+            {SERVE_MAX_CONNECTIONS, "max-connections", 1, 1000000, &o->max_connections},
+            {SERVE_HEADER_TIMEOUT, "header-timeout-s", 1, 3600, &o->header_timeout_s},
+            {SERVE_BODY_TIMEOUT, "body-timeout-s", 1, 86400, &o->body_timeout_s},
+            {SERVE_IDLE_TIMEOUT, "idle-timeout-s", 1, 86400, &o->idle_timeout_s},
+            {SERVE_DRAIN_TIMEOUT, "drain-timeout-s", 0, 3600, &o->drain_timeout_s},
         };
         bool done = false;
         for (size_t i = 0; i < ARRAY_SIZE(nums) && !done; i++)
@@ -302,6 +341,60 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o, struct commo
     return -1; /* go on */
 }
 
+/* Room for the connections: the soft RLIMIT_NOFILE (often 1024) goes up to the hard limit.
+ * Sandboxes are unaffected: each gets its own limit and closes every inherited fd. */
+static void serve_raise_nofile(uint64_t max_connections)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) < 0) {
+        log_errno(LOG_WARN, errno, "serve: getrlimit(RLIMIT_NOFILE)");
+        return;
+    }
+    if (rl.rlim_cur < rl.rlim_max) {
+        rlim_t was = rl.rlim_cur;
+        rl.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) < 0) {
+            log_errno(LOG_WARN, errno, "serve: cannot raise RLIMIT_NOFILE from %llu to %llu",
+                      (unsigned long long)was, (unsigned long long)rl.rlim_max);
+            rl.rlim_cur = was;
+        }
+    }
+    /* Besides the sockets: pools, sessions, MCP servers, logs. */
+    if (rl.rlim_cur < max_connections + SERVE_FD_RESERVE)
+        log_warn("serve: RLIMIT_NOFILE is %llu, too low for --max-connections %llu (raise the "
+                 "hard limit, e.g. LimitNOFILE= or ulimit -Hn)",
+                 (unsigned long long)rl.rlim_cur, (unsigned long long)max_connections);
+}
+
+/* After SIGTERM/SIGINT: take no new work and wait for what runs, until it is done, the deadline
+ * passes or a second signal comes. True when everything finished. */
+static bool serve_drain(struct api *api, struct http_server *http, uint64_t timeout_s,
+                        const sigset_t *sigs)
+{
+    api_drain(api);
+    http_server_drain(http);
+    int64_t deadline = clock_mono_us() + (int64_t)timeout_s * 1000000;
+    for (;;) {
+        int64_t step = clock_mono_us() + SERVE_DRAIN_STEP_US;
+        if (http_server_wait_idle(http, step < deadline ? step : deadline) == 0) {
+            log_info("serve: drained: every request was answered");
+            return true;
+        }
+        if (clock_mono_us() >= deadline) {
+            log_warn("serve: --drain-timeout-s %llu passed: ending what still runs",
+                     (unsigned long long)timeout_s);
+            return false;
+        }
+        struct timespec now = {0};
+        int sig = sigtimedwait(sigs, NULL, &now);
+        if (sig > 0) {
+            log_warn("serve: %s during the drain: ending what still runs",
+                     sig == SIGINT ? "SIGINT" : "SIGTERM");
+            return false;
+        }
+    }
+}
+
 int cmd_serve(int argc, char **argv)
 {
     struct serve_opts o;
@@ -312,6 +405,7 @@ int cmd_serve(int argc, char **argv)
         return status;
     }
     status = 1;
+    serve_raise_nofile(o.max_connections);
     /* Block the shutdown signals before any thread exists; the main thread waits for them. */
     sigset_t sigs;
     sigemptyset(&sigs);
@@ -413,16 +507,24 @@ int cmd_serve(int argc, char **argv)
         .started_us = clock_mono_us(),
     };
     struct api api = {.app = &app, .sessions = su.sessions, .mcp = mcph};
+    /* Every execution slot and queue place, every session and MCP session may hold a worker
+     * thread while it waits; the rest answer quickly. Threads start only when needed. */
+    uint64_t workers = o.max_running + o.max_queue + o.setup.max_sessions + o.mcp_max_sessions + 64;
     struct http_server_options ho = {
         .host = o.host,
         .port = (uint16_t)o.port,
         .max_body = (size_t)o.max_body_kb << 10,
-        .max_connections = 1024,
-        .idle_timeout_s = 120,
+        .max_connections = (unsigned)o.max_connections,
+        .idle_timeout_s = (unsigned)o.idle_timeout_s,
+        .header_timeout_s = (unsigned)o.header_timeout_s,
+        .body_timeout_s = (unsigned)o.body_timeout_s,
+        .max_workers = (unsigned)(workers < 4096 ? workers : 4096),
+        .inline_route = api_route_inline,
         .instance_id = o.instance_id,
     };
     if (http_server_start(&ho, api_route, &api, &http) < 0)
         goto out;
+    atomic_store(&api.http, http);
     log_fields(LOG_INFO, "sandboxd listening",
                json_pack("{s:s, s:i, s:O, s:b, s:I, s:o, s:s, s:b, s:s}", "host", o.host, "port",
                          (int)http_server_port(http), "isolation", app.isolation, "pool",
@@ -432,11 +534,21 @@ int cmd_serve(int argc, char **argv)
     int sig = 0;
     while (sigwait(&sigs, &sig) != 0)
         ;
-    log_info("serve: %s received, shutting down", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    log_info("serve: %s received: draining (up to %llu s; a second signal ends it at once)",
+             sig == SIGINT ? "SIGINT" : "SIGTERM", (unsigned long long)o.drain_timeout_s);
     status = 0;
+    if (!serve_drain(&api, http, o.drain_timeout_s, &sigs)) {
+        /* End what still runs, so that the HTTP threads waiting for it return with a clear
+         * "shutting down" answer: sessions first (an MCP run_python in one then reports that),
+         * then MCP sessions, then /execute runs. */
+        sessions_shutdown(su.sessions);
+        mcp_http_shutdown(mcph);
+        manager_abort(mgr);
+        (void)http_server_wait_idle(http, clock_mono_us() + SERVE_REPLY_GRACE_US);
+    }
 out:
-    /* MCP sessions first: that ends their running executions, so the HTTP threads waiting
-     * for them return and the server can stop. */
+    /* Nothing may be freed while an HTTP thread could use it: stop the server (it waits for
+     * every route and stream) before anything below. */
     mcp_http_shutdown(mcph);
     http_server_stop(http);
     mcp_http_free(mcph);

@@ -10,7 +10,9 @@
 #include <string.h>
 #include <time.h>
 #include <uthash.h>
+#include <utlist.h>
 
+#include "exec/cell.h"
 #include "util/clock.h"
 #include "util/macros.h"
 
@@ -30,6 +32,8 @@ struct manager {
     pthread_mutex_t lock;
     pthread_cond_t cond;
     unsigned running, queued;
+    bool aborted;               /* manager_abort() ran */
+    struct manager_run *active; /* attached executions */
     uint64_t admitted, rejected, timed_out;
     int64_t wait_us_total;
     struct manager_history *history;
@@ -71,6 +75,11 @@ int manager_enter(struct manager *m, int64_t deadline_us, int64_t *ret_wait_us)
 {
     int64_t start = clock_mono_us();
     pthread_mutex_lock(&m->lock);
+    if (m->aborted) {
+        pthread_mutex_unlock(&m->lock);
+        *ret_wait_us = 0;
+        return -ESHUTDOWN;
+    }
     if (m->running < m->opt.max_running) {
         m->running++;
         m->admitted++;
@@ -88,24 +97,59 @@ int manager_enter(struct manager *m, int64_t deadline_us, int64_t *ret_wait_us)
     int r = 0;
     struct timespec ts = {.tv_sec = deadline_us / 1000000,
                           .tv_nsec = (deadline_us % 1000000) * 1000};
-    while (m->running >= m->opt.max_running) {
+    while (m->running >= m->opt.max_running && !m->aborted) {
         if (pthread_cond_timedwait(&m->cond, &m->lock, &ts) == ETIMEDOUT &&
             m->running >= m->opt.max_running) {
             r = -ETIMEDOUT;
             break;
         }
     }
+    if (m->aborted)
+        r = -ESHUTDOWN;
     m->queued--;
     *ret_wait_us = clock_mono_us() - start;
     if (r == 0) {
         m->running++;
         m->admitted++;
         m->wait_us_total += *ret_wait_us;
-    } else {
+    } else if (r == -ETIMEDOUT) {
         m->timed_out++;
     }
     pthread_mutex_unlock(&m->lock);
     return r;
+}
+
+int manager_attach(struct manager *m, struct manager_run *run, struct cell *cell)
+{
+    *run = (struct manager_run){.cell = cell};
+    pthread_mutex_lock(&m->lock);
+    int r = m->aborted ? -ESHUTDOWN : 0;
+    if (r == 0)
+        DL_PREPEND(m->active, run);
+    pthread_mutex_unlock(&m->lock);
+    return r;
+}
+
+bool manager_detach(struct manager *m, struct manager_run *run)
+{
+    pthread_mutex_lock(&m->lock);
+    DL_DELETE(m->active, run);
+    bool aborted = run->aborted;
+    pthread_mutex_unlock(&m->lock);
+    return aborted;
+}
+
+void manager_abort(struct manager *m)
+{
+    pthread_mutex_lock(&m->lock);
+    m->aborted = true;
+    /* Killed under the lock: an attached cell is not freed before it is detached. */
+    for (struct manager_run *run = m->active; run; run = run->next) {
+        run->aborted = true;
+        cell_kill(run->cell);
+    }
+    pthread_cond_broadcast(&m->cond);
+    pthread_mutex_unlock(&m->lock);
 }
 
 void manager_leave(struct manager *m)

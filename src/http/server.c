@@ -2,61 +2,92 @@
 /*
  * server — see server.h.
  *
- * Streams: a route that streams returns a producer function. The server runs
- * it on its own thread writing into a pipe, and MHD's content reader (on the
- * connection thread) blocks on the pipe's read end. When the client goes
- * away MHD frees the reader, the read end closes, and the producer's next
- * write fails with EPIPE, which is how it learns to stop.
+ * One request, as libmicrohttpd (0.9.75) drives it on an I/O thread:
+ *   first call of the access handler (head complete): the request's context;
+ *     a declared Content-Length over the cap is answered 413 here, before
+ *     the body is read (MHD then discards the body and closes);
+ *   upload calls: the body grows under its cap; a chunked body that crosses
+ *     it cannot be answered through MHD (0.9.75 queues responses only before
+ *     or after the body), so a 413 is written to the socket directly and the
+ *     connection closed;
+ *   final call: inline routes answer at once; the others suspend the
+ *     connection and go to a worker, which fills the reply and resumes it;
+ *     MHD calls the handler again, and the reply is queued there.
+ * A streamed reply's producer keeps running on the worker (http/stream.c).
+ *
+ * Shutdown: MHD must not be stopped while a connection is suspended, so
+ * stopping refuses new dispatches, waits for every job (route and producer)
+ * it counted, and only then stops MHD and joins the workers.
  */
 #include "http/server.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "http/guard.h"
+#include "http/stream.h"
+#include "http/workers.h"
 #include "util/buf.h"
-#include "util/fdio.h"
+#include "util/clock.h"
+#include "util/fmt.h"
 #include "util/log.h"
 #include "util/macros.h"
-#include "util/fmt.h"
 #include "util/jdump.h"
+#include "util/randid.h"
+
+#define HTTP_RID_MAX 128
 
 struct http_server {
     struct MHD_Daemon *daemon;
     http_route_fn route;
+    http_inline_fn inline_route;
     void *userdata;
     size_t max_body;
+    size_t stream_buffer;
+    int64_t stream_timeout_us;
     uint16_t port;
     char *instance_id; /* NULL or X-Sandboxd-Instance */
+    struct http_guard *guard;
+    struct http_workers *workers;
+    pthread_mutex_t lock;
+    pthread_cond_t cond; /* requests or jobs went down */
+    unsigned requests;   /* dispatched, response not delivered yet */
+    unsigned jobs;       /* dispatched to a worker, route or producer not finished */
+    uint64_t too_large;
+    int64_t last_warn_us; /* MHD's warnings, rate-limited */
+    bool draining, stopping;
 };
 
-struct http_conn_ctx {
+enum http_req_state { REQ_READING, REQ_RUNNING, REQ_READY };
+
+/* One request: MHD's per-request context. */
+struct http_req {
+    struct http_work work; /* first: the worker hands this back */
+    struct http_server *s;
+    struct MHD_Connection *conn;
+    struct http_conn *guarded;
+    const char *method, *url; /* MHD's, valid for the request */
     struct buf body;
-    bool too_large;
-};
-
-struct http_stream {
-    int fd; /* write end */
-};
-
-struct http_stream_job {
-    http_stream_fn fn;
-    void *userdata;
-    void (*free_fn)(void *);
-    struct http_stream stream;
+    enum http_req_state state;
+    bool counted;               /* in s->requests */
+    struct http_reply reply;    /* REQ_READY: filled by the worker */
+    struct http_stream *stream; /* REQ_READY: the reader's side of a streamed reply */
+    char rid[HTTP_RID_MAX + 1];
 };
 
 const char *http_header(const struct http_request *req, const char *name)
 {
+    /* Also from a worker: the connection is suspended, MHD does not touch its headers. */
     return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
 }
 
@@ -104,87 +135,30 @@ void http_reply_done(struct http_reply *r)
     *r = (struct http_reply){0};
 }
 
-int http_stream_write(struct http_stream *s, const char *data, size_t len)
-{
-    return fd_write_all(s->fd, data, len, 0);
-}
+/* ---- replies ------------------------------------------------------------------------------- */
 
-static void *http_stream_thread(void *arg)
+/* X-Request-ID: the client's when it is sane, else a fresh one. */
+/* 0, or -errno when no id could be drawn (randid_hex() fails closed; so does the request). */
+static int http_request_id(struct MHD_Connection *conn, char *out, size_t n)
 {
-    struct http_stream_job *job = arg;
-    (void)job->fn(job->userdata, &job->stream);
-    close(job->stream.fd);
-    if (job->free_fn)
-        job->free_fn(job->userdata);
-    free(job);
-    return NULL;
-}
-
-static ssize_t http_stream_read(void *cls, uint64_t pos, char *buf, size_t max)
-{
-    int fd = (int)(intptr_t)cls;
-    for (;;) {
-        ssize_t n = read(fd, buf, max);
-        if (n > 0)
-            return n;
-        if (n == 0)
-            return MHD_CONTENT_READER_END_OF_STREAM;
-        if (errno != EINTR)
-            return MHD_CONTENT_READER_END_WITH_ERROR;
-    }
-}
-
-static void http_stream_read_free(void *cls)
-{
-    close((int)(intptr_t)cls);
-}
-
-static void http_make_request_id(char *out, size_t n)
-{
-    unsigned char raw[12];
-    if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
-        memset(raw, 0, sizeof(raw)); /* ids are labels, not secrets */
-    static const char hex[] = "0123456789abcdef";
-    size_t k = 0;
-    for (size_t i = 0; i < sizeof(raw) && k + 2 < n; i++) {
-        out[k++] = hex[raw[i] >> 4];
-        out[k++] = hex[raw[i] & 15];
-    }
-    out[k] = '\0';
-}
-
-static struct MHD_Response *http_build_response(struct http_reply *reply)
-{
-    if (reply->stream_fn) {
-        int p[2];
-        if (pipe2(p, O_CLOEXEC) < 0)
-            return NULL;
-        struct http_stream_job *job = calloc(1, sizeof(*job));
-        if (!job) {
-            close(p[0]);
-            close(p[1]);
-            return NULL;
+    const char *rid = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Request-ID");
+    if (rid && *rid && strlen(rid) < n) {
+        bool ok = true;
+        for (const char *p = rid; *p; p++)
+            if ((unsigned char)*p < 0x21 || (unsigned char)*p > 0x7e)
+                ok = false;
+        if (ok) {
+            snprintf(out, n, "%s", rid);
+            return 0;
         }
-        *job = (struct http_stream_job){.fn = reply->stream_fn,
-                                        .userdata = reply->stream_userdata,
-                                        .free_fn = reply->stream_free,
-                                        .stream = {.fd = p[1]}};
-        pthread_t t;
-        if (pthread_create(&t, NULL, http_stream_thread, job) != 0) {
-            free(job);
-            close(p[0]);
-            close(p[1]);
-            return NULL;
-        }
-        pthread_detach(t);
-        reply->stream_userdata = NULL; /* the thread owns it now */
-        struct MHD_Response *resp =
-            MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, http_stream_read,
-                                              (void *)(intptr_t)p[0], http_stream_read_free);
-        if (!resp)
-            close(p[0]);
-        return resp;
     }
+    return randid_hex(out, n, 12);
+}
+
+static struct MHD_Response *http_build_response(struct http_req *req, struct http_reply *reply)
+{
+    if (reply->stream_fn)
+        return req->stream ? http_stream_response(TAKE_PTR(req->stream), req->conn) : NULL;
     char *data = NULL;
     size_t len = 0;
     if (reply->body) {
@@ -203,10 +177,11 @@ static struct MHD_Response *http_build_response(struct http_reply *reply)
     return resp;
 }
 
-static enum MHD_Result http_send(const struct http_server *s, struct MHD_Connection *conn,
-                                 struct http_reply *reply, const char *request_id)
+/* Queue reply (consumed) on req's connection; on the I/O thread. */
+static enum MHD_Result http_send(struct http_req *req, struct http_reply *reply)
 {
-    struct MHD_Response *resp = http_build_response(reply);
+    struct http_server *s = req->s;
+    struct MHD_Response *resp = http_build_response(req, reply);
     if (!resp) {
         http_reply_done(reply);
         return MHD_NO;
@@ -214,32 +189,179 @@ static enum MHD_Result http_send(const struct http_server *s, struct MHD_Connect
     const char *ctype = reply->content_type ? reply->content_type : "application/json";
     if (reply->body || reply->stream_fn || reply->content_type)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
-    MHD_add_response_header(resp, "X-Request-ID", request_id);
+    MHD_add_response_header(resp, "X-Request-ID", req->rid);
     if (s->instance_id)
         MHD_add_response_header(resp, "X-Sandboxd-Instance", s->instance_id);
     for (size_t i = 0; i < reply->n_headers; i++)
         MHD_add_response_header(resp, reply->headers[i].name, reply->headers[i].value);
-    enum MHD_Result ret = MHD_queue_response(conn, (unsigned)reply->status, resp);
+    pthread_mutex_lock(&s->lock);
+    bool draining = s->draining;
+    pthread_mutex_unlock(&s->lock);
+    if (draining) /* the client's next request goes to a fresh connection, elsewhere */
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+    enum MHD_Result ret = MHD_queue_response(req->conn, (unsigned)reply->status, resp);
     MHD_destroy_response(resp);
     http_reply_done(reply);
     return ret;
 }
 
-/* X-Request-ID: the client's when it is sane, else a fresh one. */
-static void http_request_id(struct MHD_Connection *conn, char *out, size_t n)
+/* ---- routes -------------------------------------------------------------------------------- */
+
+static void http_run_route(struct http_req *req, struct http_reply *reply)
 {
-    const char *rid = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Request-ID");
-    if (rid && *rid && strlen(rid) < n) {
-        bool ok = true;
-        for (const char *p = rid; *p; p++)
-            if ((unsigned char)*p < 0x21 || (unsigned char)*p > 0x7e)
-                ok = false;
-        if (ok) {
-            snprintf(out, n, "%s", rid);
-            return;
-        }
+    struct http_server *s = req->s;
+    struct http_request r = {
+        .method = req->method,
+        .path = req->url,
+        .body = req->body.data ? req->body.data : "",
+        .body_len = req->body.len,
+        .request_id = req->rid,
+        .conn = req->conn,
+    };
+    s->route(s->userdata, &r, reply);
+    if (!reply->status)
+        http_reply_error(reply, 500, "INTERNAL", NULL, "the route produced no reply");
+}
+
+static void http_job_done(struct http_server *s)
+{
+    pthread_mutex_lock(&s->lock);
+    s->jobs--;
+    pthread_cond_broadcast(&s->cond);
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* On a worker: run the route, hand the reply to the I/O thread, then produce the stream. */
+static void http_job(struct http_work *w)
+{
+    struct http_req *req = (struct http_req *)w;
+    struct http_server *s = req->s;
+    struct http_reply reply = {0};
+    http_run_route(req, &reply);
+    http_stream_fn fn = reply.stream_fn;
+    void *userdata = TAKE_PTR(reply.stream_userdata);
+    void (*userdata_free)(void *) = reply.stream_free;
+    struct http_stream *st = NULL;
+    if (fn && !(st = http_stream_new(s->stream_buffer, s->stream_timeout_us))) {
+        http_reply_done(&reply);
+        http_reply_error(&reply, 500, "INTERNAL", NULL, "out of memory");
+        if (userdata_free)
+            userdata_free(userdata);
+        fn = NULL;
     }
-    http_make_request_id(out, n);
+    req->reply = reply;
+    req->stream = st;
+    req->state = REQ_READY;
+    MHD_resume_connection(req->conn); /* req is MHD's again: not touched below */
+    if (fn) {
+        (void)fn(userdata, st); /* its failures went into the stream */
+        http_stream_finish(st);
+        if (userdata_free)
+            userdata_free(userdata);
+    }
+    http_job_done(s);
+}
+
+/* The request is complete: answer it inline, or on a worker. */
+static enum MHD_Result http_dispatch(struct http_req *req)
+{
+    struct http_server *s = req->s;
+    struct http_reply reply = {0};
+    http_guard_busy(s->guard, req->guarded);
+    bool inline_ok =
+        s->inline_route && s->inline_route(s->userdata, req->method, req->url ? req->url : "");
+    pthread_mutex_lock(&s->lock);
+    bool stopping = s->stopping;
+    s->requests++;
+    req->counted = true;
+    if (!stopping && !inline_ok)
+        s->jobs++; /* before suspending: http_server_stop() waits for it */
+    pthread_mutex_unlock(&s->lock);
+    if (stopping) {
+        http_reply_error(&reply, 503, "SHUTTING_DOWN", NULL, "sandboxd is shutting down");
+        http_reply_header(&reply, "Retry-After", "1");
+        return http_send(req, &reply);
+    }
+    if (inline_ok) {
+        http_run_route(req, &reply);
+        if (reply.stream_fn) { /* a programming error of the inline table */
+            log_error("http: the inline route %s %s tried to stream", req->method, req->url);
+            http_reply_done(&reply);
+            http_reply_error(&reply, 500, "INTERNAL", NULL, "this route cannot stream");
+        }
+        return http_send(req, &reply);
+    }
+    req->state = REQ_RUNNING;
+    req->work.fn = http_job;
+    MHD_suspend_connection(req->conn);
+    int r = http_workers_submit(s->workers, &req->work);
+    if (r == 0)
+        return MHD_YES; /* the worker resumes the connection */
+    req->state = REQ_READY;
+    http_reply_error(&req->reply, 503, "OVERLOADED", NULL, "no worker thread could be started");
+    http_reply_header(&req->reply, "Retry-After", "1");
+    MHD_resume_connection(req->conn); /* MHD calls again for the reply */
+    http_job_done(s);
+    return MHD_YES;
+}
+
+/* ---- libmicrohttpd callbacks --------------------------------------------------------------- */
+
+/* A body is announced by the head (Content-Length > 0, or chunked). */
+static bool http_has_body(struct MHD_Connection *conn)
+{
+    const char *te =
+        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+    const char *cl =
+        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    return te || (cl && strspn(cl, "0") != strlen(cl));
+}
+
+static void http_count_too_large(struct http_server *s)
+{
+    pthread_mutex_lock(&s->lock);
+    s->too_large++;
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* First call: the head is complete. */
+static enum MHD_Result http_begin(struct http_server *s, struct MHD_Connection *conn,
+                                  const char *url, const char *method, void **con_cls)
+{
+    struct http_req *req = calloc(1, sizeof(*req));
+    if (!req)
+        return MHD_NO;
+    req->s = s;
+    req->conn = conn;
+    req->method = method;
+    req->url = url;
+    buf_init(&req->body, s->max_body);
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    req->guarded = ci ? ci->socket_context : NULL;
+    *con_cls = req; /* freed by http_completed, whatever happens next */
+    if (http_request_id(conn, req->rid, sizeof(req->rid)) < 0)
+        return MHD_NO;
+    const char *cl =
+        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    errno = 0; /* MHD checked that it is a number; it may still not fit */
+    unsigned long long declared = cl ? strtoull(cl, NULL, 10) : 0;
+    if (cl && (errno == ERANGE || declared > s->max_body)) {
+        /* Refused before the body is read: MHD skips "100 Continue", discards what the
+         * client sends anyway and closes the connection after this answer. */
+        http_count_too_large(s);
+        struct http_reply reply = {0};
+        http_reply_error(&reply, 413, "PAYLOAD_TOO_LARGE", NULL,
+                         "the request body (%s bytes) exceeds the limit of %zu bytes", cl,
+                         s->max_body);
+        http_guard_busy(s->guard, req->guarded);
+        return http_send(req, &reply);
+    }
+    if (http_has_body(conn))
+        http_guard_body(s->guard, req->guarded);
+    else
+        http_guard_busy(s->guard, req->guarded);
+    return MHD_YES;
 }
 
 static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const char *url,
@@ -247,67 +369,117 @@ static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const
                                    size_t *upload_size, void **con_cls)
 {
     struct http_server *s = cls;
-    struct http_conn_ctx *ctx = *con_cls;
-    char rid[129];
-    if (!ctx) {
-        ctx = calloc(1, sizeof(*ctx));
-        if (!ctx)
-            return MHD_NO;
-        buf_init(&ctx->body, s->max_body);
-        *con_cls = ctx;
-        const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
-        if (cl && strtoull(cl, NULL, 10) > s->max_body)
-            ctx->too_large = true;
-        return MHD_YES;
-    }
+    struct http_req *req = *con_cls;
+    if (!req)
+        return http_begin(s, conn, url, method, con_cls);
     if (*upload_size) {
-        if (!ctx->too_large && buf_append(&ctx->body, upload_data, *upload_size) < 0)
-            ctx->too_large = true;
+        if (req->state == REQ_READING && buf_append(&req->body, upload_data, *upload_size) < 0) {
+            http_count_too_large(s);
+            char msg[96];
+            snprintf(msg, sizeof(msg), "the request body exceeds the limit of %zu bytes",
+                     s->max_body);
+            const union MHD_ConnectionInfo *ci =
+                MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+            if (ci)
+                http_guard_refuse(ci->connect_fd, 413, "Content Too Large", "PAYLOAD_TOO_LARGE",
+                                  msg, req->rid, s->instance_id);
+            return MHD_NO; /* MHD closes the connection */
+        }
         *upload_size = 0;
         return MHD_YES;
     }
-    http_request_id(conn, rid, sizeof(rid));
-    struct http_reply reply = {0};
-    if (ctx->too_large) {
-        http_reply_error(&reply, 413, "PAYLOAD_TOO_LARGE", NULL,
-                         "request body exceeds the limit of %zu bytes", s->max_body);
-        return http_send(s, conn, &reply, rid);
+    switch (req->state) {
+    case REQ_READING:
+        return http_dispatch(req);
+    case REQ_RUNNING:
+        return MHD_YES; /* not resumed yet */
+    case REQ_READY:
+        break;
     }
-    struct http_request req = {
-        .method = method,
-        .path = url,
-        .body = ctx->body.data ? ctx->body.data : "",
-        .body_len = ctx->body.len,
-        .request_id = rid,
-        .conn = conn,
-    };
-    s->route(s->userdata, &req, &reply);
-    if (!reply.status)
-        http_reply_error(&reply, 500, "INTERNAL", NULL, "the route produced no reply");
-    return http_send(s, conn, &reply, rid);
+    struct http_reply reply = req->reply;
+    req->reply = (struct http_reply){0};
+    return http_send(req, &reply);
 }
 
 static void http_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                            enum MHD_RequestTerminationCode toe)
 {
-    struct http_conn_ctx *ctx = *con_cls;
-    if (!ctx)
+    struct http_server *s = cls;
+    struct http_req *req = *con_cls;
+    if (!req)
         return;
-    buf_free(&ctx->body);
-    free(ctx);
     *con_cls = NULL;
+    if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
+        http_guard_head(s->guard, req->guarded); /* keep-alive: the next head is timed */
+    if (req->stream)                             /* the response was never made */
+        http_stream_abandon(req->stream);
+    http_reply_done(&req->reply);
+    buf_free(&req->body);
+    if (req->counted) {
+        pthread_mutex_lock(&s->lock);
+        s->requests--;
+        pthread_cond_broadcast(&s->cond);
+        pthread_mutex_unlock(&s->lock);
+    }
+    free(req);
+}
+
+static void http_notify_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                                   enum MHD_ConnectionNotificationCode toe)
+{
+    struct http_server *s = cls;
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        *socket_context = ci ? http_guard_open(s->guard, ci->connect_fd) : NULL;
+    } else {
+        http_guard_close(s->guard, *socket_context);
+        *socket_context = NULL;
+    }
 }
 
 static void http_mhd_log(void *cls, const char *fmt, va_list ap)
 {
+    struct http_server *s = cls;
     char *msg = NULL;
     if (vasprintf(&msg, fmt, ap) < 0)
         return;
     size_t n = strlen(msg);
     while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
         msg[--n] = '\0';
-    log_warn("http: %s", msg);
+    /* Most of what MHD says is about clients that left or sent garbage: not the operator's
+     * concern, and a flood under attack. A full server and its own failures are, once a
+     * second at most. */
+    bool serious =
+        strncmp(msg, "Server reached connection limit", 31) == 0 || strncmp(msg, "Failed", 6) == 0;
+    int64_t now = clock_mono_us();
+    pthread_mutex_lock(&s->lock);
+    bool say = serious && now - s->last_warn_us >= 1000000;
+    if (say)
+        s->last_warn_us = now;
+    pthread_mutex_unlock(&s->lock);
+    if (say)
+        log_warn("http: %s", msg);
+    else
+        log_debug("http: %s", msg);
     free(msg);
+}
+
+/* ---- the server ---------------------------------------------------------------------------- */
+
+static unsigned http_or(unsigned v, unsigned dflt)
+{
+    return v ? v : dflt;
+}
+
+static void http_server_free(struct http_server *s)
+{
+    free(s->instance_id);
+    http_workers_free(s->workers);
+    http_guard_free(s->guard);
+    pthread_cond_destroy(&s->cond);
+    pthread_mutex_destroy(&s->lock);
+    free(s);
 }
 
 int http_server_start(const struct http_server_options *opt, http_route_fn route, void *userdata,
@@ -330,6 +502,7 @@ int http_server_start(const struct http_server_options *opt, http_route_fn route
         return -ENOMEM;
     }
     s->route = route;
+    s->inline_route = opt->inline_route;
     s->userdata = userdata;
     s->max_body = opt->max_body;
     if (opt->instance_id && !(s->instance_id = strdup(opt->instance_id))) {
@@ -337,20 +510,45 @@ int http_server_start(const struct http_server_options *opt, http_route_fn route
         free(s);
         return -ENOMEM;
     }
-    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-                     MHD_USE_POLL | MHD_USE_ERROR_LOG;
+    s->stream_buffer = opt->stream_buffer ? opt->stream_buffer : HTTP_DEFAULT_STREAM_BUFFER;
+    s->stream_timeout_us =
+        (int64_t)http_or(opt->stream_timeout_ms, HTTP_DEFAULT_STREAM_TIMEOUT_MS) * 1000;
+    pthread_mutex_init(&s->lock, NULL);
+    clock_cond_init(&s->cond);
+    int r = http_guard_new(
+        (int64_t)http_or(opt->header_timeout_s, HTTP_DEFAULT_HEADER_TIMEOUT_S) * 1000000,
+        (int64_t)http_or(opt->body_timeout_s, HTTP_DEFAULT_BODY_TIMEOUT_S) * 1000000,
+        s->instance_id, &s->guard);
+    if (r == 0)
+        r = http_workers_new(http_or(opt->max_workers, HTTP_DEFAULT_MAX_WORKERS), &s->workers);
+    if (r < 0) {
+        freeaddrinfo(ai);
+        http_server_free(s);
+        return log_errno(LOG_ERROR, r, "http: cannot start");
+    }
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    unsigned io = http_or(opt->io_threads, ncpu > 4 ? 4 : ncpu > 1 ? (unsigned)ncpu : 1);
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
+                     MHD_USE_ERROR_LOG;
     if (ai->ai_family == AF_INET6)
         flags |= MHD_USE_IPv6;
-    s->daemon = MHD_start_daemon(
-        flags, opt->port, NULL, NULL, http_access, s, MHD_OPTION_EXTERNAL_LOGGER, http_mhd_log,
-        NULL, MHD_OPTION_SOCK_ADDR, ai->ai_addr, MHD_OPTION_NOTIFY_COMPLETED, http_completed, s,
-        MHD_OPTION_CONNECTION_LIMIT, opt->max_connections ? opt->max_connections : 1024u,
-        MHD_OPTION_CONNECTION_TIMEOUT, opt->idle_timeout_s ? opt->idle_timeout_s : 120u,
-        MHD_OPTION_END);
+    struct MHD_OptionItem mo[] = {
+        {MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)http_mhd_log, s},
+        {MHD_OPTION_SOCK_ADDR, 0, ai->ai_addr},
+        {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)http_completed, s},
+        {MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)http_notify_connection, s},
+        {MHD_OPTION_CONNECTION_LIMIT, http_or(opt->max_connections, HTTP_DEFAULT_MAX_CONNECTIONS),
+         NULL},
+        {MHD_OPTION_CONNECTION_TIMEOUT, http_or(opt->idle_timeout_s, HTTP_DEFAULT_IDLE_TIMEOUT_S),
+         NULL},
+        {io > 1 ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END, io, NULL},
+        {MHD_OPTION_END, 0, NULL},
+    };
+    s->daemon = MHD_start_daemon(flags, opt->port, NULL, NULL, http_access, s, MHD_OPTION_ARRAY, mo,
+                                 MHD_OPTION_END);
     freeaddrinfo(ai);
     if (!s->daemon) {
-        free(s->instance_id);
-        free(s);
+        http_server_free(s);
         return log_errno(LOG_ERROR, EADDRINUSE, "http: cannot listen on %s:%u", opt->host,
                          opt->port);
     }
@@ -365,11 +563,54 @@ uint16_t http_server_port(const struct http_server *s)
     return s->port;
 }
 
+void http_server_drain(struct http_server *s)
+{
+    pthread_mutex_lock(&s->lock);
+    s->draining = true;
+    pthread_mutex_unlock(&s->lock);
+}
+
+int http_server_wait_idle(struct http_server *s, int64_t deadline_us)
+{
+    struct timespec ts = clock_deadline_ts(deadline_us);
+    int r = 0;
+    pthread_mutex_lock(&s->lock);
+    while ((s->requests || s->jobs) && r == 0)
+        if (pthread_cond_timedwait(&s->cond, &s->lock, &ts) == ETIMEDOUT &&
+            (s->requests || s->jobs))
+            r = -ETIMEDOUT;
+    pthread_mutex_unlock(&s->lock);
+    return r;
+}
+
+json_t *http_server_stats(struct http_server *s)
+{
+    json_t *g = http_guard_stats(s->guard);
+    unsigned busy, threads;
+    http_workers_counts(s->workers, &busy, &threads);
+    pthread_mutex_lock(&s->lock);
+    json_t *j = json_pack("{s:O, s:I, s:I, s:I, s:I, s:O, s:O, s:I, s:b}", "connections",
+                          json_object_get(g, "open"), "requests", (json_int_t)s->requests, "jobs",
+                          (json_int_t)s->jobs, "workers", (json_int_t)threads, "workersBusy",
+                          (json_int_t)busy, "cutHead", json_object_get(g, "cutHead"), "cutBody",
+                          json_object_get(g, "cutBody"), "tooLarge", (json_int_t)s->too_large,
+                          "draining", s->draining);
+    pthread_mutex_unlock(&s->lock);
+    json_decref(g);
+    return j;
+}
+
 void http_server_stop(struct http_server *s)
 {
     if (!s)
         return;
+    pthread_mutex_lock(&s->lock);
+    s->stopping = true; /* no connection is suspended for a new job from now on */
+    while (s->jobs)
+        pthread_cond_wait(&s->cond, &s->lock);
+    pthread_mutex_unlock(&s->lock);
+    /* Every job resumed its connection, and a stream's reader only suspends while its
+     * producer (a job) runs: no connection is suspended, as MHD_stop_daemon requires. */
     MHD_stop_daemon(s->daemon);
-    free(s->instance_id);
-    free(s);
+    http_server_free(s);
 }

@@ -1,14 +1,21 @@
 // SPDX-License-Identifier: MIT
 /*
- * server — the HTTP/1.1 front of sandboxd on libmicrohttpd. One thread per
- * connection (an execution may take seconds and must block nobody else),
- * keep-alive handled by MHD, request bodies accumulated under a hard cap
- * (413 beyond it), then handed to a route. Every response carries
- * X-Request-ID (the client's, or one we generate) and, when the server has
- * one, X-Sandboxd-Instance (the instance id, util/instance.h).
+ * server — the HTTP/1.1 front of sandboxd on libmicrohttpd. A few I/O
+ * threads (MHD's epoll thread pool) hold every connection, so thousands of
+ * idle or slow clients cost memory, not threads. Request bodies are
+ * accumulated under a hard cap (413 as soon as the cap is known to be
+ * exceeded), slow heads and bodies are cut (http/guard.c), and every
+ * response carries X-Request-ID (the client's, or one we generate) and,
+ * when the server has one, X-Sandboxd-Instance (the instance id,
+ * util/instance.h).
  *
- * Routes answer either a complete JSON reply or a stream (SSE): the stream
- * callback runs on the connection's own thread and may block.
+ * A route runs on a bounded pool of worker threads (http/workers.c) while
+ * its connection is suspended, so a route may block for as long as its work
+ * takes; routes the caller declares cheap (http_inline_fn) answer on the I/O
+ * thread. Routes answer either a complete reply or a stream (SSE), whose
+ * producer runs on the worker and never waits long for a slow client
+ * (http/stream.c). Draining makes every response close its connection;
+ * stopping waits for every route and producer before it returns.
  */
 #ifndef SANDBOXD_HTTP_SERVER_H
 #define SANDBOXD_HTTP_SERVER_H
@@ -34,8 +41,11 @@ struct http_request {
 /* A header of the request (case-insensitive name), or NULL. */
 const char *http_header(const struct http_request *req, const char *name);
 
-/* Writes one chunk of a streamed body; returns <0 when the client went away. */
+/* Produces a streamed body with http_stream_write; runs once, on a worker thread. */
 typedef int (*http_stream_fn)(void *userdata, struct http_stream *s);
+/* Queue one chunk of a streamed body; never blocks longer than the server's stream write
+ * timeout. 0, or <0 when the client went away or stopped reading (it is then treated as gone:
+ * every later write fails at once, and the producer should just finish its work). */
 int http_stream_write(struct http_stream *s, const char *data, size_t len);
 
 struct http_header {
@@ -50,7 +60,8 @@ struct http_reply {
     const char *content_type; /* static; default application/json */
     struct http_header headers[6];
     size_t n_headers;
-    /* Streaming: when set, the body comes from stream_fn (called once, on this thread). */
+    /* Streaming: when set, the body comes from stream_fn (called once, on a worker thread,
+     * after the headers were queued); stream_free(stream_userdata) follows it. */
     http_stream_fn stream_fn;
     void *stream_userdata;
     void (*stream_free)(void *userdata);
@@ -62,22 +73,55 @@ void http_reply_error(struct http_reply *r, int status, const char *code, const 
                       const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 void http_reply_done(struct http_reply *r);
 
-/* A route fills *reply; it returns nothing (a failure is a reply too). */
+/* A route fills *reply; it returns nothing (a failure is a reply too). It runs on a worker
+ * thread and may block; req and its strings are valid until it returns. */
 typedef void (*http_route_fn)(void *userdata, const struct http_request *req,
                               struct http_reply *reply);
+/* Does the route of (method, path) answer at once, without waiting for anything but short
+ * locks? Those run on the I/O thread, which saves two thread hand-overs; they must not
+ * stream. */
+typedef bool (*http_inline_fn)(void *userdata, const char *method, const char *path);
+
+/* Defaults of http_server_options (used for zeros). */
+#define HTTP_DEFAULT_MAX_CONNECTIONS   10000u
+#define HTTP_DEFAULT_IDLE_TIMEOUT_S    120u
+#define HTTP_DEFAULT_HEADER_TIMEOUT_S  10u
+#define HTTP_DEFAULT_BODY_TIMEOUT_S    30u
+#define HTTP_DEFAULT_MAX_WORKERS       256u
+#define HTTP_DEFAULT_STREAM_BUFFER     (1u << 20)
+#define HTTP_DEFAULT_STREAM_TIMEOUT_MS 1000u
 
 struct http_server_options {
     const char *host;
     uint16_t port;
     size_t max_body;
-    unsigned max_connections;
-    unsigned idle_timeout_s;
-    const char *instance_id; /* NULL, or X-Sandboxd-Instance on every response; copied */
+    unsigned max_connections;    /* open connections at most; more wait in the listen backlog */
+    unsigned idle_timeout_s;     /* a connection with no traffic: keep-alive, unread responses */
+    unsigned header_timeout_s;   /* request line + headers, from their first byte */
+    unsigned body_timeout_s;     /* the body, from the end of the headers */
+    unsigned io_threads;         /* MHD's epoll threads (0: one per core, at most 4) */
+    unsigned max_workers;        /* threads running routes and stream producers */
+    size_t stream_buffer;        /* bytes a stream buffers for a slow client */
+    unsigned stream_timeout_ms;  /* how long a stream write waits for a full buffer to drain */
+    http_inline_fn inline_route; /* NULL: every route runs on a worker */
+    const char *instance_id;     /* NULL, or X-Sandboxd-Instance on every response; copied */
 };
 
+/* route and inline_route get userdata, which must outlive the server. Raises nothing itself:
+ * the caller sizes RLIMIT_NOFILE for max_connections. */
 int http_server_start(const struct http_server_options *opt, http_route_fn route, void *userdata,
                       struct http_server **ret);
 uint16_t http_server_port(const struct http_server *s);
+/* From now on every response closes its connection (clients reconnect elsewhere). */
+void http_server_drain(struct http_server *s);
+/* Wait until no request is being handled and no response or stream is being sent: 0, or
+ * -ETIMEDOUT at deadline_us (monotonic). Idle keep-alive connections do not count. */
+int http_server_wait_idle(struct http_server *s, int64_t deadline_us);
+/* {"connections", "requests" (in flight), "workers", "workersBusy", "cutHead", "cutBody",
+ * "tooLarge"}. */
+json_t *http_server_stats(struct http_server *s);
+/* Waits for every running route and stream producer (end what they wait for first), then
+ * closes every connection and frees. NULL-safe. */
 void http_server_stop(struct http_server *s);
 
 #endif

@@ -74,6 +74,7 @@ struct sessions {
     struct session *table;
     unsigned live;
     bool stop;
+    bool shutting_down; /* sessions_shutdown(): no new sessions or executions */
     pthread_t reaper;
     uint64_t created, reaped;
 };
@@ -97,6 +98,12 @@ void session_error_done(struct session_error *e)
 {
     free(e->message);
     *e = (struct session_error){0};
+}
+
+static void session_shut_err(struct session_error *e)
+{
+    session_err(e, 503, "SHUTTING_DOWN", NULL,
+                "sandboxd is shutting down: the session was ended; retry on a new session");
 }
 
 /* ---- reference counting ------------------------------------------------------------------- */
@@ -418,10 +425,16 @@ int sessions_create(struct sessions *ss, const struct session_create *c, json_t 
         memory_mb = ss->opt.max_memory_mb;
 
     pthread_mutex_lock(&ss->lock);
-    bool full = ss->live >= ss->opt.max_sessions;
-    if (!full)
+    bool down = ss->shutting_down;
+    bool full = !down && ss->live >= ss->opt.max_sessions;
+    if (!full && !down)
         ss->live++; /* reserve the slot while the interpreter starts */
     pthread_mutex_unlock(&ss->lock);
+    if (down) {
+        json_decref(names);
+        session_shut_err(err);
+        return -ESHUTDOWN;
+    }
     if (full) {
         json_decref(names);
         session_err(err, 503, "TOO_MANY_SESSIONS", NULL,
@@ -489,6 +502,12 @@ int sessions_create(struct sessions *ss, const struct session_create *c, json_t 
     s->idle_us = idle_s * 1000000;
     s->alive = true;
     pthread_mutex_lock(&ss->lock);
+    if (ss->shutting_down) { /* began while the interpreter started */
+        pthread_mutex_unlock(&ss->lock);
+        session_shut_err(err);
+        r = -ESHUTDOWN;
+        goto fail;
+    }
     HASH_ADD_STR(ss->table, id, s);
     s->listed = true;
     ss->created++;
@@ -605,14 +624,18 @@ int sessions_execute(struct sessions *ss, const char *id, const char *code, int6
     pthread_mutex_lock(&s->exec_lock);
     pthread_mutex_lock(&ss->lock);
     bool alive = s->alive;
+    bool down = ss->shutting_down;
     uint64_t n = ++s->executions;
-    s->busy = true;
+    s->busy = alive;
     pthread_mutex_unlock(&ss->lock);
     if (!alive) {
         pthread_mutex_unlock(&s->exec_lock);
         session_unref(s);
-        session_err(err, 404, "NOT_FOUND", NULL, "session %s has ended", id);
-        return -ENOENT;
+        if (down)
+            session_shut_err(err);
+        else
+            session_err(err, 404, "NOT_FOUND", NULL, "session %s has ended", id);
+        return down ? -ESHUTDOWN : -ENOENT;
     }
     unsigned calls_before = atomic_load(&s->mcp_calls);
     json_t *job =
@@ -667,6 +690,8 @@ int sessions_execute(struct sessions *ss, const char *id, const char *code, int6
     bool drop = !survived && s->listed;
     if (drop)
         session_unlist(ss, s);
+    /* Ended by sessions_shutdown() while it ran: the caller hears why, not "killed". */
+    bool shut = !survived && !drop && ss->shutting_down;
     pthread_mutex_unlock(&ss->lock);
     pthread_mutex_unlock(&s->exec_lock);
     metrics_request(ss->metrics, "session",
@@ -682,6 +707,11 @@ int sessions_execute(struct sessions *ss, const char *id, const char *code, int6
         session_unref(s); /* the table's reference */
     }
     session_unref(s);
+    if (shut) {
+        json_decref(result);
+        session_shut_err(err);
+        return -ESHUTDOWN;
+    }
     if (!result) {
         session_err(err, 500, "INTERNAL", NULL, "out of memory");
         return -ENOMEM;
@@ -831,6 +861,24 @@ int sessions_new(const struct sessions_options *opt, const struct jail_config *j
     }
     *ret = ss;
     return 0;
+}
+
+void sessions_shutdown(struct sessions *ss)
+{
+    if (!ss)
+        return;
+    for (;;) {
+        pthread_mutex_lock(&ss->lock);
+        ss->shutting_down = true;
+        struct session *s = ss->table;
+        if (s)
+            session_unlist(ss, s);
+        pthread_mutex_unlock(&ss->lock);
+        if (!s)
+            break;
+        log_info("session %s ended: sandboxd is shutting down", s->id);
+        session_end(s);
+    }
 }
 
 void sessions_free(struct sessions *ss)

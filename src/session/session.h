@@ -76,6 +76,10 @@ int sessions_new(const struct sessions_options *opt, const struct jail_config *j
                  struct metrics *metrics, struct sessions **ret);
 /* Ends every session. */
 void sessions_free(struct sessions *s);
+/* Shutdown: end every session now (a running execution is killed and its caller gets 503
+ * SHUTTING_DOWN, as do queued ones) and refuse new sessions and executions the same way.
+ * NULL-safe. */
+void sessions_shutdown(struct sessions *s);
 void session_error_done(struct session_error *e);
 
 /* 0 and the new session's description in *ret_info; <0 with *err filled. */

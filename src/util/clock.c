@@ -19,3 +19,18 @@ int64_t clock_real_us(void)
     clock_gettime(CLOCK_REALTIME, &ts);
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
+
+void clock_cond_init(pthread_cond_t *cond)
+{
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(cond, &ca);
+    pthread_condattr_destroy(&ca);
+}
+
+struct timespec clock_deadline_ts(int64_t deadline_us)
+{
+    return (struct timespec){.tv_sec = deadline_us / 1000000,
+                             .tv_nsec = (deadline_us % 1000000) * 1000};
+}

@@ -786,7 +786,8 @@ def test_http_sessions_are_capped(make_server):
 
 
 def test_http_shutdown_with_a_running_execution_is_clean():
-    s = Server("--pool-size", "1")
+    # The call outlives the drain deadline: it is ended, and says why.
+    s = Server("--pool-size", "1", "--drain-timeout-s", "2")
     c = McpHttp(s)
     seen = []
 
@@ -795,7 +796,7 @@ def test_http_shutdown_with_a_running_execution_is_clean():
             seen.append(c.post({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {
                 "name": "run_python", "arguments": {"code": "import time\ntime.sleep(60)"}}}))
         except (http.client.HTTPException, OSError) as e:
-            seen.append(e)  # the server may close the connection instead of answering
+            seen.append(e)
 
     t = threading.Thread(target=long_call)
     t.start()
@@ -805,6 +806,10 @@ def test_http_shutdown_with_a_running_execution_is_clean():
     assert time.time() - start < 20
     t.join(20)
     assert seen and not t.is_alive()
+    r = seen[0]
+    assert r.status == 200, r
+    assert r.json["result"]["isError"] is True
+    assert "shutting down" in r.json["result"]["content"][0]["text"]
 
 
 

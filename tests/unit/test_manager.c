@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests: exec/manager (admission, queue limit, adaptive timeouts). */
+/* Unit tests: exec/manager (admission, queue limit, adaptive timeouts, abort at shutdown). */
 #include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -11,6 +11,7 @@
 
 #include <cmocka.h>
 
+#include "exec/cell.h"
 #include "exec/manager.h"
 #include "util/clock.h"
 
@@ -109,6 +110,55 @@ static void queue_deadline(void **state)
     manager_free(m);
 }
 
+static const struct cell_ops no_ops;
+
+static void abort_ends_running_and_queued_executions(void **state)
+{
+    struct manager *m = make(1, 4);
+    int64_t wait;
+    assert_int_equal(manager_enter(m, clock_mono_us() + 1000000, &wait), 0);
+    struct cell *c = cell_new(&no_ops, 1024); /* no process: cell_kill only marks it */
+    assert_non_null(c);
+    struct manager_run run;
+    assert_int_equal(manager_attach(m, &run, c), 0);
+    struct waiter w = {.m = m};
+    pthread_t t;
+    pthread_create(&t, NULL, waiter_main, &w); /* queued behind the running one */
+    for (;;) {
+        json_t *st = manager_stats(m);
+        json_int_t queued = json_integer_value(json_object_get(st, "queued"));
+        json_decref(st);
+        if (queued == 1)
+            break;
+        usleep(1000);
+    }
+    manager_abort(m);
+    pthread_join(t, NULL);
+    assert_int_equal(w.result, -ESHUTDOWN);
+    assert_true(c->killed);
+    assert_true(manager_detach(m, &run)); /* it knows the end was the abort's */
+    manager_leave(m);
+    cell_free(c);
+    assert_int_equal(manager_enter(m, clock_mono_us() + 1000000, &wait), -ESHUTDOWN);
+    struct manager_run later;
+    assert_int_equal(manager_attach(m, &later, NULL), -ESHUTDOWN);
+    manager_free(m);
+}
+
+static void detach_without_abort_is_not_aborted(void **state)
+{
+    struct manager *m = make(2, 0);
+    int64_t wait;
+    assert_int_equal(manager_enter(m, clock_mono_us() + 1000000, &wait), 0);
+    struct manager_run a, b;
+    assert_int_equal(manager_attach(m, &a, NULL), 0);
+    assert_int_equal(manager_attach(m, &b, NULL), 0);
+    assert_false(manager_detach(m, &a)); /* from the middle of the list, then the last */
+    assert_false(manager_detach(m, &b));
+    manager_leave(m);
+    manager_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -116,6 +166,8 @@ int main(void)
         cmocka_unit_test(queue_full_is_ebusy),
         cmocka_unit_test(queued_caller_waits_for_a_slot),
         cmocka_unit_test(queue_deadline),
+        cmocka_unit_test(abort_ends_running_and_queued_executions),
+        cmocka_unit_test(detach_without_abort_is_not_aborted),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

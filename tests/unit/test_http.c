@@ -1,0 +1,261 @@
+// SPDX-License-Identifier: MIT
+/* Unit tests: the parts of http/ that do not need libmicrohttpd running: the worker pool (cap,
+ * FIFO, waiting for idle), a stream's writer side (bounded buffer, a reader that stops reading
+ * or leaves) and the guard that cuts slow heads on real loopback TCP connections. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "http/guard.h"
+#include "http/stream.h"
+#include "http/workers.h"
+#include "util/clock.h"
+
+/* ---- workers ----------------------------------------------------------------------------- */
+
+struct gate {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    bool open;
+    unsigned ran;
+    int order[16];
+};
+
+struct item {
+    struct http_work work; /* first */
+    struct gate *gate;
+    int id;
+};
+
+static void item_run(struct http_work *w)
+{
+    struct item *it = (struct item *)w;
+    pthread_mutex_lock(&it->gate->lock);
+    while (!it->gate->open)
+        pthread_cond_wait(&it->gate->cond, &it->gate->lock);
+    it->gate->order[it->gate->ran++] = it->id;
+    pthread_mutex_unlock(&it->gate->lock);
+}
+
+static void gate_open(struct gate *g)
+{
+    pthread_mutex_lock(&g->lock);
+    g->open = true;
+    pthread_cond_broadcast(&g->cond);
+    pthread_mutex_unlock(&g->lock);
+}
+
+static void workers_cap_threads_and_queue_the_rest(void **state)
+{
+    struct gate g = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
+    struct http_workers *p;
+    assert_int_equal(http_workers_new(2, &p), 0);
+    unsigned busy, threads;
+    http_workers_counts(p, &busy, &threads);
+    assert_int_equal(threads, 0); /* none before the first item */
+    struct item items[6];
+    for (int i = 0; i < 6; i++) {
+        items[i] = (struct item){.work.fn = item_run, .gate = &g, .id = i};
+        assert_int_equal(http_workers_submit(p, &items[i].work), 0);
+    }
+    http_workers_counts(p, &busy, &threads);
+    assert_int_equal(threads, 2);
+    assert_int_equal(busy, 6);
+    assert_int_equal(http_workers_wait_idle(p, clock_mono_us() + 50000), -ETIMEDOUT);
+    gate_open(&g);
+    assert_int_equal(http_workers_wait_idle(p, clock_mono_us() + 30000000), 0);
+    assert_int_equal(g.ran, 6);
+    http_workers_counts(p, &busy, &threads);
+    assert_int_equal(busy, 0);
+    http_workers_free(p);
+}
+
+static void workers_run_in_order_and_reuse_idle_threads(void **state)
+{
+    struct gate g = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
+    g.open = true;
+    struct http_workers *p;
+    assert_int_equal(http_workers_new(1, &p), 0);
+    struct item items[8];
+    for (int i = 0; i < 8; i++) {
+        items[i] = (struct item){.work.fn = item_run, .gate = &g, .id = i};
+        assert_int_equal(http_workers_submit(p, &items[i].work), 0);
+        if (i == 3) /* an idle thread takes later work: no second thread */
+            assert_int_equal(http_workers_wait_idle(p, clock_mono_us() + 30000000), 0);
+    }
+    assert_int_equal(http_workers_wait_idle(p, clock_mono_us() + 30000000), 0);
+    unsigned busy, threads;
+    http_workers_counts(p, &busy, &threads);
+    assert_int_equal(threads, 1);
+    for (int i = 0; i < 8; i++)
+        assert_int_equal(g.order[i], i);
+    http_workers_free(p);
+}
+
+static void workers_free_runs_what_is_queued(void **state)
+{
+    struct gate g = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
+    g.open = true;
+    struct http_workers *p;
+    assert_int_equal(http_workers_new(1, &p), 0);
+    struct item items[4];
+    for (int i = 0; i < 4; i++) {
+        items[i] = (struct item){.work.fn = item_run, .gate = &g, .id = i};
+        assert_int_equal(http_workers_submit(p, &items[i].work), 0);
+    }
+    http_workers_free(p);
+    assert_int_equal(g.ran, 4);
+}
+
+/* ---- streams (writer side) ---------------------------------------------------------------- */
+
+static void stream_bounds_what_a_slow_reader_may_pin(void **state)
+{
+    struct http_stream *s = http_stream_new(16, 20000); /* 16 bytes, 20 ms */
+    assert_non_null(s);
+    assert_int_equal(http_stream_write(s, "0123456789", 10), 0);
+    /* Does not fit and nobody reads: waits 20 ms, then the client is treated as gone. */
+    assert_int_equal(http_stream_write(s, "0123456789", 10), -EPIPE);
+    assert_int_equal(http_stream_write(s, "x", 1), -EPIPE); /* even what would fit */
+    http_stream_finish(s);
+    http_stream_abandon(s);
+}
+
+static void stream_takes_one_large_event_when_empty(void **state)
+{
+    struct http_stream *s = http_stream_new(16, 20000);
+    char big[100];
+    memset(big, 'e', sizeof(big));
+    assert_int_equal(http_stream_write(s, big, sizeof(big)), 0);
+    assert_int_equal(http_stream_write(s, "y", 1), -EPIPE); /* full: nobody reads */
+    http_stream_abandon(s);
+    http_stream_finish(s);
+}
+
+static void stream_writes_fail_once_the_reader_left(void **state)
+{
+    /* An hour's write timeout: a write that waited for room would hang the test. */
+    struct http_stream *s = http_stream_new(4, 3600LL * 1000000);
+    assert_int_equal(http_stream_write(s, "data", 4), 0);
+    http_stream_abandon(s); /* the client went away (or the response was never made) */
+    assert_int_equal(http_stream_write(s, "more", 4), -EPIPE);
+    http_stream_finish(s);
+}
+
+/* ---- guard --------------------------------------------------------------------------------- */
+
+/* A connected loopback pair: *client and *server (the accepted end). */
+static void tcp_pair(int *client, int *server)
+{
+    int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof(a);
+    assert_int_equal(bind(l, (struct sockaddr *)&a, sizeof(a)), 0);
+    assert_int_equal(listen(l, 4), 0);
+    assert_int_equal(getsockname(l, (struct sockaddr *)&a, &len), 0);
+    *client = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    assert_int_equal(connect(*client, (struct sockaddr *)&a, sizeof(a)), 0);
+    *server = accept4(l, NULL, NULL, SOCK_CLOEXEC);
+    assert_true(*server >= 0);
+    close(l);
+}
+
+/* What the peer sends until it closes, or until the hang guard (30 s). */
+static size_t read_all(int fd, char *buf, size_t max)
+{
+    size_t n = 0;
+    while (n < max - 1) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (poll(&p, 1, 30000) != 1)
+            break;
+        ssize_t r = read(fd, buf + n, max - 1 - n);
+        if (r <= 0)
+            break;
+        n += (size_t)r;
+    }
+    buf[n] = '\0';
+    return n;
+}
+
+static void guard_cuts_a_slow_head_and_spares_idle_and_busy_connections(void **state)
+{
+    struct http_guard *g;
+    assert_int_equal(http_guard_new(1000000, 1000000, NULL, &g), 0);
+    int slow_c, slow_s, idle_c, idle_s, busy_c, busy_s;
+    tcp_pair(&slow_c, &slow_s);
+    tcp_pair(&idle_c, &idle_s);
+    tcp_pair(&busy_c, &busy_s);
+    struct http_conn *slow = http_guard_open(g, slow_s);
+    struct http_conn *idle = http_guard_open(g, idle_s);
+    struct http_conn *busy = http_guard_open(g, busy_s);
+    http_guard_busy(g, busy);
+    assert_int_equal(write(slow_c, "GET / HT", 8), 8);   /* a head that never ends */
+    assert_int_equal(write(busy_c, "{\"partial", 9), 9); /* the request is being handled */
+    char buf[1024];
+    read_all(slow_c, buf, sizeof(buf));
+    assert_non_null(strstr(buf, "HTTP/1.1 408 Request Timeout\r\n"));
+    assert_non_null(strstr(buf, "\"code\":\"REQUEST_TIMEOUT\""));
+    json_t *st = http_guard_stats(g);
+    assert_int_equal(json_integer_value(json_object_get(st, "cutHead")), 1);
+    assert_int_equal(json_integer_value(json_object_get(st, "open")), 3);
+    json_decref(st);
+    /* The idle one sent nothing and the busy one is not the guard's: both still open. */
+    struct pollfd p[2] = {{.fd = idle_c, .events = POLLIN}, {.fd = busy_c, .events = POLLIN}};
+    assert_int_equal(poll(p, 2, 0), 0);
+    http_guard_close(g, slow);
+    http_guard_close(g, idle);
+    http_guard_close(g, busy);
+    http_guard_free(g);
+    int fds[] = {slow_c, slow_s, idle_c, idle_s, busy_c, busy_s};
+    for (size_t i = 0; i < 6; i++)
+        close(fds[i]);
+}
+
+static void guard_refuse_writes_a_complete_answer(void **state)
+{
+    int c, s;
+    tcp_pair(&c, &s);
+    http_guard_refuse(s, 413, "Content Too Large", "PAYLOAD_TOO_LARGE", "too big", "rid-1", "i1");
+    char buf[1024];
+    size_t n = read_all(c, buf, sizeof(buf)); /* ends: the socket was shut down */
+    const char *body = strstr(buf, "\r\n\r\n");
+    assert_non_null(body);
+    assert_non_null(strstr(buf, "HTTP/1.1 413 Content Too Large\r\n"));
+    assert_non_null(strstr(buf, "X-Request-ID: rid-1\r\n"));
+    assert_non_null(strstr(buf, "X-Sandboxd-Instance: i1\r\n"));
+    char want[64];
+    snprintf(want, sizeof(want), "Content-Length: %zu\r\n", n - (size_t)(body + 4 - buf));
+    assert_non_null(strstr(buf, want));
+    json_t *j = json_loads(body + 4, 0, NULL);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(j, "error"), "code")),
+                        "PAYLOAD_TOO_LARGE");
+    json_decref(j);
+    close(c);
+    close(s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(workers_cap_threads_and_queue_the_rest),
+        cmocka_unit_test(workers_run_in_order_and_reuse_idle_threads),
+        cmocka_unit_test(workers_free_runs_what_is_queued),
+        cmocka_unit_test(stream_bounds_what_a_slow_reader_may_pin),
+        cmocka_unit_test(stream_takes_one_large_event_when_empty),
+        cmocka_unit_test(stream_writes_fail_once_the_reader_left),
+        cmocka_unit_test(guard_cuts_a_slow_head_and_spares_idle_and_busy_connections),
+        cmocka_unit_test(guard_refuse_writes_a_complete_answer),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
