@@ -2,8 +2,10 @@
 /*
  * api — the HTTP routes of `sandboxd serve` (CONTRACT §3): /execute,
  * /healthz, /_framework/load_code, /metrics, and the route table that sends
- * /v1/sessions and /mcp to their modules. Checks what HTTP itself decides
- * (method, Content-Type, Accept, JSON syntax) and leaves the rest to app/.
+ * /v1/sessions and /mcp to their modules. Every request passes the policy
+ * (api/policy.h: Host, Origin, token, tenant) before any route sees it.
+ * Checks what HTTP itself decides (method, Content-Type, Accept, JSON
+ * syntax) and the framework allowlist, and leaves the rest to app/.
  */
 #ifndef SANDBOXD_API_API_H
 #define SANDBOXD_API_API_H
@@ -13,6 +15,7 @@
 
 struct api {
     struct app *app;
+    struct policy *policy;     /* who may call: required */
     struct sessions *sessions; /* NULL: sessions disabled */
     struct mcp_http *mcp;      /* NULL: /mcp disabled */
 };

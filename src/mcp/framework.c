@@ -22,6 +22,7 @@
 #include "util/log.h"
 #include "util/macros.h"
 #include "util/path.h"
+#include "util/url.h"
 
 #define FRAMEWORK_LOG_QUEUE      256
 #define FRAMEWORK_MAX_DEFINITION (16u << 20)
@@ -261,6 +262,13 @@ static int local_call(struct framework *fw, const char *tool, json_t *params, js
     return -ENOENT;
 }
 
+bool framework_endpoint_allowed(const struct framework *fw, const char *endpoint)
+{
+    static const struct url_allowlist loopback_only = {0};
+    return strcmp(endpoint, FRAMEWORK_LOCAL) == 0 ||
+           url_allowed(fw->opt.allow ? fw->opt.allow : &loopback_only, endpoint);
+}
+
 int framework_call_timeout(struct framework *fw, const char *endpoint, const char *tool,
                            json_t *params, int64_t timeout_ms, json_t **ret, struct mcp_error *err,
                            struct framework_stats *stats)
@@ -268,7 +276,14 @@ int framework_call_timeout(struct framework *fw, const char *endpoint, const cha
     int64_t start = clock_mono_us();
     int r;
     *ret = NULL;
-    if (strcmp(endpoint, FRAMEWORK_LOCAL) == 0) {
+    if (!framework_endpoint_allowed(fw, endpoint)) {
+        char *shown = url_redact(endpoint);
+        mcp_error_set(err, MCP_ERR_TRANSPORT, "FRAMEWORK_NOT_ALLOWED",
+                      "%s is not an allowed framework endpoint (see --framework-allow)",
+                      shown ? shown : "the endpoint");
+        free(shown);
+        r = -EPERM;
+    } else if (strcmp(endpoint, FRAMEWORK_LOCAL) == 0) {
         r = local_call(fw, tool, params, ret, err);
     } else {
         struct mcp_simple_options o = {

@@ -7,6 +7,11 @@
  * from --definitions DIR, runtime values in memory, logs to our log, LLM
  * through --llm-url or the offline echo model).
  *
+ * Every call checks the endpoint against the allowlist (--framework-allow,
+ * by default loopback URLs only) before anything connects: whatever path a
+ * request takes (JIT, EXECUTOR, LLM, WORKFLOW steps, logging), an endpoint
+ * outside the list is never reached.
+ *
  * framework_log() is fire-and-forget: a bounded queue drained by one
  * thread, so a slow or dead framework never slows or fails a request
  * (messages that do not fit are counted and dropped).
@@ -15,9 +20,12 @@
 #define SANDBOXD_MCP_FRAMEWORK_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "mcp/simple.h"
+
+struct url_allowlist;
 
 #define FRAMEWORK_LOCAL "local"
 
@@ -29,6 +37,8 @@ struct framework_options {
     int64_t timeout_ms; /* per framework call */
     int64_t llm_timeout_ms;
     size_t max_response;
+    const struct url_allowlist *allow; /* borrowed, outlives the framework; NULL or empty:
+                                          loopback http(s) URLs only */
 };
 
 struct framework_stats {
@@ -41,8 +51,11 @@ struct framework;
 int framework_new(const struct framework_options *opt, struct framework **ret);
 void framework_free(struct framework *fw);
 
-/* Call tool on the framework at endpoint. *ret is a new reference on success. stats (may be
- * NULL) accumulates the number and duration of calls. */
+/* endpoint is "local" or a URL the allowlist admits. */
+bool framework_endpoint_allowed(const struct framework *fw, const char *endpoint);
+/* Call tool on the framework at endpoint. *ret is a new reference on success; an endpoint the
+ * allowlist refuses fails with MCP_ERR_TRANSPORT, code FRAMEWORK_NOT_ALLOWED, -EPERM, and
+ * nothing connects. stats (may be NULL) accumulates the number and duration of calls. */
 int framework_call(struct framework *fw, const char *endpoint, const char *tool, json_t *params,
                    json_t **ret, struct mcp_error *err, struct framework_stats *stats);
 /* Same with an explicit timeout (LLM calls take longer). */

@@ -268,6 +268,11 @@ void mcp_server_conn_ref(struct mcp_server_conn *c)
     atomic_fetch_add(&c->refs, 1);
 }
 
+void mcp_server_conn_set_tenant(struct mcp_server_conn *c, struct tenant *tenant)
+{
+    c->tenant = tenant;
+}
+
 void mcp_server_conn_close(struct mcp_server_conn *c)
 {
     pthread_mutex_lock(&c->lock);
