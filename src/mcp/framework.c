@@ -350,9 +350,12 @@ static void *framework_log_worker(void *arg)
         struct mcp_error err = {0};
         int r = framework_call_timeout(fw, m.endpoint, "core.framework.logFrameworkMessage",
                                        m.params, 2000, &res, &err, NULL);
-        if (r < 0)
-            log_debug("framework: log message to %s not delivered: %s", m.endpoint,
+        if (r < 0) {
+            char *shown = url_redact(m.endpoint);
+            log_debug("framework: log message to %s not delivered: %s", shown ? shown : "?",
                       err.message ? err.message : "?");
+            free(shown);
+        }
         json_decref(res);
         mcp_error_clear(&err);
         free(m.endpoint);
