@@ -250,8 +250,8 @@ def test_framework_allow_prefixes(make_server, framework, listener):
 
 @pytest.mark.parametrize("prefix, why", [
     ("ftp://x/", "must be an http:// or https:// URL"),
-    ("http://x/?q=1", "without user, query or fragment"),
-    ("http://u:p@x/", "without user, query or fragment"),
+    ("http://x/?q=1", "must be scheme://host[:port][/path], without user, query or fragment"),
+    ("http://u:p@x/", "must be scheme://host[:port][/path], without user, query or fragment"),
     ("nope", "is not a URL")])
 def test_bad_framework_allow_refuses_to_start(prefix, why):
     status, log = refused("--framework-allow", prefix)
