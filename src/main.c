@@ -20,6 +20,8 @@ static const char main_usage[] = "Usage: sandboxd COMMAND [options]\n"
                                  "  run     run one Python file in a sandbox and print the result\n"
                                  "  mcp     an MCP server on stdin/stdout (run_python for MCP "
                                  "clients)\n"
+                                 "  servers the MCP servers sandboxd would use from here, and what "
+                                 "it skipped\n"
 
                                  "\n"
                                  "  sandboxd COMMAND --help   options of a command\n"
@@ -48,6 +50,8 @@ int main(int argc, char **argv)
         return cmd_serve(argc - 1, argv + 1);
     if (strcmp(cmd, "mcp") == 0)
         return cmd_mcp(argc - 1, argv + 1);
+    if (strcmp(cmd, "servers") == 0)
+        return cmd_servers(argc - 1, argv + 1);
     fprintf(stderr, "sandboxd: unknown command '%s'\n\n%s", cmd, main_usage);
     return 2;
 }

@@ -206,7 +206,7 @@ class McpStdio:
     line. Every line it writes to stdout must be JSON; close() insists on it, on a clean exit
     and (for sanitizer builds) on a clean log."""
 
-    def __init__(self, *args, env=None, initialize=True, version=MCP_VERSION):
+    def __init__(self, *args, env=None, initialize=True, version=MCP_VERSION, cwd=None):
         import queue
         import threading
         self.log = tempfile.NamedTemporaryFile(prefix="sandboxd-mcp-", suffix=".txt", delete=False)
@@ -222,7 +222,7 @@ class McpStdio:
         full_env.setdefault("UBSAN_OPTIONS", "print_stacktrace=1")
         full_env.update(env or {})
         self.proc = subprocess.Popen(cmd + args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=self.log, env=full_env)
+                                     stderr=self.log, env=full_env, cwd=cwd)
         self.messages = queue.Queue()
         self.garbage = []
         self.notifications = []

@@ -10,13 +10,17 @@
 #include <strings.h>
 
 #include "api/mcp_http.h"
+#include "api/policy.h"
 #include "api/request.h"
 #include "api/sessions.h"
+#include "app/tenant.h"
 #include "pool/pool.h"
+#include "util/buf.h"
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/macros.h"
 #include "flow/cache.h"
+#include "util/url.h"
 
 bool api_is_json_type(const char *ct)
 {
@@ -98,7 +102,8 @@ static bool api_json_request(const struct http_request *req, struct http_reply *
     return true;
 }
 
-static void api_execute(struct api *api, const struct http_request *req, struct http_reply *reply)
+static void api_execute(struct api *api, const struct http_request *req, struct tenant *tenant,
+                        struct http_reply *reply)
 {
     if (!api_json_request(req, reply))
         return;
@@ -115,8 +120,29 @@ static void api_execute(struct api *api, const struct http_request *req, struct 
         json_decref(body);
         return;
     }
+    /* Checked before anything runs, and no connection is made: an endpoint is where sandboxd
+     * fetches code and sends results, and a request must not aim it anywhere. */
+    if (!framework_endpoint_allowed(api->app->fw, spec.endpoint)) {
+        char *shown = url_redact(spec.endpoint);
+        http_reply_error(reply, 403, "FRAMEWORK_NOT_ALLOWED", "context.mcp_endpoint",
+                         "context.mcp_endpoint: %s is not an allowed framework endpoint (see "
+                         "--framework-allow)",
+                         shown ? shown : "the endpoint");
+        free(shown);
+        json_decref(body);
+        return;
+    }
+    if (!tenant_run_begin(tenant, spec.handler_name)) {
+        http_reply_error(reply, 429, "TENANT_LIMIT", NULL,
+                         "tenant '%s' runs %u executions, its maxRunning; retry later",
+                         tenant_name(tenant), tenant_max_running(tenant));
+        http_reply_header(reply, "Retry-After", "1");
+        json_decref(body);
+        return;
+    }
     struct app_reply ar;
     app_execute(api->app, &spec, &ar);
+    tenant_run_end(tenant);
     reply->status = ar.status;
     reply->body = ar.body;
     if (ar.status == 503) {
@@ -254,7 +280,8 @@ static void api_load_code(struct api *api, const struct http_request *req, struc
     json_decref(body);
 }
 
-static void api_metrics(struct api *api, const struct http_request *req, struct http_reply *reply)
+static void api_metrics(struct api *api, const struct http_request *req, struct tenant *tenant,
+                        struct http_reply *reply)
 {
     struct app *a = api->app;
     json_t *ms = manager_stats(a->mgr);
@@ -287,6 +314,20 @@ static void api_metrics(struct api *api, const struct http_request *req, struct 
     reply->status = 200;
     reply->text = metrics_render(a->metrics, g, ARRAY_SIZE(g));
     reply->content_type = "text/plain; version=0.0.4";
+    struct tenants *ts = policy_tenants(api->policy);
+    if (reply->text && ts) {
+        /* A tenant sees its own series only: the other tenants' names are theirs. */
+        struct buf b;
+        buf_init(&b, 1u << 20);
+        if (buf_appends(&b, reply->text) < 0 || tenants_metrics(ts, tenant, &b) < 0) {
+            free(reply->text);
+            reply->text = NULL;
+        } else {
+            free(reply->text);
+            reply->text = buf_take(&b, NULL);
+        }
+        buf_free(&b);
+    }
     if (!reply->text)
         http_reply_error(reply, 500, "INTERNAL", NULL, "out of memory");
 }
@@ -303,6 +344,12 @@ void api_route(void *userdata, const struct http_request *req, struct http_reply
     const char *path = req->path;
     bool get = strcmp(req->method, "GET") == 0;
     bool post = strcmp(req->method, "POST") == 0;
+    struct tenant *tenant = NULL;
+    enum policy_verdict v = policy_check(api->policy, req, &tenant);
+    if (v != POLICY_OK) {
+        policy_refuse(v, strcmp(path, "/mcp") == 0, reply);
+        return;
+    }
     bool sessions = strncmp(path, "/v1/sessions", 12) == 0 && (path[12] == '\0' || path[12] == '/');
     /* New work while draining: executions, and sessions or session executions (every POST
      * under /v1/sessions); reading state and deleting go on. /mcp decides for itself. */
@@ -310,7 +357,7 @@ void api_route(void *userdata, const struct http_request *req, struct http_reply
         return;
     if (strcmp(path, "/execute") == 0) {
         if (post)
-            api_execute(api, req, reply);
+            api_execute(api, req, tenant, reply);
         else
             api_method_not_allowed(reply, "POST");
     } else if (strcmp(path, "/healthz") == 0) {
@@ -335,13 +382,13 @@ void api_route(void *userdata, const struct http_request *req, struct http_reply
             api_method_not_allowed(reply, "POST");
     } else if (strcmp(path, "/metrics") == 0) {
         if (get)
-            api_metrics(api, req, reply);
+            api_metrics(api, req, tenant, reply);
         else
             api_method_not_allowed(reply, "GET");
     } else if (sessions) {
-        api_sessions_route(api, req, path + 12, reply);
+        api_sessions_route(api, req, path + 12, tenant, reply);
     } else if (strcmp(path, "/mcp") == 0 && api->mcp) {
-        mcp_http_route(api->mcp, req, reply);
+        mcp_http_route(api->mcp, req, tenant, reply);
     } else {
         http_reply_error(reply, 404, "NOT_FOUND", NULL, "no route %s %s", req->method, path);
     }

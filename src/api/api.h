@@ -2,10 +2,12 @@
 /*
  * api — the HTTP routes of `sandboxd serve` (CONTRACT §3): /execute,
  * /healthz, /livez, /readyz, /_framework/load_code, /metrics, and the route
- * table that sends /v1/sessions and /mcp to their modules. Checks what HTTP
- * itself decides (method, Content-Type, Accept, JSON syntax) and leaves the
- * rest to app/. While the server drains (SIGTERM) new work is refused with
- * 503 SHUTTING_DOWN; what runs already goes on.
+ * table that sends /v1/sessions and /mcp to their modules. Every request
+ * passes the policy (api/policy.h: Host, Origin, token, tenant) before any
+ * route sees it. Checks what HTTP itself decides (method, Content-Type,
+ * Accept, JSON syntax) and the framework allowlist, and leaves the rest to
+ * app/. While the server drains (SIGTERM) new work is refused with 503
+ * SHUTTING_DOWN; what runs already goes on.
  */
 #ifndef SANDBOXD_API_API_H
 #define SANDBOXD_API_API_H
@@ -17,6 +19,7 @@
 
 struct api {
     struct app *app;
+    struct policy *policy;     /* who may call: required */
     struct sessions *sessions; /* NULL: sessions disabled */
     struct mcp_http *mcp;      /* NULL: /mcp disabled */
     /* set once the server runs (for /healthz and /metrics); NULL before */

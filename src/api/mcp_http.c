@@ -12,7 +12,6 @@
 
 #include <errno.h>
 #include <pthread.h>
-#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,13 +29,13 @@
 
 #define MH_ID_LEN         32 /* hex digits, after the instance prefix */
 #define MH_ID_MAX         64 /* "ID." (util/instance.h: at most 31 + 1) + MH_ID_LEN */
-#define MH_MAX_ALLOWED    64
 #define MH_SWEEP_EVERY_US 1000000
 #define MH_SESSION_GONE   (-32001) /* the code the official SDKs use for "Session not found" */
 
 /* Referenced by the table and by each request using it (under the endpoint's lock). */
 struct mh_session {
     char id[MH_ID_MAX + 1];
+    struct tenant *tenant;        /* who initialized it (NULL: the operator) */
     struct mcp_server_conn *conn; /* owned */
     int64_t last_us;
     unsigned active; /* requests using it now */
@@ -49,9 +48,6 @@ struct mcp_http {
     struct mcp_server *core;
     unsigned max_sessions;
     int64_t idle_us;
-    char *hosts[MH_MAX_ALLOWED + 1];
-    char *origins[MH_MAX_ALLOWED + 1];
-    char *token;
     char *id_prefix; /* NULL, or "ID." */
     pthread_mutex_t lock;
     pthread_cond_t cond; /* streams reached 0 */
@@ -89,109 +85,6 @@ static char *mh_event(json_t *msg)
         ev = NULL;
     free(data);
     return ev;
-}
-
-/* ---- who may talk to us --------------------------------------------------------------------- */
-
-static bool mh_loopback_name(const char *name, size_t len)
-{
-    static const char *const names[] = {"localhost", "127.0.0.1", "[::1]"};
-    for (size_t i = 0; i < ARRAY_SIZE(names); i++)
-        if (len == strlen(names[i]) && strncasecmp(name, names[i], len) == 0)
-            return true;
-    return false;
-}
-
-/* Split "name[:port]" or "[v6][:port]"; false when malformed. */
-static bool mh_split_host(const char *host, size_t len, size_t *ret_name_len)
-{
-    size_t n;
-    if (len && host[0] == '[') {
-        const char *close = memchr(host, ']', len);
-        if (!close)
-            return false;
-        n = (size_t)(close - host) + 1;
-    } else {
-        const char *colon = memchr(host, ':', len);
-        n = colon ? (size_t)(colon - host) : len;
-    }
-    if (n == 0)
-        return false;
-    if (n < len) {
-        if (host[n] != ':' || n + 1 == len || len - n > 6)
-            return false;
-        for (size_t i = n + 1; i < len; i++)
-            if (host[i] < '0' || host[i] > '9')
-                return false;
-    }
-    *ret_name_len = n;
-    return true;
-}
-
-/* host[0..len) ("name[:port]") is one we answer to. */
-static bool mh_host_ok(const struct mcp_http *h, const char *host, size_t len)
-{
-    size_t n;
-    if (!mh_split_host(host, len, &n))
-        return false;
-    if (mh_loopback_name(host, n))
-        return true;
-    for (size_t i = 0; h->hosts[i]; i++) {
-        size_t al = strlen(h->hosts[i]);
-        bool with_port = (h->hosts[i][0] == '[' ? strstr(h->hosts[i], "]:") != NULL
-                                                : strchr(h->hosts[i], ':') != NULL);
-        if (with_port ? al == len && strncasecmp(host, h->hosts[i], len) == 0
-                      : al == n && strncasecmp(host, h->hosts[i], n) == 0)
-            return true;
-    }
-    return false;
-}
-
-static bool mh_origin_ok(const struct mcp_http *h, const char *origin)
-{
-    for (size_t i = 0; h->origins[i]; i++)
-        if (strcasecmp(origin, h->origins[i]) == 0)
-            return true;
-    const char *rest = NULL;
-    if (strncasecmp(origin, "http://", 7) == 0)
-        rest = origin + 7;
-    else if (strncasecmp(origin, "https://", 8) == 0)
-        rest = origin + 8;
-    /* "null" (sandboxed frames, file://) and anything with a path fail here. */
-    return rest && !strchr(rest, '/') && mh_host_ok(h, rest, strlen(rest));
-}
-
-/* Host, Origin, token; false with the reply filled when the request must go no further. */
-static bool mh_admit(struct mcp_http *h, const struct http_request *req, struct http_reply *reply)
-{
-    const char *host = http_header(req, "Host");
-    const char *origin = http_header(req, "Origin");
-    if (!host || !mh_host_ok(h, host, strlen(host))) {
-        log_warn("mcp http: refused Host '%.100s' (see --mcp-allowed-host)", host ? host : "");
-        mh_fail(reply, 403, JSONRPC_INVALID_REQUEST,
-                "Forbidden: Host not allowed (DNS-rebinding protection; see --mcp-allowed-host)");
-        return false;
-    }
-    if (origin && !mh_origin_ok(h, origin)) {
-        log_warn("mcp http: refused Origin '%.100s' (see --mcp-allowed-origin)", origin);
-        mh_fail(reply, 403, JSONRPC_INVALID_REQUEST,
-                "Forbidden: Origin not allowed (see --mcp-allowed-origin)");
-        return false;
-    }
-    if (!h->token)
-        return true;
-    const char *auth = http_header(req, "Authorization");
-    size_t tl = strlen(h->token);
-    bool ok = auth && strncasecmp(auth, "Bearer ", 7) == 0 && strlen(auth + 7) == tl &&
-              sodium_memcmp(auth + 7, h->token, tl) == 0; /* constant time */
-    if (ok)
-        return true;
-    mh_fail(reply, 401, JSONRPC_INVALID_REQUEST,
-            auth ? "Unauthorized: invalid bearer token" : "Unauthorized: bearer token required");
-    http_reply_header(reply, "WWW-Authenticate",
-                      auth ? "Bearer realm=\"sandboxd\", error=\"invalid_token\""
-                           : "Bearer realm=\"sandboxd\"");
-    return false;
 }
 
 /* ---- sessions ------------------------------------------------------------------------------ */
@@ -249,9 +142,9 @@ static void mh_end(struct mcp_http *h, struct mh_session *list, const char *why)
 }
 
 /* The session named by the request's MCP-Session-Id, referenced; NULL with the reply filled
- * (400 without header, 404 unknown). */
+ * (400 without header, 404 unknown, or another tenant's). */
 static struct mh_session *mh_acquire(struct mcp_http *h, const struct http_request *req,
-                                     struct http_reply *reply)
+                                     struct tenant *tenant, struct http_reply *reply)
 {
     const char *id = http_header(req, "MCP-Session-Id");
     if (!id || !*id) {
@@ -263,6 +156,8 @@ static struct mh_session *mh_acquire(struct mcp_http *h, const struct http_reque
     pthread_mutex_lock(&h->lock);
     if (strlen(id) <= MH_ID_MAX)
         HASH_FIND_STR(h->table, id, s);
+    if (s && tenant && s->tenant != tenant)
+        s = NULL; /* another tenant's: it does not exist for this caller */
     if (s && mh_expired(h, s, clock_mono_us())) {
         mh_unlink_locked(h, s, &gone);
         s = NULL;
@@ -292,8 +187,9 @@ static void mh_release(struct mcp_http *h, struct mh_session *s)
 
 /* ---- POST ---------------------------------------------------------------------------------- */
 
-/* initialize: a new session, kept when the answer is a success. */
-static void mh_initialize(struct mcp_http *h, json_t *msg, struct http_reply *reply)
+/* initialize: a new session of tenant, kept when the answer is a success. */
+static void mh_initialize(struct mcp_http *h, json_t *msg, struct tenant *tenant,
+                          struct http_reply *reply)
 {
     struct mh_session *gone = NULL;
     pthread_mutex_lock(&h->lock);
@@ -310,8 +206,11 @@ static void mh_initialize(struct mcp_http *h, json_t *msg, struct http_reply *re
     }
     struct mh_session *s = calloc(1, sizeof(*s));
     json_t *answer = NULL;
-    if (s && mcp_server_conn_new(h->core, &s->conn) == 0)
+    if (s && mcp_server_conn_new(h->core, &s->conn) == 0) {
+        s->tenant = tenant;
+        mcp_server_conn_set_tenant(s->conn, tenant);
         answer = mcp_server_handle(s->conn, msg, NULL);
+    }
     bool ok = answer && json_object_get(answer, "result");
     size_t k = ok && h->id_prefix ? (size_t)snprintf(s->id, sizeof(s->id), "%s", h->id_prefix) : 0;
     if (ok && randid_hex(s->id + k, sizeof(s->id) - k, MH_ID_LEN / 2) < 0)
@@ -397,7 +296,8 @@ static void mh_stream_free(void *userdata)
     pthread_mutex_unlock(&h->lock);
 }
 
-static void mh_post(struct mcp_http *h, const struct http_request *req, struct http_reply *reply)
+static void mh_post(struct mcp_http *h, const struct http_request *req, struct tenant *tenant,
+                    struct http_reply *reply)
 {
     if (!api_is_json_type(http_header(req, "Content-Type"))) {
         mh_fail(reply, 415, JSONRPC_INVALID_REQUEST,
@@ -432,11 +332,18 @@ static void mh_post(struct mcp_http *h, const struct http_request *req, struct h
         return;
     }
     if (peek.initialize && !peek.batch) {
-        mh_initialize(h, msg, reply);
+        /* An initialize inside a session would be that session's second one (docs/MCP.md):
+         * refused, and no new session is made on the side. */
+        if (http_header(req, "MCP-Session-Id"))
+            mh_fail(reply, 400, JSONRPC_INVALID_REQUEST,
+                    "Bad Request: initialize must not carry an MCP-Session-Id (the session is "
+                    "initialized already; send initialize without it for a new session)");
+        else
+            mh_initialize(h, msg, tenant, reply);
         json_decref(msg);
         return;
     }
-    struct mh_session *s = mh_acquire(h, req, reply);
+    struct mh_session *s = mh_acquire(h, req, tenant, reply);
     if (!s) {
         json_decref(msg);
         return;
@@ -494,9 +401,10 @@ static void mh_post(struct mcp_http *h, const struct http_request *req, struct h
 
 /* ---- the endpoint --------------------------------------------------------------------------- */
 
-static void mh_delete(struct mcp_http *h, const struct http_request *req, struct http_reply *reply)
+static void mh_delete(struct mcp_http *h, const struct http_request *req, struct tenant *tenant,
+                      struct http_reply *reply)
 {
-    struct mh_session *s = mh_acquire(h, req, reply);
+    struct mh_session *s = mh_acquire(h, req, tenant, reply);
     if (!s)
         return;
     struct mh_session *gone = NULL;
@@ -511,10 +419,9 @@ static void mh_delete(struct mcp_http *h, const struct http_request *req, struct
     reply->status = 204;
 }
 
-void mcp_http_route(struct mcp_http *h, const struct http_request *req, struct http_reply *reply)
+void mcp_http_route(struct mcp_http *h, const struct http_request *req, struct tenant *tenant,
+                    struct http_reply *reply)
 {
-    if (!mh_admit(h, req, reply))
-        return;
     pthread_mutex_lock(&h->lock);
     bool stopping = h->stopping;
     pthread_mutex_unlock(&h->lock);
@@ -523,9 +430,9 @@ void mcp_http_route(struct mcp_http *h, const struct http_request *req, struct h
         return;
     }
     if (strcmp(req->method, "POST") == 0)
-        mh_post(h, req, reply);
+        mh_post(h, req, tenant, reply);
     else if (strcmp(req->method, "DELETE") == 0)
-        mh_delete(h, req, reply);
+        mh_delete(h, req, tenant, reply);
     else {
         /* GET included: we send nothing the client did not ask for, so there is no stream to
          * listen to (the spec allows 405). */
@@ -533,16 +440,6 @@ void mcp_http_route(struct mcp_http *h, const struct http_request *req, struct h
                 "Method Not Allowed: POST messages; DELETE ends a session");
         http_reply_header(reply, "Allow", "POST, DELETE");
     }
-}
-
-static int mh_copy_list(char **dst, const char *const *src)
-{
-    size_t n = 0;
-    for (; src && src[n] && n < MH_MAX_ALLOWED; n++)
-        if (!(dst[n] = strdup(src[n])))
-            return -ENOMEM;
-    dst[n] = NULL;
-    return 0;
 }
 
 int mcp_http_new(const struct mcp_http_options *opt, struct mcp_server *core, struct mcp_http **ret)
@@ -555,27 +452,8 @@ int mcp_http_new(const struct mcp_http_options *opt, struct mcp_server *core, st
     h->idle_us = (opt->idle_s > 0 ? opt->idle_s : 600) * 1000000;
     pthread_mutex_init(&h->lock, NULL);
     pthread_cond_init(&h->cond, NULL);
-    int r = mh_copy_list(h->hosts, opt->allowed_hosts);
-    if (r == 0)
-        r = mh_copy_list(h->origins, opt->allowed_origins);
-    /* A Host naming the address we listen on cannot be a rebinding (an address literal resolves
-     * to itself), so it is accepted when it is one; a wildcard address is not a name. */
-    const char *b = opt->bind_host;
-    size_t nh = 0;
-    while (h->hosts[nh])
-        nh++;
-    if (r == 0 && b && strcmp(b, "0.0.0.0") != 0 && strcmp(b, "::") != 0 && nh < MH_MAX_ALLOWED &&
-        (strspn(b, "0123456789.") == strlen(b) || strchr(b, ':'))) {
-        if (strchr(b, ':'))
-            r = asprintf(&h->hosts[nh], "[%s]", b) < 0 ? -ENOMEM : 0;
-        else
-            r = (h->hosts[nh] = strdup(b)) ? 0 : -ENOMEM;
-        if (r < 0)
-            h->hosts[nh] = NULL;
-    }
-    if (r == 0 && opt->token && !(h->token = strdup(opt->token)))
-        r = -ENOMEM;
-    if (r == 0 && opt->id_prefix) {
+    int r = 0;
+    if (opt->id_prefix) {
         if (strlen(opt->id_prefix) + 1 + MH_ID_LEN > MH_ID_MAX)
             r = -ENAMETOOLONG;
         else if (asprintf(&h->id_prefix, "%s.", opt->id_prefix) < 0) {
@@ -587,10 +465,6 @@ int mcp_http_new(const struct mcp_http_options *opt, struct mcp_server *core, st
         mcp_http_free(h);
         return r;
     }
-    if (!h->token && b && !mh_loopback_name(b, strlen(b)) && strcmp(b, "::1") != 0)
-        log_warn("mcp http: /mcp listens on %s without a token; anyone who can reach it runs "
-                 "code here (set --mcp-token or SANDBOXD_MCP_TOKEN)",
-                 b);
     *ret = h;
     return 0;
 }
@@ -633,11 +507,6 @@ void mcp_http_free(struct mcp_http *h)
         mh_unlink_locked(h, s, &gone); /* only without mcp_http_shutdown() */
     }
     mh_end(h, gone, "shutdown");
-    for (size_t i = 0; h->hosts[i]; i++)
-        free(h->hosts[i]);
-    for (size_t i = 0; h->origins[i]; i++)
-        free(h->origins[i]);
-    free(h->token);
     free(h->id_prefix);
     pthread_cond_destroy(&h->cond);
     pthread_mutex_destroy(&h->lock);

@@ -9,9 +9,10 @@
  * without, 404 when unknown, ended or expired); DELETE ends a session and
  * its sandbox sessions; GET is 405 (we never send unsolicited messages).
  *
- * Before anything else: the Host and Origin headers are checked against an
- * allowlist (403: DNS-rebinding protection) and, when a token is set, the
- * bearer token (401). Sessions are capped and expire when idle. Called by
+ * Who may call is decided before: api_route applies the policy of
+ * api/policy.h (Host, Origin, token) and names the caller's tenant. An MCP
+ * session belongs to the tenant that initialized it; to any other it does
+ * not exist (404). Sessions are capped and expire when idle. Called by
  * api.c's route table; the protocol itself is mcp/server.c.
  */
 #ifndef SANDBOXD_API_MCP_HTTP_H
@@ -22,14 +23,11 @@
 #include "http/server.h"
 
 struct mcp_server;
+struct tenant;
 
 struct mcp_http_options {
     unsigned max_sessions;
-    int64_t idle_s;                     /* a session unused this long ends */
-    const char *bind_host;              /* --host: accepted as a Host too when it is an address */
-    const char *const *allowed_hosts;   /* NULL-terminated, "name" or "name:port"; copied */
-    const char *const *allowed_origins; /* NULL-terminated, "scheme://host[:port]"; copied */
-    const char *token;                  /* NULL: no authentication; copied */
+    int64_t idle_s;        /* a session unused this long ends */
     const char *id_prefix; /* NULL, or session ids are "PREFIX." + 32 hex digits (an instance
                             * id, util/instance.h: at most 31 characters); copied */
 };
@@ -39,7 +37,9 @@ struct mcp_http;
 /* core is borrowed and must outlive the endpoint. 0, or -ENOMEM. */
 int mcp_http_new(const struct mcp_http_options *opt, struct mcp_server *core,
                  struct mcp_http **ret);
-void mcp_http_route(struct mcp_http *h, const struct http_request *req, struct http_reply *reply);
+/* tenant: the caller's, as the policy found it (NULL: the operator, who may use any session). */
+void mcp_http_route(struct mcp_http *h, const struct http_request *req, struct tenant *tenant,
+                    struct http_reply *reply);
 /* Take no new work: requests (initialize included) get 503 from now on, while requests under way
  * go on and notifications (cancellations) still reach them. NULL-safe. */
 void mcp_http_drain(struct mcp_http *h);

@@ -76,12 +76,12 @@ static bool api_opt_int(json_t *body, const char *key, int64_t min, int64_t *ret
 }
 
 static void api_session_create(struct api *api, const struct http_request *req,
-                               struct http_reply *reply)
+                               struct tenant *tenant, struct http_reply *reply)
 {
     json_t *body = api_session_body(req, reply, true);
     if (!body)
         return;
-    struct session_create c = {0};
+    struct session_create c = {.tenant = tenant};
     json_t *servers = json_object_get(body, "servers");
     json_t *ws = json_object_get(body, "workspace");
     if (servers && !json_is_null(servers)) {
@@ -285,7 +285,7 @@ out:
 }
 
 void api_sessions_route(struct api *api, const struct http_request *req, const char *rest,
-                        struct http_reply *reply)
+                        struct tenant *tenant, struct http_reply *reply)
 {
     bool get = strcmp(req->method, "GET") == 0;
     bool post = strcmp(req->method, "POST") == 0;
@@ -296,10 +296,10 @@ void api_sessions_route(struct api *api, const struct http_request *req, const c
     }
     if (!*rest || strcmp(rest, "/") == 0) {
         if (post)
-            api_session_create(api, req, reply);
+            api_session_create(api, req, tenant, reply);
         else if (get) {
             reply->status = 200;
-            reply->body = json_pack("{s:o}", "sessions", sessions_list(api->sessions));
+            reply->body = json_pack("{s:o}", "sessions", sessions_list(api->sessions, tenant));
         } else {
             http_reply_error(reply, 405, "METHOD_NOT_ALLOWED", NULL, "use GET or POST");
             http_reply_header(reply, "Allow", "GET, POST");
@@ -320,17 +320,19 @@ void api_sessions_route(struct api *api, const struct http_request *req, const c
     memcpy(id, rest + 1, n);
     id[n] = '\0';
     const char *tail = rest + 1 + n;
+    /* Every route below names a session: another tenant's does not exist for this caller. */
+    bool visible = sessions_visible(api->sessions, id, tenant);
     if (!*tail) {
         if (get) {
             json_t *info = NULL;
-            if (sessions_info(api->sessions, id, &info) < 0)
+            if (!visible || sessions_info(api->sessions, id, &info) < 0)
                 http_reply_error(reply, 404, "NOT_FOUND", NULL, "no session %s", id);
             else {
                 reply->status = 200;
                 reply->body = info;
             }
         } else if (del) {
-            if (sessions_delete(api->sessions, id) < 0)
+            if (!visible || sessions_delete(api->sessions, id) < 0)
                 http_reply_error(reply, 404, "NOT_FOUND", NULL, "no session %s", id);
             else
                 reply->status = 204;
@@ -341,7 +343,9 @@ void api_sessions_route(struct api *api, const struct http_request *req, const c
         return;
     }
     if (strcmp(tail, "/execute") == 0) {
-        if (post)
+        if (post && !visible)
+            http_reply_error(reply, 404, "NOT_FOUND", NULL, "no session %s", id);
+        else if (post)
             api_session_execute(api, id, req, reply);
         else {
             http_reply_error(reply, 405, "METHOD_NOT_ALLOWED", NULL, "use POST");

@@ -9,8 +9,9 @@
 #include "app/response.h"
 #include "session/session.h"
 
-/* rest: the path after "/v1/sessions" ("", "/ID", "/ID/execute"). */
+/* rest: the path after "/v1/sessions" ("", "/ID", "/ID/execute"). tenant: the caller's (NULL:
+ * the operator); another tenant's sessions answer 404 and are not listed. */
 void api_sessions_route(struct api *api, const struct http_request *req, const char *rest,
-                        struct http_reply *reply);
+                        struct tenant *tenant, struct http_reply *reply);
 
 #endif

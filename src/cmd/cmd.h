@@ -9,5 +9,6 @@
 int cmd_mcp(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
+int cmd_servers(int argc, char **argv);
 
 #endif

@@ -21,6 +21,8 @@
 
 #include "api/api.h"
 #include "api/mcp_http.h"
+#include "api/policy.h"
+#include "app/tenant.h"
 #include "app/app.h"
 #include "cmd/cmd.h"
 #include "cmd/common.h"
@@ -36,6 +38,7 @@
 #include "util/instance.h"
 #include "util/log.h"
 #include "util/macros.h"
+#include "util/url.h"
 
 static const char serve_usage[] =
     "Usage: sandboxd serve [options]\n"
@@ -73,14 +76,25 @@ static const char serve_usage[] =
     "                         and what runs gets up to N s to finish before it is ended; a\n"
     "                         second signal ends it at once (30)\n"
     "  --framework-timeout-ms N  timeout of framework MCP calls (10000)\n"
+    "  --framework-allow URL  a request's mcp_endpoint must be \"local\" or start with one of\n"
+    "                         these scheme://host[:port][/path] prefixes (repeatable; default:\n"
+    "                         loopback http(s) URLs only); otherwise 403 FRAMEWORK_NOT_ALLOWED\n"
+    "\n"
+    "Who may call (docs/SECURITY.md):\n"
+    "  --api-token TOKEN      every endpoint but /healthz, /livez, /readyz requires\n"
+    "                         Authorization: Bearer TOKEN (default: $SANDBOXD_API_TOKEN;\n"
+    "                         --mcp-token and $SANDBOXD_MCP_TOKEN are older names)\n"
+    "  --tenants FILE         tenants with tokens and limits: {\"tenants\": {\"NAME\":\n"
+    "                         {\"token\": \"...\", \"maxSessions\": n, \"maxRunning\": n}}}\n"
+    "  --allowed-host H       also accept Host H (a name, or name:port; repeatable; loopback\n"
+    "                         names and addresses always are); alias --mcp-allowed-host\n"
+    "  --allowed-origin O     also accept Origin O, e.g. https://app.example (repeatable);\n"
+    "                         alias --mcp-allowed-origin\n"
+    "  --insecure-no-auth     listen on a non-loopback --host without --api-token or\n"
+    "                         --tenants (only behind a layer that authenticates)\n"
     "\n" SETUP_HELP_SESSIONS
     "  --mcp-max-sessions N   MCP sessions of /mcp at most (64); idle ones end after\n"
     "                         --session-idle-s\n"
-    "  --mcp-allowed-host H   also accept Host H (a name, or name:port) on /mcp (repeatable;\n"
-    "                         localhost, 127.0.0.1 and [::1] on any port always are)\n"
-    "  --mcp-allowed-origin O also accept Origin O, e.g. https://app.example (repeatable)\n"
-    "  --mcp-token TOKEN      require Authorization: Bearer TOKEN on /mcp (default:\n"
-    "                         $SANDBOXD_MCP_TOKEN; none when neither is set)\n"
     "  --instance-id ID       this instance's name behind a load balancer (default: the host\n"
     "                         name): session ids begin with \"ID.\", responses carry\n"
     "                         X-Sandboxd-Instance; 1 to 31 letters, digits and '-'\n"
@@ -101,9 +115,12 @@ enum {
     SERVE_MAX_BODY,
     SERVE_FW_TIMEOUT,
     SERVE_MCP_MAX_SESSIONS,
-    SERVE_MCP_ALLOWED_HOST,
-    SERVE_MCP_ALLOWED_ORIGIN,
-    SERVE_MCP_TOKEN,
+    SERVE_ALLOWED_HOST,
+    SERVE_ALLOWED_ORIGIN,
+    SERVE_API_TOKEN,
+    SERVE_TENANTS,
+    SERVE_FRAMEWORK_ALLOW,
+    SERVE_INSECURE_NO_AUTH,
     SERVE_LLM_TIMEOUT,
     SERVE_MAX_WORKFLOW_STEPS,
     SERVE_TEMPLATE_POOL,
@@ -115,7 +132,7 @@ enum {
     SERVE_DRAIN_TIMEOUT,
 };
 
-#define SERVE_MAX_ALLOWED    32 /* --mcp-allowed-host / --mcp-allowed-origin entries */
+#define SERVE_MAX_ALLOWED    32 /* --allowed-host / --allowed-origin entries */
 #define SERVE_FD_RESERVE     1024
 #define SERVE_DRAIN_STEP_US  100000  /* how often a drain looks for a second signal */
 #define SERVE_REPLY_GRACE_US 2000000 /* for the answers of what was ended to reach clients */
@@ -133,10 +150,13 @@ struct serve_opts {
     uint64_t max_connections, header_timeout_s, body_timeout_s, idle_timeout_s, drain_timeout_s;
     bool def_timeout_set, def_memory_set;
     uint64_t mcp_max_sessions;
-    const char *mcp_hosts[SERVE_MAX_ALLOWED + 1];
-    const char *mcp_origins[SERVE_MAX_ALLOWED + 1];
-    size_t n_mcp_hosts, n_mcp_origins;
-    const char *mcp_token;
+    const char *allowed_hosts[SERVE_MAX_ALLOWED + 1];
+    const char *allowed_origins[SERVE_MAX_ALLOWED + 1];
+    size_t n_allowed_hosts, n_allowed_origins;
+    const char *api_token;
+    const char *tenants;
+    bool insecure_no_auth;
+    struct url_allowlist framework_allow; /* owned: url_allowlist_done() */
     const char *instance_id;
     char instance_buf[INSTANCE_ID_MAX + 1]; /* the default, made of the host name */
     struct setup_opts setup;
@@ -155,6 +175,18 @@ static int serve_add_allowed(const char **list, size_t *n, const char *what, con
     list[(*n)++] = value;
     list[*n] = NULL;
     return 0;
+}
+
+/* A token must survive an Authorization header unchanged. */
+static bool serve_token_ok(const char *t)
+{
+    size_t n = strlen(t);
+    if (n == 0 || n > 4096)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (t[i] <= 0x20 || t[i] >= 0x7f)
+            return false;
+    return true;
 }
 
 static int serve_parse(int argc, char **argv, struct serve_opts *o, struct common_opts *common)
@@ -183,9 +215,16 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o, struct commo
         {"drain-timeout-s", required_argument, NULL, SERVE_DRAIN_TIMEOUT},
         {"framework-timeout-ms", required_argument, NULL, SERVE_FW_TIMEOUT},
         {"mcp-max-sessions", required_argument, NULL, SERVE_MCP_MAX_SESSIONS},
-        {"mcp-allowed-host", required_argument, NULL, SERVE_MCP_ALLOWED_HOST},
-        {"mcp-allowed-origin", required_argument, NULL, SERVE_MCP_ALLOWED_ORIGIN},
-        {"mcp-token", required_argument, NULL, SERVE_MCP_TOKEN},
+        {"allowed-host", required_argument, NULL, SERVE_ALLOWED_HOST},
+        {"allowed-origin", required_argument, NULL, SERVE_ALLOWED_ORIGIN},
+        {"api-token", required_argument, NULL, SERVE_API_TOKEN},
+        {"tenants", required_argument, NULL, SERVE_TENANTS},
+        {"framework-allow", required_argument, NULL, SERVE_FRAMEWORK_ALLOW},
+        {"insecure-no-auth", no_argument, NULL, SERVE_INSECURE_NO_AUTH},
+        /* the names these had when they guarded /mcp only */
+        {"mcp-allowed-host", required_argument, NULL, SERVE_ALLOWED_HOST},
+        {"mcp-allowed-origin", required_argument, NULL, SERVE_ALLOWED_ORIGIN},
+        {"mcp-token", required_argument, NULL, SERVE_API_TOKEN},
         {"instance-id", required_argument, NULL, SERVE_INSTANCE_ID},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -205,7 +244,8 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o, struct commo
         .max_workflow_steps = 100,
         .template_pool_size = 2,
         .mcp_max_sessions = 64,
-        .mcp_token = getenv("SANDBOXD_MCP_TOKEN"),
+        .api_token = getenv("SANDBOXD_API_TOKEN") ? getenv("SANDBOXD_API_TOKEN")
+                                                  : getenv("SANDBOXD_MCP_TOKEN"),
         .max_connections = HTTP_DEFAULT_MAX_CONNECTIONS,
         .header_timeout_s = HTTP_DEFAULT_HEADER_TIMEOUT_S,
         .body_timeout_s = HTTP_DEFAULT_BODY_TIMEOUT_S,
@@ -274,18 +314,33 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o, struct commo
         case SERVE_LLM_MODEL:
             o->llm_model = optarg;
             break;
-        case SERVE_MCP_ALLOWED_HOST:
-            if (serve_add_allowed(o->mcp_hosts, &o->n_mcp_hosts, "mcp-allowed-host", optarg) < 0)
-                return 2;
-            break;
-        case SERVE_MCP_ALLOWED_ORIGIN:
-            if (serve_add_allowed(o->mcp_origins, &o->n_mcp_origins, "mcp-allowed-origin", optarg) <
+        case SERVE_ALLOWED_HOST:
+            if (serve_add_allowed(o->allowed_hosts, &o->n_allowed_hosts, "allowed-host", optarg) <
                 0)
                 return 2;
             break;
-        case SERVE_MCP_TOKEN:
-            o->mcp_token = optarg;
+        case SERVE_ALLOWED_ORIGIN:
+            if (serve_add_allowed(o->allowed_origins, &o->n_allowed_origins, "allowed-origin",
+                                  optarg) < 0)
+                return 2;
             break;
+        case SERVE_API_TOKEN:
+            o->api_token = optarg;
+            break;
+        case SERVE_TENANTS:
+            o->tenants = optarg;
+            break;
+        case SERVE_INSECURE_NO_AUTH:
+            o->insecure_no_auth = true;
+            break;
+        case SERVE_FRAMEWORK_ALLOW: {
+            const char *why = "out of memory";
+            if (url_allowlist_add(&o->framework_allow, optarg, &why) < 0) {
+                fprintf(stderr, "sandboxd serve: --framework-allow '%s' %s\n", optarg, why);
+                return 2;
+            }
+            break;
+        }
         case SERVE_INSTANCE_ID: {
             const char *why = instance_id_check(optarg);
             if (why) {
@@ -307,8 +362,9 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o, struct commo
         fprintf(stderr, "sandboxd serve: unexpected argument '%s'\n", argv[optind]);
         return 2;
     }
-    if (o->mcp_token && (!*o->mcp_token || strlen(o->mcp_token) > 4096)) {
-        fprintf(stderr, "sandboxd serve: the MCP token must have 1 to 4096 characters\n");
+    if (o->api_token && !serve_token_ok(o->api_token)) {
+        fprintf(stderr, "sandboxd serve: the API token must have 1 to 4096 printable ASCII "
+                        "characters without spaces\n");
         return 2;
     }
     /* A maximum below the built-in default lowers the default; explicit values that
@@ -401,6 +457,7 @@ int cmd_serve(int argc, char **argv)
     struct common_opts common = {0};
     int status = serve_parse(argc, argv, &o, &common);
     if (status >= 0) {
+        url_allowlist_done(&o.framework_allow);
         common_done(&common);
         return status;
     }
@@ -422,7 +479,19 @@ int cmd_serve(int argc, char **argv)
     struct mcp_server *mcps = NULL;
     struct mcp_http *mcph = NULL;
     struct pool *template_pool = NULL;
+    struct policy *policy = NULL;
     struct app app = {0};
+    /* Who may call is settled first: a start that would be refused should not build pools. */
+    struct policy_options pol = {
+        .bind_host = o.host,
+        .allowed_hosts = o.allowed_hosts,
+        .allowed_origins = o.allowed_origins,
+        .api_token = o.api_token,
+        .tenants_file = o.tenants,
+        .insecure_no_auth = o.insecure_no_auth,
+    };
+    if (policy_new(&pol, &policy) < 0)
+        goto out;
     if (setup_start(&su, &o.setup, &common, "serve") < 0)
         goto out;
     /* Templates import jinja2 and jsonschema (~100 ms): a pool of its own has them
@@ -444,6 +513,7 @@ int cmd_serve(int argc, char **argv)
         .timeout_ms = (int64_t)o.fw_timeout,
         .llm_timeout_ms = (int64_t)o.llm_timeout,
         .max_response = 32u << 20,
+        .allow = &o.framework_allow,
     };
     struct defs_options dopt = {
         .max_entries = 4096, .max_bytes = 256u << 20, .max_file = 16u << 20};
@@ -472,10 +542,6 @@ int cmd_serve(int argc, char **argv)
     struct mcp_http_options mho = {
         .max_sessions = (unsigned)o.mcp_max_sessions,
         .idle_s = (int64_t)o.setup.session_idle,
-        .bind_host = o.host,
-        .allowed_hosts = o.mcp_hosts,
-        .allowed_origins = o.mcp_origins,
-        .token = o.mcp_token,
         .id_prefix = o.instance_id,
     };
     if (mcp_http_new(&mho, mcps, &mcph) < 0)
@@ -506,7 +572,7 @@ int cmd_serve(int argc, char **argv)
         .isolation = su.isolation,
         .started_us = clock_mono_us(),
     };
-    struct api api = {.app = &app, .sessions = su.sessions, .mcp = mcph};
+    struct api api = {.app = &app, .policy = policy, .sessions = su.sessions, .mcp = mcph};
     /* Every execution slot and queue place, every session and MCP session may hold a worker
      * thread while it waits; the rest answer quickly. Threads start only when needed. */
     uint64_t workers = o.max_running + o.max_queue + o.setup.max_sessions + o.mcp_max_sessions + 64;
@@ -525,12 +591,13 @@ int cmd_serve(int argc, char **argv)
     if (http_server_start(&ho, api_route, &api, &http) < 0)
         goto out;
     atomic_store(&api.http, http);
-    log_fields(LOG_INFO, "sandboxd listening",
-               json_pack("{s:s, s:i, s:O, s:b, s:I, s:o, s:s, s:b, s:s}", "host", o.host, "port",
-                         (int)http_server_port(http), "isolation", app.isolation, "pool",
-                         su.pool != NULL, "maxRunning", (json_int_t)o.max_running, "mcpServers",
-                         mcp_registry_names(su.mcp), "stateDir", su.state_dir, "mcpToken",
-                         o.mcp_token != NULL, "instance", o.instance_id));
+    log_fields(
+        LOG_INFO, "sandboxd listening",
+        json_pack("{s:s, s:i, s:O, s:b, s:I, s:o, s:s, s:b, s:I, s:s}", "host", o.host, "port",
+                  (int)http_server_port(http), "isolation", app.isolation, "pool", su.pool != NULL,
+                  "maxRunning", (json_int_t)o.max_running, "mcpServers", mcp_registry_names(su.mcp),
+                  "stateDir", su.state_dir, "apiToken", o.api_token != NULL, "tenants",
+                  (json_int_t)tenants_count(policy_tenants(policy)), "instance", o.instance_id));
     int sig = 0;
     while (sigwait(&sigs, &sig) != 0)
         ;
@@ -559,6 +626,8 @@ out:
     framework_free(fw);
     pool_free(template_pool);
     setup_stop(&su);
+    policy_free(policy);
+    url_allowlist_done(&o.framework_allow);
     common_done(&common);
     return status;
 }

@@ -16,8 +16,10 @@
 #include "mcp/registry.h"
 #include "pool/pool.h"
 #include "session/workspace.h"
+#include "util/fmt.h"
 #include "util/log.h"
 #include "util/macros.h"
+#include "util/trust.h"
 
 void setup_opts_init(struct setup_opts *o)
 {
@@ -80,6 +82,9 @@ int setup_opt(struct setup_opts *o, int opt, const char *arg)
     case SETUP_OPT_NO_DISCOVERY:
         o->no_discovery = true;
         return 1;
+    case SETUP_OPT_TRUST_PROJECT:
+        o->trust_project = true;
+        return 1;
     case SETUP_OPT_STATE_DIR:
         o->state_dir = arg;
         return 1;
@@ -114,25 +119,52 @@ void setup_opts_finish(struct setup_opts *o)
         o->session_memory = o->max_memory;
 }
 
-/* $XDG_STATE_HOME/sandboxd, ~/.local/state/sandboxd, else /var/lib/sandboxd (root) or
- * /tmp/sandboxd-<uid>. */
+/* --state-dir, else $XDG_STATE_HOME/sandboxd, ~/.local/state/sandboxd, /var/lib/sandboxd
+ * (root), $XDG_RUNTIME_DIR/sandboxd (private to the user by design), and only then
+ * /tmp/sandboxd-<uid>, where anyone could have made that directory first: whichever it is,
+ * it must pass trust_make_dir() (ours, not writable by others, nor any level above). */
 static char *setup_state_dir(const char *opt)
 {
-    char *dir = NULL;
     const char *xdg = getenv("XDG_STATE_HOME");
     const char *home = getenv("HOME");
-    int r;
+    const char *run = getenv("XDG_RUNTIME_DIR");
     if (opt)
-        r = asprintf(&dir, "%s", opt);
-    else if (xdg && *xdg == '/')
-        r = asprintf(&dir, "%s/sandboxd", xdg);
-    else if (home && *home == '/' && access(home, W_OK) == 0)
-        r = asprintf(&dir, "%s/.local/state/sandboxd", home);
-    else if (geteuid() == 0)
-        r = asprintf(&dir, "/var/lib/sandboxd");
-    else
-        r = asprintf(&dir, "/tmp/sandboxd-%u", (unsigned)geteuid());
-    return r < 0 ? NULL : dir;
+        return strdup(opt);
+    if (xdg && *xdg == '/')
+        return fmt_str("%s/sandboxd", xdg);
+    if (home && *home == '/' && access(home, W_OK) == 0)
+        return fmt_str("%s/.local/state/sandboxd", home);
+    if (geteuid() == 0)
+        return strdup("/var/lib/sandboxd");
+    if (run && *run == '/' && access(run, W_OK) == 0)
+        return fmt_str("%s/sandboxd", run);
+    return fmt_str("/tmp/sandboxd-%u", (unsigned)geteuid());
+}
+
+char *setup_trust_file(void)
+{
+    const char *xdg = getenv("XDG_CONFIG_HOME");
+    const char *home = getenv("HOME");
+    if (xdg && *xdg == '/')
+        return fmt_str("%s/sandboxd/trusted-projects", xdg);
+    if (home && *home == '/')
+        return fmt_str("%s/.config/sandboxd/trusted-projects", home);
+    return NULL;
+}
+
+int setup_mcp_config(const struct setup_opts *o, struct mcp_config *ret)
+{
+    char cwd[4096];
+    _cleanup_free_ char *trust_file = setup_trust_file();
+    struct mcp_config_options co = {
+        .explicit_path = o->mcp_config,
+        .discover = !o->no_discovery,
+        .trust_project = o->trust_project,
+        .cwd = getcwd(cwd, sizeof(cwd)),
+        .home = getenv("HOME"),
+        .trust_file = trust_file,
+    };
+    return mcp_config_load(&co, ret);
 }
 
 int setup_pool(struct setup *s, const struct setup_opts *o, unsigned size, unsigned zygotes,
@@ -164,8 +196,20 @@ int setup_start(struct setup *s, const struct setup_opts *o, struct common_opts 
 {
     *s = (struct setup){0};
     json_t *facts = NULL;
-    char cwd[4096];
-    int r = common_resolve(common, &s->jopt);
+    /* Saved tools in the state directory run in sessions: a directory someone else made or can
+     * write would run their code with our MCP servers. Checked before anything is built. */
+    s->state_dir = setup_state_dir(o->state_dir);
+    if (!s->state_dir)
+        return -ENOMEM;
+    _cleanup_free_ char *why = NULL;
+    int r = trust_make_dir(s->state_dir, &why);
+    if (r < 0) {
+        log_error("%s: refusing the state directory: %s. Use --state-dir DIR with a directory "
+                  "of your own that only you can write (mode 0700)",
+                  cmd, why ? why : "it cannot be checked");
+        return r;
+    }
+    r = common_resolve(common, &s->jopt);
     if (r < 0)
         return r;
     r = jail_config_init(&s->jail, &s->jopt);
@@ -209,16 +253,12 @@ int setup_start(struct setup *s, const struct setup_opts *o, struct common_opts 
                   cmd);
         return r;
     }
-    r = mcp_config_load(o->mcp_config, !o->no_discovery, getcwd(cwd, sizeof(cwd)), getenv("HOME"),
-                        &s->mcfg);
+    r = setup_mcp_config(o, &s->mcfg);
     if (r < 0)
         return r;
     r = mcp_registry_new(&s->mcfg, &s->mcp);
     if (r < 0)
         return r;
-    s->state_dir = setup_state_dir(o->state_dir);
-    if (!s->state_dir)
-        return -ENOMEM;
     struct workspace_limits wl = {
         .max_value = 1u << 20, .max_bytes = 64u << 20, .max_entries = 10000, .max_file = 16u << 20};
     r = workspace_store_new(s->state_dir, &wl, &s->wstore);

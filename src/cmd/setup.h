@@ -32,6 +32,7 @@ struct setup_opts {
     const char *mcp_config;
     const char *state_dir;
     bool no_discovery;
+    bool trust_project; /* --mcp-trust-project */
     uint64_t max_sessions, session_idle, session_max_idle, session_timeout, session_max_timeout;
     uint64_t session_memory, tool_timeout;
     /* the MCP server (mcp/server.h) of either subcommand */
@@ -62,6 +63,7 @@ enum {
     SETUP_OPT_MCP_WORKSPACE,
     SETUP_OPT_MCP_PAGE_SIZE,
     SETUP_OPT_SESSION_POOL,
+    SETUP_OPT_TRUST_PROJECT,
     SETUP_OPT_LAST,
 };
 
@@ -74,6 +76,7 @@ enum {
         {"max-procs", required_argument, NULL, SETUP_OPT_PROCS},                                   \
         {"mcp-config", required_argument, NULL, SETUP_OPT_MCP_CONFIG},                             \
         {"no-mcp-discovery", no_argument, NULL, SETUP_OPT_NO_DISCOVERY},                           \
+        {"mcp-trust-project", no_argument, NULL, SETUP_OPT_TRUST_PROJECT},                         \
         {"state-dir", required_argument, NULL, SETUP_OPT_STATE_DIR},                               \
         {"max-sessions", required_argument, NULL, SETUP_OPT_MAX_SESSIONS},                         \
         {"session-idle-s", required_argument, NULL, SETUP_OPT_SESSION_IDLE},                       \
@@ -101,10 +104,15 @@ enum {
 #define SETUP_HELP_SESSIONS                                                                        \
     "Sessions and MCP servers:\n"                                                                  \
     "  --mcp-config FILE      MCP servers, Claude Desktop format ({\"mcpServers\": {...}})\n"      \
-    "  --no-mcp-discovery     do not read ./.mcp, ~/.config/mcp/servers, ~/.claude.json,\n"        \
-    "                         ~/.cursor/mcp.json, ./.vscode/mcp.json\n"                            \
+    "  --no-mcp-discovery     do not read ~/.config/mcp/servers, ~/.claude.json,\n"                \
+    "                         ~/.cursor/mcp.json, ./.mcp, ./.vscode/mcp.json\n"                    \
+    "  --mcp-trust-project    also start servers of the current directory's ./.mcp/*.json and\n"   \
+    "                         ./.vscode/mcp.json (default: only when the directory is listed\n"    \
+    "                         in ~/.config/sandboxd/trusted-projects); `sandboxd servers` shows\n" \
+    "                         what was found and skipped\n"                                        \
     "  --state-dir DIR        workspaces (memories, saved tools, files); default\n"                \
-    "                         $XDG_STATE_HOME/sandboxd or ~/.local/state/sandboxd\n"               \
+    "                         $XDG_STATE_HOME/sandboxd, ~/.local/state/sandboxd,\n"                \
+    "                         $XDG_RUNTIME_DIR/sandboxd; it must be ours and private\n"            \
     "  --max-sessions N       live sessions at most (64); more is 503\n"                           \
     "  --session-pool-size N  session interpreters kept ready, with asyncio and the session\n"     \
     "                         runtime imported, by a zygote of their own (2; 0: sessions\n"        \
@@ -147,8 +155,17 @@ struct setup {
     bool jail_ok, httpc_ok;
 };
 
+/* The MCP configuration the options name (--mcp-config, discovery from the current directory
+ * and $HOME, --mcp-trust-project and the trusted project list, see setup_trust_file()); what
+ * setup_start() loads, and what `sandboxd servers` shows. */
+int setup_mcp_config(const struct setup_opts *o, struct mcp_config *ret);
+/* The list of trusted project directories: $XDG_CONFIG_HOME/sandboxd/trusted-projects, else
+ * ~/.config/sandboxd/trusted-projects (caller frees; NULL without either variable). */
+char *setup_trust_file(void);
+
 /* Build everything in order, logging what fails with the name of cmd ("serve", "mcp"); common
- * is borrowed and must outlive *s. 0, or -errno with *s partly built (call setup_stop()). */
+ * is borrowed and must outlive *s. The state directory comes first, and must be ours (see
+ * util/trust.h). 0, or -errno with *s partly built (call setup_stop()). */
 int setup_start(struct setup *s, const struct setup_opts *o, struct common_opts *common,
                 const char *cmd);
 /* A warm pool of size cells from zygotes zygotes that import --preimport plus extra

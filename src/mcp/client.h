@@ -35,7 +35,8 @@ struct mcp_server_config {
     char *name;
     char *command; /* stdio: program (looked up in PATH if it has no '/') */
     char **args;   /* NULL-terminated, may be NULL */
-    char **env; /* "KEY=VALUE", NULL-terminated, added to (overriding) sandboxd's own environment */
+    char **env; /* "KEY=VALUE", NULL-terminated: the server's environment is PATH, HOME, LANG, LC_*,
+                   TZ and the like from ours, plus (overriding) these; never the rest of ours */
     char *cwd;  /* may be NULL */
     char *url;  /* Streamable HTTP endpoint; exactly one of command/url is set */
     char **headers; /* "Name: value" lines sent with every HTTP request, NULL-terminated, may be

@@ -4,6 +4,7 @@
  * entry is skipped with a warning that names the file and the server, so
  * one typo in someone's ~/.claude.json never keeps sandboxd from starting.
  * Only the explicit --mcp-config file is fatal when it cannot be used.
+ * Every skip is also recorded (config_skip) for `sandboxd servers`.
  */
 #include "mcp/config.h"
 
@@ -16,8 +17,12 @@
 #include <strings.h>
 
 #include "util/fdio.h"
+#include "util/fmt.h"
 #include "util/log.h"
 #include "util/macros.h"
+#include "util/trust.h"
+
+#define CONFIG_MAX_SKIPPED 1024 /* records kept; more are only logged */
 
 static void config_strv_free(char **v)
 {
@@ -30,19 +35,53 @@ void mcp_config_done(struct mcp_config *cfg)
 {
     if (!cfg)
         return;
-    for (size_t i = 0; i < cfg->n; i++)
+    for (size_t i = 0; i < cfg->n; i++) {
         mcp_server_config_done(&cfg->servers[i]);
+        if (cfg->origins) /* a config built by hand may have none */
+            free(cfg->origins[i]);
+    }
     free(cfg->servers);
+    free(cfg->origins);
     config_strv_free(cfg->sources);
+    for (size_t i = 0; i < cfg->n_skipped; i++) {
+        free(cfg->skipped[i].name);
+        free(cfg->skipped[i].source);
+        free(cfg->skipped[i].reason);
+    }
+    free(cfg->skipped);
     *cfg = (struct mcp_config){0};
 }
 
-static bool config_has(const struct mcp_config *cfg, const char *name)
+/* The index of the server called name, or -1. */
+static ssize_t config_find(const struct mcp_config *cfg, const char *name)
 {
     for (size_t i = 0; i < cfg->n; i++)
         if (strcmp(cfg->servers[i].name, name) == 0)
-            return true;
-    return false;
+            return (ssize_t)i;
+    return -1;
+}
+
+/* Record that name (NULL: the whole file) from source was left out; reason is taken (may be
+ * NULL when out of memory). Only -ENOMEM fails. */
+static int config_skip(struct mcp_config *cfg, const char *name, const char *source,
+                       const char *kind, char *reason)
+{
+    if (cfg->n_skipped >= CONFIG_MAX_SKIPPED) {
+        free(reason);
+        return 0;
+    }
+    struct mcp_config_skip *v = realloc(cfg->skipped, (cfg->n_skipped + 1) * sizeof(*v));
+    if (!v) {
+        free(reason);
+        return -ENOMEM;
+    }
+    cfg->skipped = v;
+    struct mcp_config_skip *k = &v[cfg->n_skipped];
+    *k = (struct mcp_config_skip){.kind = kind, .reason = reason};
+    k->name = name ? strdup(name) : NULL;
+    k->source = strdup(source);
+    cfg->n_skipped++; /* counted even when a copy failed: done() frees what is there */
+    return (name && !k->name) || !k->source || !reason ? -ENOMEM : 0;
 }
 
 static int config_add_source(struct mcp_config *cfg, const char *path)
@@ -154,43 +193,34 @@ static const char *config_string(json_t *v, bool required, char **ret)
     return *ret ? NULL : "out of memory";
 }
 
-/* Parse one entry. 1: *ret filled; 0: skipped on purpose (logged); -EINVAL: invalid (logged). */
-static int config_entry(const char *name, json_t *e, const char *source,
-                        struct mcp_server_config *ret)
+/* Parse one entry. 1: *ret filled; 0: skipped on purpose (disabled); -EINVAL: invalid. Not 1:
+ * *ret_why says why (caller frees; NULL when out of memory). */
+static int config_entry(const char *name, json_t *e, struct mcp_server_config *ret, char **ret_why)
 {
-    if (!config_name_valid(name)) {
-        log_warn("%s: MCP server name '%.80s' is invalid (1 to %d bytes, no control "
-                 "characters): skipped",
-                 source, name, MCP_CONFIG_MAX_NAME);
-        return -EINVAL;
-    }
-    if (!json_is_object(e)) {
-        log_warn("%s: MCP server '%s' is not an object: skipped", source, name);
-        return -EINVAL;
-    }
+    if (!config_name_valid(name))
+        return fmt_error(ret_why, EINVAL,
+                         "has an invalid name (1 to %d bytes, no control "
+                         "characters)",
+                         MCP_CONFIG_MAX_NAME);
+    if (!json_is_object(e))
+        return fmt_error(ret_why, EINVAL, "is not an object");
     if (json_is_true(json_object_get(e, "disabled"))) {
-        log_info("%s: MCP server '%s' is disabled: skipped", source, name);
+        *ret_why = strdup("is disabled");
         return 0;
     }
     const char *type = json_string_value(json_object_get(e, "type"));
-    if (json_object_get(e, "type") && !type) {
-        log_warn("%s: MCP server '%s': \"type\" must be a string: skipped", source, name);
-        return -EINVAL;
-    }
-    if (type && strcasecmp(type, "sse") == 0) {
-        log_warn("%s: MCP server '%s' uses the legacy HTTP+SSE transport, which sandboxd does "
-                 "not support (use its Streamable HTTP endpoint): skipped",
-                 source, name);
-        return 0;
-    }
+    if (json_object_get(e, "type") && !type)
+        return fmt_error(ret_why, EINVAL, "\"type\" must be a string");
+    if (type && strcasecmp(type, "sse") == 0)
+        return fmt_error(ret_why, EINVAL,
+                         "uses the legacy HTTP+SSE transport, which sandboxd does not support "
+                         "(use its Streamable HTTP endpoint)");
     bool want_stdio = type && strcasecmp(type, "stdio") == 0;
     bool want_http =
         type && (strcasecmp(type, "http") == 0 || strcasecmp(type, "streamable-http") == 0 ||
                  strcasecmp(type, "streamableHttp") == 0);
-    if (type && !want_stdio && !want_http) {
-        log_warn("%s: MCP server '%s' has unknown type '%.40s': skipped", source, name, type);
-        return -EINVAL;
-    }
+    if (type && !want_stdio && !want_http)
+        return fmt_error(ret_why, EINVAL, "has unknown type '%.40s'", type);
 
     struct mcp_server_config s = {0};
     const char *field = "name";
@@ -234,71 +264,97 @@ static int config_entry(const char *name, json_t *e, const char *source,
     if (!why && (why = config_string(json_object_get(e, "description"), false, &s.description)))
         field = "description";
     if (why) {
-        if (field)
-            log_warn("%s: MCP server '%s': \"%s\" %s: skipped", source, name, field, why);
-        else
-            log_warn("%s: MCP server '%s' %s: skipped", source, name, why);
         mcp_server_config_done(&s);
-        return -EINVAL;
+        return field ? fmt_error(ret_why, EINVAL, "\"%s\" %s", field, why)
+                     : fmt_error(ret_why, EINVAL, "%s", why);
     }
     *ret = s;
     return 1;
 }
 
+/* Where a source stands: the explicit file and the user's own are trusted; a project's files
+ * were written by whoever wrote the project. */
+enum config_level { CONFIG_USER, CONFIG_PROJECT };
+
 /* Add the entries of one "mcpServers"/"servers" object; returns how many were added. */
-static int config_add_servers(struct mcp_config *cfg, json_t *servers, const char *source)
+static int config_add_servers(struct mcp_config *cfg, json_t *servers, const char *source,
+                              enum config_level level)
 {
     const char *name;
     json_t *e;
-    int added = 0;
+    int added = 0, r = 0;
     json_object_foreach(servers, name, e)
     {
-        if (config_has(cfg, name)) {
-            log_info("%s: MCP server '%s' is already defined by an earlier source: ignored", source,
-                     name);
+        ssize_t have = config_find(cfg, name);
+        if (have >= 0) {
+            /* A project file naming a user-level server could put its own program under a
+             * trusted name: say so loudly. */
+            log_msg(level == CONFIG_PROJECT ? LOG_WARN : LOG_INFO,
+                    "%s: MCP server '%s' is already defined by %s: ignored", source, name,
+                    cfg->origins[have]);
+            r = config_skip(cfg, name, source, "shadowed",
+                            fmt_str("shadowed by the definition in %s", cfg->origins[have]));
+            if (r < 0)
+                return r;
             continue;
         }
         struct mcp_server_config s;
-        if (config_entry(name, e, source, &s) <= 0)
+        char *why = NULL;
+        int er = config_entry(name, e, &s, &why);
+        if (er <= 0) {
+            log_msg(er == 0 ? LOG_INFO : LOG_WARN, "%s: MCP server '%.80s' %s: skipped", source,
+                    name, why ? why : "is invalid");
+            if ((r = config_skip(cfg, name, source, er == 0 ? "disabled" : "invalid", why)) < 0)
+                return r;
             continue;
+        }
         if (cfg->n >= MCP_CONFIG_MAX_SERVERS) {
             log_warn("%s: more than %d MCP servers: '%s' and the rest skipped", source,
                      MCP_CONFIG_MAX_SERVERS, name);
             mcp_server_config_done(&s);
-            break;
+            r = config_skip(cfg, name, source, "limit",
+                            fmt_str("more than %d MCP servers", MCP_CONFIG_MAX_SERVERS));
+            return r < 0 ? r : added;
         }
         struct mcp_server_config *v = realloc(cfg->servers, (cfg->n + 1) * sizeof(*v));
-        if (!v) {
+        char **o = v ? realloc(cfg->origins, (cfg->n + 1) * sizeof(*o)) : NULL;
+        if (v)
+            cfg->servers = v;
+        if (o)
+            cfg->origins = o;
+        if (!v || !o || !(o[cfg->n] = strdup(source))) {
             mcp_server_config_done(&s);
             return -ENOMEM;
         }
-        cfg->servers = v;
         cfg->servers[cfg->n++] = s;
         added++;
     }
     return added;
 }
 
-int mcp_config_add_document(struct mcp_config *cfg, json_t *doc, const char *source)
+static int config_add_document(struct mcp_config *cfg, json_t *doc, const char *source,
+                               enum config_level level)
 {
     json_t *claude = json_object_get(doc, "mcpServers");
     json_t *vscode = json_object_get(doc, "servers");
     if (!json_is_object(claude) && !json_is_object(vscode))
         return -EINVAL;
     int added = 0;
-    if (json_is_object(claude)) {
-        int r = config_add_servers(cfg, claude, source);
-        if (r < 0)
-            return r;
-        added += r;
-    }
-    if (json_is_object(vscode)) {
-        int r = config_add_servers(cfg, vscode, source);
+    json_t *parts[] = {claude, vscode};
+    for (size_t i = 0; i < ARRAY_SIZE(parts); i++) {
+        if (!json_is_object(parts[i]))
+            continue;
+        int r = config_add_servers(cfg, parts[i], source, level);
         if (r < 0)
             return r;
         added += r;
     }
     return added;
+}
+
+int mcp_config_add_document(struct mcp_config *cfg, json_t *doc, const char *source)
+{
+    return config_add_document(cfg, doc, source, CONFIG_USER);
 }
 
 /* Read and parse path. Quiet for a missing file when !required; otherwise logs at level. */
@@ -325,20 +381,54 @@ static int config_read(const char *path, bool required, enum log_level level, js
     return 0;
 }
 
+/* A project file of a project we do not trust: its servers are recorded as skipped, never
+ * added. */
+static int config_untrusted(struct mcp_config *cfg, const char *path, json_t *doc,
+                            const char *trust_file)
+{
+    log_warn("%s: project-level MCP configuration ignored: the project directory is not "
+             "trusted (pass --mcp-trust-project, or list the directory in %s)",
+             path, trust_file ? trust_file : "the trust file");
+    const char *why = "project file not trusted (--mcp-trust-project, or list the project "
+                      "directory in the trust file)";
+    json_t *parts[] = {json_object_get(doc, "mcpServers"), json_object_get(doc, "servers")};
+    int r = 0, n = 0;
+    for (size_t i = 0; i < ARRAY_SIZE(parts) && r >= 0; i++) {
+        const char *name;
+        json_t *e;
+        json_object_foreach(parts[i], name, e)
+        {
+            if (r >= 0)
+                r = config_skip(cfg, name, path, "untrusted", strdup(why));
+            n++;
+        }
+    }
+    if (r >= 0 && n == 0)
+        r = config_skip(cfg, NULL, path, "untrusted", strdup(why));
+    return r;
+}
+
 /* A discovered file in the Claude/VS Code format. */
-static int config_discovered(struct mcp_config *cfg, const char *path)
+static int config_discovered(struct mcp_config *cfg, const char *path, enum config_level level,
+                             const char *trust_file)
 {
     json_t *doc = NULL;
     int r = config_read(path, false, LOG_WARN, &doc);
-    if (r == -ENOENT || r == -EINVAL || r == -EFBIG)
+    if (r == -ENOENT)
         return 0;
-    if (r < 0)
-        return 0; /* logged; a discovered file never stops start-up */
-    r = mcp_config_add_document(cfg, doc, path);
+    if (r < 0) /* logged; a discovered file never stops start-up */
+        return config_skip(cfg, NULL, path, "invalid", strdup("unreadable or not JSON"));
+    if (level == CONFIG_PROJECT && !cfg->project_trusted) {
+        r = config_untrusted(cfg, path, doc, trust_file);
+        json_decref(doc);
+        return r;
+    }
+    r = config_add_document(cfg, doc, path, level);
     json_decref(doc);
     if (r == -EINVAL) {
         log_warn("MCP configuration %s has no \"mcpServers\" or \"servers\" object: skipped", path);
-        return 0;
+        return config_skip(cfg, NULL, path, "invalid",
+                           strdup("no \"mcpServers\" or \"servers\" object"));
     }
     if (r > 0)
         r = config_add_source(cfg, path);
@@ -352,7 +442,8 @@ static int config_json_suffix(const struct dirent *d)
 }
 
 /* Every <dir>/<name>.json, in name order. */
-static int config_directory(struct mcp_config *cfg, const char *dir)
+static int config_directory(struct mcp_config *cfg, const char *dir, enum config_level level,
+                            const char *trust_file)
 {
     struct dirent **list = NULL;
     int n = scandir(dir, &list, config_json_suffix, alphasort);
@@ -367,7 +458,7 @@ static int config_directory(struct mcp_config *cfg, const char *dir)
         if (r >= 0 && asprintf(&path, "%s/%s", dir, list[i]->d_name) < 0)
             r = -ENOMEM;
         else if (r >= 0)
-            r = config_discovered(cfg, path);
+            r = config_discovered(cfg, path, level, trust_file);
         free(path);
         free(list[i]);
     }
@@ -376,28 +467,29 @@ static int config_directory(struct mcp_config *cfg, const char *dir)
 }
 
 /* ~/.claude.json: Claude Code keeps per-project servers under projects[<dir>].mcpServers and
- * user-wide ones at the top level; the project's win, as they do in Claude Code. */
+ * user-wide ones at the top level; the project's win, as they do in Claude Code. Both are the
+ * user's own (the file is in their home), so both are user-level. */
 static int config_claude_code(struct mcp_config *cfg, const char *path, const char *cwd)
 {
     json_t *doc = NULL;
     int r = config_read(path, false, LOG_WARN, &doc);
     if (r < 0)
-        return 0;
+        return r == -ENOENT
+                   ? 0
+                   : config_skip(cfg, NULL, path, "invalid", strdup("unreadable or not JSON"));
     int added = 0;
+    r = 0;
     json_t *project = cwd ? json_object_get(json_object_get(doc, "projects"), cwd) : NULL;
     json_t *servers = json_object_get(project, "mcpServers");
     if (json_is_object(servers)) {
-        char *source = NULL;
-        if (asprintf(&source, "%s (project %s)", path, cwd) < 0)
-            r = -ENOMEM;
-        else
-            r = config_add_servers(cfg, servers, source);
+        char *source = fmt_str("%s (project %s)", path, cwd);
+        r = source ? config_add_servers(cfg, servers, source, CONFIG_USER) : -ENOMEM;
         free(source);
         added += r > 0 ? r : 0;
     }
     servers = json_object_get(doc, "mcpServers");
     if (r >= 0 && json_is_object(servers)) {
-        r = config_add_servers(cfg, servers, path);
+        r = config_add_servers(cfg, servers, path, CONFIG_USER);
         added += r > 0 ? r : 0;
     }
     json_decref(doc);
@@ -406,40 +498,80 @@ static int config_claude_code(struct mcp_config *cfg, const char *path, const ch
     return r < 0 ? r : 0;
 }
 
-static int config_discover(struct mcp_config *cfg, const char *cwd, const char *home)
+/* Is cwd a directory listed in trust_file, or below one? The file counts only when nobody but
+ * us (or root) can write it and every directory above it. */
+static bool config_project_trusted(const char *cwd, const char *trust_file)
 {
+    if (!cwd || !trust_file)
+        return false;
+    _cleanup_free_ char *text = NULL;
+    size_t len;
+    int r = fd_read_file(AT_FDCWD, trust_file, MCP_CONFIG_MAX_FILE, &text, &len);
+    if (r == -ENOENT)
+        return false;
+    _cleanup_free_ char *why = NULL;
+    if (r < 0 || trust_check(trust_file, TRUST_FILE, &why) < 0) {
+        log_warn("trusted project list %s ignored: %s", trust_file,
+                 why ? why : "it cannot be read");
+        return false;
+    }
+    _cleanup_free_ char *here = realpath(cwd, NULL);
+    if (!here)
+        return false;
+    size_t hl = strlen(here);
+    bool trusted = false;
+    for (char *line = strtok(text, "\n"); line && !trusted; line = strtok(NULL, "\n")) {
+        while (*line == ' ' || *line == '\t')
+            line++;
+        size_t n = strlen(line);
+        while (n && (line[n - 1] == ' ' || line[n - 1] == '\t' || line[n - 1] == '\r'))
+            line[--n] = '\0';
+        if (!n || line[0] == '#' || line[0] != '/')
+            continue;
+        _cleanup_free_ char *dir = realpath(line, NULL);
+        size_t dl = dir ? strlen(dir) : 0;
+        trusted = dir && hl >= dl && strncmp(here, dir, dl) == 0 &&
+                  (here[dl] == '\0' || here[dl] == '/' || dl == 1);
+    }
+    return trusted;
+}
+
+static int config_discover(struct mcp_config *cfg, const struct mcp_config_options *opt)
+{
+    const char *cwd = opt->cwd, *home = opt->home;
     char *paths[5] = {NULL};
     int r = 0;
-    if (cwd && asprintf(&paths[0], "%s/.mcp", cwd) < 0)
+    if (home && asprintf(&paths[0], "%s/.config/mcp/servers", home) < 0)
         r = -ENOMEM;
-    if (home && asprintf(&paths[1], "%s/.config/mcp/servers", home) < 0)
+    if (home && asprintf(&paths[1], "%s/.claude.json", home) < 0)
         r = -ENOMEM;
-    if (home && asprintf(&paths[2], "%s/.claude.json", home) < 0)
+    if (home && asprintf(&paths[2], "%s/.cursor/mcp.json", home) < 0)
         r = -ENOMEM;
-    if (home && asprintf(&paths[3], "%s/.cursor/mcp.json", home) < 0)
+    if (cwd && asprintf(&paths[3], "%s/.mcp", cwd) < 0)
         r = -ENOMEM;
     if (cwd && asprintf(&paths[4], "%s/.vscode/mcp.json", cwd) < 0)
         r = -ENOMEM;
+    /* The user's own files first: on a name clash they win over a project's. */
     if (r >= 0 && paths[0])
-        r = config_directory(cfg, paths[0]);
+        r = config_directory(cfg, paths[0], CONFIG_USER, NULL);
     if (r >= 0 && paths[1])
-        r = config_directory(cfg, paths[1]);
+        r = config_claude_code(cfg, paths[1], cwd);
     if (r >= 0 && paths[2])
-        r = config_claude_code(cfg, paths[2], cwd);
+        r = config_discovered(cfg, paths[2], CONFIG_USER, NULL);
     if (r >= 0 && paths[3])
-        r = config_discovered(cfg, paths[3]);
+        r = config_directory(cfg, paths[3], CONFIG_PROJECT, opt->trust_file);
     if (r >= 0 && paths[4])
-        r = config_discovered(cfg, paths[4]);
+        r = config_discovered(cfg, paths[4], CONFIG_PROJECT, opt->trust_file);
     for (size_t i = 0; i < ARRAY_SIZE(paths); i++)
         free(paths[i]);
     return r;
 }
 
-int mcp_config_load(const char *explicit_path, bool discover, const char *cwd, const char *home,
-                    struct mcp_config *ret)
+int mcp_config_load(const struct mcp_config_options *opt, struct mcp_config *ret)
 {
     struct mcp_config cfg = {0};
     int r = 0;
+    const char *explicit_path = opt->explicit_path;
     if (explicit_path) {
         json_t *doc = NULL;
         r = config_read(explicit_path, true, LOG_ERROR, &doc);
@@ -454,8 +586,10 @@ int mcp_config_load(const char *explicit_path, bool discover, const char *cwd, c
                 r = config_add_source(&cfg, explicit_path);
         }
     }
-    if (r >= 0 && discover)
-        r = config_discover(&cfg, cwd, home);
+    cfg.project_trusted =
+        opt->discover && (opt->trust_project || config_project_trusted(opt->cwd, opt->trust_file));
+    if (r >= 0 && opt->discover)
+        r = config_discover(&cfg, opt);
     if (r == -ENOMEM)
         log_error("out of memory while reading the MCP configuration");
     if (r < 0) {

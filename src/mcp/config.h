@@ -2,9 +2,11 @@
 /*
  * config — which MCP servers sandboxd may use: the file given with
  * --mcp-config (Claude Desktop format) and, unless discovery is off, the
- * usual places other MCP clients keep theirs. Reads files only (with a size
- * cap), never starts anything; the result feeds the registry. Called once at
- * start-up by cmd/serve.c.
+ * usual places other MCP clients keep theirs — the user's own files by
+ * default, a project directory's only when the user trusts it. Reads files
+ * only (with a size cap), never starts anything; the result feeds the
+ * registry, and what was left out is kept for `sandboxd servers`. Called
+ * once at start-up by cmd/setup.c and cmd/servers.c.
  */
 #ifndef SANDBOXD_MCP_CONFIG_H
 #define SANDBOXD_MCP_CONFIG_H
@@ -20,36 +22,63 @@
 #define MCP_CONFIG_MAX_NAME    64
 #define MCP_CONFIG_MAX_LIST    256 /* args, env entries, headers per server */
 
+/* A server entry, or a whole file, that was not taken, and why. */
+struct mcp_config_skip {
+    char *name;   /* the server's name; NULL for a whole file */
+    char *source; /* the file */
+    char *reason;
+    const char *kind; /* static: "untrusted", "shadowed", "invalid", "disabled", "limit" */
+};
+
 /* Everything is owned by the struct; free with mcp_config_done(). */
 struct mcp_config {
     struct mcp_server_config *servers;
+    char **origins; /* origins[i]: the file (and part of it) servers[i] came from */
     size_t n;
     char **sources; /* files that contributed, NULL-terminated */
+    struct mcp_config_skip *skipped;
+    size_t n_skipped;
+    bool project_trusted; /* the project-level files were read */
 };
 
-/* explicit_path: --mcp-config FILE (may be NULL; a missing or invalid explicit file is an error
- * naming the file and the problem). discover: also read the discovery locations relative to cwd
- * and home (either may be NULL), in this order: ./.mcp/<name>.json (sorted by name),
- * ~/.config/mcp/servers/<name>.json (sorted), ~/.claude.json (the "mcpServers" of the project whose
- * key equals cwd under "projects", then the top-level "mcpServers" — the project's entries win,
- * as in Claude Code), ~/.cursor/mcp.json, ./.vscode/mcp.json (VS Code format: top-level
- * "servers", entries with "type": "stdio"|"http" plus command/args/env/cwd or url/headers).
- * Claude format: {"mcpServers": {"name": {"command","args","env","cwd"} | {"url","headers"} |
- * {"type":"http"|"streamable-http",...}}}; the generic files (--mcp-config, ./.mcp, ~/.config)
- * may use either "mcpServers" or "servers". Optional per entry: "description" (string),
+struct mcp_config_options {
+    const char *explicit_path; /* --mcp-config FILE, may be NULL */
+    bool discover;             /* read the discovery locations */
+    bool trust_project;        /* --mcp-trust-project: read the project-level files */
+    const char *cwd;           /* the project directory; may be NULL */
+    const char *home;          /* may be NULL */
+    const char *trust_file;    /* trusted project directories, one a line; may be NULL */
+};
+
+/* Which servers sandboxd may start, from where, in this order of precedence:
+ *   1. explicit_path (Claude format; "mcpServers" or "servers"). A missing or invalid explicit
+ *      file is an error naming the file and the problem.
+ *   2. user-level files, when discover: ~/.config/mcp/servers/<name>.json (sorted),
+ *      ~/.claude.json (the "mcpServers" of the project whose key equals cwd under "projects",
+ *      then the top-level "mcpServers": the project's entries win, as in Claude Code),
+ *      ~/.cursor/mcp.json.
+ *   3. project-level files, when discover and the project is trusted (trust_project, or cwd
+ *      is, or is below, a directory listed in trust_file — a file only we or root can write):
+ *      ./.mcp/<name>.json (sorted), ./.vscode/mcp.json (VS Code format: top-level "servers",
+ *      entries with "type": "stdio"|"http" plus command/args/env/cwd or url/headers). An
+ *      untrusted project's files are read only to report their servers as skipped; nothing in
+ *      them is ever started (a cloned repository must not run programs as the user).
+ * A name defined twice keeps its first definition; the later one is skipped as shadowed (a
+ * warning when a project file tries to shadow a user-level server). Claude format:
+ * {"mcpServers": {"name": {"command","args","env","cwd"} | {"url","headers"} |
+ * {"type":"http"|"streamable-http",...}}}. Optional per entry: "description" (string),
  * "disabled": true (skipped). Legacy "type": "sse" servers are skipped (not supported).
- * Precedence: the explicit file wins over discovered ones; among discovered, the first found in
- * the order above wins; duplicates are logged at info level. Unreadable/invalid discovered files
- * are logged (warn) and skipped. Server names must be non-empty, at most 64 bytes, without
- * control characters; invalid entries are skipped (warn). At most MCP_CONFIG_MAX_SERVERS.
- * 0 and *ret filled (possibly with no servers), or -errno after logging the error. */
-int mcp_config_load(const char *explicit_path, bool discover, const char *cwd, const char *home,
-                    struct mcp_config *ret);
+ * Unreadable/invalid discovered files are logged (warn) and skipped. Server names must be
+ * non-empty, at most 64 bytes, without control characters; invalid entries are skipped (warn).
+ * At most MCP_CONFIG_MAX_SERVERS. Every skip is recorded in *ret (sandboxd servers shows
+ * them). 0 and *ret filled (possibly with no servers), or -errno after logging the error. */
+int mcp_config_load(const struct mcp_config_options *opt, struct mcp_config *ret);
 /* NULL-safe; zeroes *cfg. */
 void mcp_config_done(struct mcp_config *cfg);
 /* Parse one document (borrowed) in the Claude or VS Code format and add its servers to cfg
- * (first name wins). source names it in log lines. Returns the number of servers added, or
- * -EINVAL when the document has neither "mcpServers" nor "servers" (nothing is logged then). */
+ * (first name wins). source names it in log lines and records. Returns the number of servers
+ * added, or -EINVAL when the document has neither "mcpServers" nor "servers" (nothing is
+ * logged then). */
 int mcp_config_add_document(struct mcp_config *cfg, json_t *doc, const char *source);
 
 #endif

@@ -23,6 +23,7 @@
 #include "util/log.h"
 #include "util/macros.h"
 #include "util/path.h"
+#include "util/url.h"
 
 #define FRAMEWORK_LOG_QUEUE      256
 #define FRAMEWORK_MAX_DEFINITION (16u << 20)
@@ -267,6 +268,13 @@ static int local_call(struct framework *fw, const char *app, const char *tool, j
     return -ENOENT;
 }
 
+bool framework_endpoint_allowed(const struct framework *fw, const char *endpoint)
+{
+    static const struct url_allowlist loopback_only = {0};
+    return strcmp(endpoint, FRAMEWORK_LOCAL) == 0 ||
+           url_allowed(fw->opt.allow ? fw->opt.allow : &loopback_only, endpoint);
+}
+
 int framework_call_timeout(struct framework *fw, const char *endpoint, const char *app,
                            const char *tool, json_t *params, int64_t timeout_ms, json_t **ret,
                            struct mcp_error *err, struct framework_stats *stats)
@@ -275,7 +283,14 @@ int framework_call_timeout(struct framework *fw, const char *endpoint, const cha
     int r;
     *ret = NULL;
     const char *named = json_string_value(json_object_get(params, "app_id"));
-    if (json_object_get(params, "app_id") && (!named || !app || strcmp(named, app) != 0)) {
+    if (!framework_endpoint_allowed(fw, endpoint)) {
+        char *shown = url_redact(endpoint);
+        mcp_error_set(err, MCP_ERR_TRANSPORT, "FRAMEWORK_NOT_ALLOWED",
+                      "%s is not an allowed framework endpoint (see --framework-allow)",
+                      shown ? shown : "the endpoint");
+        free(shown);
+        r = -EPERM;
+    } else if (json_object_get(params, "app_id") && (!named || !app || strcmp(named, app) != 0)) {
         mcp_error_set(err, MCP_ERR_TOOL, "APP_MISMATCH",
                       "params.app_id must be this request's appId%s%s%s", app ? " ('" : "",
                       app ? app : "", app ? "')" : "");
@@ -350,9 +365,12 @@ static void *framework_log_worker(void *arg)
         const char *app = json_string_value(json_object_get(m.params, "appId"));
         int r = framework_call_timeout(fw, m.endpoint, app, "core.framework.logFrameworkMessage",
                                        m.params, 2000, &res, &err, NULL);
-        if (r < 0)
-            log_debug("framework: log message to %s not delivered: %s", m.endpoint,
+        if (r < 0) {
+            char *shown = url_redact(m.endpoint);
+            log_debug("framework: log message to %s not delivered: %s", shown ? shown : "?",
                       err.message ? err.message : "?");
+            free(shown);
+        }
         json_decref(res);
         mcp_error_clear(&err);
         free(m.endpoint);

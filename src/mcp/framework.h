@@ -9,6 +9,11 @@
  * behalf of the request's app: it never reaches another app's definitions or
  * values.
  *
+ * Every call checks the endpoint against the allowlist (--framework-allow,
+ * by default loopback URLs only) before anything connects: whatever path a
+ * request takes (JIT, EXECUTOR, LLM, WORKFLOW steps, logging), an endpoint
+ * outside the list is never reached.
+ *
  * framework_log() is fire-and-forget: a bounded queue drained by one
  * thread, so a slow or dead framework never slows or fails a request
  * (messages that do not fit are counted and dropped).
@@ -17,9 +22,12 @@
 #define SANDBOXD_MCP_FRAMEWORK_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "mcp/simple.h"
+
+struct url_allowlist;
 
 #define FRAMEWORK_LOCAL "local"
 
@@ -31,6 +39,8 @@ struct framework_options {
     int64_t timeout_ms; /* per framework call */
     int64_t llm_timeout_ms;
     size_t max_response;
+    const struct url_allowlist *allow; /* borrowed, outlives the framework; NULL or empty:
+                                          loopback http(s) URLs only */
 };
 
 struct framework_stats {
@@ -43,11 +53,14 @@ struct framework;
 int framework_new(const struct framework_options *opt, struct framework **ret);
 void framework_free(struct framework *fw);
 
+/* endpoint is "local" or a URL the allowlist admits. */
+bool framework_endpoint_allowed(const struct framework *fw, const char *endpoint);
 /* Call tool on the framework at endpoint on behalf of a request of app (its appId; NULL when
- * it has none). params.app_id, when present, must be that app: another one is refused
- * (-EPERM, tool error APP_MISMATCH) before any call, whatever the endpoint; the local
- * framework's core.state tools always work on app. *ret is a new reference on success. stats
- * (may be NULL) accumulates the number and duration of calls. */
+ * it has none). An endpoint the allowlist refuses fails with MCP_ERR_TRANSPORT, code
+ * FRAMEWORK_NOT_ALLOWED, -EPERM, and nothing connects. params.app_id, when present, must be
+ * that app: another one is refused (-EPERM, tool error APP_MISMATCH) before any call, whatever
+ * the endpoint; the local framework's core.state tools always work on app. *ret is a new
+ * reference on success. stats (may be NULL) accumulates the number and duration of calls. */
 int framework_call(struct framework *fw, const char *endpoint, const char *app, const char *tool,
                    json_t *params, json_t **ret, struct mcp_error *err,
                    struct framework_stats *stats);

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "util/macros.h"
 
@@ -105,9 +106,9 @@ int httpc_post_json(const char *url, const char *body, const struct httpc_option
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+    int64_t connect_ms = opt->connect_timeout_ms ? opt->connect_timeout_ms : 5000;
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)opt->timeout_ms);
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
-                     (long)(opt->connect_timeout_ms ? opt->connect_timeout_ms : 5000));
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)connect_ms);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, httpc_write);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &sink);
     curl_easy_setopt(h, CURLOPT_USERAGENT, "sandboxd/" SANDBOXD_VERSION);
@@ -120,6 +121,17 @@ int httpc_post_json(const char *url, const char *body, const struct httpc_option
     } else if (cr == CURLE_OPERATION_TIMEDOUT) {
         ret->status = HTTPC_TIMEOUT;
         r = -ETIMEDOUT;
+        /* Which limit fired: curl's connect timeout covers the TLS handshake too, so a
+         * connection counts as up once the handshake is done (https) or TCP is (http). */
+        curl_off_t tcp_us = 0, tls_us = 0;
+        char *scheme = NULL;
+        curl_easy_getinfo(h, CURLINFO_CONNECT_TIME_T, &tcp_us);
+        curl_easy_getinfo(h, CURLINFO_APPCONNECT_TIME_T, &tls_us);
+        curl_easy_getinfo(h, CURLINFO_SCHEME, &scheme);
+        bool tls = scheme && strcasecmp(scheme, "https") == 0;
+        bool up = tcp_us > 0 && (!tls || tls_us > 0);
+        ret->connect_timeout = !up && connect_ms < opt->timeout_ms;
+        ret->timeout_ms = ret->connect_timeout ? connect_ms : opt->timeout_ms;
     } else if (cr != CURLE_OK) {
         ret->status = HTTPC_TRANSPORT;
         ret->error = strdup(curl_easy_strerror(cr));

@@ -11,6 +11,7 @@
 
 #include <curl/curl.h>
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -35,6 +36,10 @@ struct httpc_result {
     long http_status;
     struct buf body; /* caller frees with httpc_result_done */
     char *error;     /* transport error text */
+    /* HTTPC_TIMEOUT: the limit that fired, and whether it was the connect timeout (the
+     * connection, TLS handshake included, was not up yet) or the total one. */
+    int64_t timeout_ms;
+    bool connect_timeout;
 };
 
 int httpc_global_init(void);

@@ -15,9 +15,11 @@
 #include "util/log.h"
 #include "util/macros.h"
 #include "util/jdump.h"
+#include "util/url.h"
 
 struct llm {
     char *url;
+    char *shown_url; /* url without userinfo and query, for messages */
     char *model;
     char *auth_header;
     int64_t timeout_ms;
@@ -42,7 +44,9 @@ int llm_new(const struct llm_options *opt, struct llm **ret)
     if (opt->api_key && *opt->api_key &&
         asprintf(&l->auth_header, "Authorization: Bearer %s", opt->api_key) < 0)
         l->auth_header = NULL;
-    if ((opt->url && !l->url) || !l->model) {
+    if (l->url)
+        l->shown_url = url_redact(l->url);
+    if ((opt->url && (!l->url || !l->shown_url)) || !l->model) {
         llm_free(l);
         return -ENOMEM;
     }
@@ -55,6 +59,7 @@ void llm_free(struct llm *l)
     if (!l)
         return;
     free(l->url);
+    free(l->shown_url);
     free(l->model);
     free(l->auth_header);
     free(l);
@@ -135,10 +140,13 @@ static int llm_remote(struct llm *l, const char *prompt, const char *system, con
     int r = httpc_post_json(l->url, body, &ho, &res);
     free(body);
     if (r < 0) {
-        mcp_error_set(err, res.status == HTTPC_TIMEOUT ? MCP_ERR_TIMEOUT : MCP_ERR_TRANSPORT,
-                      "LLM_UNAVAILABLE", "LLM endpoint %s: %s", l->url,
-                      res.status == HTTPC_TIMEOUT ? "timed out"
-                                                  : (res.error ? res.error : "unreachable"));
+        if (res.status == HTTPC_TIMEOUT)
+            mcp_error_set(err, MCP_ERR_TIMEOUT, "LLM_UNAVAILABLE",
+                          "LLM endpoint %s: no %s within %lld ms", l->shown_url,
+                          res.connect_timeout ? "connection" : "answer", (long long)res.timeout_ms);
+        else
+            mcp_error_set(err, MCP_ERR_TRANSPORT, "LLM_UNAVAILABLE", "LLM endpoint %s: %s",
+                          l->shown_url, res.error ? res.error : "unreachable");
         httpc_result_done(&res);
         return r;
     }

@@ -153,32 +153,49 @@ static json_t *srv_run_python_tool(struct mcp_server *s)
         "destructiveHint", 0, "idempotentHint", 0, "openWorldHint", 0);
 }
 
+/* The schema of a `servers` argument: configured names, as an enum when there are any. */
+static json_t *srv_servers_arg(struct mcp_server *s, const char *description)
+{
+    json_t *names = mcp_registry_names(s->registry);
+    json_t *items = json_pack("{s:s}", "type", "string");
+    if (json_array_size(names))
+        json_object_set(items, "enum", names);
+    json_decref(names);
+    return json_pack("{s:s, s:o, s:b, s:s}", "type", "array", "items", items, "uniqueItems", 1,
+                     "description", description);
+}
+
 static json_t *srv_build_tools(struct mcp_server *s)
 {
     json_t *tools = json_array();
     json_array_append_new(tools, srv_run_python_tool(s));
     json_array_append_new(
         tools,
-        json_pack("{s:s, s:s, s:s, s:{s:s, s:{s:{s:s, s:s}}, s:b}, s:{s:b, s:b}}", "name",
+        json_pack("{s:s, s:s, s:s, s:{s:s, s:{s:{s:s, s:s}, s:o}, s:b}, s:{s:b, s:b}}", "name",
                   "list_servers", "title", "List MCP servers", "description",
                   "The MCP servers run_python code may use (pass their names in run_python's "
-                  "`servers`), with their descriptions; with tools=true also their tool names "
-                  "(this starts servers that are not running yet).",
+                  "`servers`), with their descriptions; with tools=true also the tool names of "
+                  "the servers that are running and of those named in `servers` (which starts "
+                  "them).",
                   "inputSchema", "type", "object", "properties", "tools", "type", "boolean",
-                  "description", "Also list each server's tools.", "additionalProperties", 0,
-                  "annotations", "readOnlyHint", 1, "openWorldHint", 0));
+                  "description", "Also list each server's tools.", "servers",
+                  srv_servers_arg(s, "Servers to start if needed and read the tools of."),
+                  "additionalProperties", 0, "annotations", "readOnlyHint", 1, "openWorldHint", 0));
     json_array_append_new(
         tools,
-        json_pack("{s:s, s:s, s:s, s:{s:s, s:{s:{s:s, s:s}, s:{s:s, s:i, s:i, s:s}}, s:[s], "
+        json_pack("{s:s, s:s, s:s, s:{s:s, s:{s:{s:s, s:s}, s:{s:s, s:i, s:i, s:s}, s:o}, s:[s], "
                   "s:b}, s:{s:b, s:b}}",
                   "name", "search_tool_docs", "title", "Search the tools of the MCP servers",
                   "description",
-                  "Find tools of the configured MCP servers by keywords, best match first, with "
-                  "their parameters and the Python call that reaches them from run_python — "
-                  "without loading every schema.",
+                  "Find tools of the running MCP servers, and of those named in `servers`, by "
+                  "keywords, best match first, with their parameters and the Python call that "
+                  "reaches them from run_python — without loading every schema.",
                   "inputSchema", "type", "object", "properties", "query", "type", "string",
                   "description", "Keywords, e.g. \"sum numbers\".", "limit", "type", "integer",
                   "minimum", 1, "maximum", 50, "description", "Most results (default 5).",
+                  "servers",
+                  srv_servers_arg(s, "Servers to start if needed and search too (running ones "
+                                     "are always searched)."),
                   "required", "query", "additionalProperties", 0, "annotations", "readOnlyHint", 1,
                   "openWorldHint", 0));
     json_array_append_new(
@@ -267,6 +284,11 @@ int mcp_server_conn_new(struct mcp_server *s, struct mcp_server_conn **ret)
 void mcp_server_conn_ref(struct mcp_server_conn *c)
 {
     atomic_fetch_add(&c->refs, 1);
+}
+
+void mcp_server_conn_set_tenant(struct mcp_server_conn *c, struct tenant *tenant)
+{
+    c->tenant = tenant;
 }
 
 void mcp_server_conn_close(struct mcp_server_conn *c)

@@ -27,6 +27,7 @@
 
 struct sessions;
 struct mcp_registry;
+struct tenant;
 
 /* The protocol versions we speak, preferred first. */
 #define MCP_SERVER_VERSION_LATEST "2025-11-25"
@@ -57,6 +58,9 @@ void mcp_server_free(struct mcp_server *s);
 /* A new connection, with one reference held by the caller. 0, or -ENOMEM. */
 int mcp_server_conn_new(struct mcp_server *s, struct mcp_server_conn **ret);
 void mcp_server_conn_ref(struct mcp_server_conn *c);
+/* The tenant (borrowed; it outlives the connection) that owns the sandbox sessions and the
+ * workspace this connection uses; call before the first message. Default: the operator. */
+void mcp_server_conn_set_tenant(struct mcp_server_conn *c, struct tenant *tenant);
 /* NULL-safe. */
 void mcp_server_conn_unref(struct mcp_server_conn *c);
 /* End the connection: its sandbox sessions are deleted (running executions are killed and

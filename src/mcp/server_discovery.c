@@ -4,6 +4,9 @@
  * every schema: list_servers (the configured MCP servers the sandboxed code
  * may call, optionally with their tools) and search_tool_docs (tools ranked
  * by the words of a query, each with the Python call that reaches it).
+ * Neither starts a server on its own: they read the tools of servers that
+ * are running already, and of those the call names in `servers` — looking
+ * around must not run every configured program.
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -16,18 +19,61 @@
 #include "util/buf.h"
 #include "util/jdump.h"
 
-#define SRV_MAX_QUERY 1000 /* bytes of a search_tool_docs query */
+#define SRV_MAX_QUERY   1000 /* bytes of a search_tool_docs query */
+#define SRV_NOT_STARTED "not running; name it in `servers` to start it and read its tools"
+
+/* The `servers` argument: NULL with *ret_named an array (new reference, [] when absent), or a
+ * tool error naming what is wrong. */
+static json_t *srv_named(struct mcp_server_conn *c, const char *tool, json_t *args,
+                         json_t **ret_named)
+{
+    json_t *v = json_object_get(args, "servers");
+    *ret_named = NULL;
+    if (!v || json_is_null(v)) {
+        *ret_named = json_array();
+        return NULL;
+    }
+    if (!json_is_array(v))
+        return srv_tool_error(c, "%s: servers: an array of server names", tool);
+    char *unknown = mcp_registry_check_names(c->srv->registry, v);
+    if (unknown) {
+        json_t *e = srv_tool_error(c, "%s: %s", tool, unknown);
+        free(unknown);
+        return e;
+    }
+    *ret_named = json_incref(v);
+    return NULL;
+}
+
+/* May this call read the tools of server d (from mcp_registry_describe)? */
+static bool srv_may_read(json_t *d, json_t *named)
+{
+    if (json_is_true(json_object_get(d, "connected")))
+        return true;
+    const char *name = json_string_value(json_object_get(d, "name"));
+    size_t i;
+    json_t *v;
+    json_array_foreach(named, i, v)
+    {
+        if (name && strcmp(json_string_value(v), name) == 0)
+            return true;
+    }
+    return false;
+}
 
 json_t *srv_list_servers(struct mcp_server_conn *c, json_t *args)
 {
     struct mcp_server *s = c->srv;
-    static const char *const allowed[] = {"tools", NULL};
+    static const char *const allowed[] = {"tools", "servers", NULL};
     json_t *want = json_object_get(args, "tools");
     json_t *bad = srv_check_args(c, "list_servers", args, allowed);
     if (bad)
         return bad;
     if (want && !json_is_boolean(want) && !json_is_null(want))
         return srv_tool_error(c, "list_servers: tools: true or false");
+    json_t *named = NULL;
+    if ((bad = srv_named(c, "list_servers", args, &named)))
+        return bad;
     json_t *servers = mcp_registry_describe(s->registry);
     struct buf b;
     buf_init(&b, 4u << 20);
@@ -47,6 +93,11 @@ json_t *srv_list_servers(struct mcp_server_conn *c, json_t *args)
         buf_free(&alias);
         if (!json_is_true(want))
             continue;
+        if (!srv_may_read(d, named)) {
+            (void)buf_printf(&b, "  tools: %s\n", SRV_NOT_STARTED);
+            json_object_set_new(d, "notStarted", json_true());
+            continue;
+        }
         json_t *tools = NULL;
         struct mcp_error me = {0};
         if (mcp_registry_tools(s->registry, name, s->opt.lookup_timeout_ms, &tools, &me) < 0) {
@@ -81,6 +132,7 @@ json_t *srv_list_servers(struct mcp_server_conn *c, json_t *args)
     json_t *r = srv_tool_result(c, text ? text : "", st, false);
     free(text);
     buf_free(&b);
+    json_decref(named);
     return r;
 }
 
@@ -158,7 +210,7 @@ static void srv_params_text(json_t *schema, struct buf *params, struct buf *call
 json_t *srv_search(struct mcp_server_conn *c, json_t *args)
 {
     struct mcp_server *s = c->srv;
-    static const char *const allowed[] = {"query", "limit", NULL};
+    static const char *const allowed[] = {"query", "limit", "servers", NULL};
     json_t *bad = srv_check_args(c, "search_tool_docs", args, allowed);
     if (bad)
         return bad;
@@ -173,6 +225,9 @@ json_t *srv_search(struct mcp_server_conn *c, json_t *args)
         (!json_is_integer(lim) || json_integer_value(lim) < 1 || json_integer_value(lim) > 50))
         return srv_tool_error(c, "search_tool_docs: limit: an integer from 1 to 50");
     size_t limit = json_is_integer(lim) ? (size_t)json_integer_value(lim) : 5;
+    json_t *named = NULL;
+    if ((bad = srv_named(c, "search_tool_docs", args, &named)))
+        return bad;
     /* The words: runs of letters, digits and '_' (bytes of UTF-8 characters count as letters). */
     json_t *words = json_array();
     const char *p = json_string_value(q);
@@ -185,16 +240,21 @@ json_t *srv_search(struct mcp_server_conn *c, json_t *args)
         if (p > start)
             json_array_append_new(words, json_stringn(start, (size_t)(p - start)));
     }
-    json_t *names = mcp_registry_names(s->registry);
+    json_t *described = mcp_registry_describe(s->registry);
     json_t *all = json_object(); /* server -> tools, keeps them alive while hits point in */
     json_t *unavailable = json_array();
+    json_t *not_started = json_array();
     struct srv_hit *hits = NULL;
     size_t n_hits = 0, cap = 0;
     size_t i;
     json_t *nv;
-    json_array_foreach(names, i, nv)
+    json_array_foreach(described, i, nv)
     {
-        const char *server = json_string_value(nv);
+        const char *server = json_string_value(json_object_get(nv, "name"));
+        if (!srv_may_read(nv, named)) {
+            json_array_append_new(not_started, json_string(server));
+            continue;
+        }
         json_t *tools = NULL;
         struct mcp_error me = {0};
         if (mcp_registry_tools(s->registry, server, s->opt.lookup_timeout_ms, &tools, &me) < 0) {
@@ -260,7 +320,15 @@ json_t *srv_search(struct mcp_server_conn *c, json_t *args)
     }
     if (!json_array_size(results))
         (void)buf_printf(&b, "No tool matches '%.200s'%s\n", json_string_value(q),
-                         json_array_size(names) ? "" : " (no MCP servers are configured)");
+                         json_array_size(described) ? "" : " (no MCP servers are configured)");
+    if (json_array_size(not_started)) {
+        char *list = srv_names_text(not_started);
+        (void)buf_printf(&b,
+                         "[note] not running, so not searched: %s (name them in `servers` "
+                         "to start and search them)\n",
+                         list ? list : "?");
+        free(list);
+    }
     json_array_foreach(unavailable, i, nv)
     {
         (void)buf_printf(&b, "[note] server '%s' is unavailable: %s\n",
@@ -269,14 +337,16 @@ json_t *srv_search(struct mcp_server_conn *c, json_t *args)
     }
     if (b.len && b.data[b.len - 1] == '\n')
         b.data[--b.len] = '\0';
-    json_t *st = json_pack("{s:o, s:o}", "results", results, "unavailable", unavailable);
+    json_t *st = json_pack("{s:o, s:o, s:o}", "results", results, "unavailable", unavailable,
+                           "notStarted", not_started);
     char *text = s->opt.output_json ? jdump(st, JSON_COMPACT, NULL) : buf_take(&b, NULL);
     json_t *r = srv_tool_result(c, text ? text : "", st, false);
     free(text);
     buf_free(&b);
     free(hits);
     json_decref(all);
-    json_decref(names);
+    json_decref(described);
+    json_decref(named);
     json_decref(words);
     return r;
 }

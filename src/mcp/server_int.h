@@ -48,8 +48,9 @@ struct mcp_server_conn {
     atomic_int refs;
     pthread_mutex_t create_lock;
     pthread_mutex_t lock;
-    pthread_cond_t cond; /* a call is done */
-    const char *version; /* static; NULL before initialize, then never changes */
+    pthread_cond_t cond;   /* a call is done */
+    const char *version;   /* static; NULL before initialize, then never changes */
+    struct tenant *tenant; /* owner of the sessions it creates (NULL: the operator) */
     bool closed;
     struct srv_sandbox *sandboxes; /* creation order; the first automatic one is "default" */
     unsigned n_sandboxes;

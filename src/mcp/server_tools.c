@@ -247,7 +247,7 @@ static int srv_sandbox_get(struct mcp_server_conn *c, const char *name, json_t *
         json_decref(want);
         return -ENOMEM;
     }
-    struct session_create sc = {.servers = want, .workspace = s->workspace};
+    struct session_create sc = {.servers = want, .workspace = s->workspace, .tenant = c->tenant};
     json_t *info = NULL;
     struct session_error err;
     r = sessions_create(s->sessions, &sc, &info, &err);

@@ -16,6 +16,7 @@
 #include "util/macros.h"
 #include "util/fmt.h"
 #include "util/jdump.h"
+#include "util/url.h"
 
 const char *mcp_error_kind_name(enum mcp_error_kind k)
 {
@@ -109,6 +110,13 @@ int mcp_simple_call(const char *endpoint, const char *tool, json_t *params,
     struct httpc_result res;
     int r = httpc_post_json(endpoint, payload, &ho, &res);
     free(payload);
+    /* The endpoint may carry credentials (userinfo, a query): messages name it without. */
+    _cleanup_free_ char *shown = url_redact(endpoint);
+    if (!shown) {
+        httpc_result_done(&res);
+        mcp_error_set(err, MCP_ERR_PROTOCOL, NULL, "out of memory");
+        return -ENOMEM;
+    }
     if (r < 0) {
         switch (res.status) {
         case HTTPC_TOO_LARGE:
@@ -116,11 +124,17 @@ int mcp_simple_call(const char *endpoint, const char *tool, json_t *params,
                           opt->max_response);
             break;
         case HTTPC_TIMEOUT:
-            mcp_error_set(err, MCP_ERR_TIMEOUT, NULL, "no answer from %s within %lld ms", endpoint,
-                          (long long)opt->timeout_ms);
+            if (res.connect_timeout)
+                mcp_error_set(err, MCP_ERR_TIMEOUT, NULL,
+                              "no connection to %s within the connect timeout of %lld ms "
+                              "(TLS handshake included)",
+                              shown, (long long)res.timeout_ms);
+            else
+                mcp_error_set(err, MCP_ERR_TIMEOUT, NULL, "no answer from %s within %lld ms", shown,
+                              (long long)res.timeout_ms);
             break;
         default:
-            mcp_error_set(err, MCP_ERR_TRANSPORT, NULL, "cannot reach %s: %s", endpoint,
+            mcp_error_set(err, MCP_ERR_TRANSPORT, NULL, "cannot reach %s: %s", shown,
                           res.error ? res.error : "transport error");
         }
     } else if (res.http_status < 200 || res.http_status > 299) {
@@ -131,7 +145,7 @@ int mcp_simple_call(const char *endpoint, const char *tool, json_t *params,
             mcp_error_set(err, MCP_ERR_TOOL, inner.code, "%s", inner.message ? inner.message : "");
         } else {
             size_t n = res.body.len < 200 ? res.body.len : 200;
-            mcp_error_set(err, MCP_ERR_HTTP, NULL, "%s answered HTTP %ld: %.*s", endpoint,
+            mcp_error_set(err, MCP_ERR_HTTP, NULL, "%s answered HTTP %ld: %.*s", shown,
                           res.http_status, (int)n, res.body.data ? res.body.data : "");
         }
         json_decref(ignored);

@@ -38,6 +38,7 @@
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/macros.h"
+#include "util/url.h"
 
 #define HTTP_CONNECT_TIMEOUT_MS 5000
 #define HTTP_DELETE_TIMEOUT_MS  2000
@@ -53,6 +54,7 @@ struct http_transport {
     struct mcp_transport base;
     char *name;
     char *url;
+    char *shown_url;                  /* url without userinfo and query, for messages */
     struct curl_slist *extra_headers; /* from the configuration */
     struct mcp_transport_hooks hooks;
     pthread_mutex_t lock; /* everything below */
@@ -446,7 +448,7 @@ static int http_failure(struct http_transport *t, struct http_exchange *ex, int 
     }
     if (cc != CURLE_OK && ex->mode != HTTP_BODY_ERROR) {
         mcp_error_set(err, MCP_ERR_TRANSPORT, NULL, "cannot reach MCP server '%s' (%s): %s",
-                      t->name, t->url,
+                      t->name, t->shown_url,
                       cc == -1    ? "out of memory"
                       : errbuf[0] ? errbuf
                                   : curl_easy_strerror(cc));
@@ -621,6 +623,7 @@ static void http_free(struct http_transport *t)
     free(t->protocol_version);
     free(t->name);
     free(t->url);
+    free(t->shown_url);
     pthread_mutex_destroy(&t->lock);
     free(t);
 }
@@ -682,7 +685,8 @@ int mcp_transport_http_open(const struct mcp_server_config *cfg,
     t->hooks = *hooks;
     t->name = strdup(cfg->name);
     t->url = strdup(cfg->url);
-    bool oom = !t->name || !t->url;
+    t->shown_url = url_redact(cfg->url);
+    bool oom = !t->name || !t->url || !t->shown_url;
     for (char **h = cfg->headers; h && *h && !oom; h++) {
         struct curl_slist *l = curl_slist_append(t->extra_headers, *h);
         if (l)

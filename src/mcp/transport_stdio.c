@@ -461,8 +461,22 @@ static const struct mcp_transport_ops stdio_ops = {
     .close = stdio_close,
 };
 
-/* The environment of the child: ours, with cfg->env added or overriding. The strings are
- * borrowed; only the array is allocated. */
+/* What a server inherits from us: what any program needs to run in the user's session, and
+ * nothing that could be a secret (our tokens, API keys, proxies with credentials), as the
+ * reference MCP clients do. Everything else comes from the server's "env". */
+static bool stdio_inherited(const char *var, size_t klen)
+{
+    static const char *const names[] = {"PATH",  "HOME",   "LOGNAME",        "USER",
+                                        "SHELL", "TERM",   "LANG",           "LANGUAGE",
+                                        "TZ",    "TMPDIR", "XDG_RUNTIME_DIR"};
+    for (size_t i = 0; i < ARRAY_SIZE(names); i++)
+        if (klen == strlen(names[i]) && strncmp(var, names[i], klen) == 0)
+            return true;
+    return klen > 3 && strncmp(var, "LC_", 3) == 0;
+}
+
+/* The environment of the child: the inherited part of ours, then cfg->env added or
+ * overriding. The strings are borrowed; only the array is allocated. */
 static char **stdio_environment(char *const *extra)
 {
     size_t n = 0, m = 0;
@@ -476,6 +490,9 @@ static char **stdio_environment(char *const *extra)
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
         size_t klen = strcspn(environ[i], "=");
+        /* Values that start with "()" are shell functions: never passed (shellshock). */
+        if (!stdio_inherited(environ[i], klen) || strncmp(environ[i] + klen, "=()", 3) == 0)
+            continue;
         bool overridden = false;
         for (size_t j = 0; j < m && !overridden; j++)
             overridden = strncmp(extra[j], environ[i], klen) == 0 && extra[j][klen] == '=';

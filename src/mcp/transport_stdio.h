@@ -3,7 +3,9 @@
  * transport_stdio — an MCP server as a child process speaking newline-
  * delimited JSON-RPC on its stdin/stdout (the MCP stdio transport). The
  * child runs in its own process group with default signal dispositions and
- * an empty signal mask; its stderr is drained to our log line by line. One
+ * an empty signal mask and a minimal environment (PATH, HOME, LANG, TZ and
+ * the like from ours, plus its config's env: never our tokens or keys);
+ * its stderr is drained to our log line by line. One
  * reader thread per connection. It must never leak an fd into the child
  * (all ours are O_CLOEXEC) and never leave a process behind: close() walks
  * stdin EOF → SIGTERM → SIGKILL and reaps. Used by client.c only.

@@ -27,6 +27,7 @@
 #include "app/defs.h"
 #include "app/metrics.h"
 #include "app/response.h"
+#include "app/tenant.h"
 #include "exec/cell.h"
 #include "exec/run.h"
 #include "mcp/alias.h"
@@ -47,8 +48,9 @@
 struct session {
     char id[SESSION_ID_MAX + 1];
     struct sessions *owner;
-    char *workspace;
-    json_t *servers; /* names */
+    struct tenant *tenant; /* NULL: the operator's */
+    char *workspace;       /* the store's key: "name", or "tenant/name" */
+    json_t *servers;       /* names */
     struct cell *cell;
     uint64_t memory_mb;
     pthread_mutex_t exec_lock;  /* one execution at a time */
@@ -134,6 +136,7 @@ static void session_unlist(struct sessions *ss, struct session *s)
     s->listed = false;
     s->alive = false;
     ss->live--;
+    tenant_session_release(s->tenant);
 }
 
 static struct session *sessions_lookup(struct sessions *ss, const char *id)
@@ -347,12 +350,12 @@ static int session_new_id(const char *prefix, char out[SESSION_ID_MAX + 1])
 static json_t *session_describe(struct session *s, const struct sessions *ss)
 {
     int64_t now = clock_mono_us();
-    return json_pack("{s:s, s:s, s:O, s:f, s:f, s:I, s:I, s:b, s:b, s:I}", "sessionId", s->id,
-                     "workspace", s->workspace, "servers", s->servers, "ageS",
-                     (double)(now - s->created_us) / 1e6, "idleS",
-                     (double)(now - s->last_used_us) / 1e6, "idleTimeoutS",
-                     (json_int_t)(s->idle_us / 1000000), "executions", (json_int_t)s->executions,
-                     "busy", s->busy, "alive", s->alive, "memoryMb", (json_int_t)s->memory_mb);
+    return json_pack(
+        "{s:s, s:s, s:s?, s:O, s:f, s:f, s:I, s:I, s:b, s:b, s:I}", "sessionId", s->id, "workspace",
+        workspace_key_name(s->workspace), "tenant", tenant_name(s->tenant), "servers", s->servers,
+        "ageS", (double)(now - s->created_us) / 1e6, "idleS", (double)(now - s->last_used_us) / 1e6,
+        "idleTimeoutS", (json_int_t)(s->idle_us / 1000000), "executions", (json_int_t)s->executions,
+        "busy", s->busy, "alive", s->alive, "memoryMb", (json_int_t)s->memory_mb);
 }
 
 /* The init job: servers with their tools, the workspace's saved tools. */
@@ -442,15 +445,26 @@ int sessions_create(struct sessions *ss, const struct session_create *c, json_t 
                     ss->opt.max_sessions);
         return -EBUSY;
     }
+    if (!tenant_session_claim(c->tenant)) {
+        pthread_mutex_lock(&ss->lock);
+        ss->live--;
+        pthread_mutex_unlock(&ss->lock);
+        json_decref(names);
+        session_err(err, 429, "TENANT_LIMIT", NULL,
+                    "tenant '%s' has %u live sessions, its maxSessions; delete one or retry later",
+                    tenant_name(c->tenant), tenant_max_sessions(c->tenant));
+        return -EBUSY;
+    }
     int r = -ENOMEM;
     struct session *s = calloc(1, sizeof(*s));
     json_t *job = NULL;
     struct exec_outcome o = {0};
-    if (!s || !(s->workspace = strdup(workspace))) {
+    if (!s || !(s->workspace = workspace_key(tenant_name(c->tenant), workspace))) {
         session_err(err, 500, "INTERNAL", NULL, "out of memory");
         goto fail;
     }
     s->owner = ss;
+    s->tenant = c->tenant;
     s->servers = TAKE_PTR(names);
     s->memory_mb = memory_mb;
     atomic_init(&s->refs, 1);
@@ -531,6 +545,7 @@ fail:
     pthread_mutex_lock(&ss->lock);
     ss->live--;
     pthread_mutex_unlock(&ss->lock);
+    tenant_session_release(c->tenant);
     if (s) {
         if (!s->servers)
             s->servers = json_array();
@@ -622,6 +637,14 @@ int sessions_execute(struct sessions *ss, const char *id, const char *code, int6
     if (timeout_ms > ss->opt.max_timeout_ms)
         timeout_ms = ss->opt.max_timeout_ms;
     pthread_mutex_lock(&s->exec_lock);
+    if (!tenant_run_begin(s->tenant, "session")) {
+        pthread_mutex_unlock(&s->exec_lock);
+        session_err(err, 429, "TENANT_LIMIT", NULL,
+                    "tenant '%s' runs %u executions, its maxRunning; retry later",
+                    tenant_name(s->tenant), tenant_max_running(s->tenant));
+        session_unref(s);
+        return -EBUSY;
+    }
     pthread_mutex_lock(&ss->lock);
     bool alive = s->alive;
     bool down = ss->shutting_down;
@@ -629,6 +652,7 @@ int sessions_execute(struct sessions *ss, const char *id, const char *code, int6
     s->busy = alive;
     pthread_mutex_unlock(&ss->lock);
     if (!alive) {
+        tenant_run_end(s->tenant);
         pthread_mutex_unlock(&s->exec_lock);
         session_unref(s);
         if (down)
@@ -694,6 +718,7 @@ int sessions_execute(struct sessions *ss, const char *id, const char *code, int6
     bool shut = !survived && !drop && ss->shutting_down;
     pthread_mutex_unlock(&ss->lock);
     pthread_mutex_unlock(&s->exec_lock);
+    tenant_run_end(s->tenant);
     metrics_request(ss->metrics, "session",
                     strcmp(status, "ok") == 0             ? "ok"
                     : strcmp(status, "timeout") == 0      ? "timeout"
@@ -757,12 +782,23 @@ bool sessions_exists(struct sessions *ss, const char *id)
     return s != NULL;
 }
 
-json_t *sessions_list(struct sessions *ss)
+bool sessions_visible(struct sessions *ss, const char *id, const struct tenant *tenant)
+{
+    pthread_mutex_lock(&ss->lock);
+    struct session *s = NULL;
+    HASH_FIND_STR(ss->table, id, s);
+    bool visible = s && (!tenant || s->tenant == tenant);
+    pthread_mutex_unlock(&ss->lock);
+    return visible;
+}
+
+json_t *sessions_list(struct sessions *ss, const struct tenant *tenant)
 {
     json_t *list = json_array();
     pthread_mutex_lock(&ss->lock);
     for (struct session *s = ss->table; s; s = s->hh.next)
-        json_array_append_new(list, session_describe(s, ss));
+        if (!tenant || s->tenant == tenant)
+            json_array_append_new(list, session_describe(s, ss));
     pthread_mutex_unlock(&ss->lock);
     return list;
 }

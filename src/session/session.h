@@ -30,6 +30,7 @@ struct pool;
 struct mcp_registry;
 struct workspace_store;
 struct metrics;
+struct tenant;
 
 struct sessions_options {
     unsigned max_sessions;
@@ -59,6 +60,7 @@ struct session_create {
     const char *workspace;  /* may be NULL: "default" */
     int64_t idle_timeout_s; /* 0: default */
     int64_t memory_mb;      /* 0: default */
+    struct tenant *tenant;  /* the owner (borrowed, outlives the session); NULL: the operator */
 };
 
 /* Streaming of one execution; callbacks run on the executing thread, except on_rpc, which
@@ -82,18 +84,23 @@ void sessions_free(struct sessions *s);
 void sessions_shutdown(struct sessions *s);
 void session_error_done(struct session_error *e);
 
-/* 0 and the new session's description in *ret_info; <0 with *err filled. */
+/* 0 and the new session's description in *ret_info; <0 with *err filled (429 TENANT_LIMIT at
+ * the tenant's maxSessions). The session's workspace is the tenant's own of that name. */
 int sessions_create(struct sessions *s, const struct session_create *c, json_t **ret_info,
                     struct session_error *err);
 /* -ENOENT for an unknown id. */
 int sessions_info(struct sessions *s, const char *id, json_t **ret_info);
-json_t *sessions_list(struct sessions *s);
+/* The sessions tenant may see: its own, or with tenant NULL (the operator) all of them. */
+json_t *sessions_list(struct sessions *s, const struct tenant *tenant);
 int sessions_delete(struct sessions *s, const char *id);
 bool sessions_exists(struct sessions *s, const char *id);
+/* Session id exists and belongs to tenant (any tenant's when tenant is NULL). Ids are never
+ * reused, so a true answer stays true for as long as the session lives. */
+bool sessions_visible(struct sessions *s, const char *id, const struct tenant *tenant);
 unsigned sessions_live(struct sessions *s);
 /* Run code in session id. 0 and *ret_result {executionId, status, stdout, stderr, error, result,
  * durationMs, sessionAlive, truncated, mcpCalls, verdict}; <0 with *err (unknown session,
- * dead session, sandbox failure). */
+ * dead session, the owner's maxRunning reached (429), sandbox failure). */
 int sessions_execute(struct sessions *s, const char *id, const char *code, int64_t timeout_ms,
                      const struct session_stream *stream, json_t **ret_result,
                      struct session_error *err);

@@ -28,32 +28,17 @@
 #include "util/fmt.h"
 #include "util/jdump.h"
 #include "util/randid.h"
+#include "util/path.h"
+#include "util/trust.h"
 
 #define WORKSPACE_MAX_KEY 256
 
 struct workspace_store {
     char *dir;
-    int root_fd; /* STATE_DIR/workspaces */
+    int state_fd; /* STATE_DIR */
+    int root_fd;  /* STATE_DIR/workspaces */
     struct workspace_limits lim;
 };
-
-static int ws_mkdirs(const char *path)
-{
-    _cleanup_free_ char *copy = strdup(path);
-    if (!copy)
-        return -ENOMEM;
-    for (char *p = copy + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(copy, 0700) < 0 && errno != EEXIST)
-            return -errno;
-        *p = '/';
-    }
-    if (mkdir(copy, 0700) < 0 && errno != EEXIST)
-        return -errno;
-    return 0;
-}
 
 int workspace_store_new(const char *state_dir, const struct workspace_limits *lim,
                         struct workspace_store **ret)
@@ -61,18 +46,22 @@ int workspace_store_new(const char *state_dir, const struct workspace_limits *li
     _cleanup_free_ char *root = NULL;
     if (asprintf(&root, "%s/workspaces", state_dir) < 0)
         return -ENOMEM;
-    int r = ws_mkdirs(root);
+    _cleanup_free_ char *why = NULL;
+    int r = trust_make_dir(root, &why);
     if (r < 0)
-        return log_errno(LOG_ERROR, r, "workspace: cannot create %s (set --state-dir)", root);
+        return log_errno(LOG_ERROR, r, "workspace: %s (set --state-dir)",
+                         why ? why : "cannot create the store");
     struct workspace_store *s = calloc(1, sizeof(*s));
     if (!s)
         return -ENOMEM;
+    s->state_fd = open(state_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
     s->root_fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
     s->dir = strdup(state_dir);
     s->lim = *lim;
-    if (s->root_fd < 0 || !s->dir) {
-        r = s->root_fd < 0 ? log_errno(LOG_ERROR, errno, "workspace: cannot open %s", root)
-                           : -ENOMEM;
+    if (s->state_fd < 0 || s->root_fd < 0 || !s->dir) {
+        r = s->state_fd < 0 || s->root_fd < 0
+                ? log_errno(LOG_ERROR, errno, "workspace: cannot open %s", root)
+                : -ENOMEM;
         workspace_store_free(s);
         return r;
     }
@@ -86,6 +75,8 @@ void workspace_store_free(struct workspace_store *s)
         return;
     if (s->root_fd >= 0)
         close(s->root_fd);
+    if (s->state_fd >= 0)
+        close(s->state_fd);
     free(s->dir);
     free(s);
 }
@@ -102,25 +93,65 @@ static bool ws_name_char(char c)
 
 const char *workspace_check_name(const char *name)
 {
-    size_t n = strlen(name);
-    if (n == 0 || n > 64)
-        return "must be 1-64 characters";
-    if (name[0] == '.')
-        return "must not start with '.'";
-    for (size_t i = 0; i < n; i++)
-        if (!ws_name_char(name[i]))
-            return "may only contain letters, digits, '.', '_' and '-'";
-    return NULL;
+    return path_check_name(name);
 }
 
-/* The directory fd of ws/sub, created on demand. */
+char *workspace_key(const char *tenant, const char *name)
+{
+    return tenant ? fmt_str("%s/%s", tenant, name) : strdup(name);
+}
+
+const char *workspace_key_name(const char *key)
+{
+    const char *slash = strchr(key, '/');
+    return slash ? slash + 1 : key;
+}
+
+/* The directory fd of dirfd/name, created on demand (O_PATH). */
+static int ws_subdir(int dirfd_, const char *name)
+{
+    if (mkdirat(dirfd_, name, 0700) < 0 && errno != EEXIST)
+        return -errno;
+    int fd = openat(dirfd_, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    return fd < 0 ? -errno : fd;
+}
+
+/* The directory holding the workspaces of key's tenant (a new fd), and key's workspace name. */
+static int ws_parent(struct workspace_store *s, const char *key, const char **ret_name)
+{
+    const char *slash = strchr(key, '/');
+    *ret_name = slash ? slash + 1 : key;
+    if (workspace_check_name(*ret_name))
+        return -EINVAL;
+    if (!slash) {
+        int fd = fcntl(s->root_fd, F_DUPFD_CLOEXEC, 3);
+        return fd < 0 ? -errno : fd;
+    }
+    char tenant[65];
+    size_t n = (size_t)(slash - key);
+    if (n >= sizeof(tenant))
+        return -EINVAL;
+    memcpy(tenant, key, n);
+    tenant[n] = '\0';
+    if (workspace_check_name(tenant))
+        return -EINVAL;
+    _cleanup_close_ int all = ws_subdir(s->state_fd, "tenants");
+    if (all < 0)
+        return all;
+    _cleanup_close_ int mine = ws_subdir(all, tenant);
+    return mine < 0 ? mine : ws_subdir(mine, "workspaces");
+}
+
+/* The directory fd of ws/sub, created on demand; ws is a key (see workspace_key()). */
 static int ws_dir(struct workspace_store *s, const char *ws, const char *sub)
 {
-    if (workspace_check_name(ws))
-        return -EINVAL;
-    if (mkdirat(s->root_fd, ws, 0700) < 0 && errno != EEXIST)
+    const char *name;
+    _cleanup_close_ int parent = ws_parent(s, ws, &name);
+    if (parent < 0)
+        return parent;
+    if (mkdirat(parent, name, 0700) < 0 && errno != EEXIST)
         return -errno;
-    _cleanup_close_ int wfd = openat(s->root_fd, ws, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    _cleanup_close_ int wfd = openat(parent, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (wfd < 0)
         return -errno;
     if (mkdirat(wfd, sub, 0700) < 0 && errno != EEXIST)

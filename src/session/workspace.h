@@ -7,7 +7,10 @@
  * validated here, every path is resolved relative to directory fds with
  * O_NOFOLLOW, writes are atomic (temp file + rename) and sizes are capped.
  *
- * Layout: STATE_DIR/workspaces/<name>/{memory,tools,files}/
+ * Layout: STATE_DIR/workspaces/<name>/{memory,tools,files}/, and for the
+ * workspaces of a tenant STATE_DIR/tenants/<tenant>/workspaces/<name>/...:
+ * every function taking a workspace takes its key, "name" or "tenant/name"
+ * (workspace_key()), so that two tenants' workspaces of one name never meet.
  * Thread-safe: the store is immutable after creation; concurrent writers of
  * one key race at rename level (last writer wins, never a torn file).
  */
@@ -34,6 +37,11 @@ const char *workspace_store_dir(const struct workspace_store *s);
 /* NULL when name may be a workspace ([A-Za-z0-9._-], 1-64 bytes, not starting with '.'),
  * else why not (static). */
 const char *workspace_check_name(const char *name);
+/* The store's key of workspace name of tenant (NULL: the operator's); caller frees, NULL when
+ * out of memory. */
+char *workspace_key(const char *tenant, const char *name);
+/* The workspace name within a key (borrowed from key). */
+const char *workspace_key_name(const char *key);
 
 /* A memory request from a session: {"op": save|load|delete|info|list, "key", "value",
  * "metadata"}. 0 and *ret_payload on success; -errno and *ret_error (caller frees) when the

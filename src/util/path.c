@@ -5,6 +5,7 @@
  */
 #include "util/path.h"
 
+#include <ctype.h>
 #include <string.h>
 
 const char *path_check_relative(const char *p, size_t len)
@@ -46,5 +47,18 @@ const char *path_check_component(const char *p, size_t len)
         return "must not contain '/'";
     if ((len == 1 && p[0] == '.') || (len == 2 && p[0] == '.' && p[1] == '.'))
         return "must not be '.' or '..'";
+    return NULL;
+}
+
+const char *path_check_name(const char *name)
+{
+    size_t n = strlen(name);
+    if (n == 0 || n > 64)
+        return "must be 1-64 characters";
+    if (name[0] == '.')
+        return "must not start with '.'";
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum((unsigned char)name[i]) && !strchr("._-", name[i]))
+            return "may only contain letters, digits, '.', '_' and '-'";
     return NULL;
 }

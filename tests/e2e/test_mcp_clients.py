@@ -138,7 +138,7 @@ def test_inspector_over_http_with_progress_gets_sse(srv):
 def test_inspector_over_http_search_tool_docs(srv):
     url = "http://127.0.0.1:%d/mcp" % srv.port
     rc, out, err = inspector(url, "--method", "tools/call", "--tool-name", "search_tool_docs",
-                             "--tool-arg", "query=pid")
+                             "--tool-arg", "query=pid", "--tool-arg", 'servers=["flaky"]')
     assert rc == 0, err
     assert out["structuredContent"]["results"][0]["python"] == "await mcp_flaky.ok()"
 

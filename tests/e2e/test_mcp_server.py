@@ -405,17 +405,24 @@ def test_list_servers(connect):
     names = [s["name"] for s in r["structuredContent"]["servers"]]
     assert names == ["everything", "flaky", "broken"]
     assert "flaky (stdio" in text_of(r) and "mcp_flaky" in text_of(r)
+    r = c.call("list_servers", {"tools": True, "servers": ["everything", "flaky", "broken"]})
+    by = {s["name"]: s for s in r["structuredContent"]["servers"]}
+    assert by["flaky"]["tools"] == ["ok", "die", "fail", "rpc_error", "env"]
+    assert "error" in by["broken"] and "get-sum" in by["everything"]["tools"]
+    assert "tools: ok, die, fail, rpc_error, env" in text_of(r)
+    # without naming them: the running servers' tools; one that is not running is not started
     r = c.call("list_servers", {"tools": True})
     by = {s["name"]: s for s in r["structuredContent"]["servers"]}
-    assert by["flaky"]["tools"] == ["ok", "die", "fail", "rpc_error"]
-    assert "error" in by["broken"] and "get-sum" in by["everything"]["tools"]
-    assert "tools: ok, die, fail, rpc_error" in text_of(r)
+    assert "get-sum" in by["everything"]["tools"]
+    assert by["broken"]["notStarted"] is True and "error" not in by["broken"]
+    assert "not running; name it in `servers`" in text_of(r)
     assert c.call("list_servers", {"tools": "yes"})["isError"] is True
+    assert c.call("list_servers", {"tools": True, "servers": ["nope"]})["isError"] is True
 
 
 def test_search_tool_docs_finds_tools_and_how_to_call_them(connect):
     c = connect()
-    r = c.call("search_tool_docs", {"query": "sum"})
+    r = c.call("search_tool_docs", {"query": "sum", "servers": ["everything", "flaky", "broken"]})
     st = r["structuredContent"]
     top = st["results"][0]
     assert (top["server"], top["tool"]) == ("everything", "get-sum")
@@ -754,7 +761,8 @@ def test_http_bearer_token(make_server, via_env):
     c = McpHttp(s, headers={"Authorization": "Bearer s3cret"})
     assert run(c, "1 + 1")["structuredContent"]["result"] == "2"
     assert c.delete().status == 204
-    assert s.request("GET", "/healthz").status == 200  # the token guards /mcp only
+    assert s.request("GET", "/healthz").status == 200  # the health probe needs no token
+    assert s.request("GET", "/v1/sessions").status == 401  # the token guards every other route
 
 
 def test_http_sessions_expire_when_idle(make_server):
@@ -830,7 +838,8 @@ def test_tool_identifiers_advertised_are_the_ones_that_work(tmp_path):
         for tool, alias in [("get—sum", "get_sum"), ("café", "caf_"), ("class", "class_"),
                             ("2fa", "_2fa"), ("a.b", "a_b")]:
             hits = c.call("search_tool_docs", {"query": "answers with its name: " + tool,
-                                               "limit": 1})["structuredContent"]["results"]
+                                               "limit": 1, "servers": ["named—tools"]}
+                          )["structuredContent"]["results"]
             assert hits[0]["tool"] == tool, hits
             python = hits[0]["python"]
             assert python == "await mcp_named_tools.%s(a=...)" % alias, python

@@ -31,6 +31,7 @@
 #include "mcp/registry.h"
 #include "util/clock.h"
 #include "util/log.h"
+#include "util/macros.h"
 
 extern char **environ;
 
@@ -651,15 +652,22 @@ static void stdio_path_env_cwd_and_stderr(void **state)
     cfg.args = strv("/usr/bin/python3", stdio_script, "chatty", NULL);
     cfg.env = strv("FAKE_MCP_VAR=hello", "HOME=/overridden", NULL);
     cfg.cwd = strdup("/tmp");
+    /* Ours reach the server only when they are of the minimal set (PATH, LANG, ...): never a
+     * token or a key of sandboxd's. */
     setenv("FAKE_MCP_INHERITED", "yes", 1);
+    setenv("SANDBOXD_API_TOKEN", "host-secret", 1);
+    setenv("LANG", "C.UTF-8", 1);
     struct capture cap;
     capture_start(&cap);
     struct mcp_client *c = connect_ok(&cfg);
     mcp_server_config_done(&cfg);
     struct mcp_error err = {0};
-    static const char *const cases[][2] = {
-        {"FAKE_MCP_VAR", "hello"}, {"HOME", "/overridden"}, {"FAKE_MCP_INHERITED", "yes"}};
-    for (size_t i = 0; i < 3; i++) {
+    static const char *const cases[][2] = {{"FAKE_MCP_VAR", "hello"},
+                                           {"HOME", "/overridden"},
+                                           {"LANG", "C.UTF-8"},
+                                           {"FAKE_MCP_INHERITED", "<unset>"},
+                                           {"SANDBOXD_API_TOKEN", "<unset>"}};
+    for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
         json_t *args = json_pack("{s:s}", "name", cases[i][0]);
         char *t = call_text(c, "env", args, 5000, &err);
         assert_string_equal(t, cases[i][1]);
@@ -678,6 +686,7 @@ static void stdio_path_env_cwd_and_stderr(void **state)
     free(logged);
     mcp_client_close(c);
     unsetenv("FAKE_MCP_INHERITED");
+    unsetenv("SANDBOXD_API_TOKEN");
 }
 
 static void stdio_oversized_line_kills_server(void **state)
@@ -1014,6 +1023,19 @@ static void rm_rf(const char *dir)
     free(cmd);
 }
 
+static int load_config(const char *explicit_path, bool discover, bool trust_project,
+                       const char *cwd, const char *home, const char *trust_file,
+                       struct mcp_config *cfg)
+{
+    struct mcp_config_options o = {.explicit_path = explicit_path,
+                                   .discover = discover,
+                                   .trust_project = trust_project,
+                                   .cwd = cwd,
+                                   .home = home,
+                                   .trust_file = trust_file};
+    return mcp_config_load(&o, cfg);
+}
+
 static void config_formats_and_invalid_entries(void **state)
 {
     fmt(tmpdir, sizeof(tmpdir), "/tmp/mcp-config-XXXXXX");
@@ -1042,7 +1064,7 @@ static void config_formats_and_invalid_entries(void **state)
     char path[PATH_MAX + 32];
     fmt(path, sizeof(path), "%s/explicit.json", tmpdir);
     struct mcp_config cfg = {0};
-    assert_int_equal(mcp_config_load(path, false, NULL, NULL, &cfg), 0);
+    assert_int_equal(load_config(path, false, false, NULL, NULL, NULL, &cfg), 0);
     assert_int_equal(cfg.n, 3);
     assert_string_equal(cfg.servers[0].name, "files"); /* config order */
     const struct mcp_server_config *s = find_server(&cfg, "files");
@@ -1073,28 +1095,46 @@ static void config_formats_and_invalid_entries(void **state)
     write_file("vscode-style.json",
                "{\"servers\": {\"v\": {\"type\": \"stdio\", \"command\": \"c\"}}, \"inputs\": []}");
     fmt(path, sizeof(path), "%s/vscode-style.json", tmpdir);
-    assert_int_equal(mcp_config_load(path, false, NULL, NULL, &cfg), 0);
+    assert_int_equal(load_config(path, false, false, NULL, NULL, NULL, &cfg), 0);
     assert_int_equal(cfg.n, 1);
     mcp_config_done(&cfg);
 
     /* A missing, unparsable or shapeless explicit file is an error. */
     fmt(path, sizeof(path), "%s/missing.json", tmpdir);
-    assert_int_equal(mcp_config_load(path, false, NULL, NULL, &cfg), -ENOENT);
+    assert_int_equal(load_config(path, false, false, NULL, NULL, NULL, &cfg), -ENOENT);
     write_file("broken.json", "{\"mcpServers\": ");
     fmt(path, sizeof(path), "%s/broken.json", tmpdir);
-    assert_int_equal(mcp_config_load(path, false, NULL, NULL, &cfg), -EINVAL);
+    assert_int_equal(load_config(path, false, false, NULL, NULL, NULL, &cfg), -EINVAL);
     write_file("shapeless.json", "{\"other\": {}}");
     fmt(path, sizeof(path), "%s/shapeless.json", tmpdir);
-    assert_int_equal(mcp_config_load(path, false, NULL, NULL, &cfg), -EINVAL);
+    assert_int_equal(load_config(path, false, false, NULL, NULL, NULL, &cfg), -EINVAL);
 
     /* Nothing at all is fine. */
-    assert_int_equal(mcp_config_load(NULL, false, NULL, NULL, &cfg), 0);
+    assert_int_equal(load_config(NULL, false, false, NULL, NULL, NULL, &cfg), 0);
     assert_int_equal(cfg.n, 0);
     assert_non_null(cfg.sources);
     assert_null(cfg.sources[0]);
     mcp_config_done(&cfg);
     mcp_config_done(NULL);
     rm_rf(tmpdir);
+}
+
+static const struct mcp_config_skip *find_skip(const struct mcp_config *cfg, const char *name,
+                                               const char *source_part)
+{
+    for (size_t i = 0; i < cfg->n_skipped; i++)
+        if (cfg->skipped[i].name && strcmp(cfg->skipped[i].name, name) == 0 &&
+            strstr(cfg->skipped[i].source, source_part))
+            return &cfg->skipped[i];
+    return NULL;
+}
+
+static size_t count_sources(const struct mcp_config *cfg)
+{
+    size_t n = 0;
+    while (cfg->sources[n])
+        n++;
+    return n;
 }
 
 static void config_discovery_precedence(void **state)
@@ -1133,16 +1173,38 @@ static void config_discovery_precedence(void **state)
                " \"cursor\": {\"command\": \"vscode\"}, \"legacy\": {\"type\": \"sse\","
                " \"url\": \"http://x\"}}}");
 
+    /* Untrusted project (the default): the user's files only; the project's servers are
+     * reported as skipped and never configured. */
     struct mcp_config cfg = {0};
-    assert_int_equal(mcp_config_load(explicit_path, true, cwd, home, &cfg), 0);
+    assert_int_equal(load_config(explicit_path, true, false, cwd, home, NULL, &cfg), 0);
+    assert_false(cfg.project_trusted);
     assert_string_equal(find_server(&cfg, "shared")->command, "explicit");
-    assert_string_equal(find_server(&cfg, "dup")->command, "dot-mcp-a");
-    assert_string_equal(find_server(&cfg, "dotb")->command, "b");
+    assert_string_equal(find_server(&cfg, "dup")->command, "config");
+    assert_null(find_server(&cfg, "dotb"));
+    assert_null(find_server(&cfg, "vs"));
+    assert_null(find_server(&cfg, "vsstdio"));
     assert_null(find_server(&cfg, "txt"));
     assert_non_null(find_server(&cfg, "cfgsrv")->url);
     assert_string_equal(find_server(&cfg, "proj")->command, "project");
     assert_string_equal(find_server(&cfg, "user")->command, "top");
     assert_null(find_server(&cfg, "other"));
+    assert_string_equal(find_server(&cfg, "cursor")->command, "cur");
+    assert_int_equal(cfg.n, 6);
+    assert_string_equal(find_skip(&cfg, "dotb", "/.mcp/b.json")->kind, "untrusted");
+    assert_string_equal(find_skip(&cfg, "vsstdio", "/.vscode/mcp.json")->kind, "untrusted");
+    assert_string_equal(find_skip(&cfg, "user", "/.cursor/mcp.json")->kind, "shadowed");
+    assert_non_null(strstr(find_skip(&cfg, "user", "/.cursor/mcp.json")->reason, ".claude.json"));
+    for (size_t i = 0; i < cfg.n; i++)
+        assert_null(strstr(cfg.origins[i], "/project/")); /* nothing from the project */
+    assert_int_equal(count_sources(&cfg), 4);             /* explicit, config, claude, cursor */
+    mcp_config_done(&cfg);
+
+    /* Trusted by flag: the project's servers join, but never over a user-level name. */
+    assert_int_equal(load_config(explicit_path, true, true, cwd, home, NULL, &cfg), 0);
+    assert_true(cfg.project_trusted);
+    assert_string_equal(find_server(&cfg, "shared")->command, "explicit");
+    assert_string_equal(find_server(&cfg, "dup")->command, "config");
+    assert_string_equal(find_server(&cfg, "dotb")->command, "b");
     assert_string_equal(find_server(&cfg, "cursor")->command, "cur");
     const struct mcp_server_config *vs = find_server(&cfg, "vs");
     assert_string_equal(vs->url, "http://localhost:8/mcp");
@@ -1152,24 +1214,47 @@ static void config_discovery_precedence(void **state)
     assert_string_equal(vs->env[0], "K=V");
     assert_null(find_server(&cfg, "legacy"));
     assert_int_equal(cfg.n, 9);
-    /* Order: explicit first, then discovery order. */
+    assert_string_equal(find_skip(&cfg, "dup", "/.mcp/a.json")->kind, "shadowed");
+    assert_string_equal(find_skip(&cfg, "cursor", "/.vscode/mcp.json")->kind, "shadowed");
+    assert_string_equal(find_skip(&cfg, "legacy", "/.vscode/mcp.json")->kind, "invalid");
+    /* Order: explicit first, then the user's files, then the project's. */
     assert_string_equal(cfg.servers[0].name, "shared");
     assert_string_equal(cfg.servers[1].name, "dup");
-    /* Sources: explicit, .mcp/a, .mcp/b, config, claude, cursor, vscode. */
-    size_t nsrc = 0;
-    while (cfg.sources[nsrc])
-        nsrc++;
-    assert_int_equal(nsrc, 7);
+    assert_non_null(strstr(cfg.origins[1], "/home/.config/mcp/servers/one.json"));
+    /* Sources: explicit, config, claude, cursor, .mcp/b (a only shadowed), vscode. */
+    assert_int_equal(count_sources(&cfg), 6);
     assert_string_equal(cfg.sources[0], explicit_path);
-    assert_non_null(strstr(cfg.sources[1], "/.mcp/a.json"));
-    assert_non_null(strstr(cfg.sources[6], "/.vscode/mcp.json"));
+    assert_non_null(strstr(cfg.sources[4], "/.mcp/b.json"));
+    assert_non_null(strstr(cfg.sources[5], "/.vscode/mcp.json"));
+    mcp_config_done(&cfg);
+
+    /* Trusted by the user's list: the project directory, or a directory above it. A list
+     * that someone else could write is ignored. */
+    char trust[PATH_MAX + 32];
+    fmt(trust, sizeof(trust), "%s/trusted-projects", tmpdir);
+    char list[PATH_MAX * 2];
+    fmt(list, sizeof(list), "# trusted\n/nonexistent\n  %s  \n", tmpdir);
+    write_file("trusted-projects", list);
+    assert_int_equal(load_config(NULL, true, false, cwd, home, trust, &cfg), 0);
+    assert_true(cfg.project_trusted);
+    assert_string_equal(find_server(&cfg, "dotb")->command, "b");
+    mcp_config_done(&cfg);
+    assert_int_equal(chmod(trust, 0620), 0);
+    assert_int_equal(load_config(NULL, true, false, cwd, home, trust, &cfg), 0);
+    assert_false(cfg.project_trusted);
+    assert_null(find_server(&cfg, "dotb"));
+    mcp_config_done(&cfg);
+    write_file("trusted-projects", "/elsewhere\n");
+    assert_int_equal(chmod(trust, 0600), 0);
+    assert_int_equal(load_config(NULL, true, false, cwd, home, trust, &cfg), 0);
+    assert_false(cfg.project_trusted);
     mcp_config_done(&cfg);
 
     /* Discovery off: only the explicit file. cwd/home NULL: discovery finds nothing. */
-    assert_int_equal(mcp_config_load(explicit_path, false, cwd, home, &cfg), 0);
+    assert_int_equal(load_config(explicit_path, false, true, cwd, home, NULL, &cfg), 0);
     assert_int_equal(cfg.n, 1);
     mcp_config_done(&cfg);
-    assert_int_equal(mcp_config_load(NULL, true, NULL, NULL, &cfg), 0);
+    assert_int_equal(load_config(NULL, true, false, NULL, NULL, NULL, &cfg), 0);
     assert_int_equal(cfg.n, 0);
     mcp_config_done(&cfg);
     rm_rf(tmpdir);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Unit tests: mcp/simple against a real HTTP server on loopback (libmicrohttpd in-process),
- * covering every way a framework endpoint can fail. */
+ * covering every way a framework endpoint can fail, what the messages say about the URL and
+ * the limit that fired, and the framework client's allowlist (mcp/framework). */
 #include <errno.h>
 #include <microhttpd.h>
 #include <setjmp.h>
@@ -10,16 +11,22 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
+#include <netinet/in.h>
 
 #include <cmocka.h>
 
 #include "app/defs.h"
+#include "mcp/framework.h"
 #include "mcp/httpc.h"
 #include "mcp/simple.h"
+#include "util/log.h"
+#include "util/url.h"
 
 static const char *fake_mode = "ok";
 static char fake_last_body[4096];
+static unsigned fake_requests; /* requests answered */
 
 struct upload {
     char data[4096];
@@ -44,6 +51,7 @@ static enum MHD_Result fake_handler(void *cls, struct MHD_Connection *c, const c
         return MHD_YES;
     }
     snprintf(fake_last_body, sizeof(fake_last_body), "%s", u->data);
+    __atomic_add_fetch(&fake_requests, 1, __ATOMIC_SEQ_CST);
     free(u);
     *con_cls = NULL;
     unsigned status = 200;
@@ -164,6 +172,8 @@ static void failures_become_mcp_errors(void **state)
 
     assert_int_equal(call("slow", &res, &err, 300), -ETIMEDOUT);
     assert_int_equal(err.kind, MCP_ERR_TIMEOUT);
+    assert_non_null(strstr(err.message, "no answer from"));
+    assert_non_null(strstr(err.message, "within 300 ms"));
     json_t *d = mcp_error_details(&err, "t");
     assert_string_equal(json_string_value(json_object_get(d, "kind")), "timeout");
     json_decref(d);
@@ -184,12 +194,104 @@ static void unreachable_endpoint(void **state)
     mcp_error_clear(&err);
 }
 
+/* A TLS endpoint that accepts (the kernel does, from the backlog) and never answers the
+ * handshake: the connect timeout fires, and the message says so with its own limit. */
+static void tls_stall_names_the_connect_timeout(void **state)
+{
+    int ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    assert_true(ls >= 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    assert_int_equal(bind(ls, (struct sockaddr *)&a, sizeof(a)), 0);
+    assert_int_equal(listen(ls, 8), 0);
+    socklen_t len = sizeof(a);
+    assert_int_equal(getsockname(ls, (struct sockaddr *)&a, &len), 0);
+    char tls_url[64];
+    snprintf(tls_url, sizeof(tls_url), "https://127.0.0.1:%u/mcp", ntohs(a.sin_port));
+    json_t *res = NULL;
+    struct mcp_error err = {0};
+    struct mcp_simple_options o = {
+        .timeout_ms = 5000, .connect_timeout_ms = 300, .max_response = 1000};
+    assert_int_equal(mcp_simple_call(tls_url, "x", NULL, &o, &res, &err), -ETIMEDOUT);
+    assert_int_equal(err.kind, MCP_ERR_TIMEOUT);
+    assert_non_null(strstr(err.message, "connect timeout of 300 ms"));
+    assert_null(strstr(err.message, "5000"));
+    mcp_error_clear(&err);
+    close(ls);
+}
+
+static void messages_never_show_url_credentials(void **state)
+{
+    json_t *res = NULL;
+    struct mcp_error err = {0};
+    struct mcp_simple_options o = {.timeout_ms = 2000, .max_response = 1000};
+    assert_true(mcp_simple_call("http://user:PASSWORD@127.0.0.1:9/mcp?api_key=SECRET#x", "x", NULL,
+                                &o, &res, &err) < 0);
+    assert_non_null(strstr(err.message, "http://127.0.0.1:9/mcp"));
+    assert_null(strstr(err.message, "PASSWORD"));
+    assert_null(strstr(err.message, "user"));
+    assert_null(strstr(err.message, "SECRET"));
+    mcp_error_clear(&err);
+    /* An HTTP error too. */
+    char with_secret[128];
+    snprintf(with_secret, sizeof(with_secret), "%s?token=SECRET", url);
+    fake_mode = "http500";
+    assert_true(mcp_simple_call(with_secret, "x", NULL, &o, &res, &err) < 0);
+    assert_int_equal(err.kind, MCP_ERR_HTTP);
+    assert_null(strstr(err.message, "SECRET"));
+    mcp_error_clear(&err);
+}
+
+/* Whatever calls it, the framework client never connects to an endpoint outside the list. */
+static void framework_refuses_endpoints_outside_the_allowlist(void **state)
+{
+    struct url_allowlist allow = {0};
+    const char *why = NULL;
+    char prefix[96];
+    snprintf(prefix, sizeof(prefix), "%s/allowed", url);
+    assert_int_equal(url_allowlist_add(&allow, prefix, &why), 0);
+    struct framework_options fo = {.timeout_ms = 2000, .max_response = 100000, .allow = &allow};
+    struct framework *fw = NULL;
+    assert_int_equal(framework_new(&fo, &fw), 0);
+    json_t *res = NULL;
+    struct mcp_error err = {0};
+    fake_mode = "ok";
+    unsigned before = __atomic_load_n(&fake_requests, __ATOMIC_SEQ_CST);
+    const char *outside[] = {url, "http://192.0.2.1:9/x", "http://127.0.0.1.nip.io/allowed"};
+    for (size_t i = 0; i < sizeof(outside) / sizeof(*outside); i++) {
+        assert_false(framework_endpoint_allowed(fw, outside[i]));
+        assert_int_equal(framework_call(fw, outside[i], "app", "t", NULL, &res, &err, NULL),
+                         -EPERM);
+        assert_string_equal(err.code, "FRAMEWORK_NOT_ALLOWED");
+        mcp_error_clear(&err);
+    }
+    assert_int_equal(__atomic_load_n(&fake_requests, __ATOMIC_SEQ_CST), before);
+    char inside[128];
+    snprintf(inside, sizeof(inside), "%s/x", prefix);
+    assert_true(framework_endpoint_allowed(fw, inside));
+    assert_int_equal(framework_call(fw, inside, "app", "t", NULL, &res, &err, NULL), 0);
+    json_decref(res);
+    assert_int_equal(__atomic_load_n(&fake_requests, __ATOMIC_SEQ_CST), before + 1);
+    assert_true(framework_endpoint_allowed(fw, "local"));
+    framework_free(fw);
+    /* No list: loopback only. */
+    fo.allow = NULL;
+    assert_int_equal(framework_new(&fo, &fw), 0);
+    assert_true(framework_endpoint_allowed(fw, url));
+    assert_false(framework_endpoint_allowed(fw, "http://192.0.2.1:9/x"));
+    framework_free(fw);
+    url_allowlist_done(&allow);
+}
+
 int main(void)
 {
+    log_set_level(LOG_ERROR);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(success_returns_result_and_sends_simple_form),
         cmocka_unit_test(failures_become_mcp_errors),
         cmocka_unit_test(unreachable_endpoint),
+        cmocka_unit_test(tls_stall_names_the_connect_timeout),
+        cmocka_unit_test(messages_never_show_url_credentials),
+        cmocka_unit_test(framework_refuses_endpoints_outside_the_allowlist),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

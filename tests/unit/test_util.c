@@ -1,13 +1,18 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests: util/buf (bounded buffer), util/path (request path checks) and util/jdump (JSON
- * text with shortest round-trip reals), util/randid (random hex ids). */
+/* Unit tests: util/buf (bounded buffer), util/path (request path checks), util/jdump (JSON text
+ * with shortest round-trip reals), util/randid (random hex ids), util/url (parsed allowlists,
+ * loopback, redaction) and util/trust (who may have written a path). */
 #include <errno.h>
+#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -15,6 +20,8 @@
 #include "util/jdump.h"
 #include "util/path.h"
 #include "util/randid.h"
+#include "util/trust.h"
+#include "util/url.h"
 
 static void buf_caps_and_never_truncates_silently(void **state)
 {
@@ -204,6 +211,184 @@ static void randid_hex_ids(void **state)
     assert_string_equal(small, "");
 }
 
+static void path_name_checks(void **state)
+{
+    assert_null(path_check_name("team-a_1.x"));
+    assert_non_null(path_check_name(""));
+    assert_non_null(path_check_name(".hidden"));
+    assert_non_null(path_check_name("a/b"));
+    assert_non_null(path_check_name("a b"));
+    assert_non_null(
+        path_check_name("01234567890123456789012345678901234567890123456789012345678901234"));
+}
+
+static void url_loopback_hosts(void **state)
+{
+    static const char *const yes[] = {"localhost", "LocalHost.", "127.0.0.1",         "127.255.0.9",
+                                      "::1",       "[::1]",      "[::ffff:127.0.0.2]"};
+    static const char *const no[] = {"127.0.0.1.evil.com",
+                                     "localhost.evil",
+                                     "10.0.0.1",
+                                     "::",
+                                     "0.0.0.0",
+                                     "[::ffff:10.0.0.1]",
+                                     "",
+                                     "evil"};
+    for (size_t i = 0; i < sizeof(yes) / sizeof(*yes); i++)
+        assert_true(url_host_is_loopback(yes[i]));
+    for (size_t i = 0; i < sizeof(no) / sizeof(*no); i++)
+        assert_false(url_host_is_loopback(no[i]));
+}
+
+static void url_default_allowlist_is_loopback(void **state)
+{
+    struct url_allowlist none = {0};
+    static const char *const yes[] = {
+        "http://127.0.0.1:9000/mcp", "https://localhost/x", "http://[::1]:8/",
+        "http://2130706433/",        "http://127.1/",       "http://u:p@127.0.0.1/"};
+    static const char *const no[] = {"http://127.0.0.1.evil.com/",
+                                     "http://127.0.0.1@evil.example/",
+                                     "http://10.0.0.1/",
+                                     "ftp://127.0.0.1/",
+                                     "file:///etc/passwd",
+                                     "local",
+                                     "http://127.0.0.1%2eevil.com/",
+                                     "http://[::ffff:10.1.1.1]/",
+                                     "not a url",
+                                     "http://localhost.evil.example/",
+                                     "gopher://127.0.0.1/"};
+    for (size_t i = 0; i < sizeof(yes) / sizeof(*yes); i++)
+        assert_true(url_allowed(&none, yes[i]));
+    for (size_t i = 0; i < sizeof(no) / sizeof(*no); i++)
+        assert_false(url_allowed(&none, no[i]));
+}
+
+static void url_prefixes_match_on_parsed_parts(void **state)
+{
+    struct url_allowlist l = {0};
+    const char *why = NULL;
+    assert_int_equal(url_allowlist_add(&l, "https://fw.example:8443/tenants/a", &why), 0);
+    assert_int_equal(url_allowlist_add(&l, "http://Framework.internal", &why), 0);
+    static const char *const yes[] = {
+        "https://fw.example:8443/tenants/a",
+        "https://fw.example:8443/tenants/a/mcp",
+        "https://FW.example:8443/tenants/a/?q=1",
+        "http://framework.internal/anything",
+        "http://framework.internal:80/",
+        "http://user@framework.internal/x",
+        "https://fw.example:8443/tenants/a/x/../y", /* curl resolves it: /tenants/a/y */
+    };
+    static const char *const no[] = {
+        "https://fw.example:8443/tenants/ab",         /* not on a segment boundary */
+        "https://fw.example:8443/tenants",            /* above the prefix */
+        "https://fw.example/tenants/a",               /* other port */
+        "http://fw.example:8443/tenants/a",           /* other scheme */
+        "https://fw.example:8443/tenants/a/%2e%2e/b", /* encoded dot segment */
+        "https://fw.example:8443/tenants/a/../b",     /* resolves above the prefix */
+        "https://fw.example.evil.com:8443/tenants/a", /* a raw prefix would pass this */
+        "https://fw.example:8443@evil.com/tenants/a", /* and this */
+        "http://framework.internal.evil.com/",        /* and this */
+        "http://framework.internal:8080/",            /* other port */
+        "http://127.0.0.1/",                          /* loopback is not implied by a list */
+    };
+    for (size_t i = 0; i < sizeof(yes) / sizeof(*yes); i++)
+        assert_true(url_allowed(&l, yes[i]));
+    for (size_t i = 0; i < sizeof(no) / sizeof(*no); i++)
+        assert_false(url_allowed(&l, no[i]));
+    static const char *const bad[] = {"ftp://x/",  "http://x/?q=1", "http://u@x/",
+                                      "x.example", "http://x/#f",   "http://[::1/"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+        why = NULL;
+        assert_int_equal(url_allowlist_add(&l, bad[i], &why), -EINVAL);
+        assert_non_null(why);
+    }
+    url_allowlist_done(&l);
+    url_allowlist_done(&l); /* idempotent */
+}
+
+static void url_redaction(void **state)
+{
+    static const char *const cases[][2] = {
+        {"http://127.0.0.1:9/mcp?api_key=SECRET", "http://127.0.0.1:9/mcp"},
+        {"https://user:pass@llm.example/v1/chat", "https://llm.example/v1/chat"},
+        {"https://a:b@c@host:1/p?x#frag", "https://host:1/p"},
+        {"http://host/path@not-userinfo", "http://host/path@not-userinfo"},
+        {"http://user:pw@host", "http://host"},
+        {"user:pw@host/x?k=v", "host/x"},
+        {"no url here", "no url here"},
+        {"", ""},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+        char *r = url_redact(cases[i][0]);
+        assert_non_null(r);
+        assert_string_equal(r, cases[i][1]);
+        free(r);
+    }
+}
+
+static void trust_rules(void **state)
+{
+    char dir[] = "/tmp/trust-test-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char *why = NULL;
+    /* Ours and private, below root-owned directories and the sticky /tmp: trusted. */
+    assert_int_equal(trust_check(dir, TRUST_DIR, &why), 0);
+    assert_null(why);
+    char path[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/a/b/c", dir);
+    assert_int_equal(trust_make_dir(path, &why), 0);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0700);
+    /* Writable by the group, at the leaf or above it: refused, naming the level. */
+    assert_int_equal(chmod(path, 0770), 0);
+    assert_int_equal(trust_check(path, TRUST_DIR, &why), -EPERM);
+    assert_non_null(strstr(why, "/a/b/c is writable by its group or by others"));
+    free(why);
+    assert_int_equal(chmod(path, 0700), 0);
+    snprintf(path, sizeof(path), "%s/a", dir);
+    assert_int_equal(chmod(path, 0777), 0);
+    snprintf(path, sizeof(path), "%s/a/b/c", dir);
+    assert_int_equal(trust_check(path, TRUST_DIR, &why), -EPERM);
+    assert_non_null(strstr(why, "/a is writable"));
+    free(why);
+    snprintf(path, sizeof(path), "%s/a", dir);
+    assert_int_equal(chmod(path, 0700), 0);
+    /* Someone else's: as root, a directory given to another uid; otherwise a root-owned one. */
+    snprintf(path, sizeof(path), "%s/other", dir);
+    assert_int_equal(mkdir(path, 0700), 0);
+    if (geteuid() == 0)
+        assert_int_equal(chown(path, 12345, 12345), 0);
+    const char *foreign = geteuid() == 0 ? path : "/etc";
+    assert_int_equal(trust_check(foreign, TRUST_DIR, &why), -EPERM);
+    assert_non_null(strstr(why, "is owned by uid"));
+    free(why);
+    /* Through a symlink of ours: judged by what it points to. */
+    char link[PATH_MAX];
+    snprintf(link, sizeof(link), "%s/link", dir);
+    assert_int_equal(symlink(foreign, link), 0);
+    assert_int_equal(trust_check(link, TRUST_DIR, &why), -EPERM);
+    free(why);
+    /* Files: ours or root's, not writable by others; a directory is not a file. */
+    snprintf(path, sizeof(path), "%s/file", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fclose(f);
+    assert_int_equal(chmod(path, 0600), 0);
+    assert_int_equal(trust_check(path, TRUST_FILE, &why), 0);
+    assert_int_equal(chmod(path, 0602), 0);
+    assert_int_equal(trust_check(path, TRUST_FILE, &why), -EPERM);
+    free(why);
+    assert_int_equal(trust_check(dir, TRUST_FILE, &why), -EINVAL);
+    free(why);
+    snprintf(path, sizeof(path), "%s/missing", dir);
+    assert_int_equal(trust_check(path, TRUST_DIR, &why), -ENOENT);
+    free(why);
+    char cmd[PATH_MAX + 16];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -216,6 +401,12 @@ int main(void)
         cmocka_unit_test(jdump_layout_matches_jansson),
         cmocka_unit_test(jdump_caps),
         cmocka_unit_test(randid_hex_ids),
+        cmocka_unit_test(path_name_checks),
+        cmocka_unit_test(url_loopback_hosts),
+        cmocka_unit_test(url_default_allowlist_is_loopback),
+        cmocka_unit_test(url_prefixes_match_on_parsed_parts),
+        cmocka_unit_test(url_redaction),
+        cmocka_unit_test(trust_rules),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,7 +2,8 @@
 """A deliberately unreliable MCP server over stdio, for tests.
    flaky_server.py crash-on-start   exits before answering initialize
    flaky_server.py normal           tools: ok (answers), die (the process exits), fail (isError),
-                                    rpc_error (a JSON-RPC error)
+                                    rpc_error (a JSON-RPC error), env (its environment: what a
+                                    server with an env-echo tool hands to sandboxed code)
    flaky_server.py names            tools whose names are not Python identifiers (get—sum, café,
                                     class, 2fa, a.b); each answers with its name and arguments"""
 import json
@@ -15,7 +16,8 @@ if sys.argv[1:] == ["crash-on-start"]:
 
 TOOLS = [{"name": n, "description": d, "inputSchema": {"type": "object"}}
          for n, d in (("ok", "answers with the pid"), ("die", "exits the server"),
-                      ("fail", "reports a tool error"), ("rpc_error", "answers a JSON-RPC error"))]
+                      ("fail", "reports a tool error"), ("rpc_error", "answers a JSON-RPC error"),
+                      ("env", "answers with the environment"))]
 NAMES = sys.argv[1:] == ["names"]
 if NAMES:
     TOOLS = [{"name": n, "description": "answers with its name: " + n,
@@ -50,6 +52,9 @@ for line in sys.stdin:
             send({"jsonrpc": "2.0", "id": mid, "result": {
                 "content": [{"type": "text", "text": "the flaky tool failed on purpose"}],
                 "isError": True}})
+        elif name == "env":
+            send({"jsonrpc": "2.0", "id": mid, "result": {
+                "content": [{"type": "text", "text": json.dumps(dict(os.environ))}]}})
         elif name == "rpc_error":
             send({"jsonrpc": "2.0", "id": mid, "error": {"code": -32000, "message": "flaky says no"}})
         else:

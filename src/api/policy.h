@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: MIT
+/*
+ * policy — the boundary of `sandboxd serve`, one rule set for every
+ * endpoint, checked by api_route before any route sees a request:
+ *   1. Host (DNS-rebinding protection): on a loopback bind, or whenever
+ *      --allowed-host is given, the Host header must name a loopback host,
+ *      the address we listen on, or an allowed host; else 403.
+ *   2. Origin: when present it must be an --allowed-origin, or http(s)://
+ *      one of the hosts of rule 1; else 403 ("null" never passes).
+ *   3. Token: with --api-token or --tenants, every endpoint but /healthz,
+ *      /livez and /readyz needs `Authorization: Bearer TOKEN` naming the
+ *      operator or a tenant (hashes compared in constant time); else 401.
+ * The answer names the caller: its tenant, or NULL for the operator.
+ * Starting on a non-loopback address without a token or tenants is refused
+ * unless insecure_no_auth says the operator means it.
+ */
+#ifndef SANDBOXD_API_POLICY_H
+#define SANDBOXD_API_POLICY_H
+
+#include <stdbool.h>
+
+#include "http/server.h"
+
+struct tenant;
+struct tenants;
+
+#define POLICY_MAX_ALLOWED 64 /* --allowed-host, --allowed-origin entries each */
+
+struct policy_options {
+    const char *bind_host;              /* --host */
+    const char *const *allowed_hosts;   /* NULL-terminated, "name" or "name:port"; copied */
+    const char *const *allowed_origins; /* NULL-terminated, "scheme://host[:port]"; copied */
+    const char *api_token;              /* NULL: none; copied (as a hash) */
+    const char *tenants_file;           /* NULL: no tenants */
+    bool insecure_no_auth;              /* allow a non-loopback bind without authentication */
+};
+
+enum policy_verdict {
+    POLICY_OK,
+    POLICY_BAD_HOST,   /* 403 */
+    POLICY_BAD_ORIGIN, /* 403 */
+    POLICY_NO_TOKEN,   /* 401 */
+    POLICY_BAD_TOKEN,  /* 401 */
+};
+
+struct policy;
+
+/* 0, or -errno after logging why (a bad tenants file, a token that is also a tenant's, an
+ * unauthenticated non-loopback bind). */
+int policy_new(const struct policy_options *opt, struct policy **ret);
+void policy_free(struct policy *p);
+/* The tenants (borrowed, NULL when none). */
+struct tenants *policy_tenants(const struct policy *p);
+/* Judge a request; on POLICY_OK *ret_tenant is the caller's tenant (NULL: the operator). */
+enum policy_verdict policy_check(const struct policy *p, const struct http_request *req,
+                                 struct tenant **ret_tenant);
+/* Fill reply for a refusal: 403 or 401 (with WWW-Authenticate), the body a JSON-RPC error
+ * without id when jsonrpc (for /mcp), else {"error": {code, message}}. */
+void policy_refuse(enum policy_verdict v, bool jsonrpc, struct http_reply *reply);
+
+#endif
