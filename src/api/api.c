@@ -117,7 +117,17 @@ static void api_execute(struct api *api, const struct http_request *req, struct 
     struct app_reply ar;
     app_execute(api->app, &spec, &ar);
     reply->status = ar.status;
-    reply->body = ar.body;
+    if (ar.raw.text) {
+        /* The result's value passes through as the sandbox sent it (validated, never parsed). */
+        reply->text = response_render(ar.body, ar.raw_kind, &ar.raw, false, NULL);
+        reply->content_type = "application/json";
+        json_decref(ar.body);
+        frame_raw_done(&ar.raw);
+        if (!reply->text)
+            http_reply_error(reply, 500, "INTERNAL", NULL, "out of memory");
+    } else {
+        reply->body = ar.body;
+    }
     if (ar.status == 503) {
         char ra[16];
         snprintf(ra, sizeof(ra), "%u", ar.retry_after ? ar.retry_after : 1);

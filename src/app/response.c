@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "util/macros.h"
 
@@ -180,4 +181,68 @@ json_t *response_build(const char *rid, enum response_kind kind, const struct ex
     json_object_set_new(resp, "metrics", metrics);
     json_object_set_new(resp, "verdict", verdict_to_json(v));
     return resp;
+}
+
+const char *const *response_raw_path(enum response_kind kind)
+{
+    static const char *const jit[] = {"data", NULL};
+    static const char *const executor[] = {"data", "result", NULL};
+    return kind == RESPONSE_EXECUTOR ? executor : jit;
+}
+
+char *response_render(json_t *resp, enum response_kind kind, const struct frame_raw *raw,
+                      bool data_only, size_t *ret_len)
+{
+    const int flags = JSON_COMPACT | JSON_REAL_PRECISION(12) | JSON_ENCODE_ANY;
+    const char *rtype = json_string_value(json_object_get(resp, "resultType"));
+    json_t *parent = kind == RESPONSE_EXECUTOR ? json_object_get(resp, "data") : resp;
+    const char *key = kind == RESPONSE_EXECUTOR ? "result" : "data";
+    bool splice = raw && raw->text && rtype && strcmp(rtype, "error") != 0 &&
+                  json_is_null(json_object_get(parent, key));
+    json_t *root = data_only ? json_object_get(resp, "data") : resp;
+    if (splice && root == json_object_get(parent, key)) {
+        /* The value is all there is to show. */
+        char *text = strndup(frame_raw_data(raw), raw->len);
+        if (text && ret_len)
+            *ret_len = raw->len;
+        return text;
+    }
+    if (!splice) {
+        char *text = json_dumps(root, flags);
+        if (text && ret_len)
+            *ret_len = strlen(text);
+        return text;
+    }
+    /* Put a marker the sandbox cannot guess where the value goes, dump the small rest, and
+     * replace the marker by the value's text: the value is copied once and never parsed. */
+    unsigned char rnd[16];
+    char marker[64];
+    if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+        return NULL;
+    size_t k = (size_t)snprintf(marker, sizeof(marker), "sandboxd-raw-");
+    for (size_t i = 0; i < sizeof(rnd); i++)
+        k += (size_t)snprintf(marker + k, sizeof(marker) - k, "%02x", rnd[i]);
+    json_object_set_new(parent, key, json_string(marker));
+    char *outer = json_dumps(root, flags);
+    json_object_set_new(parent, key, json_null());
+    char quoted[70];
+    snprintf(quoted, sizeof(quoted), "\"%s\"", marker);
+    char *at = outer ? strstr(outer, quoted) : NULL;
+    if (!at) {
+        free(outer);
+        return NULL;
+    }
+    size_t olen = strlen(outer), head = (size_t)(at - outer), qlen = strlen(quoted);
+    size_t total = olen - qlen + raw->len;
+    char *text = malloc(total + 1);
+    if (text) {
+        memcpy(text, outer, head);
+        memcpy(text + head, frame_raw_data(raw), raw->len);
+        memcpy(text + head + raw->len, at + qlen, olen - head - qlen);
+        text[total] = '\0';
+        if (ret_len)
+            *ret_len = total;
+    }
+    free(outer);
+    return text;
 }

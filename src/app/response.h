@@ -41,6 +41,14 @@ json_t *response_error(const char *request_id, const char *code, const char *mes
                        json_t *details);
 /* Captured output as a JSON string; invalid UTF-8 becomes U+FFFD (new reference). */
 json_t *response_text(const struct buf *b);
+/* The member of a final frame that response_build() leaves to response_render(): a result's
+ * value, passed through as text rather than parsed (exec_request.raw_path). */
+const char *const *response_raw_path(enum response_kind kind);
+/* resp (or with data_only its "data") as compact JSON text (caller frees; NULL when out of
+ * memory), with raw spliced in where response_build() left the value of a raw result (null);
+ * without raw, or for an error response, just that. May modify resp. */
+char *response_render(json_t *resp, enum response_kind kind, const struct frame_raw *raw,
+                      bool data_only, size_t *ret_len);
 /* Append {name, unit, value} to a metrics array. */
 void response_metric(json_t *metrics, const char *name, const char *unit, double value);
 

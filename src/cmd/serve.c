@@ -362,7 +362,7 @@ int cmd_serve(int argc, char **argv)
                 .default_memory_mb = o.def_memory,
                 .max_memory_mb = o.setup.max_memory,
                 .output_limit = (size_t)o.setup.output_kb << 10,
-                .max_frame = 64u << 20,
+                .max_frame = (size_t)o.setup.max_result_mb << 20,
                 .nproc = o.setup.procs,
                 .nofile = 256,
                 .llm_timeout_ms = (int64_t)o.llm_timeout,

@@ -28,7 +28,7 @@ struct metrics;
 struct setup_opts {
     uint64_t pool_size, zygotes, session_pool_size;
     const char *preimport;
-    uint64_t max_memory, output_kb, procs;
+    uint64_t max_memory, output_kb, procs, max_result_mb;
     const char *mcp_config;
     const char *state_dir;
     bool no_discovery;
@@ -61,6 +61,7 @@ enum {
     SETUP_OPT_MCP_WORKSPACE,
     SETUP_OPT_MCP_PAGE_SIZE,
     SETUP_OPT_SESSION_POOL,
+    SETUP_OPT_MAX_RESULT,
     SETUP_OPT_LAST,
 };
 
@@ -71,6 +72,7 @@ enum {
         {"max-memory-mb", required_argument, NULL, SETUP_OPT_MAX_MEMORY},                          \
         {"output-limit-kb", required_argument, NULL, SETUP_OPT_OUTPUT},                            \
         {"max-procs", required_argument, NULL, SETUP_OPT_PROCS},                                   \
+        {"max-result-mb", required_argument, NULL, SETUP_OPT_MAX_RESULT},                          \
         {"mcp-config", required_argument, NULL, SETUP_OPT_MCP_CONFIG},                             \
         {"no-mcp-discovery", no_argument, NULL, SETUP_OPT_NO_DISCOVERY},                           \
         {"state-dir", required_argument, NULL, SETUP_OPT_STATE_DIR},                               \
@@ -95,7 +97,9 @@ enum {
     "                         (default datetime,math,random)\n"                                    \
     "  --max-memory-mb N      largest memory limit an execution or session may have (2048)\n"      \
     "  --output-limit-kb N    stdout+stderr kept per execution (1024)\n"                           \
-    "  --max-procs N          processes/threads per sandbox (64)\n"
+    "  --max-procs N          processes/threads per sandbox (64)\n"                                \
+    "  --max-result-mb N      largest result (protocol frame) a sandbox may send (64); larger\n"   \
+    "                         is INVALID_RESULT\n"
 
 #define SETUP_HELP_SESSIONS                                                                        \
     "Sessions and MCP servers:\n"                                                                  \

@@ -16,10 +16,11 @@
 #include "proto/frame.h"
 #include "util/clock.h"
 #include "util/fdio.h"
+#include "util/fmt.h"
 #include "util/log.h"
 #include "util/macros.h"
 
-enum { PFD_PROTO, PFD_OUT, PFD_ERR, PFD_PID, PFD_N };
+enum { PFD_PROTO, PFD_OUT, PFD_ERR, PFD_PID, PFD_WAKE, PFD_N };
 
 struct exec_state {
     struct cell *c;
@@ -37,6 +38,7 @@ void exec_outcome_done(struct exec_outcome *o)
         return;
     json_decref(o->final);
     o->final = NULL;
+    frame_raw_done(&o->raw);
     buf_free(&o->out);
     buf_free(&o->err);
     free(o->internal);
@@ -54,6 +56,22 @@ static void exec_fail(struct exec_outcome *o, enum verdict_status status, const 
 static void exec_internal(struct exec_outcome *o, const char *what, int err)
 {
     exec_fail(o, VERDICT_INTERNAL, what, err);
+}
+
+/* A frame the reader refused: the sandbox's fault (untrusted code can write to fd 3 too). */
+static void exec_bad_frame(struct exec_state *s, int r, const char *why)
+{
+    struct exec_outcome *o = s->o;
+    o->verdict.status = VERDICT_PROTOCOL;
+    free(o->internal);
+    o->internal = NULL;
+    if (r == -EMSGSIZE)
+        o->internal = fmt_str("the result is %zu bytes, larger than the limit of %zu bytes",
+                              s->c->reader.refused_len, s->c->reader.max_frame);
+    else if (r == -E2BIG)
+        o->internal = fmt_str("the result holds too many values for its size (%s)", why);
+    else
+        o->internal = fmt_str("the sandbox broke the result protocol: %s", why);
 }
 
 /* Read what is available on an output pipe. Returns false at EOF. */
@@ -95,6 +113,12 @@ static bool exec_is_final(const struct exec_request *req, json_t *msg)
     const char *type = json_string_value(json_object_get(msg, "type"));
     if (!type)
         return false;
+    if (req->final_id > 0) {
+        /* Sessions: results stay with their execution, whatever the code writes on fd 3. */
+        json_t *id = json_object_get(msg, "id");
+        return strcmp(type, req->final_type) == 0 && json_is_integer(id) &&
+               json_integer_value(id) == req->final_id;
+    }
     return strcmp(type, "error") == 0 ||
            strcmp(type, req->final_type ? req->final_type : "result") == 0;
 }
@@ -115,29 +139,27 @@ static int exec_read_proto(struct exec_state *s)
         }
         int r = frame_reader_feed(&s->c->reader, chunk, (size_t)n);
         if (r < 0) {
-            /* Untrusted code can write to fd 3 too: a bad frame is its fault, not ours. */
-            exec_fail(s->o, VERDICT_PROTOCOL,
-                      r == -EMSGSIZE ? "the result is larger than the limit"
-                                     : "the sandbox broke the result protocol",
-                      r);
+            exec_bad_frame(s, r, "a frame too large");
             return r;
         }
         for (;;) {
             json_t *msg = NULL;
+            struct frame_raw raw;
             const char *why = NULL;
-            r = frame_reader_next(&s->c->reader, &msg, &why);
+            r = frame_reader_next_raw(&s->c->reader, s->req->raw_path, &msg, &raw, &why);
             if (r == 0)
                 break;
             if (r < 0) {
                 log_warn("exec: bad frame from pid %d: %s", (int)s->c->pid, why);
-                exec_fail(s->o, VERDICT_PROTOCOL,
-                          r == -EMSGSIZE ? "the result is larger than the limit" : why, r);
+                exec_bad_frame(s, r, why);
                 return r;
             }
             if (exec_is_final(s->req, msg)) {
                 s->o->final = msg;
+                s->o->raw = raw;
                 return 1;
             }
+            frame_raw_done(&raw); /* only a final frame has one that counts */
             const char *type = json_string_value(json_object_get(msg, "type"));
             if (type && strcmp(type, "ready") == 0) {
                 json_decref(msg);
@@ -263,11 +285,16 @@ int exec_run(struct cell *c, const struct exec_request *req, struct exec_outcome
             timed_out = true;
             break;
         }
+        const struct exec_hooks *h = req->hooks;
+        unsigned pending = h && h->pending ? h->pending(h->userdata) : 0;
         struct pollfd pfd[PFD_N] = {
-            [PFD_PROTO] = {.fd = c->proto_fd, .events = POLLIN},
+            [PFD_PROTO] = {.fd = c->proto_fd,
+                           .events = (short)((pending & EXEC_PENDING_FULL ? 0 : POLLIN) |
+                                             (pending & EXEC_PENDING_WRITE ? POLLOUT : 0))},
             [PFD_OUT] = {.fd = c->out_fd, .events = POLLIN},
             [PFD_ERR] = {.fd = c->err_fd, .events = POLLIN},
             [PFD_PID] = {.fd = c->pidfd, .events = POLLIN},
+            [PFD_WAKE] = {.fd = h && h->flush ? h->wake_fd : -1, .events = POLLIN},
         };
         int n = poll(pfd, PFD_N, (int)((left + 999) / 1000));
         if (n < 0 && errno != EINTR) {
@@ -277,11 +304,18 @@ int exec_run(struct cell *c, const struct exec_request *req, struct exec_outcome
         }
         if (n <= 0)
             continue;
+        if (pfd[PFD_WAKE].revents) {
+            uint64_t count;
+            ssize_t rd = read(pfd[PFD_WAKE].fd, &count, sizeof(count));
+            (void)rd; /* a wake-up only asks us to look at pending() again */
+        }
+        if (pfd[PFD_PROTO].revents & POLLOUT)
+            h->flush(h->userdata, c);
         if (pfd[PFD_OUT].revents && !exec_read_output(&s, c->out_fd, 1))
             fd_closep(&c->out_fd);
         if (pfd[PFD_ERR].revents && !exec_read_output(&s, c->err_fd, 2))
             fd_closep(&c->err_fd);
-        if (pfd[PFD_PROTO].revents) {
+        if (pfd[PFD_PROTO].revents & ~POLLOUT) {
             int r = exec_read_proto(&s);
             if (r < 0) {
                 aborted = true;
