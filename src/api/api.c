@@ -12,6 +12,7 @@
 #include "api/mcp_http.h"
 #include "api/request.h"
 #include "api/sessions.h"
+#include "api/workspaces.h"
 #include "pool/pool.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -153,6 +154,8 @@ static void api_healthz(struct api *api, const struct http_request *req, struct 
         api_pool_stats(a->session_pool), "templatePool", api_pool_stats(a->template_pool),
         "executions", manager_stats(a->mgr), "definitions", defs_stats(a->defs), "frameworkLog",
         framework_log_stats(a->fw));
+    if (reply->body && api->sessions)
+        json_object_set_new(reply->body, "sessions", sessions_stats(api->sessions));
 }
 
 static void api_load_code(struct api *api, const struct http_request *req, struct http_reply *reply)
@@ -263,6 +266,8 @@ void api_route(void *userdata, const struct http_request *req, struct http_reply
             api_method_not_allowed(reply, "GET");
     } else if (strncmp(path, "/v1/sessions", 12) == 0 && (path[12] == '\0' || path[12] == '/')) {
         api_sessions_route(api, req, path + 12, reply);
+    } else if (strncmp(path, "/v1/workspaces/", 15) == 0) {
+        api_workspaces_route(api, req, path + 14, reply);
     } else if (strcmp(path, "/mcp") == 0 && api->mcp) {
         mcp_http_route(api->mcp, req, reply);
     } else {

@@ -13,8 +13,9 @@
 
 struct api {
     struct app *app;
-    struct sessions *sessions; /* NULL: sessions disabled */
-    struct mcp_http *mcp;      /* NULL: /mcp disabled */
+    struct sessions *sessions;      /* NULL: sessions disabled */
+    struct mcp_http *mcp;           /* NULL: /mcp disabled */
+    struct workspace_store *wstore; /* NULL: /v1/workspaces disabled */
 };
 
 /* The http_route_fn of the server; userdata is a struct api. */

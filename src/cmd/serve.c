@@ -379,7 +379,7 @@ int cmd_serve(int argc, char **argv)
         .isolation = su.isolation,
         .started_us = clock_mono_us(),
     };
-    struct api api = {.app = &app, .sessions = su.sessions, .mcp = mcph};
+    struct api api = {.app = &app, .sessions = su.sessions, .mcp = mcph, .wstore = su.wstore};
     struct http_server_options ho = {
         .host = o.host,
         .port = (uint16_t)o.port,
@@ -402,8 +402,10 @@ int cmd_serve(int argc, char **argv)
     status = 0;
 out:
     /* MCP sessions first: that ends their running executions, so the HTTP threads waiting
-     * for them return and the server can stop. */
+     * for them return and the server can stop. Then every session (tool calls in flight are
+     * aborted, every thread that uses a session is waited for). */
     mcp_http_shutdown(mcph);
+    sessions_shutdown(su.sessions);
     http_server_stop(http);
     mcp_http_free(mcph);
     mcp_server_free(mcps);
