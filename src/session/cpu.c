@@ -26,7 +26,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "jail/cgroup.h"
 #include "util/fdio.h"
 #include "util/log.h"
 #include "util/macros.h"
@@ -155,49 +154,115 @@ static int cpu_pidfd(const struct session_cpu *c, pid_t pid)
     return fd;
 }
 
+/* Fields 14-17 (utime, stime, cutime, cstime, in clock ticks) and 20 (threads) of a
+ * /proc/PID/stat text. */
+static bool cpu_parse_stat(const char *text, unsigned long long v[4], long *ret_threads)
+{
+    const char *p = strrchr(text, ')'); /* the name may hold anything but ends there */
+    long threads = 0;
+    if (!p || sscanf(p + 1,
+                     " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %llu %llu %*d %*d %ld",
+                     &v[0], &v[1], &v[2], &v[3], &threads) != 5)
+        return false;
+    if (ret_threads)
+        *ret_threads = threads;
+    return true;
+}
+
+static uint64_t cpu_ticks_ns(unsigned long long ticks)
+{
+    long hz = sysconf(_SC_CLK_TCK);
+    return ticks * (1000000000u / (uint64_t)(hz > 0 ? hz : 100));
+}
+
+/* Append the pids listed in a children file's text to todo (which has room for cap). */
+static void cpu_push_children(const char *list, pid_t *todo, size_t *top, size_t cap)
+{
+    for (const char *p = list; *p;) {
+        char *end;
+        long child = strtol(p, &end, 10);
+        if (end == p)
+            break;
+        if (child > 0 && *top < cap)
+            todo[(*top)++] = (pid_t)child;
+        p = end;
+    }
+}
+
+/* The interpreter's children (at most cap): with one thread (the common case) from the
+ * children file kept open, with no path to walk; else from every thread's. */
+static void cpu_interpreter_children(const struct session_cpu *c, pid_t *todo, size_t *top,
+                                     size_t cap)
+{
+    char buf[4096];
+    long threads = 0;
+    unsigned long long v[4];
+    ssize_t n = pread(c->stat_fd, buf, sizeof(buf) - 1, 0);
+    if (n > 0) {
+        buf[n] = '\0';
+        if (!cpu_parse_stat(buf, v, &threads))
+            threads = 0;
+    }
+    if (threads == 1 && (n = pread(c->children_fd, buf, sizeof(buf) - 1, 0)) >= 0 &&
+        (size_t)n < sizeof(buf) - 1) {
+        buf[n] = '\0';
+        cpu_push_children(buf, todo, top, cap);
+        return;
+    }
+    char path[96];
+    snprintf(path, sizeof(path), "/proc/%d/task", (int)c->pid);
+    DIR *d = opendir(path);
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        char *list = NULL;
+        size_t len = 0;
+        snprintf(path, sizeof(path), "/proc/%d/task/%.16s/children", (int)c->pid, e->d_name);
+        if (e->d_name[0] == '.' || fd_read_file(AT_FDCWD, path, CPU_CHILDREN_SZ, &list, &len) < 0)
+            continue;
+        cpu_push_children(list, todo, top, cap);
+        free(list);
+    }
+    if (d)
+        closedir(d);
+}
+
 typedef void (*cpu_visit_fn)(const struct session_cpu *c, pid_t pid, void *ctx);
 
 /* Visit the interpreter's descendants, each before its children are listed (a process stopped
- * by visit cannot add one meanwhile); returns how many were visited. Children are found in
- * /proc/PID/task/TID/children of every thread. */
+ * by visit cannot add one meanwhile); returns how many were visited. */
 static size_t cpu_walk(const struct session_cpu *c, cpu_visit_fn visit, void *ctx)
 {
-    pid_t *todo = malloc(CPU_MAX_PROCS * sizeof(*todo));
-    if (!todo)
-        return 0;
+    pid_t todo[64]; /* most sessions have no subprocess at all: no allocation then */
+    pid_t *stack = todo;
     size_t top = 0, visited = 0;
-    todo[top++] = c->pid;
+    cpu_interpreter_children(c, todo, &top, ARRAY_SIZE(todo)); /* RLIMIT_NPROC is 64 */
+    if (top && !(stack = malloc(CPU_MAX_PROCS * sizeof(*stack))))
+        return 0;
+    if (stack != todo)
+        memcpy(stack, todo, top * sizeof(*stack));
     while (top && visited < CPU_MAX_PROCS) {
-        pid_t pid = todo[--top];
-        if (pid != c->pid) {
-            visit(c, pid, ctx);
-            visited++;
-        }
+        pid_t pid = stack[--top];
+        visit(c, pid, ctx);
+        visited++;
         char path[96];
         snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
         DIR *d = opendir(path);
         struct dirent *e;
         while (d && (e = readdir(d))) {
-            if (e->d_name[0] == '.')
-                continue;
             char *list = NULL;
             size_t len = 0;
             snprintf(path, sizeof(path), "/proc/%d/task/%.16s/children", (int)pid, e->d_name);
-            if (fd_read_file(AT_FDCWD, path, CPU_CHILDREN_SZ, &list, &len) < 0)
+            if (e->d_name[0] == '.' ||
+                fd_read_file(AT_FDCWD, path, CPU_CHILDREN_SZ, &list, &len) < 0)
                 continue;
-            for (char *p = list, *end; *p; p = end) {
-                long child = strtol(p, &end, 10);
-                if (end == p)
-                    break;
-                if (child > 0 && top < CPU_MAX_PROCS)
-                    todo[top++] = (pid_t)child;
-            }
+            cpu_push_children(list, stack, &top, CPU_MAX_PROCS);
             free(list);
         }
         if (d)
             closedir(d);
     }
-    free(todo);
+    if (stack != todo)
+        free(stack);
     return visited;
 }
 
@@ -252,20 +317,34 @@ static uint64_t cpu_clock_ns(const struct session_cpu *c)
 int session_cpu_init(struct session_cpu *c, struct cpuwatch *w, pid_t pid, int pidfd,
                      uint64_t serial, uint64_t nproc)
 {
-    *c = (struct session_cpu){.pid = pid, .pidfd = pidfd, .nproc = nproc};
+    *c = (struct session_cpu){
+        .pid = pid, .pidfd = pidfd, .nproc = nproc, .stat_fd = -1, .children_fd = -1};
     char path[64];
     struct stat st;
     snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int)pid);
     if (stat(path, &st) < 0)
         return -errno;
+    /* Kept open: read each execution without walking a path (pid reuse is no concern: the
+     * cell holds the process while the session lives). */
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    c->stat_fd = open(path, O_RDONLY | O_CLOEXEC);
+    snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid, (int)pid);
+    c->children_fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (c->stat_fd < 0 || c->children_fd < 0) {
+        int r = -errno;
+        session_cpu_done(c);
+        return r;
+    }
     c->ns_dev = st.st_dev;
     c->ns_ino = st.st_ino;
     int r = clock_getcpuclockid(pid, &c->clock);
-    if (r != 0)
-        return -r;
     struct rlimit lim;
-    if (prlimit(pid, RLIMIT_NPROC, NULL, &lim) < 0)
-        return -errno;
+    if (r == 0 && prlimit(pid, RLIMIT_NPROC, NULL, &lim) < 0)
+        r = errno;
+    if (r != 0) {
+        session_cpu_done(c);
+        return -r;
+    }
     c->nproc_hard = lim.rlim_max;
     struct sigevent ev = {
         .sigev_notify = SIGEV_THREAD_ID,
@@ -273,8 +352,11 @@ int session_cpu_init(struct session_cpu *c, struct cpuwatch *w, pid_t pid, int p
         .sigev_value.sival_ptr = (void *)(uintptr_t)serial,
     };
     ev._sigev_un._tid = w->tid; /* glibc spells sigev_notify_thread_id only from 2.41 */
-    if (timer_create(c->clock, &ev, &c->timer) < 0)
-        return -errno;
+    if (timer_create(c->clock, &ev, &c->timer) < 0) {
+        r = -errno;
+        session_cpu_done(c);
+        return r;
+    }
     c->have_timer = true;
     return 0;
 }
@@ -284,6 +366,8 @@ void session_cpu_done(struct session_cpu *c)
     if (c->have_timer)
         (void)timer_delete(c->timer); /* only fails for a timer that does not exist */
     c->have_timer = false;
+    fd_closep(&c->stat_fd);
+    fd_closep(&c->children_fd);
 }
 
 static void cpu_arm(struct session_cpu *c, uint64_t ns)
@@ -294,13 +378,14 @@ static void cpu_arm(struct session_cpu *c, uint64_t ns)
         log_errno(LOG_WARN, errno, "session: cannot set the CPU budget timer");
 }
 
-void session_cpu_resume(struct session_cpu *c)
+void session_cpu_resume(struct session_cpu *c, bool stopped)
 {
     cpu_arm(c, 0);
     if (cpu_gone(c))
         return;
     cpu_set_nproc(c, c->nproc);
-    cpu_signal_interpreter(c, SIGCONT);
+    if (stopped)
+        cpu_signal_interpreter(c, SIGCONT);
     /* Nothing can have been started since the quiescence: only what it stopped is there. */
     if (c->stopped_procs)
         cpu_signal_all(c, SIGCONT);
@@ -309,8 +394,6 @@ void session_cpu_resume(struct session_cpu *c)
 
 void session_cpu_quiesce(struct session_cpu *c)
 {
-    if (cpu_gone(c))
-        return;
     /* No new task from here on (a soft RLIMIT_NPROC of 0: every task count is over it), then
      * the subprocesses stop; a process being forked right now may appear late, hence a second
      * look when there are subprocesses at all. */
@@ -339,39 +422,35 @@ bool session_cpu_expired(struct session_cpu *c)
     return true;
 }
 
-/* Fields 14-17 of /proc/PID/stat (utime, stime, cutime, cstime), in ns. */
-static uint64_t cpu_stat_ns(pid_t pid, bool self, bool children)
+/* A descendant's own CPU time (utime + stime), added to *ctx. */
+static void cpu_visit_sum(const struct session_cpu *c, pid_t pid, void *ctx)
 {
     char path[64], *text = NULL;
     size_t len = 0;
+    unsigned long long v[4];
     snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    if (fd_read_file(AT_FDCWD, path, 4096, &text, &len) < 0)
-        return 0;
-    const char *p = strrchr(text, ')'); /* the name may hold anything but ends there */
-    unsigned long long v[4] = {0};
-    if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %llu %llu",
-                     &v[0], &v[1], &v[2], &v[3]) != 4) {
-        free(text);
-        return 0;
-    }
+    if (fd_read_file(AT_FDCWD, path, 4096, &text, &len) == 0 && cpu_parse_stat(text, v, NULL))
+        *(uint64_t *)ctx += cpu_ticks_ns(v[0] + v[1]);
     free(text);
-    long hz = sysconf(_SC_CLK_TCK);
-    uint64_t ticks = (self ? v[0] + v[1] : 0) + (children ? v[2] + v[3] : 0);
-    return ticks * (1000000000u / (uint64_t)(hz > 0 ? hz : 100));
 }
 
-static void cpu_visit_sum(const struct session_cpu *c, pid_t pid, void *ctx)
+uint64_t session_cpu_used(struct session_cpu *c, bool walk)
 {
-    *(uint64_t *)ctx += cpu_stat_ns(pid, true, false);
-}
-
-uint64_t session_cpu_used(struct session_cpu *c, struct cgroup_cell *cg)
-{
-    struct cgroup_usage u;
-    if (cg && cgroup_cell_usage(cg, &u) == 0 && u.have_cpu)
-        return u.cpu_ns;
     /* The interpreter to the nanosecond, the children it reaped, and the live ones. */
-    uint64_t total = cpu_clock_ns(c) + cpu_stat_ns(c->pid, false, true);
-    (void)cpu_walk(c, cpu_visit_sum, &total);
-    return total;
+    uint64_t total = cpu_clock_ns(c);
+    char buf[4096];
+    unsigned long long v[4];
+    ssize_t n = pread(c->stat_fd, buf, sizeof(buf) - 1, 0);
+    if (n > 0) {
+        buf[n] = '\0';
+        if (cpu_parse_stat(buf, v, NULL))
+            total += cpu_ticks_ns(v[2] + v[3]);
+    }
+    if (walk) {
+        c->descendants_ns = 0;
+        /* Right after a quiescence that found no subprocess, and none can be started. */
+        if (c->stopped_procs)
+            (void)cpu_walk(c, cpu_visit_sum, &c->descendants_ns);
+    }
+    return total + c->descendants_ns;
 }

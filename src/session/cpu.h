@@ -26,8 +26,6 @@
 #include <sys/types.h>
 #include <time.h>
 
-struct cgroup_cell;
-
 /* The thread that receives the budget timers' signals and calls fn(ctx, serial) for each. */
 struct cpuwatch;
 typedef void (*cpuwatch_fn)(void *ctx, uint64_t serial);
@@ -43,11 +41,14 @@ struct session_cpu {
     bool have_timer;
     dev_t ns_dev; /* the session's pid namespace */
     ino_t ns_ino;
-    uint64_t nproc;       /* its soft RLIMIT_NPROC while executing */
-    uint64_t nproc_hard;  /* its hard RLIMIT_NPROC, never changed */
-    size_t stopped_procs; /* subprocesses stopped at the last quiescence */
-    uint64_t armed_at;    /* the interpreter's CPU time when the budget was armed, ns */
-    uint64_t budget_ns;   /* the budget armed */
+    uint64_t nproc;          /* its soft RLIMIT_NPROC while executing */
+    uint64_t nproc_hard;     /* its hard RLIMIT_NPROC, never changed */
+    size_t stopped_procs;    /* subprocesses stopped at the last quiescence */
+    int stat_fd;             /* /proc/PID/stat of the interpreter */
+    int children_fd;         /* /proc/PID/task/PID/children */
+    uint64_t descendants_ns; /* CPU time of the live subprocesses at the last walk */
+    uint64_t armed_at;       /* the interpreter's CPU time when the budget was armed, ns */
+    uint64_t budget_ns;      /* the budget armed */
 };
 
 /* Prepare the rule for the session whose interpreter is pid, with pidfd (borrowed; serial names
@@ -55,10 +56,11 @@ struct session_cpu {
 int session_cpu_init(struct session_cpu *c, struct cpuwatch *w, pid_t pid, int pidfd,
                      uint64_t serial, uint64_t nproc);
 void session_cpu_done(struct session_cpu *c);
-/* An execution starts: disarm the budget, allow new threads and processes, continue every
- * stopped process of the session. */
-void session_cpu_resume(struct session_cpu *c);
-/* An execution returned: stop the subprocesses, allow no new thread or process. */
+/* An execution starts: disarm the budget, allow new threads and processes, continue the
+ * subprocesses, and the interpreter when it was stopped. */
+void session_cpu_resume(struct session_cpu *c, bool stopped);
+/* An execution returned (the interpreter lives): stop the subprocesses, allow no new thread or
+ * process. */
 void session_cpu_quiesce(struct session_cpu *c);
 /* Then give the interpreter's threads budget_ns of CPU (0: stop the interpreter at once).
  * Serialise with session_cpu_expired() (the session table's lock). */
@@ -66,8 +68,10 @@ void session_cpu_arm(struct session_cpu *c, uint64_t budget_ns);
 /* The watchdog's signal for this session: stop the interpreter if it really spent the budget
  * armed last. True when it was stopped. */
 bool session_cpu_expired(struct session_cpu *c);
-/* CPU time used by all the session's processes so far, ns: from its cgroup when there is one
- * (cg may be NULL), else from /proc. */
-uint64_t session_cpu_used(struct session_cpu *c, struct cgroup_cell *cg);
+/* CPU time used by all the session's processes so far, ns: the interpreter's process clock,
+ * the children it reaped, and its live subprocesses — counted again with walk (call it right
+ * after session_cpu_quiesce()), else as of then (right for an idle session: they are
+ * stopped). */
+uint64_t session_cpu_used(struct session_cpu *c, bool walk);
 
 #endif

@@ -142,16 +142,17 @@ static void session_new_id(char out[SESSION_ID_LEN + 1])
     out[SESSION_ID_LEN] = '\0';
 }
 
-/* CPU time of the session so far (lock not needed: reads the kernel's counters). */
-static uint64_t session_cpu_now(struct session *s)
+/* CPU time of the session so far; walk: look for subprocesses too (they may run only during
+ * an execution, so an idle session's count needs no walk). */
+static uint64_t session_cpu_now(struct session *s, bool walk)
 {
-    return s->cpu_rule ? session_cpu_used(&s->cpu, s->cell ? s->cell->cgroup : NULL) : 0;
+    return s->cpu_rule ? session_cpu_used(&s->cpu, walk) : 0;
 }
 
 json_t *session_describe(struct session *s, const struct sessions *ss)
 {
     int64_t now = clock_mono_us();
-    uint64_t cpu = s->busy ? s->cpu_total_ns : session_cpu_now(s);
+    uint64_t cpu = s->busy ? s->cpu_total_ns : session_cpu_now(s, false);
     uint64_t idle_cpu =
         s->cpu_idle_ns + (s->busy || cpu < s->cpu_total_ns ? 0 : cpu - s->cpu_total_ns);
     char why[160] = "";
@@ -354,7 +355,7 @@ int sessions_create(struct sessions *ss, const struct session_create *c, json_t 
     s->cpu_rule = r == 0;
     if (s->cpu_rule)
         session_cpu_quiesce(&s->cpu);
-    uint64_t cpu = session_cpu_now(s);
+    uint64_t cpu = session_cpu_now(s, false);
     int64_t now = clock_mono_us();
     s->created_us = s->last_used_us = now;
     s->idle_us = idle_s * 1000000;
@@ -503,6 +504,8 @@ int sessions_execute(struct sessions *ss, const char *id, const char *code, int6
     char ended[sizeof(s->end_reason)];
     memcpy(ended, s->end_reason, sizeof(ended));
     uint64_t n = alive ? ++s->executions : 0;
+    /* Stopped by its budget, or at once with a budget of 0. */
+    bool stopped = s->stopped || ss->opt.cpu_budget_ms == 0;
     if (alive) {
         s->busy = true;
         s->armed = false;
@@ -517,8 +520,8 @@ int sessions_execute(struct sessions *ss, const char *id, const char *code, int6
         return -ENOENT;
     }
     if (s->cpu_rule)
-        session_cpu_resume(&s->cpu);
-    uint64_t cpu_before = session_cpu_now(s);
+        session_cpu_resume(&s->cpu, stopped);
+    uint64_t cpu_before = session_cpu_now(s, false);
     pthread_mutex_lock(&ss->lock);
     if (cpu_before > s->cpu_total_ns)
         s->cpu_idle_ns += cpu_before - s->cpu_total_ns;
@@ -555,13 +558,13 @@ int sessions_execute(struct sessions *ss, const char *id, const char *code, int6
         r = exec_run(s->cell, &req, &o);
     else
         o.verdict.status = VERDICT_EXITED; /* could not even send: the interpreter is gone */
-    uint64_t cpu_after = session_cpu_now(s);
-    if (s->cpu_rule)
-        o.verdict.cpu_us = (cpu_after > cpu_before ? cpu_after - cpu_before : 0) / 1000;
     bool survived;
     const char *status = session_status(&o, &survived);
     if (survived && s->cpu_rule)
-        session_cpu_quiesce(&s->cpu);
+        session_cpu_quiesce(&s->cpu); /* first: its subprocesses stop, then are counted */
+    uint64_t cpu_after = survived ? session_cpu_now(s, true) : cpu_before;
+    if (s->cpu_rule && survived)
+        o.verdict.cpu_us = (cpu_after > cpu_before ? cpu_after - cpu_before : 0) / 1000;
     pthread_mutex_lock(&ss->lock);
     memcpy(ended, s->end_reason, sizeof(ended));
     pthread_mutex_unlock(&ss->lock);
