@@ -82,7 +82,7 @@ int session_send(struct session *s, const json_t *msg)
     bool was_empty = s->out.len == 0;
     if (s->broken)
         r = -EPIPE;
-    else if (s->out.len > SESSION_OUTBOX_MAX - len)
+    else if (len > SESSION_OUTBOX_MAX || s->out.len > SESSION_OUTBOX_MAX - len)
         r = -ENOBUFS;
     else
         r = buf_append(&s->out, data, len);

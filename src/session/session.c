@@ -108,6 +108,19 @@ void session_unlist(struct sessions *ss, struct session *s, const char *reason)
     ss->live--;
     if (reason && !s->end_reason[0])
         snprintf(s->end_reason, sizeof(s->end_reason), "%s", reason);
+    if (s->end_reason[0]) {
+        struct session_ended *e = &ss->ended[ss->ended_next++ % SESSION_ENDED_KEPT];
+        memcpy(e->id, s->id, sizeof(e->id));
+        memcpy(e->reason, s->end_reason, sizeof(e->reason));
+    }
+}
+
+const char *sessions_why_ended(const struct sessions *ss, const char *id)
+{
+    for (size_t i = 0; i < SESSION_ENDED_KEPT; i++)
+        if (ss->ended[i].id[0] && strcmp(ss->ended[i].id, id) == 0)
+            return ss->ended[i].reason;
+    return NULL;
 }
 
 void session_end(struct session *s)
@@ -488,10 +501,14 @@ int sessions_execute(struct sessions *ss, const char *id, const char *code, int6
     *err = (struct session_error){0};
     struct session *s = sessions_lookup(ss, id);
     if (!s) {
-        session_err(err, 404, "NOT_FOUND", NULL,
-                    "no session %s (it may have ended or been "
-                    "reaped)",
-                    id);
+        pthread_mutex_lock(&ss->lock);
+        const char *why = sessions_why_ended(ss, id);
+        if (why)
+            session_err(err, 404, "NOT_FOUND", NULL, "session %s has ended: %s", id, why);
+        else
+            session_err(err, 404, "NOT_FOUND", NULL,
+                        "no session %s (it may have ended or been reaped)", id);
+        pthread_mutex_unlock(&ss->lock);
         return -ENOENT;
     }
     if (timeout_ms <= 0)
@@ -601,8 +618,11 @@ int sessions_execute(struct sessions *ss, const char *id, const char *code, int6
         }
     }
     bool drop = !survived && s->listed;
-    if (drop)
-        session_unlist(ss, s, NULL);
+    if (drop) {
+        char why[96];
+        snprintf(why, sizeof(why), "execution %llu ended it (%s)", (unsigned long long)n, status);
+        session_unlist(ss, s, why);
+    }
     pthread_mutex_unlock(&ss->lock);
     pthread_mutex_unlock(&s->exec_lock);
     metrics_request(ss->metrics, "session", session_metric_label(status), clock_mono_us() - start);

@@ -24,6 +24,7 @@
 #include "util/buf.h"
 
 #define SESSION_ID_LEN      32
+#define SESSION_ENDED_KEPT  64          /* why the last sessions ended, for late callers */
 #define SESSION_OUTBOX_MAX  (64u << 20) /* answers the interpreter has not read yet, at most */
 #define SESSION_OUTBOX_FULL (1u << 20)  /* read no more requests while this much waits */
 
@@ -66,6 +67,11 @@ struct session {
     UT_hash_handle hh;
 };
 
+struct session_ended {
+    char id[SESSION_ID_LEN + 1];
+    char reason[128];
+};
+
 struct sessions {
     struct sessions_options opt;
     const struct jail_config *jail;
@@ -82,6 +88,8 @@ struct sessions {
     struct session *all; /* every session allocated (listed or not) */
     unsigned allocated;
     unsigned live;
+    struct session_ended ended[SESSION_ENDED_KEPT]; /* a ring */
+    unsigned ended_next;
     uint64_t next_serial;
     bool stop;     /* the reaper leaves */
     bool stopping; /* sessions_shutdown() began: nothing new starts */
@@ -93,8 +101,10 @@ struct sessions {
 void session_ref(struct session *s);
 void session_unref(struct session *s);
 /* Remove s from the table with the reason it ended (lock held); the table's reference is the
- * caller's to drop. */
+ * caller's to drop. The reason is remembered for a while (sessions_why_ended). */
 void session_unlist(struct sessions *ss, struct session *s, const char *reason);
+/* Why session id ended, if it did recently (lock held; NULL when unknown). */
+const char *sessions_why_ended(const struct sessions *ss, const char *id);
 /* End s, unlisted: its interpreter is killed at once (a running execution then reports it) and
  * its queued tool calls are dropped; drops the table's reference. */
 void session_end(struct session *s);
