@@ -138,6 +138,14 @@ int frame_reader_next_raw(struct frame_reader *fr, const char *const *raw_path, 
     return 1;
 }
 
+bool frame_reader_ready(const struct frame_reader *fr)
+{
+    if (fr->in.len < FRAME_HEADER_SIZE)
+        return false;
+    uint32_t len = frame_length((const unsigned char *)fr->in.data);
+    return len > fr->max_frame || fr->in.len - FRAME_HEADER_SIZE >= len;
+}
+
 int frame_reader_next(struct frame_reader *fr, json_t **ret, const char **ret_error)
 {
     return frame_reader_next_raw(fr, NULL, ret, NULL, ret_error);

@@ -16,6 +16,7 @@
 #define SANDBOXD_PROTO_FRAME_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -59,6 +60,9 @@ int frame_reader_next(struct frame_reader *fr, json_t **ret, const char **ret_er
  * handed over in *ret_raw (call frame_raw_done). *ret_raw is left empty otherwise. */
 int frame_reader_next_raw(struct frame_reader *fr, const char *const *raw_path, json_t **ret,
                           struct frame_raw *ret_raw, const char **ret_error);
+/* True when frame_reader_next() has something to say without more input: a complete frame is
+ * buffered, or one announcing more than the limit. */
+bool frame_reader_ready(const struct frame_reader *fr);
 /* Encode msg as one frame (caller frees *ret). */
 int frame_encode(const json_t *msg, char **ret, size_t *ret_len);
 /* Encode and write; deadline as in fd_write_all. */

@@ -227,3 +227,48 @@ def test_a_forged_execution_done_never_shifts_results():
         assert out["result"] == "'and the next'", out
     finally:
         s.stop()
+
+
+# ---- an interpreter that does not read its answers -------------------------------------------
+
+FLOOD = """
+import json, os, select
+req = json.dumps({"type": "rpc_request", "id": 999999, "payload": {"type": "memory",
+                  "op": "load", "key": "big"}}).encode()
+data = memoryview((len(req).to_bytes(4, "big") + req) * %d)
+while data:
+    select.select([], [3], [])
+    try:
+        data = data[os.write(3, data):]
+    except BlockingIOError:
+        pass
+'flooded'
+"""
+
+
+def vmhwm(pid):
+    with open("/proc/%d/status" % pid) as f:
+        return next(int(line.split()[1]) << 10 for line in f if line.startswith("VmHWM:"))
+
+
+def test_a_session_that_does_not_read_its_answers_cannot_grow_sandboxd():
+    """5000 requests for a 256 KiB memory (1.25 GB of answers) written without ever reading:
+    sandboxd keeps at most ~1 MiB of answers waiting and reads no more requests meanwhile, so
+    the sandbox blocks; its time limit ends the execution, and sandboxd stayed small. (Under ASan
+    freed memory is quarantined, which would count as growth: a small quarantine here.)"""
+    s = Server("--pool-size", "1", env={"ASAN_OPTIONS": "detect_leaks=1:quarantine_size_mb=8"})
+    try:
+        sid = session_create(s)["sessionId"]
+        assert session_run(s, sid, "save_memory('big', 'x' * (256 << 10))")["status"] == "ok"
+        before = vmhwm(s.proc.pid)
+        start = time.time()
+        out = session_run(s, sid, FLOOD % 5000, timeoutMs=3000)
+        assert time.time() - start < 30, out
+        assert out["status"] == "timeout", out
+        grew = vmhwm(s.proc.pid) - before
+        assert grew < 24 << 20, "sandboxd grew %d MiB" % (grew >> 20)
+        # Whatever became of that session, sandboxd serves the next one.
+        sid = session_create(s)["sessionId"]
+        assert session_run(s, sid, "1 + 1")["result"] == "2"
+    finally:
+        s.stop()
