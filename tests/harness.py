@@ -152,6 +152,36 @@ class Endpoint(Server):
         self.conn = None
 
 
+def session_create(srv, **body):
+    """POST /v1/sessions; the whole 201 answer."""
+    r = srv.request("POST", "/v1/sessions", body=body)
+    assert r.status == 201, r
+    return r.json
+
+
+def session_run(srv, sid, code, **extra):
+    """POST /v1/sessions/ID/execute on a connection of its own; the 200 answer."""
+    r = srv.request("POST", "/v1/sessions/%s/execute" % sid, body={"code": code, **extra},
+                    fresh=True, timeout=300)
+    assert r.status == 200, r
+    return r.json
+
+
+def session_info(srv, sid):
+    r = srv.request("GET", "/v1/sessions/" + sid, fresh=True)
+    assert r.status == 200, r
+    return r.json
+
+
+def wait_until(cond, timeout, what):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if cond():
+            return
+        time.sleep(0.05)
+    raise AssertionError("timed out waiting for " + what)
+
+
 def jit_request(script, function, body=None, app="testapp", endpoint="local", request_id="r-1",
                 **task):
     details = {"script": script, "function": function}

@@ -8,6 +8,7 @@ import json
 import os
 import re
 import struct
+import sys
 
 FD = 3
 MAX_FRAME = 256 << 20
@@ -21,6 +22,36 @@ class ProtocolError(Exception):
 INT_MIN, INT_MAX = -(1 << 63), (1 << 63) - 1
 # Any integer outside the 64-bit range has at least 19 digits in JSON.
 _LONG_DIGITS = re.compile(r"[0-9]{19}")
+# Floats that Python writes otherwise than sandboxd does (src/util/jdump.c): with an exponent
+# ("1e+22", where sandboxd writes "1e22"), or 16 digits before the point ("1000000000000000.0",
+# where sandboxd writes "1e15"). A result's value reaches the client as this text (the host
+# passes it through), so it must read as every other float sandboxd writes.
+_FLOAT_FORMS = re.compile(r"[0-9]e[-+]|[0-9]{16}\.")
+# One scan for both: the common body has neither.
+_RARE = re.compile(r"[0-9]{16}|[0-9]e[-+]")
+# A string (skipped), or a float of the forms above.
+_FLOAT_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"'
+                           r"|-?[0-9]+(?:\.[0-9]+)?e[-+][0-9]+|-?[0-9]{16}\.[0-9]+")
+
+
+def jdump_real(x):
+    """x as sandboxd writes a float (jdump_real() in src/util/jdump.c): the first of %.15g,
+    %.16g, %.17g that reads back as x (subnormals from %.1g), an exponent without '+' or
+    leading zeros, and ".0" on an integral value."""
+    first = 1 if x != 0 and abs(x) < sys.float_info.min else 15
+    for prec in range(first, 18):
+        text = "%.*g" % (prec, x)
+        if float(text) == x:
+            break
+    mantissa, e, exponent = text.partition("e")
+    if e:
+        return "%se%d" % (mantissa, int(exponent))
+    return text if "." in text else text + ".0"
+
+
+def _float_token(m):
+    token = m.group(0)
+    return token if token[0] == '"' else jdump_real(float(token))
 
 
 def check_integers(value):
@@ -56,8 +87,11 @@ def check_integers(value):
 def encode(msg):
     """Serialise msg; raises ValueError/TypeError for values JSON cannot carry."""
     body = json.dumps(msg, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-    if _LONG_DIGITS.search(body):  # rare: digits in strings, or a big integer
-        check_integers(msg)
+    if _RARE.search(body):
+        if _LONG_DIGITS.search(body):  # rare: digits in strings, or a big integer
+            check_integers(msg)
+        if _FLOAT_FORMS.search(body):  # rare: such digits in strings, or such a float
+            body = _FLOAT_TOKENS.sub(_float_token, body)
     return body.encode("utf-8")
 
 

@@ -21,6 +21,7 @@ interrupted and the session survives), SIGKILL if that does not work.
 stdout and stderr go to their own pipes, written through, so the host streams
 them as they come; they are flushed before execution_done.
 """
+import __future__
 import ast
 import asyncio
 import base64
@@ -28,6 +29,7 @@ import builtins
 import inspect
 import io
 import json
+import keyword
 import linecache
 import os
 import re
@@ -66,6 +68,7 @@ class Channel:
 
     def __init__(self, fd):
         self.fd = fd
+        self.loop = None       # set once the event loop runs
         self.buf = bytearray()
         self.futures = {}      # rpc id -> asyncio future
         self.answers = {}      # rpc id -> message, for synchronous waiters
@@ -82,9 +85,30 @@ class Channel:
             try:
                 n = os.write(self.fd, view)
             except BlockingIOError:
-                select.select([], [self.fd], [])
+                # The host stops reading requests while answers pile up that we have not read:
+                # read them now, or both sides would wait for each other.
+                readable, _, _ = select.select([self.fd], [self.fd], [])
+                if readable:
+                    self._take()
                 continue
             view = view[n:]
+        if self.buf and self.loop is not None:
+            self.loop.call_soon_threadsafe(self._dispatch_buffered)
+
+    def _take(self):
+        """Append what can be read without blocking to the buffer."""
+        while True:
+            try:
+                data = os.read(self.fd, 1 << 16)
+            except BlockingIOError:
+                return
+            if not data:
+                os._exit(0)  # the host closed the session
+            self.buf += data
+
+    def _dispatch_buffered(self):
+        for msg in self._frames():
+            self.dispatch(msg)
 
     def _frames(self):
         while len(self.buf) >= 4:
@@ -98,17 +122,9 @@ class Channel:
             yield json.loads(body)
 
     def pump(self):
-        """Read what is there and dispatch it. Returns False when the host is gone."""
-        while True:
-            try:
-                data = os.read(self.fd, 1 << 16)
-            except BlockingIOError:
-                return True
-            if not data:
-                os._exit(0)  # the host closed the session
-            self.buf += data
-            for msg in self._frames():
-                self.dispatch(msg)
+        """Read what is there and dispatch it."""
+        self._take()
+        self._dispatch_buffered()
 
     def dispatch(self, msg):
         kind = msg.get("type")
@@ -157,8 +173,13 @@ class Channel:
 def _answer(msg, payload):
     if msg.get("success", False):
         return msg.get("payload")
-    raise MCPError(msg.get("error") or "the host refused the call", server=payload.get("server"),
-                   tool=payload.get("tool"), kind=msg.get("errorKind"))
+    message = msg.get("error") or "the host refused the call"
+    if msg.get("errorKind") == "os" and isinstance(msg.get("errno"), int):
+        # The state directory's file system failed (a full disk: ENOSPC): an OSError, as for
+        # any file the code would write itself.
+        raise OSError(msg["errno"], message)
+    raise MCPError(message, server=payload.get("server"), tool=payload.get("tool"),
+                   kind=msg.get("errorKind"))
 
 
 CHANNEL = None
@@ -416,6 +437,36 @@ def update_memory(key, updater, *, default=None):
     return value
 
 
+RESERVED_TOOL_NAMES = {"mcp", "mcp_servers", "LOADED_MCP_SERVERS", "MCPError"}
+
+
+def check_tool(name, source):
+    """A saved tool is one plain function definition, and nothing else: no decorator, default
+    values that are literals, annotations kept as strings, a name that shadows nothing of the
+    session's. Defining it then runs no code at all. Returns the code object to exec."""
+    if (not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name)
+            or name.startswith(("mcp_", "__")) or name in RESERVED_TOOL_NAMES
+            or name in HELPERS or hasattr(builtins, name)):
+        raise ValueError("%r cannot be the name of a saved tool (it is not an identifier, or "
+                         "it is one of the session's or Python's own names)" % (name,))
+    filename = "<saved tool %s>" % name
+    tree = ast.parse(source, filename, "exec")
+    if len(tree.body) != 1 or not isinstance(tree.body[0], (ast.FunctionDef, ast.AsyncFunctionDef)):
+        raise ValueError("a saved tool is exactly one function definition")
+    fn = tree.body[0]
+    if fn.name != name:
+        raise ValueError("the function is called %r, not %r" % (fn.name, name))
+    if fn.decorator_list:
+        raise ValueError("a saved tool cannot have decorators")
+    for default in fn.args.defaults + [d for d in fn.args.kw_defaults if d is not None]:
+        try:
+            ast.literal_eval(default)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            raise ValueError("the default values of a saved tool must be literals") from None
+    return compile(tree, filename, "exec", flags=__future__.annotations.compiler_flag,
+                   dont_inherit=True)
+
+
 def save_tool(func):
     """Keep func's source in the workspace; later sessions of it define it at start."""
     if not callable(func) or not getattr(func, "__name__", None):
@@ -424,8 +475,10 @@ def save_tool(func):
         source = inspect.getsource(func)
     except (OSError, TypeError) as exc:
         raise ValueError("cannot find the source of %r: %s" % (func, exc)) from None
-    _host({"type": "save_tool", "name": func.__name__, "source": inspect.cleandoc(source)
-           if source.startswith((" ", "\t")) else source})
+    if source.startswith((" ", "\t")):
+        source = inspect.cleandoc(source)
+    check_tool(func.__name__, source)
+    _host({"type": "save_tool", "name": func.__name__, "source": source})
     return "Tool %r saved." % func.__name__
 
 
@@ -493,13 +546,16 @@ def build_namespace(init):
     ns.update(HELPERS)
     failed = []
     for tool in init.get("tools", []):
-        filename = "<saved tool %s>" % tool["name"]
-        linecache.cache[filename] = (len(tool["source"]), None, tool["source"].splitlines(True),
-                                     filename)
+        name, source = tool.get("name"), tool.get("source", "")
+        # Checked again here, before any user code runs: the workspace may hold anything (a
+        # source saved by a forged request). Nothing a tool holds can stop the session start.
         try:
-            exec(compile(tool["source"], filename, "exec"), ns)
+            code = check_tool(name, source)
+            filename = "<saved tool %s>" % name
+            linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+            exec(code, ns)
         except Exception as exc:
-            failed.append({"name": tool["name"], "error": "%s: %s" % (type(exc).__name__, exc)})
+            failed.append({"name": str(name), "error": "%s: %s" % (type(exc).__name__, exc)})
     return ns, failed
 
 
@@ -590,6 +646,7 @@ def serve(init):
     signal.signal(signal.SIGINT, _on_sigint)
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
+    CHANNEL.loop = loop
     loop.add_reader(proto.FD, CHANNEL.pump)
     CHANNEL.send({"type": "session_ready", "pid": os.getpid(), "servers": list(SERVERS),
                   "toolsLoaded": [t["name"] for t in init.get("tools", [])

@@ -13,6 +13,7 @@
 #include "api/policy.h"
 #include "api/request.h"
 #include "api/sessions.h"
+#include "api/workspaces.h"
 #include "app/tenant.h"
 #include "pool/pool.h"
 #include "util/buf.h"
@@ -144,7 +145,17 @@ static void api_execute(struct api *api, const struct http_request *req, struct 
     app_execute(api->app, &spec, &ar);
     tenant_run_end(tenant);
     reply->status = ar.status;
-    reply->body = ar.body;
+    if (ar.raw.text) {
+        /* The result's value passes through as the sandbox sent it (validated, never parsed). */
+        reply->text = response_render(ar.body, ar.raw_kind, &ar.raw, false, NULL);
+        reply->content_type = "application/json";
+        json_decref(ar.body);
+        frame_raw_done(&ar.raw);
+        if (!reply->text)
+            http_reply_error(reply, 500, "INTERNAL", NULL, "out of memory");
+    } else {
+        reply->body = ar.body;
+    }
     if (ar.status == 503) {
         char ra[16];
         snprintf(ra, sizeof(ra), "%u", ar.retry_after ? ar.retry_after : 1);
@@ -187,6 +198,8 @@ static void api_healthz(struct api *api, const struct http_request *req, struct 
         framework_log_stats(a->fw), "http", http ? http_server_stats(http) : NULL);
     if (reply->body)
         json_object_set_new(reply->body, "workflows", flow_cache_stats(a->wf_cache));
+    if (reply->body && api->sessions)
+        json_object_set_new(reply->body, "sessions", sessions_stats(api->sessions));
 }
 
 /* Liveness: the process runs and its HTTP front answers. */
@@ -387,6 +400,8 @@ void api_route(void *userdata, const struct http_request *req, struct http_reply
             api_method_not_allowed(reply, "GET");
     } else if (sessions) {
         api_sessions_route(api, req, path + 12, tenant, reply);
+    } else if (strncmp(path, "/v1/workspaces/", 15) == 0) {
+        api_workspaces_route(api, req, path + 14, tenant, reply);
     } else if (strcmp(path, "/mcp") == 0 && api->mcp) {
         mcp_http_route(api->mcp, req, tenant, reply);
     } else {

@@ -61,6 +61,7 @@ struct app_run {
     int64_t requested_timeout_ms; /* 0: not requested */
     int64_t requested_memory_mb;
     const struct exec_hooks *hooks; /* frames the job sends besides its answer (RPCs) */
+    const char *const *raw_path;    /* the result's value passed through as text, or NULL */
     struct pool *pool;              /* NULL: the app's pool */
     struct exec_outcome outcome;    /* filled; release with app_run_done */
     struct response_limits limits;
@@ -81,6 +82,10 @@ struct app_reply {
     int status;
     json_t *body;
     unsigned retry_after; /* 503 */
+    /* A result passed through as text (/execute JIT and EXECUTOR): body holds null where it
+     * goes; render with response_render(body, raw_kind, &raw). Empty otherwise. */
+    struct frame_raw raw;
+    enum response_kind raw_kind;
 };
 void app_execute(struct app *a, const struct request_spec *s, struct app_reply *ret);
 /* The context object handed to user functions: appId, componentId, requestId, traceId,

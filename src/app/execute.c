@@ -75,6 +75,7 @@ int app_run_job(struct app *a, struct app_run *run)
         .timeout_us = (left_ms > 1 ? left_ms : 1) * 1000,
         .cpu_limit_us = (uint64_t)cpu_s * 1000000,
         .output_limit = o->output_limit,
+        .raw_path = run->raw_path,
         .hooks = run->hooks,
     };
     struct manager_run mr;
@@ -203,11 +204,15 @@ void app_reply_from_run(struct app *a, const struct request_spec *s, struct app_
         json_object_set_new(v, "timeoutRule", json_string(run->timeout_rule));
     ret->status = 200;
     ret->body = body;
+    ret->raw = run->outcome.raw;
+    ret->raw_kind = kind;
+    run->outcome.raw = (struct frame_raw){0};
 }
 
-void app_jit_call(struct app *a, const struct request_spec *s, const char *script,
-                  const char *function, json_t *request_data, json_t *context,
-                  struct framework_stats *fst, struct app_reply *ret)
+/* app_jit_call(); with pass_through, the function's value comes back as text in ret->raw. */
+static void app_jit_run(struct app *a, const struct request_spec *s, const char *script,
+                        const char *function, json_t *request_data, json_t *context,
+                        bool pass_through, struct framework_stats *fst, struct app_reply *ret)
 {
     *ret = (struct app_reply){0};
     struct defs_result def;
@@ -235,6 +240,7 @@ void app_jit_call(struct app *a, const struct request_spec *s, const char *scrip
         .history_key = key,
         .requested_timeout_ms = s->timeout_ms,
         .requested_memory_mb = s->memory_mb,
+        .raw_path = pass_through ? response_raw_path(RESPONSE_JIT) : NULL,
     };
     int r = job ? app_run_job(a, &run) : -ENOMEM;
     app_reply_from_run(a, s, &run, r, RESPONSE_JIT, fst, ret);
@@ -243,11 +249,18 @@ void app_jit_call(struct app *a, const struct request_spec *s, const char *scrip
     free(key);
 }
 
+void app_jit_call(struct app *a, const struct request_spec *s, const char *script,
+                  const char *function, json_t *request_data, json_t *context,
+                  struct framework_stats *fst, struct app_reply *ret)
+{
+    app_jit_run(a, s, script, function, request_data, context, false, fst, ret);
+}
+
 static void app_jit(struct app *a, const struct request_spec *s, struct app_reply *ret)
 {
     struct framework_stats fst = {0};
     json_t *ctx = app_user_context(s);
-    app_jit_call(a, s, s->script, s->function, s->request_data, ctx, &fst, ret);
+    app_jit_run(a, s, s->script, s->function, s->request_data, ctx, true, &fst, ret);
     json_decref(ctx);
 }
 
@@ -268,6 +281,7 @@ static void app_executor(struct app *a, const struct request_spec *s, struct app
         .job = job,
         .requested_timeout_ms = s->timeout_ms,
         .requested_memory_mb = s->memory_mb,
+        .raw_path = response_raw_path(RESPONSE_EXECUTOR),
     };
     int r = job ? app_run_job(a, &run) : -ENOMEM;
     app_reply_from_run(a, s, &run, r, RESPONSE_EXECUTOR, NULL, ret);

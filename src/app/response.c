@@ -10,7 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/jdump.h"
 #include "util/macros.h"
+#include "util/randid.h"
 #include "util/utf8.h"
 
 void response_metric(json_t *metrics, const char *name, const char *unit, double value)
@@ -221,4 +223,60 @@ json_t *response_build(const char *rid, enum response_kind kind, const struct ex
     json_object_set_new(resp, "metrics", metrics);
     json_object_set_new(resp, "verdict", verdict_to_json(v));
     return resp;
+}
+
+const char *const *response_raw_path(enum response_kind kind)
+{
+    static const char *const jit[] = {"data", NULL};
+    static const char *const executor[] = {"data", "result", NULL};
+    return kind == RESPONSE_EXECUTOR ? executor : jit;
+}
+
+char *response_render(json_t *resp, enum response_kind kind, const struct frame_raw *raw,
+                      bool data_only, size_t *ret_len)
+{
+    const char *rtype = json_string_value(json_object_get(resp, "resultType"));
+    json_t *parent = kind == RESPONSE_EXECUTOR ? json_object_get(resp, "data") : resp;
+    const char *key = kind == RESPONSE_EXECUTOR ? "result" : "data";
+    bool splice = raw && raw->text && rtype && strcmp(rtype, "error") != 0 &&
+                  json_is_null(json_object_get(parent, key));
+    json_t *root = data_only ? json_object_get(resp, "data") : resp;
+    if (splice && root == json_object_get(parent, key)) {
+        /* The value is all there is to show. */
+        char *text = strndup(frame_raw_data(raw), raw->len);
+        if (text && ret_len)
+            *ret_len = raw->len;
+        return text;
+    }
+    if (!splice)
+        return jdump(root, JSON_COMPACT, ret_len);
+    /* Put a marker the sandbox cannot guess where the value goes, dump the small rest, and
+     * replace the marker by the value's text: the value is copied once and never parsed. */
+    char marker[64] = "sandboxd-raw-";
+    if (randid_hex(marker + 13, sizeof(marker) - 13, 16) < 0)
+        return NULL;
+    json_object_set_new(parent, key, json_string(marker));
+    size_t olen = 0;
+    char *outer = jdump(root, JSON_COMPACT, &olen);
+    json_object_set_new(parent, key, json_null());
+    char quoted[70];
+    snprintf(quoted, sizeof(quoted), "\"%s\"", marker);
+    char *at = outer ? strstr(outer, quoted) : NULL;
+    if (!at) {
+        free(outer);
+        return NULL;
+    }
+    size_t head = (size_t)(at - outer), qlen = strlen(quoted);
+    size_t total = olen - qlen + raw->len;
+    char *text = malloc(total + 1);
+    if (text) {
+        memcpy(text, outer, head);
+        memcpy(text + head, frame_raw_data(raw), raw->len);
+        memcpy(text + head + raw->len, at + qlen, olen - head - qlen);
+        text[total] = '\0';
+        if (ret_len)
+            *ret_len = total;
+    }
+    free(outer);
+    return text;
 }

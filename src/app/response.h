@@ -52,6 +52,14 @@ json_t *response_capped_string(const char *s, size_t len, size_t max, bool *ret_
 /* Cap every string inside v (objects and arrays, at any depth) the same way, in place.
  * Returns true when something was cut. */
 bool response_cap_strings(json_t *v, size_t max);
+/* The member of a final frame that response_build() leaves to response_render(): a result's
+ * value, passed through as text rather than parsed (exec_request.raw_path). */
+const char *const *response_raw_path(enum response_kind kind);
+/* resp (or with data_only its "data") as compact JSON text (caller frees; NULL when out of
+ * memory), with raw spliced in where response_build() left the value of a raw result (null);
+ * without raw, or for an error response, just that. May modify resp. */
+char *response_render(json_t *resp, enum response_kind kind, const struct frame_raw *raw,
+                      bool data_only, size_t *ret_len);
 /* Append {name, unit, value} to a metrics array. */
 void response_metric(json_t *metrics, const char *name, const char *unit, double value);
 

@@ -353,6 +353,7 @@ int cmd_mcp(int argc, char **argv)
 out:
     if (m.conn)
         mcp_server_conn_close(m.conn); /* running executions end now */
+    sessions_shutdown(su.sessions);    /* and every other use of a session, tool calls too */
     pthread_mutex_lock(&m.lock);
     while (m.workers)
         pthread_cond_wait(&m.cond, &m.lock);

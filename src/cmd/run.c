@@ -165,26 +165,29 @@ static int run_file(const struct run_spec *spec, struct common_opts *common)
     struct exec_outcome o = {0};
     if (cell_spawn_cold(&cfg, &lim, 64u << 20, &cell) < 0)
         goto done;
+    enum response_kind kind =
+        spec->class_name || !spec->function ? RESPONSE_EXECUTOR : RESPONSE_JIT;
     struct exec_request req = {
         .job = job,
         .timeout_us = (int64_t)spec->timeout_ms * 1000,
         .cpu_limit_us = ((spec->timeout_ms + 999) / 1000) * 1000000,
         .output_limit = spec->output_kb << 10,
+        .raw_path = response_raw_path(kind),
     };
     (void)exec_run(cell, &req, &o);
     struct response_limits rl = {.timeout_ms = (int64_t)spec->timeout_ms,
                                  .memory_mb = spec->memory_mb,
                                  .output_bytes = spec->output_kb << 10};
-    json_t *resp = response_build(
-        "cli", spec->class_name || !spec->function ? RESPONSE_EXECUTOR : RESPONSE_JIT, &o, &rl,
-        NULL);
+    json_t *resp = response_build("cli", kind, &o, &rl, NULL);
     if (!resp) {
         fprintf(stderr, "sandboxd run: the sandbox failed: %s\n",
                 o.internal ? o.internal : "internal error");
         goto done;
     }
     json_t *shown = spec->full ? resp : json_object_get(resp, "data");
-    char *text = jdump(shown, JSON_INDENT(2), NULL);
+    /* A passed-through result is printed as the sandbox sent it, compact. */
+    char *text = o.raw.text ? response_render(resp, kind, &o.raw, !spec->full, NULL)
+                            : jdump(shown, JSON_INDENT(2), NULL);
     if (text) {
         puts(text);
         free(text);

@@ -554,7 +554,7 @@ int cmd_serve(int argc, char **argv)
                 .default_memory_mb = o.def_memory,
                 .max_memory_mb = o.setup.max_memory,
                 .output_limit = (size_t)o.setup.output_kb << 10,
-                .max_frame = 64u << 20,
+                .max_frame = (size_t)o.setup.max_result_mb << 20,
                 .nproc = o.setup.procs,
                 .nofile = 256,
                 .llm_timeout_ms = (int64_t)o.llm_timeout,
@@ -572,7 +572,8 @@ int cmd_serve(int argc, char **argv)
         .isolation = su.isolation,
         .started_us = clock_mono_us(),
     };
-    struct api api = {.app = &app, .policy = policy, .sessions = su.sessions, .mcp = mcph};
+    struct api api = {
+        .app = &app, .policy = policy, .sessions = su.sessions, .mcp = mcph, .wstore = su.wstore};
     /* Every execution slot and queue place, every session and MCP session may hold a worker
      * thread while it waits; the rest answer quickly. Threads start only when needed. */
     uint64_t workers = o.max_running + o.max_queue + o.setup.max_sessions + o.mcp_max_sessions + 64;
@@ -614,9 +615,12 @@ int cmd_serve(int argc, char **argv)
         (void)http_server_wait_idle(http, clock_mono_us() + SERVE_REPLY_GRACE_US);
     }
 out:
-    /* Nothing may be freed while an HTTP thread could use it: stop the server (it waits for
-     * every route and stream) before anything below. */
+    /* Drained (or past the deadline, where what still ran was ended above): end the MCP
+     * sessions, then every session, waiting for every thread that uses one (tool calls in
+     * flight are aborted); then stop the server, which waits for every route and stream.
+     * Nothing below is freed while any of them could still use it. */
     mcp_http_shutdown(mcph);
+    sessions_shutdown(su.sessions);
     http_server_stop(http);
     mcp_http_free(mcph);
     mcp_server_free(mcps);

@@ -31,6 +31,7 @@ void setup_opts_init(struct setup_opts *o)
         .max_memory = 2048,
         .output_kb = 1024,
         .procs = 64,
+        .max_result_mb = 64,
         .max_sessions = 64,
         .session_idle = 600,
         .session_max_idle = 86400,
@@ -38,6 +39,12 @@ void setup_opts_init(struct setup_opts *o)
         .session_max_timeout = 600000,
         .session_memory = 512,
         .tool_timeout = 60000,
+        .session_cpu_budget = 2000,
+        .tool_workers = 16,
+        .max_tool_calls = 1024,
+        .session_tool_calls = 64,
+        .session_host_cpu = 5000,
+        .workspace_quota = 64,
         .mcp_output = "text",
         .mcp_workspace = "default",
         .mcp_page_size = 100,
@@ -57,6 +64,7 @@ int setup_opt(struct setup_opts *o, int opt, const char *arg)
         {SETUP_OPT_MAX_MEMORY, "max-memory-mb", 16, 1 << 20, &o->max_memory},
         {SETUP_OPT_OUTPUT, "output-limit-kb", 1, 1 << 20, &o->output_kb},
         {SETUP_OPT_PROCS, "max-procs", 1, 1 << 20, &o->procs},
+        {SETUP_OPT_MAX_RESULT, "max-result-mb", 1, 1024, &o->max_result_mb},
         {SETUP_OPT_MAX_SESSIONS, "max-sessions", 0, 1 << 20, &o->max_sessions},
         {SETUP_OPT_SESSION_IDLE, "session-idle-s", 1, 86400 * 365, &o->session_idle},
         {SETUP_OPT_SESSION_MAX_IDLE, "session-max-idle-s", 1, 86400 * 365, &o->session_max_idle},
@@ -65,6 +73,13 @@ int setup_opt(struct setup_opts *o, int opt, const char *arg)
          &o->session_max_timeout},
         {SETUP_OPT_SESSION_MEMORY, "session-memory-mb", 16, 1 << 20, &o->session_memory},
         {SETUP_OPT_TOOL_TIMEOUT, "tool-timeout-ms", 1, 86400000, &o->tool_timeout},
+        {SETUP_OPT_SESSION_CPU_BUDGET, "session-cpu-budget-ms", 0, 3600000, &o->session_cpu_budget},
+        {SETUP_OPT_TOOL_WORKERS, "tool-workers", 1, 1024, &o->tool_workers},
+        {SETUP_OPT_MAX_TOOL_CALLS, "max-tool-calls", 1, 1 << 20, &o->max_tool_calls},
+        {SETUP_OPT_SESSION_TOOL_CALLS, "session-max-tool-calls", 1, 1 << 16,
+         &o->session_tool_calls},
+        {SETUP_OPT_SESSION_HOST_CPU, "session-host-cpu-ms", 1, 3600000, &o->session_host_cpu},
+        {SETUP_OPT_WORKSPACE_QUOTA, "workspace-quota-mb", 1, 1 << 20, &o->workspace_quota},
         {SETUP_OPT_MCP_PAGE_SIZE, "mcp-page-size", 1, 1000, &o->mcp_page_size},
     };
     for (size_t i = 0; i < ARRAY_SIZE(nums); i++)
@@ -181,7 +196,7 @@ int setup_pool(struct setup *s, const struct setup_opts *o, unsigned size, unsig
     struct pool_options po = {
         .size = size,
         .zygotes = zygotes,
-        .max_frame = 64u << 20,
+        .max_frame = (size_t)o->max_result_mb << 20,
         .nproc = o->procs,
         .nofile = 256,
         .preimport = modules,
@@ -260,7 +275,11 @@ int setup_start(struct setup *s, const struct setup_opts *o, struct common_opts 
     if (r < 0)
         return r;
     struct workspace_limits wl = {
-        .max_value = 1u << 20, .max_bytes = 64u << 20, .max_entries = 10000, .max_file = 16u << 20};
+        .max_value = 1u << 20,
+        .max_bytes = (size_t)o->workspace_quota << 20,
+        .max_entries = 10000,
+        .max_file = 16u << 20,
+    };
     r = workspace_store_new(s->state_dir, &wl, &s->wstore);
     if (r < 0)
         return r;
@@ -277,6 +296,12 @@ int setup_start(struct setup *s, const struct setup_opts *o, struct common_opts 
         .tool_timeout_ms = (int64_t)o->tool_timeout,
         .interrupt_grace_ms = 2000,
         .id_prefix = o->session_id_prefix,
+        .max_frame = (size_t)o->max_result_mb << 20,
+        .cpu_budget_ms = o->session_cpu_budget,
+        .tool_workers = (unsigned)o->tool_workers,
+        .max_tool_calls = (unsigned)o->max_tool_calls,
+        .session_tool_calls = (unsigned)o->session_tool_calls,
+        .host_cpu_ms = o->session_host_cpu,
     };
     return sessions_new(&s->so, &s->jail, s->session_pool ? s->session_pool : s->pool, s->mcp,
                         s->wstore, s->metrics, &s->sessions);
@@ -284,6 +309,7 @@ int setup_start(struct setup *s, const struct setup_opts *o, struct common_opts 
 
 void setup_stop(struct setup *s)
 {
+    /* Sessions first, and all the threads that use them, then what they use. */
     sessions_free(s->sessions);
     pool_free(s->session_pool);
     pool_free(s->pool);

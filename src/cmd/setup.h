@@ -28,13 +28,15 @@ struct metrics;
 struct setup_opts {
     uint64_t pool_size, zygotes, session_pool_size;
     const char *preimport;
-    uint64_t max_memory, output_kb, procs;
+    uint64_t max_memory, output_kb, procs, max_result_mb;
     const char *mcp_config;
     const char *state_dir;
     bool no_discovery;
     bool trust_project; /* --mcp-trust-project */
     uint64_t max_sessions, session_idle, session_max_idle, session_timeout, session_max_timeout;
     uint64_t session_memory, tool_timeout;
+    uint64_t session_cpu_budget, tool_workers, max_tool_calls, session_tool_calls;
+    uint64_t session_host_cpu, workspace_quota;
     /* the MCP server (mcp/server.h) of either subcommand */
     const char *mcp_output;        /* "text" or "json" */
     const char *mcp_workspace;     /* workspace of the sessions run_python creates */
@@ -64,6 +66,13 @@ enum {
     SETUP_OPT_MCP_PAGE_SIZE,
     SETUP_OPT_SESSION_POOL,
     SETUP_OPT_TRUST_PROJECT,
+    SETUP_OPT_MAX_RESULT,
+    SETUP_OPT_SESSION_CPU_BUDGET,
+    SETUP_OPT_TOOL_WORKERS,
+    SETUP_OPT_MAX_TOOL_CALLS,
+    SETUP_OPT_SESSION_TOOL_CALLS,
+    SETUP_OPT_SESSION_HOST_CPU,
+    SETUP_OPT_WORKSPACE_QUOTA,
     SETUP_OPT_LAST,
 };
 
@@ -74,6 +83,7 @@ enum {
         {"max-memory-mb", required_argument, NULL, SETUP_OPT_MAX_MEMORY},                          \
         {"output-limit-kb", required_argument, NULL, SETUP_OPT_OUTPUT},                            \
         {"max-procs", required_argument, NULL, SETUP_OPT_PROCS},                                   \
+        {"max-result-mb", required_argument, NULL, SETUP_OPT_MAX_RESULT},                          \
         {"mcp-config", required_argument, NULL, SETUP_OPT_MCP_CONFIG},                             \
         {"no-mcp-discovery", no_argument, NULL, SETUP_OPT_NO_DISCOVERY},                           \
         {"mcp-trust-project", no_argument, NULL, SETUP_OPT_TRUST_PROJECT},                         \
@@ -85,6 +95,12 @@ enum {
         {"session-max-timeout-ms", required_argument, NULL, SETUP_OPT_SESSION_MAX_TIMEOUT},        \
         {"session-memory-mb", required_argument, NULL, SETUP_OPT_SESSION_MEMORY},                  \
         {"tool-timeout-ms", required_argument, NULL, SETUP_OPT_TOOL_TIMEOUT},                      \
+        {"session-cpu-budget-ms", required_argument, NULL, SETUP_OPT_SESSION_CPU_BUDGET},          \
+        {"tool-workers", required_argument, NULL, SETUP_OPT_TOOL_WORKERS},                         \
+        {"max-tool-calls", required_argument, NULL, SETUP_OPT_MAX_TOOL_CALLS},                     \
+        {"session-max-tool-calls", required_argument, NULL, SETUP_OPT_SESSION_TOOL_CALLS},         \
+        {"session-host-cpu-ms", required_argument, NULL, SETUP_OPT_SESSION_HOST_CPU},              \
+        {"workspace-quota-mb", required_argument, NULL, SETUP_OPT_WORKSPACE_QUOTA},                \
         {"mcp-output", required_argument, NULL, SETUP_OPT_MCP_OUTPUT},                             \
         {"mcp-workspace", required_argument, NULL, SETUP_OPT_MCP_WORKSPACE},                       \
         {"session-pool-size", required_argument, NULL, SETUP_OPT_SESSION_POOL},                    \
@@ -99,7 +115,9 @@ enum {
     "                         (default datetime,math,random)\n"                                    \
     "  --max-memory-mb N      largest memory limit an execution or session may have (2048)\n"      \
     "  --output-limit-kb N    stdout+stderr kept per execution (1024)\n"                           \
-    "  --max-procs N          processes/threads per sandbox (64)\n"
+    "  --max-procs N          processes/threads per sandbox (64)\n"                                \
+    "  --max-result-mb N      largest result (protocol frame) a sandbox may send (64); larger\n"   \
+    "                         is INVALID_RESULT\n"
 
 #define SETUP_HELP_SESSIONS                                                                        \
     "Sessions and MCP servers:\n"                                                                  \
@@ -123,6 +141,15 @@ enum {
     "                         session execution (30000 / 600000)\n"                                \
     "  --session-memory-mb N  memory of a session (512; at most --max-memory-mb)\n"                \
     "  --tool-timeout-ms N    one MCP tool call made from a session (60000)\n"                     \
+    "  --tool-workers N       threads running sessions' tool calls, all sessions together (16)\n"  \
+    "  --max-tool-calls N     tool calls queued or running, all sessions together (1024)\n"        \
+    "  --session-max-tool-calls N  tool calls one session may have queued or running (64);\n"      \
+    "                         more are refused at once (MCPError)\n"                               \
+    "  --session-cpu-budget-ms N  CPU time what an execution leaves running may use before\n"      \
+    "                         the session is stopped until its next execution (2000)\n"            \
+    "  --session-host-cpu-ms N  sandboxd CPU time one execution's memory/tool/file calls may\n"    \
+    "                         use (5000); later calls of that execution are refused\n"             \
+    "  --workspace-quota-mb N bytes a workspace may hold: memories, tools and files (64)\n"        \
     "\n"                                                                                           \
     "sandboxd as an MCP server (docs/MCP.md):\n"                                                   \
     "  --mcp-output MODE      text (compact, default) or json: how tool results are written\n"     \

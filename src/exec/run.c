@@ -16,16 +16,18 @@
 #include "proto/frame.h"
 #include "util/clock.h"
 #include "util/fdio.h"
+#include "util/fmt.h"
 #include "util/log.h"
 #include "util/macros.h"
 
-enum { PFD_PROTO, PFD_OUT, PFD_ERR, PFD_PID, PFD_N };
+enum { PFD_PROTO, PFD_OUT, PFD_ERR, PFD_PID, PFD_WAKE, PFD_N };
 
 struct exec_state {
     struct cell *c;
     const struct exec_request *req;
     struct exec_outcome *o;
     size_t output_total;
+    int64_t deadline; /* the one the main loop keeps (it moves after an interrupt) */
     bool output_over;
     bool proto_closed;
     bool exited;
@@ -37,6 +39,7 @@ void exec_outcome_done(struct exec_outcome *o)
         return;
     json_decref(o->final);
     o->final = NULL;
+    frame_raw_done(&o->raw);
     buf_free(&o->out);
     buf_free(&o->err);
     free(o->internal);
@@ -54,6 +57,22 @@ static void exec_fail(struct exec_outcome *o, enum verdict_status status, const 
 static void exec_internal(struct exec_outcome *o, const char *what, int err)
 {
     exec_fail(o, VERDICT_INTERNAL, what, err);
+}
+
+/* A frame the reader refused: the sandbox's fault (untrusted code can write to fd 3 too). */
+static void exec_bad_frame(struct exec_state *s, int r, const char *why)
+{
+    struct exec_outcome *o = s->o;
+    o->verdict.status = VERDICT_PROTOCOL;
+    free(o->internal);
+    o->internal = NULL;
+    if (r == -EMSGSIZE)
+        o->internal = fmt_str("the result is %zu bytes, larger than the limit of %zu bytes",
+                              s->c->reader.refused_len, s->c->reader.max_frame);
+    else if (r == -E2BIG)
+        o->internal = fmt_str("the result holds too many values for its size (%s)", why);
+    else
+        o->internal = fmt_str("the sandbox broke the result protocol: %s", why);
 }
 
 /* Read what is available on an output pipe. Returns false at EOF. */
@@ -95,64 +114,89 @@ static bool exec_is_final(const struct exec_request *req, json_t *msg)
     const char *type = json_string_value(json_object_get(msg, "type"));
     if (!type)
         return false;
+    if (req->final_id > 0) {
+        /* Sessions: results stay with their execution, whatever the code writes on fd 3. */
+        json_t *id = json_object_get(msg, "id");
+        return strcmp(type, req->final_type) == 0 && json_is_integer(id) &&
+               json_integer_value(id) == req->final_id;
+    }
     return strcmp(type, "error") == 0 ||
            strcmp(type, req->final_type ? req->final_type : "result") == 0;
 }
 
-/* Read protocol frames; returns 1 when the final frame arrived, 0 to go on, <0 to abort. */
+/* The hooks' owner has so much queued for the cell that no further frame should be taken
+ * (backpressure: the cell is not reading its answers). */
+static bool exec_outbox_full(const struct exec_state *s)
+{
+    const struct exec_hooks *h = s->req->hooks;
+    return h && h->pending && (h->pending(h->userdata) & EXEC_PENDING_FULL);
+}
+
+/* Handle the frames the reader holds; returns 1 when the final frame arrived, 0 to go on (also
+ * when the outbox filled up or the deadline passed: the rest stay buffered), <0 to abort. */
+static int exec_handle_frames(struct exec_state *s)
+{
+    for (;;) {
+        /* Frames may be cheap to send and dear to answer: the deadline is looked at between
+         * them, not only between reads. */
+        if (exec_outbox_full(s) || clock_mono_us() >= s->deadline)
+            return 0;
+        json_t *msg = NULL;
+        struct frame_raw raw;
+        const char *why = NULL;
+        int r = frame_reader_next_raw(&s->c->reader, s->req->raw_path, &msg, &raw, &why);
+        if (r == 0)
+            return 0;
+        if (r < 0) {
+            log_warn("exec: bad frame from pid %d: %s", (int)s->c->pid, why);
+            exec_bad_frame(s, r, why);
+            return r;
+        }
+        if (exec_is_final(s->req, msg)) {
+            s->o->final = msg;
+            s->o->raw = raw;
+            return 1;
+        }
+        frame_raw_done(&raw); /* only a final frame has one that counts */
+        const char *type = json_string_value(json_object_get(msg, "type"));
+        int hr = 0;
+        if (!type || strcmp(type, "ready") != 0) {
+            if (s->req->hooks && s->req->hooks->on_message)
+                hr = s->req->hooks->on_message(s->req->hooks->userdata, s->c, msg);
+        }
+        json_decref(msg);
+        if (hr < 0) {
+            exec_internal(s->o, "the execution was aborted", hr);
+            return hr;
+        }
+    }
+}
+
+/* Read one chunk of protocol frames; returns 1 when the final frame arrived, 0 to go on, <0 to
+ * abort. Every complete frame is handled before more is read (the reader holds at most one
+ * chunk beyond a frame), so nothing is read while frames wait for the outbox to drain; and one
+ * chunk at a time, so that a flood of frames cannot keep the caller from its deadline. */
 static int exec_read_proto(struct exec_state *s)
 {
     char chunk[FRAME_READ_CHUNK];
-    for (;;) {
-        ssize_t n = read(s->c->proto_fd, chunk, sizeof(chunk));
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && errno == EAGAIN)
-            return 0;
-        if (n <= 0) {
-            s->proto_closed = true;
-            return 0;
-        }
-        int r = frame_reader_feed(&s->c->reader, chunk, (size_t)n);
-        if (r < 0) {
-            /* Untrusted code can write to fd 3 too: a bad frame is its fault, not ours. */
-            exec_fail(s->o, VERDICT_PROTOCOL,
-                      r == -EMSGSIZE ? "the result is larger than the limit"
-                                     : "the sandbox broke the result protocol",
-                      r);
-            return r;
-        }
-        for (;;) {
-            json_t *msg = NULL;
-            const char *why = NULL;
-            r = frame_reader_next(&s->c->reader, &msg, &why);
-            if (r == 0)
-                break;
-            if (r < 0) {
-                log_warn("exec: bad frame from pid %d: %s", (int)s->c->pid, why);
-                exec_fail(s->o, VERDICT_PROTOCOL,
-                          r == -EMSGSIZE ? "the result is larger than the limit" : why, r);
-                return r;
-            }
-            if (exec_is_final(s->req, msg)) {
-                s->o->final = msg;
-                return 1;
-            }
-            const char *type = json_string_value(json_object_get(msg, "type"));
-            if (type && strcmp(type, "ready") == 0) {
-                json_decref(msg);
-                continue;
-            }
-            int hr = 0;
-            if (s->req->hooks && s->req->hooks->on_message)
-                hr = s->req->hooks->on_message(s->req->hooks->userdata, s->c, msg);
-            json_decref(msg);
-            if (hr < 0) {
-                exec_internal(s->o, "the execution was aborted", hr);
-                return hr;
-            }
-        }
+    int r = exec_handle_frames(s);
+    if (r != 0 || frame_reader_ready(&s->c->reader))
+        return r;
+    ssize_t n;
+    while ((n = read(s->c->proto_fd, chunk, sizeof(chunk))) < 0 && errno == EINTR)
+        ;
+    if (n < 0 && errno == EAGAIN)
+        return 0;
+    if (n <= 0) {
+        s->proto_closed = true;
+        return 0;
     }
+    r = frame_reader_feed(&s->c->reader, chunk, (size_t)n);
+    if (r < 0) {
+        exec_bad_frame(s, r, "a frame too large");
+        return r;
+    }
+    return exec_handle_frames(s);
 }
 
 static void exec_drain_outputs(struct exec_state *s)
@@ -237,6 +281,7 @@ int exec_run(struct cell *c, const struct exec_request *req, struct exec_outcome
     struct exec_state s = {.c = c, .req = req, .o = o};
     int64_t start = clock_mono_us();
     int64_t deadline = start + req->timeout_us;
+    s.deadline = deadline;
 
     (void)fd_set_nonblock(c->proto_fd, true);
     (void)fd_set_nonblock(c->out_fd, true);
@@ -263,17 +308,34 @@ int exec_run(struct cell *c, const struct exec_request *req, struct exec_outcome
             if (syscall(SYS_pidfd_send_signal, c->pidfd, SIGINT, NULL, 0) < 0)
                 log_errno(LOG_WARN, errno, "exec: cannot interrupt pid %d", (int)c->pid);
             deadline = clock_mono_us() + req->interrupt_grace_us;
+            s.deadline = deadline;
             continue;
         }
         if (left <= 0) {
             timed_out = true;
             break;
         }
+        const struct exec_hooks *h = req->hooks;
+        unsigned pending = h && h->pending ? h->pending(h->userdata) : 0;
+        if (!(pending & EXEC_PENDING_FULL) && frame_reader_ready(&c->reader)) {
+            /* Frames left buffered (the outbox was full, or they came with an earlier final
+             * frame): handled before waiting for more. */
+            int r = exec_handle_frames(&s);
+            if (r < 0) {
+                aborted = true;
+                break;
+            }
+            final = r == 1;
+            continue;
+        }
         struct pollfd pfd[PFD_N] = {
-            [PFD_PROTO] = {.fd = c->proto_fd, .events = POLLIN},
+            [PFD_PROTO] = {.fd = c->proto_fd,
+                           .events = (short)((pending & EXEC_PENDING_FULL ? 0 : POLLIN) |
+                                             (pending & EXEC_PENDING_WRITE ? POLLOUT : 0))},
             [PFD_OUT] = {.fd = c->out_fd, .events = POLLIN},
             [PFD_ERR] = {.fd = c->err_fd, .events = POLLIN},
             [PFD_PID] = {.fd = c->pidfd, .events = POLLIN},
+            [PFD_WAKE] = {.fd = h && h->flush ? h->wake_fd : -1, .events = POLLIN},
         };
         int n = poll(pfd, PFD_N, (int)((left + 999) / 1000));
         if (n < 0 && errno != EINTR) {
@@ -283,11 +345,18 @@ int exec_run(struct cell *c, const struct exec_request *req, struct exec_outcome
         }
         if (n <= 0)
             continue;
+        if (pfd[PFD_WAKE].revents) {
+            uint64_t count;
+            ssize_t rd = read(pfd[PFD_WAKE].fd, &count, sizeof(count));
+            (void)rd; /* a wake-up only asks us to look at pending() again */
+        }
+        if (pfd[PFD_PROTO].revents & POLLOUT)
+            h->flush(h->userdata, c);
         if (pfd[PFD_OUT].revents && !exec_read_output(&s, c->out_fd, 1))
             fd_closep(&c->out_fd);
         if (pfd[PFD_ERR].revents && !exec_read_output(&s, c->err_fd, 2))
             fd_closep(&c->err_fd);
-        if (pfd[PFD_PROTO].revents) {
+        if (pfd[PFD_PROTO].revents & ~POLLOUT) {
             int r = exec_read_proto(&s);
             if (r < 0) {
                 aborted = true;

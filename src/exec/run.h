@@ -18,6 +18,10 @@
 #include "exec/verdict.h"
 #include "util/buf.h"
 
+/* What exec_hooks.pending reports. */
+#define EXEC_PENDING_WRITE 1u /* bytes are queued for the cell: poll for POLLOUT, then flush() */
+#define EXEC_PENDING_FULL  2u /* so many that no further frame is read until they are taken */
+
 struct exec_hooks {
     void *userdata;
     /* A frame that is not final (sessions: rpc_request...). Borrowed. Return <0 to abort the
@@ -25,28 +29,39 @@ struct exec_hooks {
     int (*on_message)(void *userdata, struct cell *c, json_t *msg);
     /* Output as it arrives; stream 1 = stdout, 2 = stderr. */
     void (*on_output)(void *userdata, int stream, const char *data, size_t len);
+    /* Writes queued for the cell by the hook's owner (sessions: answers to RPCs), NULL: none.
+     * wake_fd is an eventfd (or -1) that other threads signal after queueing, so that the
+     * executing thread polls for POLLOUT again. */
+    unsigned (*pending)(void *userdata);
+    void (*flush)(void *userdata, struct cell *c);
+    int wake_fd;
 };
 
 struct exec_request {
-    const json_t *job;          /* borrowed; NULL: send nothing (the job is already queued) */
-    int64_t timeout_us;         /* wall clock */
-    uint64_t cpu_limit_us;      /* informs the TIMEOUT(cpu) attribution; 0 = none */
-    size_t output_limit;        /* stdout + stderr bytes; more is OUTPUT_LIMIT */
-    bool keep_alive;            /* sessions: leave the cell running after the final frame */
-    int64_t interrupt_grace_us; /* at the deadline send SIGINT and wait this long for the final
-                                 * frame before killing (sessions); 0: kill at once */
-    const char *final_type;     /* type of the final frame besides "error"; default "result" */
+    const json_t *job;           /* borrowed; NULL: send nothing (the job is already queued) */
+    int64_t timeout_us;          /* wall clock */
+    uint64_t cpu_limit_us;       /* informs the TIMEOUT(cpu) attribution; 0 = none */
+    size_t output_limit;         /* stdout + stderr bytes; more is OUTPUT_LIMIT */
+    bool keep_alive;             /* sessions: leave the cell running after the final frame */
+    int64_t interrupt_grace_us;  /* at the deadline send SIGINT and wait this long for the final
+                                  * frame before killing (sessions); 0: kill at once */
+    const char *final_type;      /* type of the final frame besides "error"; default "result" */
+    int64_t final_id;            /* > 0: the final frame must carry this "id" (any other is an
+                                  * ordinary frame), and "error" frames are not final */
+    const char *const *raw_path; /* a member of the final frame handed over as text (raw), not
+                                  * parsed: a result's data passes through (NULL: none) */
     const struct exec_hooks *hooks;
 };
 
 struct exec_outcome {
     struct verdict verdict;
-    json_t *final;    /* the final frame, or NULL */
-    struct buf out;   /* captured stdout (at most output_limit) */
-    struct buf err;   /* captured stderr */
-    char *internal;   /* VERDICT_INTERNAL / VERDICT_PROTOCOL: what went wrong */
-    bool cell_alive;  /* keep_alive and the cell survived */
-    bool interrupted; /* the deadline passed and SIGINT was sent */
+    json_t *final;        /* the final frame, or NULL */
+    struct frame_raw raw; /* the final frame's raw_path member, when it had one (null in final) */
+    struct buf out;       /* captured stdout (at most output_limit) */
+    struct buf err;       /* captured stderr */
+    char *internal;       /* VERDICT_INTERNAL / VERDICT_PROTOCOL: what went wrong */
+    bool cell_alive;      /* keep_alive and the cell survived */
+    bool interrupted;     /* the deadline passed and SIGINT was sent */
 };
 
 void exec_outcome_done(struct exec_outcome *o);

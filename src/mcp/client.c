@@ -280,6 +280,13 @@ static void client_on_closed(void *userdata, enum mcp_error_kind kind, const cha
     pthread_mutex_unlock(&c->lock);
 }
 
+void mcp_client_abort(struct mcp_client *c, const char *why)
+{
+    client_on_closed(c, MCP_ERR_TRANSPORT, why);
+    if (c->t->ops->abort)
+        c->t->ops->abort(c->t);
+}
+
 /* ---- outgoing ---- */
 
 static int client_errno(enum mcp_error_kind kind)

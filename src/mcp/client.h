@@ -99,6 +99,10 @@ int mcp_client_list_tools(struct mcp_client *c, int64_t timeout_ms, json_t **ret
  * (a new reference); isError:true is a result, not a failure. */
 int mcp_client_call_tool(struct mcp_client *c, const char *tool, json_t *args, int64_t timeout_ms,
                          json_t **ret_result, struct mcp_error *err);
+/* Fail every request waiting for an answer now, and every later one, with MCP_ERR_TRANSPORT and
+ * why (copied); the connection counts as dead. Transfers in progress (HTTP) stop within about a
+ * second. For shutdown: c must still be closed with mcp_client_close(). */
+void mcp_client_abort(struct mcp_client *c, const char *why);
 /* Incremented on every notifications/tools/list_changed (also those before initialize ended). */
 uint64_t mcp_client_tools_generation(struct mcp_client *c);
 
@@ -131,6 +135,8 @@ struct mcp_transport_ops {
     void (*set_protocol_version)(struct mcp_transport *t, const char *version);
     /* True while a forgotten session waits for a new initialize. */
     bool (*needs_reinit)(struct mcp_transport *t);
+    /* Stop every transfer in progress soon (may be NULL: sends never block long). */
+    void (*abort)(struct mcp_transport *t);
     /* Shut down and free. */
     void (*close)(struct mcp_transport *t);
 };

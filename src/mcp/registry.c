@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,7 +46,10 @@ struct reg_server {
 struct mcp_registry {
     struct reg_server *servers;
     size_t n;
+    atomic_bool stopping;
 };
+
+#define REG_SHUTDOWN_MESSAGE "sandboxd is shutting down"
 
 static void reg_error_copy(struct mcp_error *dst, const struct mcp_error *src)
 {
@@ -67,9 +71,13 @@ static void reg_release(struct reg_server *s, struct reg_conn *conn)
 }
 
 /* A reference to a live connection, starting or restarting the server if needed. */
-static int reg_acquire(struct reg_server *s, int64_t deadline_us, struct reg_conn **ret,
-                       struct mcp_error *err)
+static int reg_acquire(struct mcp_registry *reg, struct reg_server *s, int64_t deadline_us,
+                       struct reg_conn **ret, struct mcp_error *err)
 {
+    if (atomic_load(&reg->stopping)) {
+        mcp_error_set(err, MCP_ERR_TRANSPORT, NULL, REG_SHUTDOWN_MESSAGE);
+        return -ESHUTDOWN;
+    }
     pthread_mutex_lock(&s->lock);
     if (s->conn && mcp_client_alive(s->conn->client)) {
         s->conn->refs++;
@@ -175,7 +183,7 @@ static int reg_open(struct mcp_registry *r, const char *name, int64_t timeout_ms
         return reg_unknown(name, err);
     *ret_server = s;
     *ret_deadline = mcp_client_deadline(timeout_ms);
-    return reg_acquire(s, *ret_deadline, ret_conn, err);
+    return reg_acquire(r, s, *ret_deadline, ret_conn, err);
 }
 
 int mcp_registry_new(const struct mcp_config *cfg, struct mcp_registry **ret)
@@ -199,6 +207,23 @@ int mcp_registry_new(const struct mcp_config *cfg, struct mcp_registry **ret)
     }
     *ret = r;
     return 0;
+}
+
+void mcp_registry_shutdown(struct mcp_registry *r)
+{
+    if (!r || atomic_exchange(&r->stopping, true))
+        return;
+    for (size_t i = 0; i < r->n; i++) {
+        struct reg_server *s = &r->servers[i];
+        pthread_mutex_lock(&s->lock);
+        struct reg_conn *conn = s->conn;
+        if (conn)
+            conn->refs++;
+        pthread_mutex_unlock(&s->lock);
+        if (conn)
+            mcp_client_abort(conn->client, REG_SHUTDOWN_MESSAGE);
+        reg_release(s, conn);
+    }
 }
 
 void mcp_registry_free(struct mcp_registry *r)

@@ -23,7 +23,12 @@ struct mcp_registry;
 
 /* cfg is borrowed (copied). 0, or -ENOMEM. Connects nothing. */
 int mcp_registry_new(const struct mcp_config *cfg, struct mcp_registry **ret);
-/* Closes every connection; NULL-safe. No call may be running or start. */
+/* For shutdown: from now on every call fails at once ("sandboxd is shutting down"), and the calls
+ * in flight are aborted (their callers return within about a second). The connections stay
+ * open until mcp_registry_free(). Idempotent. */
+void mcp_registry_shutdown(struct mcp_registry *r);
+/* Closes every connection, stopping stdio servers (stdin closed, then SIGTERM, then SIGKILL);
+ * NULL-safe. No call may be running or start. */
 void mcp_registry_free(struct mcp_registry *r);
 /* NULL when every element of names is the name of a configured server; else a message
  * (caller frees; "servers[i]: 'x' is not a configured MCP server (configured: a, b)"). */

@@ -302,7 +302,8 @@ void mcp_server_conn_close(struct mcp_server_conn *c)
     while (list) {
         struct srv_sandbox *b = list;
         list = b->next;
-        (void)sessions_delete(c->srv->sessions, b->id); /* -ENOENT: it had ended already */
+        /* -ENOENT: it had ended already */
+        (void)sessions_end(c->srv->sessions, b->id, "its MCP connection closed");
         srv_sandbox_free(b);
     }
     if (!was_closed)
@@ -457,7 +458,8 @@ static void *srv_canceller_thread(void *arg)
             (void)sessions_interrupt(s->sessions, sandbox); /* -EALREADY: not running (yet) */
         else if (*sandbox) {
             log_warn("mcp: a cancelled execution ignored the interrupt; ending its session");
-            (void)sessions_delete(s->sessions, sandbox);
+            (void)sessions_end(s->sessions, sandbox,
+                               "its execution was cancelled and ignored the interrupt");
         }
         pthread_mutex_lock(&c->lock);
         if (step < 2)

@@ -625,7 +625,7 @@ json_t *srv_run_python(struct mcp_server_conn *c, json_t *args, json_t *token,
     char id[65] = "";
     struct session_error err = {0};
     int r = -EIO;
-    for (int attempt = 0; attempt < 2; attempt++) {
+    for (int attempt = 0;; attempt++) {
         free(label);
         label = NULL;
         r = srv_sandbox_get(c, name, servers, notes, id, &label, &why);
@@ -647,12 +647,25 @@ json_t *srv_run_python(struct mcp_server_conn *c, json_t *args, json_t *token,
         (void)srv_call_executing(c, k, NULL);
         if (r != -ENOENT || srv_call_cancelled(c, k))
             break;
-        /* It ended between the lookup and the execution (reaped, deleted): once more. */
-        session_error_done(&err);
+        /* It ended between the lookup and the execution (reaped, reset by a concurrent
+         * call): forget it, and try once more with a new one. */
         srv_note_ended(notes, label);
         pthread_mutex_lock(&c->create_lock);
         srv_sandbox_forget(c, id);
         pthread_mutex_unlock(&c->create_lock);
+        if (attempt == 1) {
+            /* Ended again: say so rather than retry without end. */
+            char *msg = NULL;
+            if (asprintf(&msg,
+                         "session '%s' was ended twice before this call could run in it (%s); "
+                         "call again",
+                         label, err.message ? err.message : "it ended") < 0)
+                msg = NULL;
+            session_error_done(&err);
+            why = msg;
+            break;
+        }
+        session_error_done(&err);
     }
     json_decref(servers);
     if (r == -ECANCELED) {
@@ -735,7 +748,8 @@ json_t *srv_reset(struct mcp_server_conn *c, json_t *args)
     while (gone) {
         b = gone;
         gone = b->next;
-        (void)sessions_delete(c->srv->sessions, b->id); /* -ENOENT: it had ended on its own */
+        /* -ENOENT: it had ended on its own */
+        (void)sessions_end(c->srv->sessions, b->id, "it was reset (reset_session)");
         srv_sandbox_free(b);
     }
     pthread_mutex_unlock(&c->create_lock);

@@ -27,6 +27,7 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,6 +63,7 @@ struct http_transport {
     char *protocol_version;
     bool needs_reinit;
     bool closed;
+    atomic_bool aborted; /* every transfer stops (sandboxd is shutting down) */
     CURL *idle[HTTP_IDLE_HANDLES];
     size_t n_idle;
 };
@@ -363,6 +365,14 @@ struct http_call {
     int64_t deadline_us;
 };
 
+/* libcurl's progress callback, at least once a second during a transfer: stop on abort. */
+static int http_progress_cb(void *userdata, curl_off_t dltotal, curl_off_t dlnow,
+                            curl_off_t ultotal, curl_off_t ulnow)
+{
+    struct http_transport *t = userdata;
+    return atomic_load(&t->aborted) ? 1 : 0;
+}
+
 /* Perform one request. Returns the libcurl code, -1 when it could not even be prepared (out of
  * memory), -2 when the deadline had already passed. */
 static int http_perform(struct http_transport *t, struct http_exchange *ex,
@@ -410,6 +420,9 @@ static int http_perform(struct http_transport *t, struct http_exchange *ex,
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, http_write_cb);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, ex);
     curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+    curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, http_progress_cb);
+    curl_easy_setopt(h, CURLOPT_XFERINFODATA, t);
     errbuf[0] = '\0';
     if (strcmp(call->method, "POST") == 0) {
         curl_easy_setopt(h, CURLOPT_POSTFIELDS, call->body);
@@ -614,6 +627,12 @@ static bool http_needs_reinit(struct mcp_transport *base)
     return r;
 }
 
+static void http_abort(struct mcp_transport *base)
+{
+    struct http_transport *t = (struct http_transport *)base;
+    atomic_store(&t->aborted, true);
+}
+
 static void http_free(struct http_transport *t)
 {
     for (size_t i = 0; i < t->n_idle; i++)
@@ -656,6 +675,7 @@ static const struct mcp_transport_ops http_ops = {
     .alive = http_alive,
     .set_protocol_version = http_set_protocol_version,
     .needs_reinit = http_needs_reinit,
+    .abort = http_abort,
     .close = http_close,
 };
 

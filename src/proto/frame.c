@@ -8,8 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto/jsonscan.h"
 #include "util/fdio.h"
 #include "util/jdump.h"
+#include "util/macros.h"
 
 void frame_reader_init(struct frame_reader *fr, size_t max_frame)
 {
@@ -37,26 +39,93 @@ int frame_reader_feed(struct frame_reader *fr, const void *data, size_t len)
     if (r < 0)
         return r == -E2BIG ? -EMSGSIZE : r;
     if (fr->in.len >= FRAME_HEADER_SIZE &&
-        frame_length((const unsigned char *)fr->in.data) > fr->max_frame)
+        frame_length((const unsigned char *)fr->in.data) > fr->max_frame) {
+        fr->refused_len = frame_length((const unsigned char *)fr->in.data);
         return -EMSGSIZE;
+    }
     return 0;
 }
 
-int frame_reader_next(struct frame_reader *fr, json_t **ret, const char **ret_error)
+void frame_raw_done(struct frame_raw *raw)
+{
+    if (!raw)
+        return;
+    free(raw->text);
+    *raw = (struct frame_raw){0};
+}
+
+/* Drop the frame of len bytes at the front; a buffer grown for a large frame is given back
+ * once it is empty, so a long-lived reader does not keep its largest frame's memory. */
+static void frame_consume(struct frame_reader *fr, size_t len)
+{
+    buf_consume(&fr->in, FRAME_HEADER_SIZE + len);
+    if (fr->in.len == 0 && fr->in.cap > 4 * FRAME_READ_CHUNK)
+        buf_free(&fr->in);
+}
+
+int frame_reader_next_raw(struct frame_reader *fr, const char *const *raw_path, json_t **ret,
+                          struct frame_raw *ret_raw, const char **ret_error)
 {
     *ret = NULL;
+    if (ret_raw)
+        *ret_raw = (struct frame_raw){0};
     if (fr->in.len < FRAME_HEADER_SIZE)
         return 0;
     uint32_t len = frame_length((const unsigned char *)fr->in.data);
     if (len > fr->max_frame) {
+        fr->refused_len = len;
         *ret_error = "frame larger than the limit";
         return -EMSGSIZE;
     }
     if (fr->in.len - FRAME_HEADER_SIZE < len)
         return 0;
+    const char *text = fr->in.data + FRAME_HEADER_SIZE;
+    struct jsonscan_result sr;
+    const char *why = NULL;
+    if (jsonscan(text, len, 0, ret_raw ? raw_path : NULL, &sr, &why) < 0) {
+        frame_consume(fr, len);
+        *ret_error = why ? why : "frame is not valid JSON";
+        return -EBADMSG;
+    }
+    /* What will be parsed: everything but the raw member (which becomes one null). */
+    struct jsonscan_counts tree = sr.total;
+    if (sr.found) {
+        tree.values -= sr.found_counts.values - 1;
+        tree.containers -= sr.found_counts.containers;
+        tree.members -= sr.found_counts.members;
+        tree.strings -= sr.found_counts.strings;
+        tree.string_bytes -= sr.found_counts.string_bytes;
+    }
+    size_t budget = (size_t)len * FRAME_TREE_FACTOR;
+    if (budget < FRAME_TREE_FLOOR)
+        budget = FRAME_TREE_FLOOR;
+    if (jsonscan_tree_cost(&tree) > budget) {
+        frame_consume(fr, len);
+        *ret_error = "frame holds too many values for its size";
+        return -E2BIG;
+    }
     json_error_t jerr;
-    json_t *v = json_loadb(fr->in.data + FRAME_HEADER_SIZE, len, JSON_REJECT_DUPLICATES, &jerr);
-    buf_consume(&fr->in, FRAME_HEADER_SIZE + (size_t)len);
+    json_t *v = sr.found ? jsonscan_load_without(text, len, sr.start, sr.end)
+                         : json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (v && json_is_object(v) && sr.found) {
+        /* The text of the member: the whole buffer when it holds just this frame (a final
+         * frame, usually), else a copy. */
+        size_t rlen = sr.end - sr.start;
+        if (fr->in.len == FRAME_HEADER_SIZE + (size_t)len) {
+            ret_raw->text = buf_take(&fr->in, NULL);
+            ret_raw->off = FRAME_HEADER_SIZE + sr.start;
+        } else if ((ret_raw->text = malloc(rlen + 1))) {
+            memcpy(ret_raw->text, text + sr.start, rlen);
+            ret_raw->text[rlen] = '\0';
+        }
+        ret_raw->len = rlen;
+        if (!ret_raw->text) {
+            json_decref(v);
+            v = NULL;
+        }
+    }
+    if (fr->in.data)
+        frame_consume(fr, len);
     if (!v) {
         *ret_error = "frame is not valid JSON";
         return -EBADMSG;
@@ -68,6 +137,19 @@ int frame_reader_next(struct frame_reader *fr, json_t **ret, const char **ret_er
     }
     *ret = v;
     return 1;
+}
+
+bool frame_reader_ready(const struct frame_reader *fr)
+{
+    if (fr->in.len < FRAME_HEADER_SIZE)
+        return false;
+    uint32_t len = frame_length((const unsigned char *)fr->in.data);
+    return len > fr->max_frame || fr->in.len - FRAME_HEADER_SIZE >= len;
+}
+
+int frame_reader_next(struct frame_reader *fr, json_t **ret, const char **ret_error)
+{
+    return frame_reader_next_raw(fr, NULL, ret, NULL, ret_error);
 }
 
 int frame_encode(const json_t *msg, char **ret, size_t *ret_len)

@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: MIT
 /*
- * session — see session.h.
+ * session — see session.h: one session's life (create, execute, interrupt). The shared
+ * structures are in session_int.h, the table of sessions and shutdown in table.c.
  *
  * Threads: the caller's thread runs an execution (exec_run reads the
- * interpreter's frames and output); MCP calls requested by the code run on
- * short-lived worker threads, so that asyncio.gather() of several calls
- * really runs them at once; the reaper thread ends idle sessions. Frames to
- * the interpreter are written under the session's write lock, because late
- * RPC answers of a previous execution may still be on their way.
+ * interpreter's frames and output, and writes what the bridge queued); tool
+ * calls run on the shared worker pool (rpcpool.c); the reaper ends idle
+ * sessions; the CPU watchdog (cpu.c) stops sessions whose leftover work
+ * spent its budget. Every thread that uses a session holds a reference, and
+ * every session allocated is on the `all` list, so sessions_shutdown() can
+ * end them all and wait until the last reference is gone before the pools,
+ * the MCP registry and the workspace store they use are freed.
  */
 #include "session/session.h"
 
@@ -15,71 +18,29 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
-#include <uthash.h>
 
-#include "app/defs.h"
 #include "app/metrics.h"
 #include "app/response.h"
 #include "app/tenant.h"
-#include "exec/cell.h"
 #include "exec/run.h"
 #include "mcp/alias.h"
 #include "mcp/registry.h"
 #include "pool/pool.h"
-#include "proto/frame.h"
+#include "session/session_int.h"
 #include "session/workspace.h"
 #include "util/clock.h"
+#include "util/fmt.h"
 #include "util/log.h"
 #include "util/macros.h"
-#include "util/fmt.h"
 #include "util/randid.h"
 
-#define SESSION_ID_LEN           32 /* hex digits, after the instance prefix */
-#define SESSION_ID_MAX           64 /* "ID." (instance.h: at most 31 + 1) + SESSION_ID_LEN */
 #define SESSION_READY_TIMEOUT_US (30 * 1000000)
-
-struct session {
-    char id[SESSION_ID_MAX + 1];
-    struct sessions *owner;
-    struct tenant *tenant; /* NULL: the operator's */
-    char *workspace;       /* the store's key: "name", or "tenant/name" */
-    json_t *servers;       /* names */
-    struct cell *cell;
-    uint64_t memory_mb;
-    pthread_mutex_t exec_lock;  /* one execution at a time */
-    pthread_mutex_t write_lock; /* frames to the interpreter */
-    atomic_int refs;
-    atomic_uint mcp_calls;
-    /* under owner->lock: */
-    int64_t created_us, last_used_us, idle_us;
-    uint64_t executions;
-    bool busy, alive, listed;
-    UT_hash_handle hh;
-};
-
-struct sessions {
-    struct sessions_options opt;
-    const struct jail_config *jail;
-    struct pool *pool;
-    struct mcp_registry *mcp;
-    struct workspace_store *ws;
-    struct metrics *metrics;
-    pthread_mutex_t lock;
-    pthread_cond_t cond;
-    struct session *table;
-    unsigned live;
-    bool stop;
-    bool shutting_down; /* sessions_shutdown(): no new sessions or executions */
-    pthread_t reaper;
-    uint64_t created, reaped;
-};
 
 static void session_err(struct session_error *e, int status, const char *code, const char *field,
                         const char *fmt, ...) _printf_(5, 6);
@@ -110,25 +71,42 @@ static void session_shut_err(struct session_error *e)
 
 /* ---- reference counting ------------------------------------------------------------------- */
 
-static void session_ref(struct session *s)
+void session_ref(struct session *s)
 {
     atomic_fetch_add(&s->refs, 1);
 }
 
-static void session_unref(struct session *s)
+void session_unref(struct session *s)
 {
     if (!s || atomic_fetch_sub(&s->refs, 1) != 1)
         return;
+    struct sessions *ss = s->owner;
+    /* Off the list first, so that shutdown never touches a cell being freed; counted as
+     * allocated until everything it uses (the pool's cell, the cgroup) is released. */
+    pthread_mutex_lock(&ss->lock);
+    if (s->all_prev)
+        s->all_prev->all_next = s->all_next;
+    else if (ss->all == s)
+        ss->all = s->all_next;
+    if (s->all_next)
+        s->all_next->all_prev = s->all_prev;
+    pthread_mutex_unlock(&ss->lock);
+    if (s->cpu_rule)
+        session_cpu_done(&s->cpu);
     cell_free(s->cell);
+    workspace_close(s->wsh);
+    session_bridge_done(s);
     json_decref(s->servers);
     free(s->workspace);
     pthread_mutex_destroy(&s->exec_lock);
-    pthread_mutex_destroy(&s->write_lock);
     free(s);
+    pthread_mutex_lock(&ss->lock);
+    ss->allocated--;
+    pthread_cond_broadcast(&ss->gone);
+    pthread_mutex_unlock(&ss->lock);
 }
 
-/* Remove from the table (lock held); the table's reference is the caller's to drop. */
-static void session_unlist(struct sessions *ss, struct session *s)
+void session_unlist(struct sessions *ss, struct session *s, const char *reason)
 {
     if (!s->listed)
         return;
@@ -137,6 +115,29 @@ static void session_unlist(struct sessions *ss, struct session *s)
     s->alive = false;
     ss->live--;
     tenant_session_release(s->tenant);
+    if (reason && !s->end_reason[0])
+        snprintf(s->end_reason, sizeof(s->end_reason), "%s", reason);
+    if (s->end_reason[0]) {
+        struct session_ended *e = &ss->ended[ss->ended_next++ % SESSION_ENDED_KEPT];
+        memcpy(e->id, s->id, sizeof(e->id));
+        memcpy(e->reason, s->end_reason, sizeof(e->reason));
+    }
+}
+
+const char *sessions_why_ended(const struct sessions *ss, const char *id)
+{
+    for (size_t i = 0; i < SESSION_ENDED_KEPT; i++)
+        if (ss->ended[i].id[0] && strcmp(ss->ended[i].id, id) == 0)
+            return ss->ended[i].reason;
+    return NULL;
+}
+
+void session_end(struct session *s)
+{
+    if (s->cell)
+        cell_kill(s->cell);
+    rpcpool_cancel(s->owner->rpc, &s->rpcq);
+    session_unref(s);
 }
 
 static struct session *sessions_lookup(struct sessions *ss, const char *id)
@@ -150,196 +151,6 @@ static struct session *sessions_lookup(struct sessions *ss, const char *id)
     return s;
 }
 
-static int session_send(struct session *s, json_t *msg)
-{
-    pthread_mutex_lock(&s->write_lock);
-    int r = frame_write(s->cell->proto_fd, msg, clock_mono_us() + 10 * 1000000);
-    pthread_mutex_unlock(&s->write_lock);
-    return r;
-}
-
-/* ---- the host side of the RPC bridge ------------------------------------------------------ */
-
-static void session_reply(struct session *s, json_t *id, json_t *payload, const char *error,
-                          const char *kind)
-{
-    json_t *msg = error ? json_pack("{s:s, s:O, s:b, s:s, s:s?}", "type", "rpc_response", "id", id,
-                                    "success", 0, "error", error, "errorKind", kind)
-                        : json_pack("{s:s, s:O, s:b, s:o}", "type", "rpc_response", "id", id,
-                                    "success", 1, "payload", payload ? payload : json_null());
-    if (!msg)
-        return;
-    int r = session_send(s, msg);
-    if (r < 0 && r != -EPIPE)
-        log_errno(LOG_DEBUG, r, "session %s: cannot answer an RPC", s->id);
-    json_decref(msg);
-}
-
-static bool session_has_server(struct session *s, const char *name)
-{
-    size_t i;
-    json_t *v;
-    json_array_foreach(s->servers, i, v)
-    {
-        if (strcmp(json_string_value(v), name) == 0)
-            return true;
-    }
-    return false;
-}
-
-struct session_rpc {
-    struct session *s;
-    json_t *id;
-    json_t *payload;
-};
-
-static void *session_rpc_thread(void *arg)
-{
-    struct session_rpc *job = arg;
-    struct session *s = job->s;
-    struct sessions *ss = s->owner;
-    const char *type = json_string_value(json_object_get(job->payload, "type"));
-    const char *server = json_string_value(json_object_get(job->payload, "server"));
-    json_t *result = NULL;
-    struct mcp_error err = {0};
-    int r;
-    if (strcmp(type, "call_tool") == 0) {
-        const char *tool = json_string_value(json_object_get(job->payload, "tool"));
-        json_t *args = json_object_get(job->payload, "arguments");
-        r = tool ? mcp_registry_call(ss->mcp, server, tool, json_is_object(args) ? args : NULL,
-                                     ss->opt.tool_timeout_ms, &result, &err)
-                 : -EINVAL;
-        if (!tool)
-            mcp_error_set(&err, MCP_ERR_PROTOCOL, NULL, "call_tool needs a tool name");
-    } else {
-        json_t *tools = NULL;
-        r = mcp_registry_tools(ss->mcp, server, ss->opt.tool_timeout_ms, &tools, &err);
-        mcp_alias_tools(tools);
-        if (r == 0)
-            result = json_pack("{s:o}", "tools", tools);
-    }
-    if (r < 0)
-        session_reply(s, job->id, NULL, err.message ? err.message : "the MCP call failed",
-                      mcp_error_kind_name(err.kind));
-    else
-        session_reply(s, job->id, result, NULL, NULL);
-    mcp_error_clear(&err);
-    json_decref(job->id);
-    json_decref(job->payload);
-    session_unref(s);
-    free(job);
-    return NULL;
-}
-
-static void session_workspace_rpc(struct session *s, json_t *id, json_t *payload, const char *type)
-{
-    struct workspace_store *ws = s->owner->ws;
-    json_t *result = NULL;
-    char *error = NULL;
-    int r = 0;
-    if (strcmp(type, "memory") == 0) {
-        r = workspace_memory(ws, s->workspace, payload, &result, &error);
-    } else if (strcmp(type, "save_tool") == 0) {
-        const char *name = json_string_value(json_object_get(payload, "name"));
-        const char *src = json_string_value(json_object_get(payload, "source"));
-        r = name && src ? workspace_save_tool(ws, s->workspace, name, src, &error) : -EINVAL;
-        if (r == 0)
-            result = json_pack("{s:b}", "saved", 1);
-    } else if (strcmp(type, "save_file") == 0) {
-        const char *name = json_string_value(json_object_get(payload, "name"));
-        const char *b64 = json_string_value(json_object_get(payload, "content"));
-        char *data = NULL;
-        size_t len = 0;
-        r = name && b64 ? defs_decode(b64, &data, &len) : -EINVAL;
-        if (r == 0)
-            r = workspace_save_file(ws, s->workspace, name, data, len, &result, &error);
-        free(data);
-    } else if (strcmp(type, "list_files") == 0) {
-        result = json_pack("{s:o}", "files", workspace_files(ws, s->workspace));
-    } else {
-        r = -EINVAL;
-    }
-    if (r < 0)
-        session_reply(s, id, NULL, error ? error : "invalid request", "workspace");
-    else
-        session_reply(s, id, result, NULL, NULL);
-    free(error);
-}
-
-struct session_exec {
-    struct session *s;
-    const struct session_stream *stream;
-};
-
-static int session_on_message(void *userdata, struct cell *c, json_t *msg)
-{
-    struct session_exec *x = userdata;
-    struct session *s = x->s;
-    const char *kind = json_string_value(json_object_get(msg, "type"));
-    if (!kind || strcmp(kind, "rpc_request") != 0)
-        return 0; /* unknown frames are ignored, not fatal */
-    json_t *id = json_object_get(msg, "id");
-    json_t *payload = json_object_get(msg, "payload");
-    const char *type = json_string_value(json_object_get(payload, "type"));
-    if (!id || !type) {
-        if (id)
-            session_reply(s, id, NULL, "malformed RPC request", "protocol");
-        return 0;
-    }
-    if (strcmp(type, "call_tool") == 0 || strcmp(type, "list_tools") == 0) {
-        const char *server = json_string_value(json_object_get(payload, "server"));
-        if (!server || !session_has_server(s, server)) {
-            char *why = NULL;
-            if (asprintf(&why, "server '%s' is not available in this session",
-                         server ? server : "?") < 0)
-                why = NULL;
-            session_reply(s, id, NULL, why ? why : "unknown server", "unknown_server");
-            free(why);
-            return 0;
-        }
-        atomic_fetch_add(&s->mcp_calls, 1);
-        if (x->stream && x->stream->on_rpc) {
-            json_t *summary =
-                json_pack("{s:s, s:s, s:s?, s:O}", "type", type, "server", server, "tool",
-                          json_string_value(json_object_get(payload, "tool")), "id", id);
-            x->stream->on_rpc(x->stream->userdata, summary);
-            json_decref(summary);
-        }
-        struct session_rpc *job = calloc(1, sizeof(*job));
-        pthread_t t;
-        pthread_attr_t attr;
-        pthread_attr_init(&attr);
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        if (job) {
-            session_ref(s);
-            *job = (struct session_rpc){
-                .s = s, .id = json_incref(id), .payload = json_incref(payload)};
-        }
-        if (!job || pthread_create(&t, &attr, session_rpc_thread, job) != 0) {
-            if (job) {
-                json_decref(job->id);
-                json_decref(job->payload);
-                session_unref(s);
-                free(job);
-            }
-            session_reply(s, id, NULL, "sandboxd could not start the call", "internal");
-        }
-        pthread_attr_destroy(&attr);
-        return 0;
-    }
-    session_workspace_rpc(s, id, payload, type);
-    return 0;
-}
-
-static void session_on_output(void *userdata, int stream, const char *data, size_t len)
-{
-    struct session_exec *x = userdata;
-    if (x->stream && x->stream->on_output)
-        x->stream->on_output(x->stream->userdata, stream, data, len);
-}
-
-/* ---- creation ----------------------------------------------------------------------------- */
-
 /* [prefix "."] + SESSION_ID_LEN hex digits: the prefix lets a proxy find the instance. */
 static int session_new_id(const char *prefix, char out[SESSION_ID_MAX + 1])
 {
@@ -347,19 +158,40 @@ static int session_new_id(const char *prefix, char out[SESSION_ID_MAX + 1])
     return randid_hex(out + k, SESSION_ID_MAX + 1 - k, SESSION_ID_LEN / 2);
 }
 
-static json_t *session_describe(struct session *s, const struct sessions *ss)
+/* CPU time of the session so far; walk: look for subprocesses too (they may run only during
+ * an execution, so an idle session's count needs no walk). */
+static uint64_t session_cpu_now(struct session *s, bool walk)
 {
-    int64_t now = clock_mono_us();
-    return json_pack(
-        "{s:s, s:s, s:s?, s:O, s:f, s:f, s:I, s:I, s:b, s:b, s:I}", "sessionId", s->id, "workspace",
-        workspace_key_name(s->workspace), "tenant", tenant_name(s->tenant), "servers", s->servers,
-        "ageS", (double)(now - s->created_us) / 1e6, "idleS", (double)(now - s->last_used_us) / 1e6,
-        "idleTimeoutS", (json_int_t)(s->idle_us / 1000000), "executions", (json_int_t)s->executions,
-        "busy", s->busy, "alive", s->alive, "memoryMb", (json_int_t)s->memory_mb);
+    return s->cpu_rule ? session_cpu_used(&s->cpu, walk) : 0;
 }
 
-/* The init job: servers with their tools, the workspace's saved tools. */
-static json_t *session_init_job(struct sessions *ss, json_t *names, const char *workspace,
+json_t *session_describe(struct session *s, const struct sessions *ss)
+{
+    int64_t now = clock_mono_us();
+    uint64_t cpu = s->busy ? s->cpu_total_ns : session_cpu_now(s, false);
+    uint64_t idle_cpu =
+        s->cpu_idle_ns + (s->busy || cpu < s->cpu_total_ns ? 0 : cpu - s->cpu_total_ns);
+    char why[160] = "";
+    if (s->stopped)
+        snprintf(why, sizeof(why),
+                 "what execution %llu left running used the CPU budget of %llu ms; it is "
+                 "stopped until the next execution",
+                 (unsigned long long)s->stopped_after, (unsigned long long)ss->opt.cpu_budget_ms);
+    return json_pack("{s:s, s:s, s:s?, s:O, s:f, s:f, s:I, s:I, s:b, s:b, s:I, s:f, s:f, s:f, "
+                     "s:I, s:b, s:s?}",
+                     "sessionId", s->id, "workspace", workspace_key_name(s->workspace), "tenant",
+                     tenant_name(s->tenant), "servers", s->servers, "ageS",
+                     (double)(now - s->created_us) / 1e6, "idleS",
+                     (double)(now - s->last_used_us) / 1e6, "idleTimeoutS",
+                     (json_int_t)(s->idle_us / 1000000), "executions", (json_int_t)s->executions,
+                     "busy", s->busy, "alive", s->alive, "memoryMb", (json_int_t)s->memory_mb,
+                     "cpuMs", (double)cpu / 1e6, "idleCpuMs", (double)idle_cpu / 1e6, "hostCpuMs",
+                     (double)atomic_load(&s->host_cpu_ns) / 1e6, "cpuBudgetMs",
+                     (json_int_t)ss->opt.cpu_budget_ms, "stopped", s->stopped, "stoppedReason",
+                     s->stopped ? why : NULL);
+}
+
+static json_t *session_init_job(struct sessions *ss, json_t *names, struct workspace *wsh,
                                 struct session_error *err)
 {
     json_t *servers = json_array();
@@ -393,8 +225,24 @@ static json_t *session_init_job(struct sessions *ss, json_t *names, const char *
                                                  desc ? desc : "", "tools", tools));
     }
     json_decref(described);
-    return json_pack("{s:s, s:o, s:o}", "type", "session", "servers", servers, "tools",
-                     workspace_tools(ss->ws, workspace));
+    json_t *tools = NULL;
+    char *why = NULL;
+    if (workspace_tools(wsh, &tools, &why) < 0) {
+        session_err(err, 500, "INTERNAL", NULL, "%s", why ? why : "the workspace is unavailable");
+        free(why);
+        json_decref(servers);
+        return NULL;
+    }
+    return json_pack("{s:s, s:o, s:o}", "type", "session", "servers", servers, "tools", tools);
+}
+
+static void session_all_add(struct sessions *ss, struct session *s)
+{
+    s->all_next = ss->all;
+    if (ss->all)
+        ss->all->all_prev = s;
+    ss->all = s;
+    ss->allocated++;
 }
 
 int sessions_create(struct sessions *ss, const struct session_create *c, json_t **ret_info,
@@ -428,22 +276,19 @@ int sessions_create(struct sessions *ss, const struct session_create *c, json_t 
         memory_mb = ss->opt.max_memory_mb;
 
     pthread_mutex_lock(&ss->lock);
-    bool down = ss->shutting_down;
-    bool full = !down && ss->live >= ss->opt.max_sessions;
-    if (!full && !down)
+    bool stopping = ss->stopping, full = ss->live >= ss->opt.max_sessions;
+    if (!stopping && !full)
         ss->live++; /* reserve the slot while the interpreter starts */
     pthread_mutex_unlock(&ss->lock);
-    if (down) {
+    if (stopping || full) {
         json_decref(names);
-        session_shut_err(err);
-        return -ESHUTDOWN;
-    }
-    if (full) {
-        json_decref(names);
-        session_err(err, 503, "TOO_MANY_SESSIONS", NULL,
-                    "%u sessions are live, the maximum; delete one or retry later",
-                    ss->opt.max_sessions);
-        return -EBUSY;
+        if (stopping)
+            session_shut_err(err);
+        else
+            session_err(err, 503, "TOO_MANY_SESSIONS", NULL,
+                        "%u sessions are live, the maximum; delete one or retry later",
+                        ss->opt.max_sessions);
+        return stopping ? -ESHUTDOWN : -EBUSY;
     }
     if (!tenant_session_claim(c->tenant)) {
         pthread_mutex_lock(&ss->lock);
@@ -456,10 +301,10 @@ int sessions_create(struct sessions *ss, const struct session_create *c, json_t 
         return -EBUSY;
     }
     int r = -ENOMEM;
-    struct session *s = calloc(1, sizeof(*s));
     json_t *job = NULL;
     struct exec_outcome o = {0};
-    if (!s || !(s->workspace = workspace_key(tenant_name(c->tenant), workspace))) {
+    struct session *s = calloc(1, sizeof(*s));
+    if (!s) {
         session_err(err, 500, "INTERNAL", NULL, "out of memory");
         goto fail;
     }
@@ -467,15 +312,32 @@ int sessions_create(struct sessions *ss, const struct session_create *c, json_t 
     s->tenant = c->tenant;
     s->servers = TAKE_PTR(names);
     s->memory_mb = memory_mb;
+    s->wake_fd = -1;
     atomic_init(&s->refs, 1);
     atomic_init(&s->mcp_calls, 0);
+    atomic_init(&s->host_cpu_ns, 0);
+    atomic_init(&s->host_cpu_cap, 0); /* no workspace call outside an execution */
     pthread_mutex_init(&s->exec_lock, NULL);
-    pthread_mutex_init(&s->write_lock, NULL);
+    pthread_mutex_lock(&ss->lock);
+    s->serial = ++ss->next_serial;
+    session_all_add(ss, s);
+    pthread_mutex_unlock(&ss->lock);
+    if ((r = session_bridge_init(s)) < 0 ||
+        !(s->workspace = workspace_key(tenant_name(c->tenant), workspace))) {
+        session_err(err, 500, "INTERNAL", NULL, "out of resources");
+        r = r < 0 ? r : -ENOMEM;
+        goto fail;
+    }
     if ((r = session_new_id(ss->opt.id_prefix, s->id)) < 0) {
         session_err(err, 500, "INTERNAL", NULL, "cannot draw a random session id");
         goto fail;
     }
-    job = session_init_job(ss, s->servers, s->workspace, err);
+    if ((r = workspace_open(ss->ws, s->workspace, true, &s->wsh)) < 0) {
+        session_err(err, 500, "INTERNAL", "workspace", "workspace %s is unavailable: %s", workspace,
+                    strerror(-r));
+        goto fail;
+    }
+    job = session_init_job(ss, s->servers, s->wsh, err);
     if (!job) {
         r = -EIO;
         goto fail;
@@ -487,12 +349,22 @@ int sessions_create(struct sessions *ss, const struct session_create *c, json_t 
     lim.memory = memory_mb << 20;
     lim.nproc = ss->opt.nproc;
     bool hit = false;
+    struct cell *cell = NULL;
     int64_t deadline = clock_mono_us() + SESSION_READY_TIMEOUT_US;
-    r = ss->pool ? pool_acquire(ss->pool, &lim, deadline, &s->cell, &hit)
-                 : cell_spawn_cold(ss->jail, &lim, 64u << 20, &s->cell);
+    r = ss->pool ? pool_acquire(ss->pool, &lim, deadline, &cell, &hit)
+                 : cell_spawn_cold(ss->jail, &lim, ss->opt.max_frame, &cell);
     if (r < 0) {
         metrics_isolation_failure(ss->metrics);
         session_err(err, 500, "INTERNAL", NULL, "no sandbox could be started: %s", strerror(-r));
+        goto fail;
+    }
+    pthread_mutex_lock(&ss->lock);
+    s->cell = cell; /* from now on shutdown can kill it */
+    stopping = ss->stopping;
+    pthread_mutex_unlock(&ss->lock);
+    if (stopping) {
+        session_shut_err(err);
+        r = -ESHUTDOWN;
         goto fail;
     }
     struct exec_request req = {
@@ -511,17 +383,29 @@ int sessions_create(struct sessions *ss, const struct session_create *c, json_t 
         r = r < 0 ? r : -EIO;
         goto fail;
     }
+    r = session_cpu_init(&s->cpu, ss->cpuw, cell->pid, cell->pidfd, s->serial, ss->opt.nproc);
+    if (r < 0)
+        log_errno(LOG_WARN, r, "session %s: the CPU budget between executions cannot be enforced",
+                  s->id);
+    s->cpu_rule = r == 0;
+    if (s->cpu_rule)
+        session_cpu_quiesce(&s->cpu);
+    uint64_t cpu = session_cpu_now(s, false);
     int64_t now = clock_mono_us();
     s->created_us = s->last_used_us = now;
     s->idle_us = idle_s * 1000000;
     s->alive = true;
     pthread_mutex_lock(&ss->lock);
-    if (ss->shutting_down) { /* began while the interpreter started */
+    if (ss->stopping) { /* began while the interpreter started */
         pthread_mutex_unlock(&ss->lock);
         session_shut_err(err);
         r = -ESHUTDOWN;
         goto fail;
     }
+    s->cpu_total_ns = cpu;
+    s->armed = s->cpu_rule;
+    if (s->cpu_rule)
+        session_cpu_arm(&s->cpu, ss->opt.cpu_budget_ms * 1000000);
     HASH_ADD_STR(ss->table, id, s);
     s->listed = true;
     ss->created++;
@@ -534,8 +418,9 @@ int sessions_create(struct sessions *ss, const struct session_create *c, json_t 
     exec_outcome_done(&o);
     json_decref(job);
     log_fields(LOG_INFO, "session created",
-               json_pack("{s:s, s:s, s:O}", "sessionId", s->id, "workspace", s->workspace,
-                         "servers", s->servers));
+               json_pack("{s:s, s:s, s:O, s:O}", "sessionId", s->id, "workspace", s->workspace,
+                         "servers", s->servers, "toolsFailed",
+                         json_object_get(info, "toolsFailed")));
     *ret_info = info;
     return 0;
 fail:
@@ -546,12 +431,7 @@ fail:
     ss->live--;
     pthread_mutex_unlock(&ss->lock);
     tenant_session_release(c->tenant);
-    if (s) {
-        if (!s->servers)
-            s->servers = json_array();
-        atomic_init(&s->refs, 1);
-        session_unref(s);
-    }
+    session_unref(s);
     return r < 0 ? r : -EIO;
 }
 
@@ -583,14 +463,16 @@ static const char *session_status(const struct exec_outcome *o, bool *ret_alive)
 }
 
 static json_t *session_synth_error(const char *status, const struct exec_outcome *o,
-                                   int64_t timeout_ms, bool alive)
+                                   int64_t timeout_ms, bool alive, const char *ended)
 {
-    char msg[256];
+    char msg[320];
     if (strcmp(status, "timeout") == 0)
         snprintf(msg, sizeof(msg), "the execution exceeded its time limit of %lld ms%s",
                  (long long)timeout_ms,
                  alive ? "; it was interrupted and the session is intact"
                        : " and did not stop when interrupted; the session was ended");
+    else if (ended && *ended)
+        snprintf(msg, sizeof(msg), "the session was ended while the execution ran: %s", ended);
     else if (strcmp(status, "memory_limit") == 0)
         snprintf(msg, sizeof(msg), "the session ran out of memory");
     else if (strcmp(status, "output_limit") == 0)
@@ -619,6 +501,22 @@ static json_t *session_synth_error(const char *status, const struct exec_outcome
     return json_pack("{s:s, s:s, s:s}", "type", type, "message", msg, "traceback", "");
 }
 
+static void session_on_output(void *userdata, int stream, const char *data, size_t len)
+{
+    const struct session_stream *st = ((struct session_exec *)userdata)->stream;
+    if (st && st->on_output)
+        st->on_output(st->userdata, stream, data, len);
+}
+
+static const char *session_metric_label(const char *status)
+{
+    static const char *const known[] = {"ok", "timeout", "memory_limit", "output_limit", "killed"};
+    for (size_t i = 0; i < ARRAY_SIZE(known); i++)
+        if (strcmp(status, known[i]) == 0)
+            return known[i];
+    return "error";
+}
+
 int sessions_execute(struct sessions *ss, const char *id, const char *code, int64_t timeout_ms,
                      const struct session_stream *stream, json_t **ret_result,
                      struct session_error *err)
@@ -626,11 +524,18 @@ int sessions_execute(struct sessions *ss, const char *id, const char *code, int6
     *err = (struct session_error){0};
     struct session *s = sessions_lookup(ss, id);
     if (!s) {
-        session_err(err, 404, "NOT_FOUND", NULL,
-                    "no session %s (it may have ended or been "
-                    "reaped)",
-                    id);
-        return -ENOENT;
+        pthread_mutex_lock(&ss->lock);
+        bool down = ss->stopping;
+        const char *why = sessions_why_ended(ss, id);
+        if (down)
+            session_shut_err(err);
+        else if (why)
+            session_err(err, 404, "NOT_FOUND", NULL, "session %s has ended: %s", id, why);
+        else
+            session_err(err, 404, "NOT_FOUND", NULL,
+                        "no session %s (it may have ended or been reaped)", id);
+        pthread_mutex_unlock(&ss->lock);
+        return down ? -ESHUTDOWN : -ENOENT;
     }
     if (timeout_ms <= 0)
         timeout_ms = ss->opt.default_timeout_ms;
@@ -647,9 +552,17 @@ int sessions_execute(struct sessions *ss, const char *id, const char *code, int6
     }
     pthread_mutex_lock(&ss->lock);
     bool alive = s->alive;
-    bool down = ss->shutting_down;
-    uint64_t n = ++s->executions;
-    s->busy = alive;
+    bool down = ss->stopping;
+    char ended[sizeof(s->end_reason)];
+    memcpy(ended, s->end_reason, sizeof(ended));
+    uint64_t n = alive ? ++s->executions : 0;
+    /* Stopped by its budget, or at once with a budget of 0. */
+    bool stopped = s->stopped || ss->opt.cpu_budget_ms == 0;
+    if (alive) {
+        s->busy = true;
+        s->armed = false;
+        s->stopped = false;
+    }
     pthread_mutex_unlock(&ss->lock);
     if (!alive) {
         tenant_run_end(s->tenant);
@@ -658,10 +571,20 @@ int sessions_execute(struct sessions *ss, const char *id, const char *code, int6
         if (down)
             session_shut_err(err);
         else
-            session_err(err, 404, "NOT_FOUND", NULL, "session %s has ended", id);
+            session_err(err, 404, "NOT_FOUND", NULL, "session %s has ended%s%s", id,
+                        ended[0] ? ": " : "", ended);
         return down ? -ESHUTDOWN : -ENOENT;
     }
+    if (s->cpu_rule)
+        session_cpu_resume(&s->cpu, stopped);
+    uint64_t cpu_before = session_cpu_now(s, false);
+    pthread_mutex_lock(&ss->lock);
+    if (cpu_before > s->cpu_total_ns)
+        s->cpu_idle_ns += cpu_before - s->cpu_total_ns;
+    pthread_mutex_unlock(&ss->lock);
     unsigned calls_before = atomic_load(&s->mcp_calls);
+    uint64_t host_before = atomic_load(&s->host_cpu_ns);
+    atomic_store(&s->host_cpu_cap, host_before + ss->opt.host_cpu_ms * 1000000);
     json_t *job =
         json_pack("{s:s, s:I, s:s}", "type", "execute", "id", (json_int_t)n, "code", code);
     int r = job ? session_send(s, job) : -ENOMEM;
@@ -671,6 +594,9 @@ int sessions_execute(struct sessions *ss, const char *id, const char *code, int6
         .userdata = &x,
         .on_message = session_on_message,
         .on_output = session_on_output,
+        .pending = session_pending,
+        .flush = session_flush,
+        .wake_fd = s->wake_fd,
     };
     struct exec_request req = {
         .job = NULL,
@@ -679,6 +605,7 @@ int sessions_execute(struct sessions *ss, const char *id, const char *code, int6
         .keep_alive = true,
         .interrupt_grace_us = ss->opt.interrupt_grace_ms * 1000,
         .final_type = "execution_done",
+        .final_id = (int64_t)n,
         .hooks = &hooks,
     };
     struct exec_outcome o = {0};
@@ -689,6 +616,14 @@ int sessions_execute(struct sessions *ss, const char *id, const char *code, int6
         o.verdict.status = VERDICT_EXITED; /* could not even send: the interpreter is gone */
     bool survived;
     const char *status = session_status(&o, &survived);
+    if (survived && s->cpu_rule)
+        session_cpu_quiesce(&s->cpu); /* first: its subprocesses stop, then are counted */
+    uint64_t cpu_after = survived ? session_cpu_now(s, true) : cpu_before;
+    if (s->cpu_rule && survived)
+        o.verdict.cpu_us = (cpu_after > cpu_before ? cpu_after - cpu_before : 0) / 1000;
+    pthread_mutex_lock(&ss->lock);
+    memcpy(ended, s->end_reason, sizeof(ended));
+    pthread_mutex_unlock(&ss->lock);
     json_t *error = json_object_get(o.final, "error");
     bool answered = strcmp(status, "ok") == 0 || (strcmp(status, "error") == 0 && o.final);
     if (json_is_object(error)) {
@@ -696,40 +631,50 @@ int sessions_execute(struct sessions *ss, const char *id, const char *code, int6
         if (response_cap_strings(error, ss->opt.output_limit))
             json_object_set_new(error, "truncated", json_true());
     } else {
-        error = answered ? NULL : session_synth_error(status, &o, timeout_ms, survived);
+        error = answered ? NULL : session_synth_error(status, &o, timeout_ms, survived, ended);
     }
-    (void)response_cap_strings(json_object_get(o.final, "result"), ss->opt.output_limit);
-    json_t *result = json_pack(
-        "{s:I, s:s, s:o, s:o, s:o, s:O?, s:f, s:b, s:b, s:I, s:o}", "executionId", (json_int_t)n,
-        "status", status, "stdout", response_text(&o.out), "stderr", response_text(&o.err), "error",
-        error ? error : json_null(), "result", json_object_get(o.final, "result"), "durationMs",
-        (double)(clock_mono_us() - start) / 1000.0, "sessionAlive", survived, "truncated",
-        o.verdict.stdout_truncated || o.verdict.stderr_truncated, "mcpCalls",
-        (json_int_t)(atomic_load(&s->mcp_calls) - calls_before), "verdict",
-        verdict_to_json(&o.verdict));
+    json_t *res = json_object_get(o.final, "result");
+    (void)response_cap_strings(res, ss->opt.output_limit);
+    json_t *result =
+        json_pack("{s:I, s:s, s:o, s:o, s:o, s:O?, s:f, s:b, s:b, s:I, s:o, s:f}", "executionId",
+                  (json_int_t)n, "status", status, "stdout", response_text(&o.out), "stderr",
+                  response_text(&o.err), "error", error ? error : json_null(), "result",
+                  json_is_string(res) ? res : NULL, "durationMs",
+                  (double)(clock_mono_us() - start) / 1000.0, "sessionAlive", survived, "truncated",
+                  o.verdict.stdout_truncated || o.verdict.stderr_truncated, "mcpCalls",
+                  (json_int_t)(atomic_load(&s->mcp_calls) - calls_before), "verdict",
+                  verdict_to_json(&o.verdict), "sessionCpuMs", (double)cpu_after / 1e6);
+    if (result)
+        json_object_set_new(result, "hostCpuMs",
+                            json_real((double)(atomic_load(&s->host_cpu_ns) - host_before) / 1e6));
     exec_outcome_done(&o);
     pthread_mutex_lock(&ss->lock);
     s->busy = false;
     s->last_used_us = clock_mono_us();
+    s->cpu_total_ns = cpu_after;
+    if (survived && s->cpu_rule) {
+        s->armed = true;
+        session_cpu_arm(&s->cpu, ss->opt.cpu_budget_ms * 1000000);
+        if (ss->opt.cpu_budget_ms == 0) {
+            s->stopped = true;
+            s->stopped_after = n;
+        }
+    }
     bool drop = !survived && s->listed;
-    if (drop)
-        session_unlist(ss, s);
+    if (drop) {
+        char why[96];
+        snprintf(why, sizeof(why), "execution %llu ended it (%s)", (unsigned long long)n, status);
+        session_unlist(ss, s, why);
+    }
     /* Ended by sessions_shutdown() while it ran: the caller hears why, not "killed". */
-    bool shut = !survived && !drop && ss->shutting_down;
+    bool shut = !survived && !drop && strcmp(ended, SESSION_SHUTDOWN_REASON) == 0;
     pthread_mutex_unlock(&ss->lock);
     pthread_mutex_unlock(&s->exec_lock);
     tenant_run_end(s->tenant);
-    metrics_request(ss->metrics, "session",
-                    strcmp(status, "ok") == 0             ? "ok"
-                    : strcmp(status, "timeout") == 0      ? "timeout"
-                    : strcmp(status, "memory_limit") == 0 ? "memory_limit"
-                    : strcmp(status, "output_limit") == 0 ? "output_limit"
-                    : strcmp(status, "killed") == 0       ? "killed"
-                                                          : "error",
-                    clock_mono_us() - start);
+    metrics_request(ss->metrics, "session", session_metric_label(status), clock_mono_us() - start);
     if (drop) {
         log_info("session %s ended: %s", s->id, status);
-        session_unref(s); /* the table's reference */
+        session_end(s); /* the table's reference */
     }
     session_unref(s);
     if (shut) {
@@ -759,180 +704,4 @@ int sessions_interrupt(struct sessions *ss, const char *id)
     if (r == 0)
         log_info("session %s: execution interrupted on request", id);
     return r;
-}
-
-/* ---- inspection, deletion, reaping -------------------------------------------------------- */
-
-int sessions_info(struct sessions *ss, const char *id, json_t **ret_info)
-{
-    pthread_mutex_lock(&ss->lock);
-    struct session *s = NULL;
-    HASH_FIND_STR(ss->table, id, s);
-    *ret_info = s ? session_describe(s, ss) : NULL;
-    pthread_mutex_unlock(&ss->lock);
-    return s ? 0 : -ENOENT;
-}
-
-bool sessions_exists(struct sessions *ss, const char *id)
-{
-    pthread_mutex_lock(&ss->lock);
-    struct session *s = NULL;
-    HASH_FIND_STR(ss->table, id, s);
-    pthread_mutex_unlock(&ss->lock);
-    return s != NULL;
-}
-
-bool sessions_visible(struct sessions *ss, const char *id, const struct tenant *tenant)
-{
-    pthread_mutex_lock(&ss->lock);
-    struct session *s = NULL;
-    HASH_FIND_STR(ss->table, id, s);
-    bool visible = s && (!tenant || s->tenant == tenant);
-    pthread_mutex_unlock(&ss->lock);
-    return visible;
-}
-
-json_t *sessions_list(struct sessions *ss, const struct tenant *tenant)
-{
-    json_t *list = json_array();
-    pthread_mutex_lock(&ss->lock);
-    for (struct session *s = ss->table; s; s = s->hh.next)
-        if (!tenant || s->tenant == tenant)
-            json_array_append_new(list, session_describe(s, ss));
-    pthread_mutex_unlock(&ss->lock);
-    return list;
-}
-
-unsigned sessions_live(struct sessions *ss)
-{
-    pthread_mutex_lock(&ss->lock);
-    unsigned n = ss->live;
-    pthread_mutex_unlock(&ss->lock);
-    return n;
-}
-
-/* End s: its interpreter is killed at once (a running execution then reports it). */
-static void session_end(struct session *s)
-{
-    if (s->cell)
-        cell_kill(s->cell);
-    session_unref(s);
-}
-
-int sessions_delete(struct sessions *ss, const char *id)
-{
-    pthread_mutex_lock(&ss->lock);
-    struct session *s = NULL;
-    HASH_FIND_STR(ss->table, id, s);
-    if (s)
-        session_unlist(ss, s);
-    pthread_mutex_unlock(&ss->lock);
-    if (!s)
-        return -ENOENT;
-    log_info("session %s deleted", id);
-    session_end(s);
-    return 0;
-}
-
-static void *sessions_reaper(void *arg)
-{
-    struct sessions *ss = arg;
-    pthread_mutex_lock(&ss->lock);
-    while (!ss->stop) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_sec += 1;
-        pthread_cond_timedwait(&ss->cond, &ss->lock, &ts);
-        if (ss->stop)
-            break;
-        int64_t now = clock_mono_us();
-        struct session *expired[64];
-        size_t n = 0;
-        struct session *s, *tmp;
-        HASH_ITER(hh, ss->table, s, tmp)
-        {
-            if (n < ARRAY_SIZE(expired) && !s->busy && now - s->last_used_us > s->idle_us) {
-                session_unlist(ss, s);
-                expired[n++] = s;
-                ss->reaped++;
-            }
-        }
-        pthread_mutex_unlock(&ss->lock);
-        for (size_t i = 0; i < n; i++) {
-            log_info("session %s reaped after %lld s idle", expired[i]->id,
-                     (long long)(expired[i]->idle_us / 1000000));
-            session_end(expired[i]);
-        }
-        pthread_mutex_lock(&ss->lock);
-    }
-    pthread_mutex_unlock(&ss->lock);
-    return NULL;
-}
-
-int sessions_new(const struct sessions_options *opt, const struct jail_config *jail,
-                 struct pool *pool, struct mcp_registry *mcp, struct workspace_store *ws,
-                 struct metrics *metrics, struct sessions **ret)
-{
-    if (opt->id_prefix && strlen(opt->id_prefix) + 1 + SESSION_ID_LEN > SESSION_ID_MAX)
-        return -ENAMETOOLONG;
-    struct sessions *ss = calloc(1, sizeof(*ss));
-    if (!ss)
-        return -ENOMEM;
-    ss->opt = *opt;
-    ss->jail = jail;
-    ss->pool = pool;
-    ss->mcp = mcp;
-    ss->ws = ws;
-    ss->metrics = metrics;
-    pthread_mutex_init(&ss->lock, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&ss->cond, &ca);
-    pthread_condattr_destroy(&ca);
-    int r = pthread_create(&ss->reaper, NULL, sessions_reaper, ss);
-    if (r != 0) {
-        free(ss);
-        return -r;
-    }
-    *ret = ss;
-    return 0;
-}
-
-void sessions_shutdown(struct sessions *ss)
-{
-    if (!ss)
-        return;
-    for (;;) {
-        pthread_mutex_lock(&ss->lock);
-        ss->shutting_down = true;
-        struct session *s = ss->table;
-        if (s)
-            session_unlist(ss, s);
-        pthread_mutex_unlock(&ss->lock);
-        if (!s)
-            break;
-        log_info("session %s ended: sandboxd is shutting down", s->id);
-        session_end(s);
-    }
-}
-
-void sessions_free(struct sessions *ss)
-{
-    if (!ss)
-        return;
-    pthread_mutex_lock(&ss->lock);
-    ss->stop = true;
-    pthread_cond_broadcast(&ss->cond);
-    pthread_mutex_unlock(&ss->lock);
-    pthread_join(ss->reaper, NULL);
-    struct session *s, *tmp;
-    HASH_ITER(hh, ss->table, s, tmp)
-    {
-        session_unlist(ss, s);
-        session_end(s);
-    }
-    pthread_cond_destroy(&ss->cond);
-    pthread_mutex_destroy(&ss->lock);
-    free(ss);
 }

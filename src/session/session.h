@@ -13,6 +13,12 @@
  * if that does not work; the result says whether the session survived. Idle
  * sessions are reaped; the number of live sessions is capped.
  *
+ * Host work is bounded: tool calls run on a shared pool of worker threads
+ * with per-session and global limits (refused beyond them), answers wait in
+ * a bounded outbox rather than block a thread, and between executions a
+ * session may use only a small CPU budget (cpu.h). Results are matched to
+ * executions by id.
+ *
  * Thread-safe. Sessions are reference-counted: deleting one that is running
  * kills its interpreter and the running execution reports it.
  */
@@ -41,11 +47,17 @@ struct sessions_options {
     uint64_t default_memory_mb; /* per session */
     uint64_t max_memory_mb;
     uint64_t nproc;
-    size_t output_limit;        /* stdout + stderr per execution */
-    int64_t tool_timeout_ms;    /* one MCP call made from a session */
-    int64_t interrupt_grace_ms; /* SIGINT first, SIGKILL this much later */
-    const char *id_prefix;      /* NULL, or ids are "PREFIX." + 32 hex digits (an instance id,
-                                 * util/instance.h: at most 31 characters); borrowed */
+    size_t output_limit;         /* stdout + stderr per execution */
+    int64_t tool_timeout_ms;     /* one MCP call made from a session */
+    int64_t interrupt_grace_ms;  /* SIGINT first, SIGKILL this much later */
+    size_t max_frame;            /* largest frame an interpreter may send */
+    uint64_t cpu_budget_ms;      /* CPU what an execution leaves running may use (cpu.h) */
+    unsigned tool_workers;       /* threads running tool calls, all sessions together */
+    unsigned max_tool_calls;     /* tool calls queued or running, all sessions together */
+    unsigned session_tool_calls; /* tool calls queued or running, one session */
+    uint64_t host_cpu_ms;        /* sandboxd CPU time one execution's workspace calls may use */
+    const char *id_prefix;       /* NULL, or ids are "PREFIX." + 32 hex digits (an instance id,
+                                  * util/instance.h: at most 31 characters); borrowed */
 };
 
 struct session_error {
@@ -63,8 +75,7 @@ struct session_create {
     struct tenant *tenant;  /* the owner (borrowed, outlives the session); NULL: the operator */
 };
 
-/* Streaming of one execution; callbacks run on the executing thread, except on_rpc, which
- * may run on an RPC worker thread (serialise your writes). */
+/* Streaming of one execution; callbacks run on the executing thread. */
 struct session_stream {
     void *userdata;
     void (*on_output)(void *userdata, int stream, const char *data, size_t len);
@@ -73,19 +84,27 @@ struct session_stream {
 
 struct sessions;
 
+/* pool, mcp, ws and metrics are borrowed: they must outlive sessions_shutdown(). */
 int sessions_new(const struct sessions_options *opt, const struct jail_config *jail,
                  struct pool *pool, struct mcp_registry *mcp, struct workspace_store *ws,
                  struct metrics *metrics, struct sessions **ret);
-/* Ends every session. */
-void sessions_free(struct sessions *s);
-/* Shutdown: end every session now (a running execution is killed and its caller gets 503
- * SHUTTING_DOWN, as do queued ones) and refuse new sessions and executions the same way.
+/* Shutdown: end every session and wait for every thread that uses one. From now on no session
+ * is created and no execution or tool call starts (503 SHUTTING_DOWN); running executions end
+ * (their interpreters are killed, also of sessions still starting) and their callers get 503
+ * SHUTTING_DOWN "sandboxd is shutting down: the session was ended", as do queued ones; tool
+ * calls in flight are aborted (the MCP registry is shut down); the worker pool and the reaper
+ * are joined; and it returns once no reference to any session is left, so that the pools, the
+ * registry and the workspace store may then be freed. serve calls it at the drain deadline
+ * and again before freeing, mcp when the connection closes, setup_stop() always. Idempotent;
  * NULL-safe. */
 void sessions_shutdown(struct sessions *s);
+/* sessions_shutdown(), then free. NULL-safe. */
+void sessions_free(struct sessions *s);
 void session_error_done(struct session_error *e);
 
 /* 0 and the new session's description in *ret_info; <0 with *err filled (429 TENANT_LIMIT at
- * the tenant's maxSessions). The session's workspace is the tenant's own of that name. */
+ * the tenant's maxSessions, 503 SHUTTING_DOWN). The session's workspace is the tenant's own of
+ * that name. */
 int sessions_create(struct sessions *s, const struct session_create *c, json_t **ret_info,
                     struct session_error *err);
 /* -ENOENT for an unknown id. */
@@ -93,14 +112,20 @@ int sessions_info(struct sessions *s, const char *id, json_t **ret_info);
 /* The sessions tenant may see: its own, or with tenant NULL (the operator) all of them. */
 json_t *sessions_list(struct sessions *s, const struct tenant *tenant);
 int sessions_delete(struct sessions *s, const char *id);
+/* sessions_delete() saying why (reason: what a running execution and later calls report,
+ * e.g. "it was reset"). -ENOENT for an unknown id. */
+int sessions_end(struct sessions *s, const char *id, const char *reason);
 bool sessions_exists(struct sessions *s, const char *id);
 /* Session id exists and belongs to tenant (any tenant's when tenant is NULL). Ids are never
  * reused, so a true answer stays true for as long as the session lives. */
 bool sessions_visible(struct sessions *s, const char *id, const struct tenant *tenant);
 unsigned sessions_live(struct sessions *s);
+/* {live, toolCalls: {workers, maxWorkers, busy, jobs, refused}} (new reference). */
+json_t *sessions_stats(struct sessions *s);
 /* Run code in session id. 0 and *ret_result {executionId, status, stdout, stderr, error, result,
- * durationMs, sessionAlive, truncated, mcpCalls, verdict}; <0 with *err (unknown session,
- * dead session, the owner's maxRunning reached (429), sandbox failure). */
+ * durationMs, sessionAlive, truncated, mcpCalls, verdict, sessionCpuMs, hostCpuMs}; <0 with *err
+ * (unknown session, dead session, the owner's maxRunning reached (429), shutdown (503), sandbox
+ * failure). */
 int sessions_execute(struct sessions *s, const char *id, const char *code, int64_t timeout_ms,
                      const struct session_stream *stream, json_t **ret_result,
                      struct session_error *err);

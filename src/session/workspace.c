@@ -1,16 +1,13 @@
 // SPDX-License-Identifier: MIT
 /*
- * workspace — see workspace.h. Memory keys are free-form strings (up to 256
- * bytes); on disk they become "<readable part>-<hash>.json" so that two keys
- * can never share a file and no key can name a path.
+ * workspace — see workspace.h: the store, open workspaces and their index,
+ * the quota, saved tools and files. Memories are in wsmemory.c.
  */
 #include "session/workspace.h"
 
-#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <sodium.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -21,23 +18,25 @@
 #include <unistd.h>
 
 #include "api/request.h"
+#include "session/workspace_int.h"
 #include "util/buf.h"
 #include "util/fdio.h"
+#include "util/fmt.h"
 #include "util/log.h"
 #include "util/macros.h"
-#include "util/fmt.h"
-#include "util/jdump.h"
-#include "util/randid.h"
 #include "util/path.h"
+#include "util/randid.h"
 #include "util/trust.h"
 
-#define WORKSPACE_MAX_KEY 256
+static const char *const ws_kind_dir[WS_KINDS] = {"memory", "tools", "files"};
 
 struct workspace_store {
     char *dir;
     int state_fd; /* STATE_DIR */
-    int root_fd;  /* STATE_DIR/workspaces */
+    int root_fd;  /* STATE_DIR/workspaces: the operator's workspaces */
     struct workspace_limits lim;
+    pthread_mutex_t lock; /* open */
+    struct workspace *open;
 };
 
 int workspace_store_new(const char *state_dir, const struct workspace_limits *lim,
@@ -54,6 +53,7 @@ int workspace_store_new(const char *state_dir, const struct workspace_limits *li
     struct workspace_store *s = calloc(1, sizeof(*s));
     if (!s)
         return -ENOMEM;
+    pthread_mutex_init(&s->lock, NULL);
     s->state_fd = open(state_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
     s->root_fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
     s->dir = strdup(state_dir);
@@ -73,10 +73,13 @@ void workspace_store_free(struct workspace_store *s)
 {
     if (!s)
         return;
+    if (s->open)
+        log_warn("workspace: %u workspaces still open at exit", HASH_COUNT(s->open));
     if (s->root_fd >= 0)
         close(s->root_fd);
     if (s->state_fd >= 0)
         close(s->state_fd);
+    pthread_mutex_destroy(&s->lock);
     free(s->dir);
     free(s);
 }
@@ -86,9 +89,9 @@ const char *workspace_store_dir(const struct workspace_store *s)
     return s->dir;
 }
 
-static bool ws_name_char(char c)
+const struct workspace_limits *ws_limits(const struct workspace *w)
 {
-    return isalnum((unsigned char)c) || c == '.' || c == '_' || c == '-';
+    return &w->store->lim;
 }
 
 const char *workspace_check_name(const char *name)
@@ -107,57 +110,217 @@ const char *workspace_key_name(const char *key)
     return slash ? slash + 1 : key;
 }
 
-/* The directory fd of dirfd/name, created on demand (O_PATH). */
-static int ws_subdir(int dirfd_, const char *name)
+/* key is "name" or "tenant/name", each part a valid name: -EINVAL when not. */
+static int ws_check_key(const char *key, char ret_tenant[WORKSPACE_MAX_KEY_LEN + 1])
 {
-    if (mkdirat(dirfd_, name, 0700) < 0 && errno != EEXIST)
+    const char *slash = strchr(key, '/');
+    size_t n = slash ? (size_t)(slash - key) : 0;
+    if (n > WORKSPACE_MAX_KEY_LEN)
+        return -EINVAL;
+    memcpy(ret_tenant, key, n);
+    ret_tenant[n] = '\0';
+    if (slash && workspace_check_name(ret_tenant))
+        return -EINVAL;
+    return workspace_check_name(workspace_key_name(key)) ? -EINVAL : 0;
+}
+
+/* ---- opening ------------------------------------------------------------------------------ */
+
+static void ws_entry_free(struct ws_entry *e)
+{
+    if (!e)
+        return;
+    free(e->file);
+    json_decref(e->info);
+    free(e);
+}
+
+static void ws_forget_index(struct workspace *w)
+{
+    for (int k = 0; k < WS_KINDS; k++) {
+        struct ws_entry *e, *tmp;
+        HASH_ITER(hh, w->entries[k], e, tmp)
+        {
+            HASH_DEL(w->entries[k], e);
+            ws_entry_free(e);
+        }
+        w->count[k] = 0;
+    }
+    w->bytes = 0;
+    w->indexed = false;
+}
+
+static void ws_free(struct workspace *w)
+{
+    ws_forget_index(w);
+    for (int k = 0; k < WS_KINDS; k++)
+        if (w->dirfd[k] >= 0)
+            close(w->dirfd[k]);
+    pthread_mutex_destroy(&w->lock);
+    free(w);
+}
+
+/* The directory dirfd/name (O_PATH, a new fd), created first when create is set. */
+static int ws_subdir(int dirfd_, const char *name, bool create)
+{
+    if (create && mkdirat(dirfd_, name, 0700) < 0 && errno != EEXIST)
         return -errno;
     int fd = openat(dirfd_, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     return fd < 0 ? -errno : fd;
 }
 
-/* The directory holding the workspaces of key's tenant (a new fd), and key's workspace name. */
-static int ws_parent(struct workspace_store *s, const char *key, const char **ret_name)
+/* The directory holding the workspaces of tenant ("": the operator's), a new fd: a tenant's
+ * are under STATE_DIR/tenants/<tenant>/workspaces, so no name can reach another's. */
+static int ws_parent(struct workspace_store *s, const char *tenant, bool create)
 {
-    const char *slash = strchr(key, '/');
-    *ret_name = slash ? slash + 1 : key;
-    if (workspace_check_name(*ret_name))
-        return -EINVAL;
-    if (!slash) {
+    if (!*tenant) {
         int fd = fcntl(s->root_fd, F_DUPFD_CLOEXEC, 3);
         return fd < 0 ? -errno : fd;
     }
-    char tenant[65];
-    size_t n = (size_t)(slash - key);
-    if (n >= sizeof(tenant))
-        return -EINVAL;
-    memcpy(tenant, key, n);
-    tenant[n] = '\0';
-    if (workspace_check_name(tenant))
-        return -EINVAL;
-    _cleanup_close_ int all = ws_subdir(s->state_fd, "tenants");
+    _cleanup_close_ int all = ws_subdir(s->state_fd, "tenants", create);
     if (all < 0)
         return all;
-    _cleanup_close_ int mine = ws_subdir(all, tenant);
-    return mine < 0 ? mine : ws_subdir(mine, "workspaces");
+    _cleanup_close_ int mine = ws_subdir(all, tenant, create);
+    return mine < 0 ? mine : ws_subdir(mine, "workspaces", create);
 }
 
-/* The directory fd of ws/sub, created on demand; ws is a key (see workspace_key()). */
-static int ws_dir(struct workspace_store *s, const char *ws, const char *sub)
+static int ws_opendirs(struct workspace_store *s, struct workspace *w, const char *tenant,
+                       bool create)
 {
-    const char *name;
-    _cleanup_close_ int parent = ws_parent(s, ws, &name);
+    _cleanup_close_ int parent = ws_parent(s, tenant, create);
     if (parent < 0)
         return parent;
-    if (mkdirat(parent, name, 0700) < 0 && errno != EEXIST)
-        return -errno;
-    _cleanup_close_ int wfd = openat(parent, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    _cleanup_close_ int wfd = ws_subdir(parent, workspace_key_name(w->key), create);
     if (wfd < 0)
-        return -errno;
-    if (mkdirat(wfd, sub, 0700) < 0 && errno != EEXIST)
-        return -errno;
-    int fd = openat(wfd, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    return fd < 0 ? -errno : fd;
+        return wfd;
+    for (int k = 0; k < WS_KINDS; k++) {
+        if (mkdirat(wfd, ws_kind_dir[k], 0700) < 0 && errno != EEXIST)
+            return -errno;
+        w->dirfd[k] = openat(wfd, ws_kind_dir[k], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (w->dirfd[k] < 0)
+            return -errno;
+    }
+    return 0;
+}
+
+int workspace_open(struct workspace_store *s, const char *key, bool create, struct workspace **ret)
+{
+    char tenant[WORKSPACE_MAX_KEY_LEN + 1];
+    if (ws_check_key(key, tenant) < 0)
+        return -EINVAL;
+    pthread_mutex_lock(&s->lock);
+    struct workspace *w = NULL;
+    HASH_FIND_STR(s->open, key, w);
+    if (w) {
+        w->refs++;
+        pthread_mutex_unlock(&s->lock);
+        *ret = w;
+        return 0;
+    }
+    int r = -ENOMEM;
+    w = calloc(1, sizeof(*w));
+    if (w) {
+        w->store = s;
+        w->refs = 1;
+        snprintf(w->key, sizeof(w->key), "%s", key);
+        for (int k = 0; k < WS_KINDS; k++)
+            w->dirfd[k] = -1;
+        pthread_mutex_init(&w->lock, NULL);
+        r = ws_opendirs(s, w, tenant, create);
+    }
+    if (r < 0) {
+        pthread_mutex_unlock(&s->lock);
+        if (w)
+            ws_free(w);
+        return r;
+    }
+    HASH_ADD_STR(s->open, key, w);
+    pthread_mutex_unlock(&s->lock);
+    *ret = w;
+    return 0;
+}
+
+void workspace_close(struct workspace *w)
+{
+    if (!w)
+        return;
+    struct workspace_store *s = w->store;
+    pthread_mutex_lock(&s->lock);
+    bool last = --w->refs == 0;
+    if (last)
+        HASH_DEL(s->open, w);
+    pthread_mutex_unlock(&s->lock);
+    /* The index goes with the last user: a workspace nobody uses costs no memory. */
+    if (last)
+        ws_free(w);
+}
+
+const char *workspace_name(const struct workspace *w)
+{
+    return workspace_key_name(w->key);
+}
+
+/* ---- the index ---------------------------------------------------------------------------- */
+
+static const char *ws_kind_suffix(enum ws_kind k)
+{
+    return k == WS_MEMORY ? ".json" : k == WS_TOOLS ? ".py" : "";
+}
+
+static bool ws_has_suffix(const char *name, const char *suffix)
+{
+    size_t l = strlen(name), sl = strlen(suffix);
+    return l > sl && strcmp(name + l - sl, suffix) == 0;
+}
+
+int ws_index(struct workspace *w)
+{
+    if (w->indexed)
+        return 0;
+    const struct workspace_limits *lim = ws_limits(w);
+    for (int k = 0; k < WS_KINDS; k++) {
+        int fd = dup(w->dirfd[k]);
+        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+        if (!d) {
+            int r = -errno;
+            if (fd >= 0)
+                close(fd);
+            ws_forget_index(w);
+            return r;
+        }
+        rewinddir(d);
+        struct dirent *e;
+        /* A directory filled behind our back is read only so far. */
+        while ((e = readdir(d)) && w->count[k] < 2 * lim->max_entries) {
+            struct stat st;
+            if (e->d_name[0] == '.' || !ws_has_suffix(e->d_name, ws_kind_suffix(k)) ||
+                fstatat(w->dirfd[k], e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+                !S_ISREG(st.st_mode))
+                continue;
+            struct ws_entry *x = calloc(1, sizeof(*x));
+            if (!x || !(x->file = strdup(e->d_name))) {
+                free(x);
+                closedir(d);
+                ws_forget_index(w);
+                return -ENOMEM;
+            }
+            x->size = (size_t)st.st_size;
+            x->modified = st.st_mtime;
+            HASH_ADD_KEYPTR(hh, w->entries[k], x->file, strlen(x->file), x);
+            w->count[k]++;
+            w->bytes += x->size;
+        }
+        closedir(d);
+    }
+    w->indexed = true;
+    return 0;
+}
+
+struct ws_entry *ws_find(struct workspace *w, enum ws_kind k, const char *file)
+{
+    struct ws_entry *e = NULL;
+    HASH_FIND_STR(w->entries[k], file, e);
+    return e;
 }
 
 /* Atomic replace of dirfd/name with data. */
@@ -173,7 +336,8 @@ static int ws_write(int dirfd, const char *name, const void *data, size_t len)
     r = fd_write_all(fd, data, len, 0);
     if (r == 0 && fdatasync(fd) < 0)
         r = -errno;
-    close(fd);
+    if (close(fd) < 0 && r == 0)
+        r = -errno; /* a full disk may only show here (NFS, some FUSE) */
     if (r == 0 && renameat(dirfd, tmp, dirfd, name) < 0)
         r = -errno;
     if (r < 0)
@@ -181,330 +345,247 @@ static int ws_write(int dirfd, const char *name, const void *data, size_t len)
     return r;
 }
 
-/* Total size of the regular files in the workspace's memory, tools and files. */
-static size_t ws_usage(struct workspace_store *s, const char *ws)
+int ws_store(struct workspace *w, enum ws_kind k, const char *file, const void *data, size_t len,
+             const char *what, struct ws_entry **ret_entry, char **ret_error)
 {
-    size_t total = 0;
-    static const char *const subs[] = {"memory", "tools", "files"};
-    for (size_t i = 0; i < ARRAY_SIZE(subs); i++) {
-        int fd = ws_dir(s, ws, subs[i]);
-        if (fd < 0)
-            continue;
-        DIR *d = fdopendir(fd);
-        if (!d) {
-            close(fd);
-            continue;
-        }
-        struct dirent *e;
-        while ((e = readdir(d))) {
-            struct stat st;
-            if (e->d_name[0] != '.' &&
-                fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
-                total += (size_t)st.st_size;
-        }
-        closedir(d);
+    const struct workspace_limits *lim = ws_limits(w);
+    struct ws_entry *e = ws_find(w, k, file);
+    if (!e && w->count[k] >= lim->max_entries)
+        return fmt_error(ret_error, EDQUOT, "%s: the workspace holds %zu %s, the limit", what,
+                         w->count[k], ws_kind_dir[k]);
+    size_t after = w->bytes - (e ? e->size : 0) + len;
+    if (after > lim->max_bytes)
+        return fmt_error(ret_error, EDQUOT,
+                         "%s: the workspace is full (%zu of %zu bytes used; this needs %zu)", what,
+                         w->bytes, lim->max_bytes, len);
+    struct ws_entry *fresh = NULL;
+    if (!e && (!(fresh = calloc(1, sizeof(*fresh))) || !(fresh->file = strdup(file)))) {
+        free(fresh);
+        return fmt_error(ret_error, ENOMEM, "%s: out of memory", what);
     }
-    return total;
-}
-
-static size_t ws_count(int dirfd_, const char *suffix)
-{
-    int fd = dup(dirfd_);
-    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-    if (!d) {
-        if (fd >= 0)
-            close(fd);
-        return 0;
+    int r = ws_write(w->dirfd[k], file, data, len);
+    if (r < 0) {
+        ws_entry_free(fresh);
+        return fmt_error(ret_error, -r, "%s: %s", what, strerror(-r));
     }
-    size_t n = 0, sl = strlen(suffix);
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        size_t l = strlen(e->d_name);
-        if (e->d_name[0] != '.' && l > sl && strcmp(e->d_name + l - sl, suffix) == 0)
-            n++;
+    if (fresh) {
+        e = fresh;
+        HASH_ADD_KEYPTR(hh, w->entries[k], e->file, strlen(e->file), e);
+        w->count[k]++;
     }
-    closedir(d);
-    return n;
-}
-
-static char *ws_now(void)
-{
-    struct timespec ts;
-    struct tm tm;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    gmtime_r(&ts.tv_sec, &tm);
-    char *out = malloc(32);
-    if (out)
-        strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    return out;
-}
-
-/* "<up to 40 safe chars>-<16 hex of BLAKE2b(key)>.json" */
-static int ws_key_file(const char *key, char out[96])
-{
-    unsigned char h[8];
-    crypto_generichash(h, sizeof(h), (const unsigned char *)key, strlen(key), NULL, 0);
-    size_t k = 0;
-    for (const char *p = key; *p && k < 40; p++)
-        out[k++] = ws_name_char(*p) && *p != '.' ? *p : '_';
-    out[k++] = '-';
-    sodium_bin2hex(out + k, 17, h, sizeof(h));
-    strcpy(out + k + 16, ".json");
+    w->bytes = after;
+    e->size = len;
+    e->modified = time(NULL);
+    json_decref(e->info);
+    e->info = NULL;
+    *ret_entry = e;
     return 0;
 }
 
-static int ws_read_json(int dirfd_, const char *name, size_t max, json_t **ret)
+int ws_remove(struct workspace *w, enum ws_kind k, const char *file)
 {
-    char *data = NULL;
-    size_t len = 0;
-    int r = fd_read_file_flags(dirfd_, name, O_NOFOLLOW, max, &data, &len);
+    struct ws_entry *e = ws_find(w, k, file);
+    if (!e)
+        return -ENOENT;
+    if (unlinkat(w->dirfd[k], file, 0) < 0 && errno != ENOENT)
+        return -errno;
+    HASH_DEL(w->entries[k], e);
+    w->count[k]--;
+    w->bytes -= e->size;
+    ws_entry_free(e);
+    return 0;
+}
+
+/* ws_store() under the lock, the index built first. */
+static int ws_save(struct workspace *w, enum ws_kind k, const char *file, const void *data,
+                   size_t len, const char *what, char **ret_error)
+{
+    struct ws_entry *e;
+    pthread_mutex_lock(&w->lock);
+    int r = ws_index(w);
     if (r < 0)
-        return r;
-    json_error_t err;
-    *ret = json_loadb(data, len, 0, &err);
-    free(data);
-    return *ret ? 0 : -EBADMSG;
+        r = fmt_error(ret_error, -r, "%s: workspace unavailable: %s", what, strerror(-r));
+    else
+        r = ws_store(w, k, file, data, len, what, &e, ret_error);
+    pthread_mutex_unlock(&w->lock);
+    return r;
 }
 
-int workspace_memory(struct workspace_store *s, const char *ws, json_t *req, json_t **ret_payload,
-                     char **ret_error)
+int ws_delete(struct workspace *w, enum ws_kind k, const char *file)
 {
-    *ret_payload = NULL;
-    *ret_error = NULL;
-    const char *op = json_string_value(json_object_get(req, "op"));
-    if (!op)
-        return fmt_error(ret_error, EINVAL, "memory: no operation");
-    _cleanup_close_ int dfd = ws_dir(s, ws, "memory");
-    if (dfd < 0)
-        return fmt_error(ret_error, -dfd, "memory: workspace unavailable: %s", strerror(-dfd));
-    if (strcmp(op, "list") == 0) {
-        json_t *list = json_array();
-        int fd = dup(dfd);
-        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-        struct dirent *e;
-        while (d && (e = readdir(d))) {
-            size_t l = strlen(e->d_name);
-            if (e->d_name[0] == '.' || l < 6 || strcmp(e->d_name + l - 5, ".json") != 0)
-                continue;
-            json_t *doc = NULL;
-            if (ws_read_json(dfd, e->d_name, s->lim.max_value * 2 + 65536, &doc) == 0)
-                json_array_append_new(
-                    list, json_pack("{s:O?, s:O?, s:O?, s:O?}", "key", json_object_get(doc, "key"),
-                                    "metadata", json_object_get(doc, "metadata"), "createdAt",
-                                    json_object_get(doc, "createdAt"), "updatedAt",
-                                    json_object_get(doc, "updatedAt")));
-            json_decref(doc);
-        }
-        if (d)
-            closedir(d);
-        else if (fd >= 0)
-            close(fd);
-        *ret_payload = json_pack("{s:o}", "memories", list);
-        return 0;
-    }
-    const char *key = json_string_value(json_object_get(req, "key"));
-    if (!key || !*key || strlen(key) > WORKSPACE_MAX_KEY)
-        return fmt_error(ret_error, EINVAL, "memory: the key must be a string of 1-%d bytes",
-                         WORKSPACE_MAX_KEY);
-    char file[96];
-    ws_key_file(key, file);
-    if (strcmp(op, "save") == 0) {
-        json_t *value = json_object_get(req, "value");
-        json_t *meta = json_object_get(req, "metadata");
-        struct buf vb; /* only its size is needed: the cap stops a large value early */
-        buf_init(&vb, s->lim.max_value);
-        int vr = value ? jdump_buf(value, JSON_COMPACT, &vb) : 0;
-        size_t vlen = value ? vb.len : 4;
-        buf_free(&vb);
-        if (vr == -E2BIG || vlen > s->lim.max_value)
-            return fmt_error(ret_error, EFBIG, "memory: the value of %s is over %zu bytes", key,
-                             s->lim.max_value);
-        if (vr < 0)
-            return fmt_error(ret_error, ENOMEM, "memory: out of memory");
-        json_t *old = NULL;
-        bool exists = ws_read_json(dfd, file, s->lim.max_value * 2 + 65536, &old) == 0;
-        if (!exists && ws_count(dfd, ".json") >= s->lim.max_entries) {
-            json_decref(old);
-            return fmt_error(ret_error, ENOSPC, "memory: the workspace holds %zu memories (limit)",
-                             s->lim.max_entries);
-        }
-        if (ws_usage(s, ws) + vlen > s->lim.max_bytes) {
-            json_decref(old);
-            return fmt_error(ret_error, ENOSPC, "memory: the workspace is full (%zu bytes)",
-                             s->lim.max_bytes);
-        }
-        _cleanup_free_ char *now = ws_now();
-        json_t *created = old ? json_object_get(old, "createdAt") : NULL;
-        if (!meta || json_is_null(meta))
-            meta = old ? json_object_get(old, "metadata") : NULL; /* kept unless replaced */
-        json_t *doc =
-            json_pack("{s:s, s:O, s:o, s:o, s:s}", "key", key, "value", value ? value : json_null(),
-                      "metadata", meta && json_is_object(meta) ? json_incref(meta) : json_object(),
-                      "createdAt", created ? json_incref(created) : json_string(now ? now : ""),
-                      "updatedAt", now ? now : "");
-        json_decref(old);
-        char *text = doc ? jdump(doc, JSON_INDENT(2), NULL) : NULL;
-        json_decref(doc);
-        if (!text)
-            return fmt_error(ret_error, ENOMEM, "memory: out of memory");
-        int r = ws_write(dfd, file, text, strlen(text));
-        free(text);
-        if (r < 0)
-            return fmt_error(ret_error, -r, "memory: cannot save %s: %s", key, strerror(-r));
-        *ret_payload = json_pack("{s:b}", "saved", 1);
-        return 0;
-    }
-    json_t *doc = NULL;
-    int r = ws_read_json(dfd, file, s->lim.max_value * 2 + 65536, &doc);
-    bool found = r == 0 && json_is_object(doc);
-    if (strcmp(op, "load") == 0) {
-        *ret_payload = json_pack("{s:b, s:O?}", "found", found, "value",
-                                 found ? json_object_get(doc, "value") : NULL);
-    } else if (strcmp(op, "info") == 0) {
-        json_t *info = NULL;
-        if (found) {
-            info = json_deep_copy(doc);
-            json_object_del(info, "value");
-        }
-        *ret_payload = json_pack("{s:b, s:o?}", "found", found, "info", info);
-    } else if (strcmp(op, "delete") == 0) {
-        bool deleted = found && unlinkat(dfd, file, 0) == 0;
-        *ret_payload = json_pack("{s:b}", "deleted", deleted);
-    } else {
-        json_decref(doc);
-        return fmt_error(ret_error, EINVAL, "memory: unknown operation '%s'", op);
-    }
-    json_decref(doc);
-    return 0;
+    pthread_mutex_lock(&w->lock);
+    int r = ws_index(w);
+    if (r == 0)
+        r = ws_remove(w, k, file);
+    pthread_mutex_unlock(&w->lock);
+    return r;
 }
 
-int workspace_save_tool(struct workspace_store *s, const char *ws, const char *name,
-                        const char *source, char **ret_error)
+void ws_timestamp(time_t t, char out[32])
+{
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+json_t *workspace_usage(struct workspace *w)
+{
+    pthread_mutex_lock(&w->lock);
+    json_t *o =
+        ws_index(w) < 0
+            ? json_object()
+            : json_pack("{s:I, s:I, s:I, s:I, s:I}", "bytes", (json_int_t)w->bytes, "maxBytes",
+                        (json_int_t)ws_limits(w)->max_bytes, "memories",
+                        (json_int_t)w->count[WS_MEMORY], "tools", (json_int_t)w->count[WS_TOOLS],
+                        "files", (json_int_t)w->count[WS_FILES]);
+    pthread_mutex_unlock(&w->lock);
+    return o;
+}
+
+/* ---- saved tools -------------------------------------------------------------------------- */
+
+/* Names a saved tool may not take: the session's own (they would replace what every client of
+ * the workspace calls). Python's builtins are refused by the runtime, which knows them. */
+static const char *ws_tool_name_problem(const char *name)
+{
+    static const char *const reserved[] = {
+        "save_memory",          "load_memory",       "delete_memory",
+        "list_memories",        "update_memory",     "memory_exists",
+        "get_memory_info",      "save_tool",         "save_file",
+        "list_execution_files", "list_tools",        "search_tool_docs",
+        "query_tool_docs",      "list_servers",      "describe_server",
+        "capability_summary",   "MCPError",          "mcp",
+        "mcp_servers",          "LOADED_MCP_SERVERS"};
+    if (!request_is_identifier(name) || strlen(name) > WORKSPACE_MAX_NAME)
+        return "is not a Python identifier of at most 128 characters";
+    if (strncmp(name, "mcp_", 4) == 0 || strncmp(name, "__", 2) == 0)
+        return "is reserved (mcp_* and __* belong to the session)";
+    for (size_t i = 0; i < ARRAY_SIZE(reserved); i++)
+        if (strcmp(name, reserved[i]) == 0)
+            return "is one of the session's own names";
+    return NULL;
+}
+
+/* The first line that is not blank or a comment starts a function definition. */
+static bool ws_tool_looks_like_def(const char *src)
+{
+    const char *p = src;
+    for (;;) {
+        p += strspn(p, " \t\r\n\f");
+        if (*p != '#')
+            break;
+        p += strcspn(p, "\n");
+    }
+    return strncmp(p, "def ", 4) == 0 || strncmp(p, "async def ", 10) == 0;
+}
+
+int workspace_save_tool(struct workspace *w, const char *name, const char *source, char **ret_error)
 {
     *ret_error = NULL;
-    if (!request_is_identifier(name))
-        return fmt_error(ret_error, EINVAL, "save_tool: '%s' is not a Python identifier", name);
+    const char *why = ws_tool_name_problem(name);
+    if (why)
+        return fmt_error(ret_error, EINVAL, "save_tool: '%.128s' %s", name, why);
     size_t len = strlen(source);
-    if (len > 256 * 1024)
-        return fmt_error(ret_error, EFBIG, "save_tool: the source of %s is too large", name);
-    _cleanup_close_ int dfd = ws_dir(s, ws, "tools");
-    if (dfd < 0)
-        return fmt_error(ret_error, -dfd, "save_tool: workspace unavailable");
-    char file[300];
+    if (len > WORKSPACE_MAX_TOOL)
+        return fmt_error(ret_error, EFBIG, "save_tool: the source of %s is %zu bytes (limit %u)",
+                         name, len, WORKSPACE_MAX_TOOL);
+    if (!ws_tool_looks_like_def(source))
+        return fmt_error(ret_error, EINVAL,
+                         "save_tool: a saved tool is one function definition (def or async def, "
+                         "no decorator)");
+    char file[WORKSPACE_MAX_NAME + 8];
     snprintf(file, sizeof(file), "%s.py", name);
-    if (faccessat(dfd, file, F_OK, AT_SYMLINK_NOFOLLOW) < 0 &&
-        ws_count(dfd, ".py") >= s->lim.max_entries)
-        return fmt_error(ret_error, ENOSPC, "save_tool: too many saved tools");
-    if (ws_usage(s, ws) + len > s->lim.max_bytes)
-        return fmt_error(ret_error, ENOSPC, "save_tool: the workspace is full");
-    int r = ws_write(dfd, file, source, len);
-    return r < 0 ? fmt_error(ret_error, -r, "save_tool: %s", strerror(-r)) : 0;
+    return ws_save(w, WS_TOOLS, file, source, len, "save_tool", ret_error);
 }
 
-static int ws_cmp_name(const void *a, const void *b)
+static int ws_cmp_file(const struct ws_entry *a, const struct ws_entry *b)
 {
-    return strcmp(*(char *const *)a, *(char *const *)b);
+    return strcmp(a->file, b->file);
 }
 
-json_t *workspace_tools(struct workspace_store *s, const char *ws)
+int workspace_tools(struct workspace *w, json_t **ret_tools, char **ret_error)
 {
+    *ret_tools = NULL;
+    *ret_error = NULL;
     json_t *out = json_array();
-    _cleanup_close_ int dfd = ws_dir(s, ws, "tools");
-    if (dfd < 0)
-        return out;
-    int fd = dup(dfd);
-    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-    if (!d) {
-        if (fd >= 0)
-            close(fd);
-        return out;
+    pthread_mutex_lock(&w->lock);
+    int r = ws_index(w);
+    if (r < 0) {
+        pthread_mutex_unlock(&w->lock);
+        json_decref(out);
+        return fmt_error(ret_error, -r, "tools: workspace unavailable: %s", strerror(-r));
     }
-    char *names[4096];
-    size_t n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) && n < ARRAY_SIZE(names)) {
-        size_t l = strlen(e->d_name);
-        if (e->d_name[0] != '.' && l > 3 && strcmp(e->d_name + l - 3, ".py") == 0)
-            names[n++] = strdup(e->d_name);
+    HASH_SORT(w->entries[WS_TOOLS], ws_cmp_file);
+    for (struct ws_entry *e = w->entries[WS_TOOLS]; e && out; e = e->hh.next) {
+        char *src = NULL;
+        size_t len = 0;
+        if (fd_read_file_flags(w->dirfd[WS_TOOLS], e->file, O_NOFOLLOW, WORKSPACE_MAX_TOOL, &src,
+                               &len) < 0)
+            continue; /* removed or replaced behind our back: not a tool now */
+        char when[32];
+        ws_timestamp(e->modified, when);
+        json_t *t = json_pack("{s:s%, s:s%, s:I, s:s}", "name", e->file, strlen(e->file) - 3,
+                              "source", src, len, "size", (json_int_t)len, "modifiedAt", when);
+        free(src);
+        if (t)
+            json_array_append_new(out, t);
     }
-    closedir(d);
-    qsort(names, n, sizeof(char *), ws_cmp_name);
-    for (size_t i = 0; i < n; i++) {
-        if (!names[i])
-            continue;
-        _cleanup_close_ int tfd = openat(dfd, names[i], O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-        struct buf b;
-        buf_init(&b, 256 * 1024);
-        char chunk[16384];
-        ssize_t r;
-        while (tfd >= 0 && (r = read(tfd, chunk, sizeof(chunk))) > 0)
-            if (buf_append(&b, chunk, (size_t)r) < 0)
-                break;
-        names[i][strlen(names[i]) - 3] = '\0';
-        if (tfd >= 0 && b.data)
-            json_array_append_new(out, json_pack("{s:s, s:s}", "name", names[i], "source", b.data));
-        buf_free(&b);
-        free(names[i]);
-    }
-    return out;
+    pthread_mutex_unlock(&w->lock);
+    *ret_tools = out;
+    return out ? 0 : -ENOMEM;
 }
 
-static const char *ws_check_file_name(const char *name)
+int workspace_delete_tool(struct workspace *w, const char *name)
 {
-    const char *why = workspace_check_name(name);
-    return why ? why : (strlen(name) > 128 ? "is too long" : NULL);
+    if (!request_is_identifier(name) || strlen(name) > WORKSPACE_MAX_NAME)
+        return -ENOENT;
+    char file[WORKSPACE_MAX_NAME + 8];
+    snprintf(file, sizeof(file), "%s.py", name);
+    return ws_delete(w, WS_TOOLS, file);
 }
 
-int workspace_save_file(struct workspace_store *s, const char *ws, const char *name,
-                        const void *data, size_t len, json_t **ret_payload, char **ret_error)
+/* ---- files -------------------------------------------------------------------------------- */
+
+int workspace_save_file(struct workspace *w, const char *name, const void *data, size_t len,
+                        json_t **ret_payload, char **ret_error)
 {
     *ret_payload = NULL;
     *ret_error = NULL;
-    const char *why = ws_check_file_name(name);
+    const char *why = workspace_check_name(name);
+    if (!why && strlen(name) > WORKSPACE_MAX_NAME)
+        why = "is too long";
     if (why)
         return fmt_error(ret_error, EINVAL, "save_file: the name %s", why);
-    if (len > s->lim.max_file)
+    if (len > ws_limits(w)->max_file)
         return fmt_error(ret_error, EFBIG, "save_file: %zu bytes is over the limit of %zu", len,
-                         s->lim.max_file);
-    _cleanup_close_ int dfd = ws_dir(s, ws, "files");
-    if (dfd < 0)
-        return fmt_error(ret_error, -dfd, "save_file: workspace unavailable");
-    if (faccessat(dfd, name, F_OK, AT_SYMLINK_NOFOLLOW) < 0 &&
-        ws_count(dfd, "") >= s->lim.max_entries)
-        return fmt_error(ret_error, ENOSPC, "save_file: too many files");
-    if (ws_usage(s, ws) + len > s->lim.max_bytes)
-        return fmt_error(ret_error, ENOSPC, "save_file: the workspace is full");
-    int r = ws_write(dfd, name, data, len);
-    if (r < 0)
-        return fmt_error(ret_error, -r, "save_file: %s", strerror(-r));
-    *ret_payload = json_pack("{s:s, s:I}", "path", name, "size", (json_int_t)len);
-    return 0;
+                         ws_limits(w)->max_file);
+    int r = ws_save(w, WS_FILES, name, data, len, "save_file", ret_error);
+    if (r == 0)
+        *ret_payload = json_pack("{s:s, s:I}", "path", name, "size", (json_int_t)len);
+    return r;
 }
 
-json_t *workspace_files(struct workspace_store *s, const char *ws)
+int workspace_files(struct workspace *w, json_t **ret_payload, char **ret_error)
 {
-    json_t *out = json_array();
-    _cleanup_close_ int dfd = ws_dir(s, ws, "files");
-    int fd = dfd >= 0 ? dup(dfd) : -1;
-    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-    if (!d) {
-        if (fd >= 0)
-            close(fd);
-        return out;
+    *ret_payload = NULL;
+    *ret_error = NULL;
+    json_t *list = json_array();
+    pthread_mutex_lock(&w->lock);
+    int r = ws_index(w);
+    if (r == 0) {
+        HASH_SORT(w->entries[WS_FILES], ws_cmp_file);
+        for (struct ws_entry *e = w->entries[WS_FILES]; e; e = e->hh.next) {
+            char when[32];
+            ws_timestamp(e->modified, when);
+            json_array_append_new(list, json_pack("{s:s, s:I, s:s}", "name", e->file, "size",
+                                                  (json_int_t)e->size, "modifiedAt", when));
+        }
     }
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        struct stat st;
-        if (e->d_name[0] == '.' || fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
-            !S_ISREG(st.st_mode))
-            continue;
-        struct tm tm;
-        char when[32];
-        gmtime_r(&st.st_mtime, &tm);
-        strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
-        json_array_append_new(out, json_pack("{s:s, s:I, s:s}", "name", e->d_name, "size",
-                                             (json_int_t)st.st_size, "modifiedAt", when));
+    pthread_mutex_unlock(&w->lock);
+    if (r < 0) {
+        json_decref(list);
+        return fmt_error(ret_error, -r, "files: workspace unavailable: %s", strerror(-r));
     }
-    closedir(d);
-    return out;
+    *ret_payload = json_pack("{s:o}", "files", list);
+    return 0;
 }

@@ -2,36 +2,60 @@
 /*
  * workspace — what sessions keep between them, per workspace, on the host
  * (never inside a sandbox's tmpfs): memories (JSON values by key), saved
- * tools (function sources loaded into later sessions) and files. The
- * sandboxed code reaches it only through session RPCs, so every name is
- * validated here, every path is resolved relative to directory fds with
- * O_NOFOLLOW, writes are atomic (temp file + rename) and sizes are capped.
+ * tools (function definitions loaded into later sessions) and files. The
+ * sandboxed code reaches it only through session RPCs, and operators through
+ * /v1/workspaces/..., so every name is validated here, every path is
+ * resolved relative to directory fds with O_NOFOLLOW, writes are atomic
+ * (temp file + rename) and everything is capped.
  *
  * Layout: STATE_DIR/workspaces/<name>/{memory,tools,files}/, and for the
  * workspaces of a tenant STATE_DIR/tenants/<tenant>/workspaces/<name>/...:
- * every function taking a workspace takes its key, "name" or "tenant/name"
- * (workspace_key()), so that two tenants' workspaces of one name never meet.
- * Thread-safe: the store is immutable after creation; concurrent writers of
- * one key race at rename level (last writer wins, never a torn file).
+ * a workspace is opened by its key, "name" or "tenant/name"
+ * (workspace_key()), so that two tenants' workspaces of one name never meet;
+ * workspace_open() is the one place that decides where a key leads. Files are
+ * compact JSON; the quota counts the bytes stored (values, metadata, keys,
+ * timestamps), and is checked and written under one lock per workspace, so
+ * concurrent sessions cannot pass it together. An open workspace keeps an
+ * index in memory (names, sizes, and for memories key, metadata and times),
+ * built once from the directory, so listing and quota checks read no file.
+ * One sandboxd process is meant to own a state directory: the index sees
+ * another process's writes the next time the workspace is opened here.
+ *
+ * Errors: -EINVAL (a bad name or value), -EFBIG (over a size limit),
+ * -EDQUOT (the workspace's quota or entry count is reached) are sandboxd's
+ * rules; any other -errno comes from the file system (-ENOSPC: the state
+ * directory's disk is full).
+ *
+ * Thread-safe.
  */
 #ifndef SANDBOXD_SESSION_WORKSPACE_H
 #define SANDBOXD_SESSION_WORKSPACE_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 
+#define WORKSPACE_MAX_KEY      256          /* bytes of a memory key */
+#define WORKSPACE_MAX_METADATA 4096         /* bytes of a memory's metadata, compact JSON */
+#define WORKSPACE_MAX_DEPTH    64           /* nesting of a memory's value and metadata */
+#define WORKSPACE_MAX_TOOL     (256u << 10) /* bytes of a saved tool's source */
+#define WORKSPACE_MAX_NAME     128          /* bytes of a tool or file name */
+#define WORKSPACE_MAX_KEY_LEN  64           /* bytes of a workspace or tenant name */
+
 struct workspace_limits {
-    size_t max_value;   /* one memory value, JSON bytes */
-    size_t max_bytes;   /* everything of one workspace */
+    size_t max_value;   /* one memory value, compact JSON bytes */
+    size_t max_bytes;   /* everything stored in one workspace */
     size_t max_entries; /* memories, tools or files, each */
     size_t max_file;    /* one saved file */
 };
 
 struct workspace_store;
+struct workspace;
 
 /* Creates STATE_DIR (0700) if needed. */
 int workspace_store_new(const char *state_dir, const struct workspace_limits *lim,
                         struct workspace_store **ret);
+/* Every workspace must be closed first. NULL-safe. */
 void workspace_store_free(struct workspace_store *s);
 const char *workspace_store_dir(const struct workspace_store *s);
 /* NULL when name may be a workspace ([A-Za-z0-9._-], 1-64 bytes, not starting with '.'),
@@ -43,18 +67,36 @@ char *workspace_key(const char *tenant, const char *name);
 /* The workspace name within a key (borrowed from key). */
 const char *workspace_key_name(const char *key);
 
+/* The workspace of key ("name", or "tenant/name" from workspace_key()): -EINVAL for a bad key,
+ * -ENOENT when it does not exist and create is false. Opened once per key and shared
+ * (reference-counted); close each open. */
+int workspace_open(struct workspace_store *s, const char *key, bool create, struct workspace **ret);
+void workspace_close(struct workspace *w);
+/* Its name, without the tenant (borrowed). */
+const char *workspace_name(const struct workspace *w);
+
 /* A memory request from a session: {"op": save|load|delete|info|list, "key", "value",
- * "metadata"}. 0 and *ret_payload on success; -errno and *ret_error (caller frees) when the
- * request is refused. */
-int workspace_memory(struct workspace_store *s, const char *ws, json_t *req, json_t **ret_payload,
-                     char **ret_error);
-int workspace_save_tool(struct workspace_store *s, const char *ws, const char *name,
-                        const char *source, char **ret_error);
-/* [{name, source}] of the workspace's saved tools, by name (new reference; [] when none). */
-json_t *workspace_tools(struct workspace_store *s, const char *ws);
-int workspace_save_file(struct workspace_store *s, const char *ws, const char *name,
-                        const void *data, size_t len, json_t **ret_payload, char **ret_error);
-/* [{name, size, modifiedAt}] (new reference). */
-json_t *workspace_files(struct workspace_store *s, const char *ws);
+ * "metadata"}. 0 and *ret_payload on success; -errno and *ret_error (caller frees) when not. */
+int workspace_memory(struct workspace *w, json_t *req, json_t **ret_payload, char **ret_error);
+/* {"memories": [{key, metadata, createdAt, updatedAt, size}]} by key, from the index. */
+int workspace_list_memories(struct workspace *w, json_t **ret_payload, char **ret_error);
+/* -ENOENT when there is no such memory. */
+int workspace_delete_memory(struct workspace *w, const char *key);
+
+/* Keep source as the saved tool name: name a Python identifier that is none of the session's
+ * own names, source one function definition ("def" or "async def" first; the session runtime
+ * checks the rest with ast before it saves and again before it loads). */
+int workspace_save_tool(struct workspace *w, const char *name, const char *source,
+                        char **ret_error);
+/* [{name, source, size, modifiedAt}] of the saved tools, by name (new reference). */
+int workspace_tools(struct workspace *w, json_t **ret_tools, char **ret_error);
+int workspace_delete_tool(struct workspace *w, const char *name);
+
+int workspace_save_file(struct workspace *w, const char *name, const void *data, size_t len,
+                        json_t **ret_payload, char **ret_error);
+/* {"files": [{name, size, modifiedAt}]} by name. */
+int workspace_files(struct workspace *w, json_t **ret_payload, char **ret_error);
+/* {bytes, maxBytes, memories, tools, files} (new reference). */
+json_t *workspace_usage(struct workspace *w);
 
 #endif

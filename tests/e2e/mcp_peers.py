@@ -12,6 +12,7 @@ NODE_DIR = HERE.parent / "node"
 NODE = NODE_DIR / "node_modules" / ".bin" / "node"
 EVERYTHING = NODE_DIR / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
 FLAKY = HERE / "mcp" / "flaky_server.py"
+SLOW = HERE / "mcp" / "slow_server.py"
 
 
 def require_node():
@@ -62,3 +63,37 @@ def config(http_url=None):
     if http_url:
         servers["everything-http"] = {"url": http_url}
     return {"mcpServers": servers}
+
+
+def slow_config(marks=None, stubborn=False):
+    """An --mcp-config object naming the slow server as "slow" (tests/e2e/mcp/slow_server.py);
+    marks: a directory where it records its pid and the calls it is running."""
+    server = {"command": "/usr/bin/python3", "args": [str(SLOW)] + (["stubborn"] if stubborn else [])}
+    if marks:
+        server["env"] = {"SLOW_SERVER_MARKS": str(marks)}
+    return {"mcpServers": {"slow": server}}
+
+
+def slow_pids(marks):
+    """Pids of the slow servers that recorded themselves in marks."""
+    return [int(n[4:]) for n in os.listdir(marks) if n.startswith("pid-")]
+
+
+def slow_calls(marks):
+    """How many sleep calls the slow servers of marks began."""
+    return sum(1 for n in os.listdir(marks) if n.startswith("call-"))
+
+
+def process_gone(pid, timeout=10):
+    """True once pid is no process (or only a zombie nobody will reap: not ours to judge)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            return True
+        if state in ("Z", "X"):
+            return True
+        time.sleep(0.05)
+    return False

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 """Tenants (`serve --tenants FILE`, CONTRACT §10): sessions, MCP sessions, workspaces, memories
-and saved tools belong to their tenant; another tenant gets 404 and never sees them listed;
+and saved tools belong to their tenant (also over /v1/workspaces/...); another tenant gets 404
+and never sees them listed;
 per-tenant limits on sessions and running executions; the tenant as a label in /metrics; the
 operator token sees everything; a bad file refuses the start. Each test is an attempt of one
 tenant on another's things over real HTTP."""
@@ -122,6 +123,63 @@ def test_workspaces_of_tenants_are_apart(tsrv, state_dir):
     assert (state_dir / "tenants" / "alpha" / "workspaces" / "shared" / "tools").is_dir()
     assert (state_dir / "tenants" / "beta" / "workspaces" / "shared" / "memory").is_dir()
     assert not (state_dir / "workspaces" / "shared").exists()  # the operator's namespace
+
+
+def test_workspace_routes_see_only_the_callers_workspace(tsrv):
+    """/v1/workspaces/{name}/... with two tenants holding a workspace of the same name: each lists
+    only its own saved tools and memories, and neither can delete the other's (404), not even
+    with the other's tool name or memory key; a name only the other tenant holds does not exist
+    for the caller; without a token it is 401, as on every route."""
+    def ws(token, method, rest):
+        return call(tsrv, token, method, "/v1/workspaces/same-name" + rest)
+
+    a = create(tsrv, ALPHA, workspace="same-name")
+    run(tsrv, ALPHA, a, "save_memory('k', 'alpha-secret')\nsave_memory('alpha-only', 1)\n"
+                        "def alpha_tool():\n    return 'a'\nsave_tool(alpha_tool)")
+    assert call(tsrv, ALPHA, "DELETE", "/v1/sessions/" + a).status == 204
+    b = create(tsrv, BETA, workspace="same-name")
+    run(tsrv, BETA, b, "save_memory('k', 'beta-value')\n"
+                       "def beta_tool():\n    return 'b'\nsave_tool(beta_tool)")
+    assert call(tsrv, BETA, "DELETE", "/v1/sessions/" + b).status == 204
+
+    def tools(token):
+        r = ws(token, "GET", "/tools")
+        assert r.status == 200, r
+        assert r.json["workspace"] == "same-name"
+        return {t["name"]: t["source"] for t in r.json["tools"]}
+
+    def memories(token):
+        r = ws(token, "GET", "/memories")
+        assert r.status == 200, r
+        return sorted(m["key"] for m in r.json["memories"])
+
+    assert list(tools(ALPHA)) == ["alpha_tool"]
+    assert list(tools(BETA)) == ["beta_tool"]
+    assert memories(ALPHA) == ["alpha-only", "k"]
+    assert memories(BETA) == ["k"]
+    # beta reaches for alpha's things by name: there are none in its workspace
+    assert ws(BETA, "DELETE", "/tools/alpha_tool").status == 404
+    assert ws(BETA, "DELETE", "/memories/alpha-only").status == 404
+    # a key both hold: beta deletes its own, alpha's stays
+    assert ws(BETA, "DELETE", "/memories/k").status == 204
+    assert memories(BETA) == []
+    assert memories(ALPHA) == ["alpha-only", "k"]
+    assert list(tools(ALPHA)) == ["alpha_tool"]
+    # a workspace only alpha has does not exist for beta, nor for the operator (whose
+    # workspaces are outside every tenant's)
+    c = create(tsrv, ALPHA, workspace="alpha-ws")
+    run(tsrv, ALPHA, c, "save_memory('x', 1)")
+    assert call(tsrv, ALPHA, "DELETE", "/v1/sessions/" + c).status == 204
+    assert call(tsrv, ALPHA, "GET", "/v1/workspaces/alpha-ws/memories").status == 200
+    assert call(tsrv, BETA, "GET", "/v1/workspaces/alpha-ws/memories").status == 404
+    assert call(tsrv, OPERATOR, "GET", "/v1/workspaces/same-name/tools").status == 404
+    # the policy applies: no token, a wrong one
+    assert tsrv.request("GET", "/v1/workspaces/same-name/tools", fresh=True).status == 401
+    assert ws(BETA + "x", "DELETE", "/tools/beta_tool").status == 401
+    # alpha removes its own tool; the sources beta saw never held alpha's code
+    assert ws(ALPHA, "DELETE", "/tools/alpha_tool").status == 204
+    assert tools(ALPHA) == {}
+    assert "return 'a'" not in json.dumps(tools(BETA))
 
 
 def test_mcp_sessions_belong_to_their_tenant(tsrv):

@@ -10,6 +10,8 @@ import json
 import os
 import sys
 
+from stdio_peer import answer_common, send, unknown
+
 if sys.argv[1:] == ["crash-on-start"]:
     sys.stderr.write("flaky: refusing to start\n")
     sys.exit(3)
@@ -25,23 +27,12 @@ if NAMES:
              for n in ("get\u2014sum", "caf\u00e9", "class", "2fa", "a.b")]
 
 
-def send(msg):
-    sys.stdout.write(json.dumps(msg) + "\n")
-    sys.stdout.flush()
-
-
 for line in sys.stdin:
     msg = json.loads(line)
     mid, method = msg.get("id"), msg.get("method")
-    if mid is None:
+    if mid is None or answer_common(msg, "flaky", TOOLS):
         continue
-    if method == "initialize":
-        send({"jsonrpc": "2.0", "id": mid, "result": {
-            "protocolVersion": msg["params"]["protocolVersion"], "capabilities": {"tools": {}},
-            "serverInfo": {"name": "flaky", "version": "1"}}})
-    elif method == "tools/list":
-        send({"jsonrpc": "2.0", "id": mid, "result": {"tools": TOOLS}})
-    elif method == "tools/call":
+    if method == "tools/call":
         name = msg["params"]["name"]
         if NAMES:
             send({"jsonrpc": "2.0", "id": mid, "result": {"content": [{"type": "text", "text": json.dumps(
@@ -61,4 +52,4 @@ for line in sys.stdin:
             send({"jsonrpc": "2.0", "id": mid, "result": {
                 "content": [{"type": "text", "text": json.dumps({"pid": os.getpid()})}]}})
     else:
-        send({"jsonrpc": "2.0", "id": mid, "error": {"code": -32601, "message": method}})
+        unknown(msg)

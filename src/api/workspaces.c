@@ -1,0 +1,136 @@
+// SPDX-License-Identifier: MIT
+/*
+ * workspaces (api) — saved tools and memories of a workspace, for the
+ * people who run sandboxd (a saved tool runs in every later session of its
+ * workspace, so it must be possible to see it and remove it without a
+ * session):
+ *   GET    /v1/workspaces/{name}/tools            [{name, source, size, modifiedAt}]
+ *   DELETE /v1/workspaces/{name}/tools/{tool}     204, 404
+ *   GET    /v1/workspaces/{name}/memories         [{key, metadata, createdAt, updatedAt, size}]
+ *   DELETE /v1/workspaces/{name}/memories/{key}   204, 404 (the key percent-encoded)
+ * Every request has passed the policy (api/policy.h) before it gets here.
+ * A tenant reaches only its own workspaces: the workspace is opened by the
+ * key workspace_key(tenant, name), and the store (workspace_open) is the one
+ * place that decides where a key leads, so another tenant's workspace of the
+ * same name is never seen (404 when the caller has none of that name).
+ */
+#include "api/workspaces.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app/tenant.h"
+#include "session/workspace.h"
+#include "util/log.h"
+#include "util/macros.h"
+
+static void api_ws_method(struct http_reply *reply, const char *allow)
+{
+    http_reply_error(reply, 405, "METHOD_NOT_ALLOWED", NULL, "use %s", allow);
+    http_reply_header(reply, "Allow", allow);
+}
+
+static void api_ws_list(struct workspace *w, bool tools, struct http_reply *reply)
+{
+    json_t *out = NULL;
+    char *why = NULL;
+    int r = tools ? workspace_tools(w, &out, &why) : workspace_list_memories(w, &out, &why);
+    if (r < 0) {
+        http_reply_error(reply, 500, "INTERNAL", NULL, "%s", why ? why : "workspace unavailable");
+        free(why);
+        return;
+    }
+    reply->status = 200;
+    reply->body = tools ? json_pack("{s:s, s:o, s:o}", "workspace", workspace_name(w), "tools", out,
+                                    "usage", workspace_usage(w))
+                        : json_pack("{s:s, s:O, s:o}", "workspace", workspace_name(w), "memories",
+                                    json_object_get(out, "memories"), "usage", workspace_usage(w));
+    if (!tools)
+        json_decref(out);
+}
+
+/* key: the workspace's key in the store, for the log ("tenant/name" names the tenant). */
+static void api_ws_delete(struct workspace *w, const char *key, bool tools, const char *item,
+                          struct http_reply *reply)
+{
+    int r = tools ? workspace_delete_tool(w, item) : workspace_delete_memory(w, item);
+    if (r == -ENOENT) {
+        http_reply_error(reply, 404, "NOT_FOUND", NULL, "workspace %s has no %s %.256s",
+                         workspace_name(w), tools ? "tool" : "memory", item);
+        return;
+    }
+    if (r < 0) {
+        http_reply_error(reply, 500, "INTERNAL", NULL, "cannot delete it: %s", strerror(-r));
+        return;
+    }
+    log_info("workspace %s: %s %.256s deleted over the API", key, tools ? "tool" : "memory", item);
+    reply->status = 204;
+}
+
+void api_workspaces_route(struct api *api, const struct http_request *req, const char *rest,
+                          const struct tenant *tenant, struct http_reply *reply)
+{
+    bool get = strcmp(req->method, "GET") == 0;
+    bool del = strcmp(req->method, "DELETE") == 0;
+    if (!api->wstore) {
+        http_reply_error(reply, 404, "NOT_FOUND", NULL, "workspaces are disabled");
+        return;
+    }
+    /* "/NAME/KIND" or "/NAME/KIND/ITEM" (the item may hold '/': a memory key). */
+    char name[65];
+    size_t n = rest[0] == '/' ? strcspn(rest + 1, "/") : 0;
+    if (n == 0 || n >= sizeof(name)) {
+        http_reply_error(reply, 404, "NOT_FOUND", NULL, "no route %s", req->path);
+        return;
+    }
+    memcpy(name, rest + 1, n);
+    name[n] = '\0';
+    const char *kind = rest + 1 + n;
+    bool tools = strncmp(kind, "/tools", 6) == 0 && (kind[6] == '\0' || kind[6] == '/');
+    bool memories = strncmp(kind, "/memories", 9) == 0 && (kind[9] == '\0' || kind[9] == '/');
+    if (!tools && !memories) {
+        http_reply_error(reply, 404, "NOT_FOUND", NULL, "no route %s", req->path);
+        return;
+    }
+    const char *item = kind + (tools ? 6 : 9);
+    item = *item ? item + 1 : NULL;
+    if (item && !*item) {
+        http_reply_error(reply, 404, "NOT_FOUND", NULL, "no route %s", req->path);
+        return;
+    }
+    if (!item && !get) {
+        api_ws_method(reply, "GET");
+        return;
+    }
+    if (item && !del) {
+        api_ws_method(reply, "DELETE");
+        return;
+    }
+    const char *why = workspace_check_name(name);
+    if (why) {
+        http_reply_error(reply, 400, "INVALID_REQUEST", "workspace", "workspace: %s", why);
+        return;
+    }
+    _cleanup_free_ char *key = workspace_key(tenant_name(tenant), name);
+    if (!key) {
+        http_reply_error(reply, 500, "INTERNAL", NULL, "out of memory");
+        return;
+    }
+    struct workspace *w = NULL;
+    int r = workspace_open(api->wstore, key, false, &w);
+    if (r == -ENOENT) {
+        http_reply_error(reply, 404, "NOT_FOUND", NULL, "no workspace %s", name);
+        return;
+    }
+    if (r < 0) {
+        http_reply_error(reply, 500, "INTERNAL", NULL, "workspace %s: %s", name, strerror(-r));
+        return;
+    }
+    if (item)
+        api_ws_delete(w, key, tools, item, reply);
+    else
+        api_ws_list(w, tools, reply);
+    workspace_close(w);
+}

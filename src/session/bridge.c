@@ -1,0 +1,346 @@
+// SPDX-License-Identifier: MIT
+/*
+ * bridge — the host side of a session's RPC channel (see session_int.h).
+ *
+ * In: rpc_request frames, read by the executing thread (exec_run's
+ * on_message hook). Tool calls go to the shared worker pool (rpcpool.c),
+ * refused at once beyond the session's or the pool's limit; memory, saved
+ * tools and files are answered on the executing thread (the workspace store
+ * is quick and bounds its own work).
+ *
+ * Out: every frame to the interpreter (answers, the next execute job) goes
+ * through session_send(): written at once when the socket takes it, else the
+ * rest waits in the outbox, which the executing thread writes when the socket
+ * is writable. No thread ever blocks on an interpreter that does not read;
+ * past SESSION_OUTBOX_FULL the executing thread reads no more requests
+ * (backpressure), and the outbox never holds more than SESSION_OUTBOX_MAX.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "app/defs.h"
+#include "exec/run.h"
+#include "mcp/alias.h"
+#include "mcp/registry.h"
+#include "proto/frame.h"
+#include "session/session_int.h"
+#include "session/workspace.h"
+#include "util/fmt.h"
+#include "util/log.h"
+#include "util/macros.h"
+
+int session_bridge_init(struct session *s)
+{
+    pthread_mutex_init(&s->write_lock, NULL);
+    buf_init(&s->out, SESSION_OUTBOX_MAX);
+    s->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    return s->wake_fd < 0 ? -errno : 0;
+}
+
+void session_bridge_done(struct session *s)
+{
+    buf_free(&s->out);
+    if (s->wake_fd >= 0)
+        close(s->wake_fd);
+    s->wake_fd = -1;
+    pthread_mutex_destroy(&s->write_lock);
+}
+
+/* Write what the outbox holds, as far as the socket takes it (write_lock held). */
+static void bridge_write_out(struct session *s)
+{
+    while (s->out.len && !s->broken) {
+        ssize_t n = send(s->cell->proto_fd, s->out.data, s->out.len, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return;
+        if (n < 0) {
+            s->broken = true; /* the interpreter is gone; its exit is judged elsewhere */
+            buf_reset(&s->out);
+            return;
+        }
+        buf_consume(&s->out, (size_t)n);
+    }
+    if (!s->out.len && s->out.cap > 4 * FRAME_READ_CHUNK)
+        buf_free(&s->out); /* do not keep the memory of a burst */
+}
+
+int session_send(struct session *s, const json_t *msg)
+{
+    char *data;
+    size_t len;
+    int r = frame_encode(msg, &data, &len);
+    if (r < 0)
+        return r;
+    pthread_mutex_lock(&s->write_lock);
+    bool was_empty = s->out.len == 0;
+    if (s->broken)
+        r = -EPIPE;
+    else if (len > SESSION_OUTBOX_MAX || s->out.len > SESSION_OUTBOX_MAX - len)
+        r = -ENOBUFS;
+    else
+        r = buf_append(&s->out, data, len);
+    if (r == 0)
+        bridge_write_out(s);
+    if (r == 0 && was_empty && s->out.len) {
+        uint64_t one = 1;
+        ssize_t w = write(s->wake_fd, &one, sizeof(one));
+        (void)w; /* a full counter still wakes the executing thread */
+    }
+    pthread_mutex_unlock(&s->write_lock);
+    free(data);
+    return r;
+}
+
+unsigned session_pending(void *userdata)
+{
+    struct session *s = ((struct session_exec *)userdata)->s;
+    pthread_mutex_lock(&s->write_lock);
+    size_t n = s->out.len;
+    pthread_mutex_unlock(&s->write_lock);
+    return (n ? EXEC_PENDING_WRITE : 0) | (n >= SESSION_OUTBOX_FULL ? EXEC_PENDING_FULL : 0);
+}
+
+void session_flush(void *userdata, struct cell *c)
+{
+    struct session *s = ((struct session_exec *)userdata)->s;
+    pthread_mutex_lock(&s->write_lock);
+    bridge_write_out(s);
+    pthread_mutex_unlock(&s->write_lock);
+}
+
+/* ---- answers ------------------------------------------------------------------------------ */
+
+/* An rpc_response; a failure carries error and errorKind (and errno for "os"). */
+static void bridge_reply(struct session *s, json_t *id, json_t *payload, const char *error,
+                         const char *kind, int err)
+{
+    json_t *msg = error ? json_pack("{s:s, s:O, s:b, s:s, s:s?}", "type", "rpc_response", "id", id,
+                                    "success", 0, "error", error, "errorKind", kind)
+                        : json_pack("{s:s, s:O, s:b, s:o}", "type", "rpc_response", "id", id,
+                                    "success", 1, "payload", payload ? payload : json_null());
+    if (msg && error && err)
+        json_object_set_new(msg, "errno", json_integer(err));
+    int r = msg ? session_send(s, msg) : -ENOMEM;
+    if (r == -ENOBUFS) {
+        /* The answer does not fit next to what the interpreter has not read: say so instead. */
+        json_decref(msg);
+        msg = json_pack("{s:s, s:O, s:b, s:s, s:s}", "type", "rpc_response", "id", id, "success", 0,
+                        "error",
+                        "the answer does not fit in sandboxd's buffer for this session (the "
+                        "session is not reading its answers)",
+                        "errorKind", "busy");
+        r = msg ? session_send(s, msg) : -ENOMEM;
+    }
+    if (r < 0 && r != -EPIPE)
+        log_errno(LOG_DEBUG, r, "session %s: cannot answer an RPC", s->id);
+    json_decref(msg);
+}
+
+static bool bridge_has_server(struct session *s, const char *name)
+{
+    size_t i;
+    json_t *v;
+    json_array_foreach(s->servers, i, v)
+    {
+        if (strcmp(json_string_value(v), name) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* ---- tool calls, on the worker pool -------------------------------------------------------- */
+
+struct bridge_call {
+    struct rpcpool_job job;
+    struct session *s;
+    json_t *id;
+    json_t *payload;
+};
+
+static void bridge_call_run(struct rpcpool_job *job)
+{
+    struct bridge_call *k = (struct bridge_call *)job;
+    struct session *s = k->s;
+    struct sessions *ss = s->owner;
+    const char *type = json_string_value(json_object_get(k->payload, "type"));
+    const char *server = json_string_value(json_object_get(k->payload, "server"));
+    json_t *result = NULL;
+    struct mcp_error err = {0};
+    int r;
+    if (strcmp(type, "call_tool") == 0) {
+        const char *tool = json_string_value(json_object_get(k->payload, "tool"));
+        json_t *args = json_object_get(k->payload, "arguments");
+        r = tool ? mcp_registry_call(ss->mcp, server, tool, json_is_object(args) ? args : NULL,
+                                     ss->opt.tool_timeout_ms, &result, &err)
+                 : -EINVAL;
+        if (!tool)
+            mcp_error_set(&err, MCP_ERR_PROTOCOL, NULL, "call_tool needs a tool name");
+    } else {
+        json_t *tools = NULL;
+        r = mcp_registry_tools(ss->mcp, server, ss->opt.tool_timeout_ms, &tools, &err);
+        if (r == 0) {
+            mcp_alias_tools(tools); /* the same aliases as the session's init job */
+            result = json_pack("{s:o}", "tools", tools);
+        }
+    }
+    if (r < 0)
+        bridge_reply(s, k->id, NULL, err.message ? err.message : "the MCP call failed",
+                     mcp_error_kind_name(err.kind), 0);
+    else
+        bridge_reply(s, k->id, result, NULL, NULL, 0);
+    mcp_error_clear(&err);
+}
+
+static void bridge_call_done(struct rpcpool_job *job, bool ran)
+{
+    struct bridge_call *k = (struct bridge_call *)job;
+    json_decref(k->id);
+    json_decref(k->payload);
+    session_unref(k->s);
+    free(k);
+}
+
+static void bridge_submit_call(struct session *s, json_t *id, json_t *payload)
+{
+    struct sessions *ss = s->owner;
+    struct bridge_call *k = calloc(1, sizeof(*k));
+    int r = -ENOMEM;
+    if (k) {
+        *k = (struct bridge_call){.job = {.run = bridge_call_run, .done = bridge_call_done},
+                                  .s = s,
+                                  .id = json_incref(id),
+                                  .payload = json_incref(payload)};
+        session_ref(s);
+        r = rpcpool_submit(ss->rpc, &s->rpcq, &k->job);
+        if (r < 0)
+            bridge_call_done(&k->job, false);
+    }
+    if (r == 0)
+        return;
+    char *why = r == -EAGAIN ? fmt_str("too many tool calls in flight in this session: at most %u "
+                                       "may be queued or running (--session-max-tool-calls)",
+                                       ss->opt.session_tool_calls)
+                : r == -EBUSY
+                    ? fmt_str("sandboxd is busy: %u tool calls are queued or running, the most it "
+                              "takes (--max-tool-calls); retry later",
+                              ss->opt.max_tool_calls)
+                : r == -ESHUTDOWN ? fmt_str("sandboxd is shutting down")
+                                  : fmt_str("sandboxd could not start the call");
+    bridge_reply(s, id, NULL, why ? why : "the call was refused", "busy", 0);
+    free(why);
+}
+
+/* ---- memory, saved tools, files: answered here -------------------------------------------- */
+
+/* Errors of the state directory's file system reach the code as OSError with their errno
+ * (kind "os"); refusals by sandboxd's own rules (bad name, too large) as MCPError. */
+static const char *bridge_ws_kind(int r)
+{
+    return r == -EINVAL || r == -EFBIG || r == -EDQUOT || r == -ENOMEM ? "workspace" : "os";
+}
+
+static uint64_t bridge_thread_cpu_ns(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) < 0)
+        return 0;
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void bridge_workspace(struct session *s, json_t *id, json_t *payload, const char *type)
+{
+    struct workspace *ws = s->wsh;
+    json_t *result = NULL;
+    char *error = NULL;
+    int r = 0;
+    /* The store bounds each call's work; this bounds their number: what sandboxd spends on one
+     * execution's workspace calls is counted, and capped. */
+    uint64_t spent = atomic_load(&s->host_cpu_ns), cap = atomic_load(&s->host_cpu_cap);
+    if (spent >= cap) {
+        char *why = fmt_str("this execution's workspace calls used %llu ms of sandboxd's CPU time, "
+                            "the most one execution may (--session-host-cpu-ms)",
+                            (unsigned long long)s->owner->opt.host_cpu_ms);
+        bridge_reply(s, id, NULL, why ? why : "host work budget exhausted", "busy", 0);
+        free(why);
+        return;
+    }
+    uint64_t start = bridge_thread_cpu_ns();
+    if (strcmp(type, "memory") == 0) {
+        r = workspace_memory(ws, payload, &result, &error);
+    } else if (strcmp(type, "save_tool") == 0) {
+        const char *name = json_string_value(json_object_get(payload, "name"));
+        const char *src = json_string_value(json_object_get(payload, "source"));
+        r = name && src ? workspace_save_tool(ws, name, src, &error) : -EINVAL;
+        if (r == 0)
+            result = json_pack("{s:b}", "saved", 1);
+    } else if (strcmp(type, "save_file") == 0) {
+        const char *name = json_string_value(json_object_get(payload, "name"));
+        const char *b64 = json_string_value(json_object_get(payload, "content"));
+        char *data = NULL;
+        size_t len = 0;
+        r = name && b64 ? defs_decode(b64, &data, &len) : -EINVAL;
+        if (r == 0)
+            r = workspace_save_file(ws, name, data, len, &result, &error);
+        free(data);
+    } else if (strcmp(type, "list_files") == 0) {
+        r = workspace_files(ws, &result, &error);
+    } else {
+        r = -EINVAL;
+    }
+    atomic_fetch_add(&s->host_cpu_ns, bridge_thread_cpu_ns() - start);
+    if (r < 0)
+        bridge_reply(s, id, NULL, error ? error : "invalid request", bridge_ws_kind(r), -r);
+    else
+        bridge_reply(s, id, result, NULL, NULL, 0);
+    free(error);
+}
+
+int session_on_message(void *userdata, struct cell *c, json_t *msg)
+{
+    struct session_exec *x = userdata;
+    struct session *s = x->s;
+    const char *kind = json_string_value(json_object_get(msg, "type"));
+    if (!kind || strcmp(kind, "rpc_request") != 0) {
+        /* Unknown frames are ignored, not fatal; so is the end of another execution (forged,
+         * or late): results stay with the execution whose id they carry. */
+        log_debug("session %s: ignored a frame of type %s", s->id, kind ? kind : "(none)");
+        return 0;
+    }
+    json_t *id = json_object_get(msg, "id");
+    json_t *payload = json_object_get(msg, "payload");
+    const char *type = json_string_value(json_object_get(payload, "type"));
+    if (!id || !type) {
+        if (id)
+            bridge_reply(s, id, NULL, "malformed RPC request", "protocol", 0);
+        return 0;
+    }
+    if (strcmp(type, "call_tool") != 0 && strcmp(type, "list_tools") != 0) {
+        bridge_workspace(s, id, payload, type);
+        return 0;
+    }
+    const char *server = json_string_value(json_object_get(payload, "server"));
+    if (!server || !bridge_has_server(s, server)) {
+        char *why =
+            fmt_str("server '%.200s' is not available in this session", server ? server : "?");
+        bridge_reply(s, id, NULL, why ? why : "unknown server", "unknown_server", 0);
+        free(why);
+        return 0;
+    }
+    atomic_fetch_add(&s->mcp_calls, 1);
+    if (x->stream && x->stream->on_rpc) {
+        json_t *summary = json_pack("{s:s, s:s, s:s?, s:O}", "type", type, "server", server, "tool",
+                                    json_string_value(json_object_get(payload, "tool")), "id", id);
+        x->stream->on_rpc(x->stream->userdata, summary);
+        json_decref(summary);
+    }
+    bridge_submit_call(s, id, payload);
+    return 0;
+}

@@ -1,0 +1,135 @@
+// SPDX-License-Identifier: MIT
+/*
+ * session_int — what the files of the session module share and nobody else
+ * sees: the session and sessions structures, and the RPC bridge (bridge.c)
+ * that session.c drives. session.c owns the lifecycle (create, execute,
+ * delete, reap, shut down), bridge.c the frames between host and interpreter
+ * (RPC requests in, answers out through a bounded outbox), cpu.c the rule for
+ * the time between executions, rpcpool.c the threads behind tool calls.
+ */
+#ifndef SANDBOXD_SESSION_SESSION_INT_H
+#define SANDBOXD_SESSION_SESSION_INT_H
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <uthash.h>
+
+#include "exec/cell.h"
+#include "session/cpu.h"
+#include "session/rpcpool.h"
+#include "session/session.h"
+#include "util/buf.h"
+
+#define SESSION_ID_LEN      32          /* hex digits, after the instance prefix */
+#define SESSION_ID_MAX      64          /* "ID." (instance.h: at most 31 + 1) + SESSION_ID_LEN */
+#define SESSION_ENDED_KEPT  64          /* why the last sessions ended, for late callers */
+#define SESSION_OUTBOX_MAX  (64u << 20) /* answers the interpreter has not read yet, at most */
+#define SESSION_OUTBOX_FULL (1u << 20)  /* read no more requests while this much waits */
+/* The end reason of every session sessions_shutdown() ends; their executions answer 503. */
+#define SESSION_SHUTDOWN_REASON "sandboxd is shutting down"
+
+struct session {
+    char id[SESSION_ID_MAX + 1];
+    uint64_t serial; /* unique in this process: how the CPU watchdog names the session */
+    struct sessions *owner;
+    struct tenant *tenant; /* NULL: the operator's */
+    char *workspace;       /* the store's key: "name", or "tenant/name" (workspace_key()) */
+    struct workspace *wsh; /* open while the session lives */
+    json_t *servers;       /* names */
+    struct cell *cell;
+    uint64_t memory_mb;
+    pthread_mutex_t exec_lock; /* one execution at a time */
+    atomic_int refs;
+    atomic_uint mcp_calls;
+    atomic_uint_fast64_t host_cpu_ns;  /* sandboxd's CPU spent on its workspace calls, in all */
+    atomic_uint_fast64_t host_cpu_cap; /* host_cpu_ns the running execution may reach */
+
+    /* bridge.c */
+    pthread_mutex_t write_lock; /* out and the writes to the socket */
+    struct buf out;             /* frames (or the rest of one) the interpreter has not taken */
+    bool broken;                /* the socket failed: nothing more is sent */
+    int wake_fd;                /* eventfd: out became non-empty */
+    struct rpcpool_queue rpcq;  /* its tool calls */
+
+    struct session_cpu cpu;
+    bool cpu_rule; /* cpu is set up (the kernel allowed the timer) */
+
+    /* under owner->lock: */
+    int64_t created_us, last_used_us, idle_us;
+    uint64_t executions;
+    bool busy, alive, listed;
+    bool armed;                          /* idle with the CPU budget running */
+    bool stopped;                        /* idle and stopped: its leftover work spent the budget */
+    uint64_t stopped_after;              /* the execution whose leftover work it was */
+    uint64_t cpu_total_ns;               /* at the end of the last execution */
+    uint64_t cpu_idle_ns;                /* used between executions, up to the last one's start */
+    char end_reason[128];                /* why it ended, when something ended it */
+    struct session *all_prev, *all_next; /* every session allocated, for shutdown */
+    UT_hash_handle hh;
+};
+
+struct session_ended {
+    char id[SESSION_ID_MAX + 1];
+    char reason[128];
+};
+
+struct sessions {
+    struct sessions_options opt;
+    const struct jail_config *jail;
+    struct pool *pool;
+    struct mcp_registry *mcp;
+    struct workspace_store *ws;
+    struct metrics *metrics;
+    struct rpcpool *rpc;
+    struct cpuwatch *cpuw;
+    pthread_mutex_t lock;
+    pthread_cond_t cond; /* the reaper's wake-up */
+    pthread_cond_t gone; /* a session was freed */
+    struct session *table;
+    struct session *all; /* every session allocated (listed or not) */
+    unsigned allocated;
+    unsigned live;
+    struct session_ended ended[SESSION_ENDED_KEPT]; /* a ring */
+    unsigned ended_next;
+    uint64_t next_serial;
+    bool stop;     /* the reaper leaves */
+    bool stopping; /* sessions_shutdown() began: nothing new starts */
+    bool reaper_running;
+    pthread_t reaper;
+    uint64_t created, reaped;
+};
+
+void session_ref(struct session *s);
+void session_unref(struct session *s);
+/* Remove s from the table with the reason it ended (lock held); the table's reference is the
+ * caller's to drop. The reason is remembered for a while (sessions_why_ended). */
+void session_unlist(struct sessions *ss, struct session *s, const char *reason);
+/* Why session id ended, if it did recently (lock held; NULL when unknown). */
+const char *sessions_why_ended(const struct sessions *ss, const char *id);
+/* End s, unlisted: its interpreter is killed at once (a running execution then reports it) and
+ * its queued tool calls are dropped; drops the table's reference. */
+void session_end(struct session *s);
+/* {sessionId, workspace, servers, ...} of GET /v1/sessions/ID (lock held; new reference). */
+json_t *session_describe(struct session *s, const struct sessions *ss);
+
+/* The execution a bridge serves (the exec hooks' userdata). */
+struct session_exec {
+    struct session *s;
+    const struct session_stream *stream;
+};
+
+int session_bridge_init(struct session *s);
+void session_bridge_done(struct session *s);
+/* Queue one frame for the interpreter: written at once when the socket takes it, else kept
+ * (up to SESSION_OUTBOX_MAX) and written by the executing thread. 0, -EPIPE (gone), -ENOBUFS
+ * (no room: the interpreter is not reading), -ENOMEM. */
+int session_send(struct session *s, const json_t *msg);
+/* The exec hooks of an execution (userdata: struct session_exec). */
+int session_on_message(void *userdata, struct cell *c, json_t *msg);
+unsigned session_pending(void *userdata);
+void session_flush(void *userdata, struct cell *c);
+
+#endif

@@ -1,0 +1,208 @@
+# SPDX-License-Identifier: MIT
+"""Workspaces under attack: stored bytes are counted and compact, nesting is capped, saved tools
+cannot break or spy on later sessions and can be listed and deleted over the API, workspace
+calls cost sandboxd little CPU and are capped, the quota holds under concurrent sessions, and a
+full state disk is an OSError(ENOSPC) in Python."""
+import errno
+import json
+import os
+import pathlib
+import subprocess
+import tempfile
+import threading
+import urllib.parse
+
+import pytest
+
+from harness import Server, session_create, session_run
+
+
+@pytest.fixture(scope="module")
+def state_dir():
+    return pathlib.Path(tempfile.mkdtemp(prefix="sandboxd-state-"))
+
+
+@pytest.fixture(scope="module")
+def srv(state_dir):
+    s = Server("--pool-size", "2", "--state-dir", str(state_dir))
+    yield s
+    s.stop()
+
+
+
+
+
+
+def ok(srv, sid, code, **extra):
+    out = session_run(srv, sid, code, **extra)
+    assert out["status"] == "ok", out
+    return out
+
+
+def files_size(path):
+    return sum(p.stat().st_size for p in path.iterdir() if not p.name.startswith("."))
+
+
+# ---- what is stored is what is counted ------------------------------------------------------
+
+def test_memories_are_compact_counted_and_capped(srv, state_dir):
+    sid = session_create(srv, workspace="amp")["sessionId"]
+    # 2000 zeros 60 lists deep: ~4 KB of JSON, which indented files made ~250 KB.
+    ok(srv, sid, "v = [0] * 2000\nfor _ in range(60):\n    v = [v]\n"
+                 "save_memory('deep', v, metadata={'by': 'test'})")
+    mem = state_dir / "workspaces" / "amp" / "memory"
+    (path,) = list(mem.glob("deep-*.json"))
+    compact = len(json.dumps(json.loads(path.read_text())["value"], separators=(",", ":")))
+    assert path.stat().st_size <= compact + 512, (path.stat().st_size, compact)
+    assert ok(srv, sid, "load_memory('deep') == v")["result"] == "True"
+    # Nesting and metadata are capped; metadata is stored and counted.
+    out = session_run(srv, sid, "w = 0\nfor _ in range(70):\n    w = [w]\nsave_memory('deeper', w)")
+    assert out["status"] == "error" and "nests deeper than 64" in out["error"]["message"], out
+    out = session_run(srv, sid, "save_memory('m', 1, metadata={'x': 'y' * 5000})")
+    assert out["status"] == "error" and "metadata" in out["error"]["message"], out
+    ok(srv, sid, "save_memory('m', 1, metadata={'x': 'y' * 3000})")
+    r = srv.request("GET", "/v1/workspaces/amp/memories")
+    assert r.status == 200, r
+    usage = r.json["usage"]
+    assert usage["bytes"] == files_size(mem), (usage, files_size(mem))
+    assert {m["key"]: m["size"] for m in r.json["memories"]}["m"] > 3000
+
+
+# ---- saved tools ------------------------------------------------------------------------------
+
+FORGE = """
+import sandboxd_runtime.session as rt
+rt._host({"type": "save_tool", "name": %r, "source": %r})
+"""
+
+
+def test_saved_tools_cannot_break_or_spy_on_a_workspace(srv):
+    a = session_create(srv, workspace="tools-attack")["sessionId"]
+    ok(srv, a, "def double(x):\n    return 2 * x\nsave_tool(double)")
+    # Through save_tool: only a plain definition, never one of the session's or Python's names.
+    for code, why in (("def print(x):\n    return x\nsave_tool(print)", "cannot be the name"),
+                      ("def save_memory(k, v):\n    return 1\nsave_tool(save_memory)", "cannot be"),
+                      ("import functools\n@functools.lru_cache\ndef f(x):\n    return x\n"
+                       "save_tool(f)", "decorator")):
+        out = session_run(srv, a, code)
+        assert out["status"] == "error" and why in out["error"]["message"], out
+    # Forged requests past the runtime's own check: a definition followed by an exit, a
+    # default value that runs code, a definition that patches the runtime.
+    ok(srv, a, FORGE % ("evil", "def evil():\n    pass\nimport os\nos._exit(0)\n"))
+    ok(srv, a, FORGE % ("spy", "def spy(x=__import__('os')._exit(0)):\n    pass\n"))
+    ok(srv, a, FORGE % ("wrap", "def wrap():\n    pass\nimport sandboxd_runtime.session as s\n"
+                                "s.run_code = None\n"))
+    out = session_run(srv, a, FORGE % ("exit", "import os\nos._exit(0)\n"))
+    assert out["status"] == "error" and "one function definition" in out["error"]["message"], out
+    # A later session of the workspace starts anyway, says what it refused, and works.
+    info = session_create(srv, workspace="tools-attack")
+    assert info["toolsLoaded"] == ["double"], info
+    assert sorted(f["name"] for f in info["toolsFailed"]) == ["evil", "spy", "wrap"], info
+    sid = info["sessionId"]
+    assert ok(srv, sid, "double(21)")["result"] == "42"
+    assert ok(srv, sid, "import sandboxd_runtime.session as s\ns.run_code is not None")["result"] \
+        == "True"
+    # Operators see them and remove them over the API.
+    r = srv.request("GET", "/v1/workspaces/tools-attack/tools")
+    assert r.status == 200, r
+    tools = {t["name"]: t for t in r.json["tools"]}
+    assert sorted(tools) == ["double", "evil", "spy", "wrap"]
+    assert "os._exit" in tools["evil"]["source"]
+    for name in ("evil", "spy", "wrap"):
+        assert srv.request("DELETE", "/v1/workspaces/tools-attack/tools/" + name).status == 204
+    assert srv.request("DELETE", "/v1/workspaces/tools-attack/tools/evil").status == 404
+    info = session_create(srv, workspace="tools-attack")
+    assert info["toolsLoaded"] == ["double"] and info["toolsFailed"] == [], info
+
+
+def test_memories_can_be_listed_and_deleted_over_the_api(srv):
+    sid = session_create(srv, workspace="mem-api")["sessionId"]
+    ok(srv, sid, "save_memory('a/b c', 1, metadata={'tag': 'x'})\nsave_memory('plain', [1, 2])")
+    r = srv.request("GET", "/v1/workspaces/mem-api/memories")
+    assert r.status == 200, r
+    mems = {m["key"]: m for m in r.json["memories"]}
+    assert sorted(mems) == ["a/b c", "plain"] and mems["a/b c"]["metadata"] == {"tag": "x"}
+    assert mems["plain"]["size"] > 0 and mems["plain"]["createdAt"]
+    path = "/v1/workspaces/mem-api/memories/" + urllib.parse.quote("a/b c", safe="")
+    assert srv.request("DELETE", path).status == 204
+    assert srv.request("DELETE", path).status == 404
+    assert ok(srv, sid, "load_memory('a/b c', default='gone')")["result"] == "'gone'"
+    assert srv.request("GET", "/v1/workspaces/no-such-ws/memories").status == 404
+    assert srv.request("GET", "/v1/workspaces/..%2Fx/tools").status in (400, 404)
+    assert srv.request("POST", "/v1/workspaces/mem-api/memories").status == 405
+
+
+# ---- host work ---------------------------------------------------------------------------------
+
+def cpu_seconds(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_workspace_calls_cost_sandboxd_little_cpu_and_are_capped(srv, state_dir):
+    sid = session_create(srv, workspace="host-cpu")["sessionId"]
+    ok(srv, sid, "for i in range(20):\n    save_memory('big%d' % i, 'x' * (500 << 10))")
+    before = cpu_seconds(srv.proc.pid)
+    out = ok(srv, sid, "for _ in range(300):\n    n = len(list_memories())\nn", timeoutMs=120000)
+    assert out["result"] == "20"
+    spent = cpu_seconds(srv.proc.pid) - before
+    assert spent < 3, "300 listings of 10 MB of memories took %.1f s of sandboxd's CPU" % spent
+    assert out["hostCpuMs"] > 0
+    assert session_create(srv)["sessionId"]  # nothing else is starved meanwhile
+    capped = Server("--pool-size", "1", "--session-host-cpu-ms", "20", "--state-dir",
+                    str(state_dir))
+    try:
+        sid = session_create(capped, workspace="host-cpu")["sessionId"]
+        out = session_run(capped, sid, "n = 0\ntry:\n    while True:\n        list_memories()\n"
+                               "        n += 1\nexcept MCPError as e:\n    why = str(e)\nwhy")
+        assert out["status"] == "ok" and "--session-host-cpu-ms" in out["result"], out
+        assert out["hostCpuMs"] >= 20
+        assert session_run(capped, sid, "len(list_memories())")["status"] == "ok"  # a fresh budget
+    finally:
+        capped.stop()
+
+
+def test_the_quota_holds_under_concurrent_sessions(state_dir):
+    s = Server("--pool-size", "4", "--workspace-quota-mb", "8", "--state-dir", str(state_dir))
+    try:
+        sids = [session_create(s, workspace="race")["sessionId"] for _ in range(8)]
+        results = [None] * 8
+
+        def fill(i):
+            results[i] = session_run(s, sids[i], "try:\n    save_file('f%d', b'x' * (3 << 20))\n"
+                                         "    r = 'saved'\nexcept MCPError as e:\n    r = str(e)\n"
+                                         "r" % i)
+
+        threads = [threading.Thread(target=fill, args=(i,)) for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        saved = [r for r in results if r["result"] == "'saved'"]
+        assert len(saved) == 2, results
+        assert all("workspace is full" in r["result"] for r in results if r not in saved)
+        total = files_size(state_dir / "workspaces" / "race" / "files")
+        assert total <= 8 << 20, total
+    finally:
+        s.stop()
+
+
+def test_a_full_state_disk_is_an_oserror_enospc():
+    d = tempfile.mkdtemp(prefix="sandboxd-small-")
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m,mode=0700", "tmpfs", d], check=True)
+    try:
+        s = Server("--pool-size", "1", "--state-dir", d)
+        try:
+            sid = session_create(s, workspace="full")["sessionId"]
+            out = ok(s, sid, "import errno\ntry:\n    save_file('big', b'x' * (3 << 20))\n"
+                             "except OSError as e:\n    r = (type(e).__name__, e.errno)\nr")
+            assert out["result"] == "('OSError', %d)" % errno.ENOSPC, out
+            out = ok(s, sid, "try:\n    for i in range(4):\n        save_memory('m%d' % i, 'x' * "
+                             "(700 << 10))\nexcept OSError as e:\n    r = e.errno\nr")
+            assert out["result"] == str(errno.ENOSPC), out
+        finally:
+            s.stop()
+    finally:
+        subprocess.run(["umount", d], check=True)
+        os.rmdir(d)
