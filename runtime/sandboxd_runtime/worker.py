@@ -11,7 +11,7 @@ import os
 import resource
 import sys
 
-from sandboxd_runtime import errors, proto
+from sandboxd_runtime import artifacts, errors, proto
 
 
 def apply_limits(limits):
@@ -55,14 +55,8 @@ def handle(job):
         apply_limits(job.get("limits") or {})
     except (OSError, ValueError) as exc:
         return errors.error("INTERNAL", "cannot apply limits: %s" % exc)
-    if kind == "jit":
-        from sandboxd_runtime import jit
-
-        return jit.run(job)
-    if kind == "executor":
-        from sandboxd_runtime import executor
-
-        return executor.run(job)
+    if kind in ("jit", "executor"):
+        return run_code_job(job)
     if kind == "template":
         from sandboxd_runtime import template
 
@@ -72,6 +66,21 @@ def handle(job):
 
         session.serve(job)  # never returns: the process is a session from now on
     return errors.error("INTERNAL", "unknown job type %r" % (kind,))
+
+
+def run_code_job(job):
+    """JIT and EXECUTOR: the request's files first, then the code, then its artifacts (figures
+    left open, files matching "collect"), which are sent as they are found."""
+    from sandboxd_runtime import executor, jit
+
+    artifacts.begin(job.get("limits"))
+    try:
+        artifacts.place_files(job.get("files"))
+    except (OSError, ValueError) as exc:
+        return errors.from_exception(exc)
+    reply = jit.run(job) if job.get("type") == "jit" else executor.run(job)
+    reply.update(artifacts.finish(job.get("collect")))
+    return reply
 
 
 def answer(reply):

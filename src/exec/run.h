@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "exec/artifact.h"
 #include "exec/cell.h"
 #include "exec/verdict.h"
 #include "util/buf.h"
@@ -25,28 +26,32 @@ struct exec_hooks {
     int (*on_message)(void *userdata, struct cell *c, json_t *msg);
     /* Output as it arrives; stream 1 = stdout, 2 = stderr. */
     void (*on_output)(void *userdata, int stream, const char *data, size_t len);
+    /* An artifact the execution produced and the host kept (exec/artifact.h); borrowed. */
+    void (*on_artifact)(void *userdata, json_t *artifact);
 };
 
 struct exec_request {
-    const json_t *job;          /* borrowed; NULL: send nothing (the job is already queued) */
-    int64_t timeout_us;         /* wall clock */
-    uint64_t cpu_limit_us;      /* informs the TIMEOUT(cpu) attribution; 0 = none */
-    size_t output_limit;        /* stdout + stderr bytes; more is OUTPUT_LIMIT */
-    bool keep_alive;            /* sessions: leave the cell running after the final frame */
-    int64_t interrupt_grace_us; /* at the deadline send SIGINT and wait this long for the final
-                                 * frame before killing (sessions); 0: kill at once */
-    const char *final_type;     /* type of the final frame besides "error"; default "result" */
+    const json_t *job;              /* borrowed; NULL: send nothing (the job is already queued) */
+    int64_t timeout_us;             /* wall clock */
+    uint64_t cpu_limit_us;          /* informs the TIMEOUT(cpu) attribution; 0 = none */
+    size_t output_limit;            /* stdout + stderr bytes; more is OUTPUT_LIMIT */
+    bool keep_alive;                /* sessions: leave the cell running after the final frame */
+    int64_t interrupt_grace_us;     /* at the deadline send SIGINT and wait this long for the final
+                                     * frame before killing (sessions); 0: kill at once */
+    const char *final_type;         /* type of the final frame besides "error"; default "result" */
+    struct artifact_caps artifacts; /* display frames kept at most (zero: none) */
     const struct exec_hooks *hooks;
 };
 
 struct exec_outcome {
     struct verdict verdict;
-    json_t *final;    /* the final frame, or NULL */
-    struct buf out;   /* captured stdout (at most output_limit) */
-    struct buf err;   /* captured stderr */
-    char *internal;   /* VERDICT_INTERNAL / VERDICT_PROTOCOL: what went wrong */
-    bool cell_alive;  /* keep_alive and the cell survived */
-    bool interrupted; /* the deadline passed and SIGINT was sent */
+    json_t *final;                 /* the final frame, or NULL */
+    struct buf out;                /* captured stdout (at most output_limit) */
+    struct buf err;                /* captured stderr */
+    char *internal;                /* VERDICT_INTERNAL / VERDICT_PROTOCOL: what went wrong */
+    bool cell_alive;               /* keep_alive and the cell survived */
+    bool interrupted;              /* the deadline passed and SIGINT was sent */
+    struct artifact_set artifacts; /* what the display frames brought, checked and capped */
 };
 
 void exec_outcome_done(struct exec_outcome *o);
