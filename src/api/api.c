@@ -13,6 +13,7 @@
 #include "api/request.h"
 #include "api/sessions.h"
 #include "pool/pool.h"
+#include "pool/profile.h"
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/macros.h"
@@ -144,8 +145,10 @@ static void api_healthz(struct api *api, const struct http_request *req, struct 
         api_pool_stats(a->session_pool), "templatePool", api_pool_stats(a->template_pool),
         "executions", manager_stats(a->mgr), "definitions", defs_stats(a->defs), "frameworkLog",
         framework_log_stats(a->fw));
-    if (reply->body)
+    if (reply->body) {
         json_object_set_new(reply->body, "workflows", flow_cache_stats(a->wf_cache));
+        json_object_set_new(reply->body, "profiles", profiles_stats(a->profiles));
+    }
 }
 
 static void api_load_code(struct api *api, const struct http_request *req, struct http_reply *reply)

@@ -303,12 +303,14 @@ int cmd_mcp(int argc, char **argv)
     int status = mcp_parse(argc, argv, &o, &common);
     if (status >= 0) {
         common_done(&common);
+        setup_opts_done(&o);
         return status;
     }
     status = 1;
     int in_fd = -1, out_fd = -1, sig_fd = -1;
     if (mcp_take_stdio(&in_fd, &out_fd) < 0) {
         common_done(&common);
+        setup_opts_done(&o);
         return 1;
     }
     /* Before any thread exists: the shutdown signals arrive on a signalfd. */
@@ -368,5 +370,6 @@ out:
     close(in_fd);
     close(out_fd);
     common_done(&common);
+    setup_opts_done(&o);
     return status;
 }

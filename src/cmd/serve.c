@@ -309,6 +309,7 @@ int cmd_serve(int argc, char **argv)
     int status = serve_parse(argc, argv, &o, &common);
     if (status >= 0) {
         common_done(&common);
+        setup_opts_done(&o.setup);
         return status;
     }
     status = 1;
@@ -397,6 +398,7 @@ int cmd_serve(int argc, char **argv)
                 .max_frame = 64u << 20,
                 .nproc = o.setup.procs,
                 .nofile = 256,
+                .artifacts = setup_artifact_caps(&o.setup),
                 .llm_timeout_ms = (int64_t)o.llm_timeout,
                 .max_workflow_steps = (unsigned)o.max_workflow_steps,
             },
@@ -407,6 +409,7 @@ int cmd_serve(int argc, char **argv)
         .pool = su.pool,
         .session_pool = su.session_pool,
         .template_pool = template_pool,
+        .profiles = su.profiles,
         .metrics = su.metrics,
         .wf_cache = wf_cache,
         .isolation = su.isolation,
@@ -448,5 +451,6 @@ out:
     pool_free(template_pool);
     setup_stop(&su);
     common_done(&common);
+    setup_opts_done(&o.setup);
     return status;
 }

@@ -12,6 +12,7 @@
 #include "session/session.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -32,7 +33,9 @@
 #include "mcp/alias.h"
 #include "mcp/registry.h"
 #include "pool/pool.h"
+#include "pool/profile.h"
 #include "proto/frame.h"
+#include "session/files.h"
 #include "session/workspace.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -51,8 +54,9 @@ struct session {
     json_t *servers; /* names */
     struct cell *cell;
     uint64_t memory_mb;
-    pthread_mutex_t exec_lock;  /* one execution at a time */
-    pthread_mutex_t write_lock; /* frames to the interpreter */
+    char profile[PROFILE_NAME_MAX + 1]; /* "default" or the profile it came from */
+    pthread_mutex_t exec_lock;          /* one execution at a time */
+    pthread_mutex_t write_lock;         /* frames to the interpreter */
     atomic_int refs;
     atomic_uint mcp_calls;
     /* under owner->lock: */
@@ -328,6 +332,13 @@ static void session_on_output(void *userdata, int stream, const char *data, size
         x->stream->on_output(x->stream->userdata, stream, data, len);
 }
 
+static void session_on_artifact(void *userdata, json_t *artifact)
+{
+    struct session_exec *x = userdata;
+    if (x->stream && x->stream->on_artifact)
+        x->stream->on_artifact(x->stream->userdata, artifact);
+}
+
 /* ---- creation ----------------------------------------------------------------------------- */
 
 /* [prefix "."] + SESSION_ID_LEN hex digits: the prefix lets a proxy find the instance. */
@@ -340,12 +351,12 @@ static int session_new_id(const char *prefix, char out[SESSION_ID_MAX + 1])
 static json_t *session_describe(struct session *s, const struct sessions *ss)
 {
     int64_t now = clock_mono_us();
-    return json_pack("{s:s, s:s, s:O, s:f, s:f, s:I, s:I, s:b, s:b, s:I}", "sessionId", s->id,
-                     "workspace", s->workspace, "servers", s->servers, "ageS",
-                     (double)(now - s->created_us) / 1e6, "idleS",
-                     (double)(now - s->last_used_us) / 1e6, "idleTimeoutS",
-                     (json_int_t)(s->idle_us / 1000000), "executions", (json_int_t)s->executions,
-                     "busy", s->busy, "alive", s->alive, "memoryMb", (json_int_t)s->memory_mb);
+    return json_pack(
+        "{s:s, s:s, s:O, s:f, s:f, s:I, s:I, s:b, s:b, s:I, s:s}", "sessionId", s->id, "workspace",
+        s->workspace, "servers", s->servers, "ageS", (double)(now - s->created_us) / 1e6, "idleS",
+        (double)(now - s->last_used_us) / 1e6, "idleTimeoutS", (json_int_t)(s->idle_us / 1000000),
+        "executions", (json_int_t)s->executions, "busy", s->busy, "alive", s->alive, "memoryMb",
+        (json_int_t)s->memory_mb, "profile", s->profile);
 }
 
 /* The init job: servers with their tools, the workspace's saved tools. */
@@ -413,7 +424,18 @@ int sessions_create(struct sessions *ss, const struct session_create *c, json_t 
     int64_t idle_s = c->idle_timeout_s > 0 ? c->idle_timeout_s : ss->opt.default_idle_s;
     if (idle_s > ss->opt.max_idle_s)
         idle_s = ss->opt.max_idle_s;
-    uint64_t memory_mb = c->memory_mb > 0 ? (uint64_t)c->memory_mb : ss->opt.default_memory_mb;
+    struct pool *pool = ss->pool;
+    uint64_t profile_mb = 0;
+    bool named = c->profile && strcmp(c->profile, "default") != 0;
+    if (named && profiles_lookup(ss->opt.profiles, c->profile, &pool, &profile_mb) < 0) {
+        json_decref(names);
+        session_err(err, 400, "INVALID_REQUEST", "profile",
+                    "profile: no such profile '%.64s' (GET /healthz lists them)", c->profile);
+        return -EINVAL;
+    }
+    uint64_t memory_mb = c->memory_mb > 0 ? (uint64_t)c->memory_mb
+                         : profile_mb     ? profile_mb
+                                          : ss->opt.default_memory_mb;
     if (memory_mb > ss->opt.max_memory_mb)
         memory_mb = ss->opt.max_memory_mb;
 
@@ -440,6 +462,7 @@ int sessions_create(struct sessions *ss, const struct session_create *c, json_t 
     s->owner = ss;
     s->servers = TAKE_PTR(names);
     s->memory_mb = memory_mb;
+    snprintf(s->profile, sizeof(s->profile), "%s", named ? c->profile : "default");
     atomic_init(&s->refs, 1);
     atomic_init(&s->mcp_calls, 0);
     pthread_mutex_init(&s->exec_lock, NULL);
@@ -454,15 +477,18 @@ int sessions_create(struct sessions *ss, const struct session_create *c, json_t 
         goto fail;
     }
     json_object_set_new(job, "limits",
-                        json_pack("{s:I, s:I}", "memoryBytes", (json_int_t)(memory_mb << 20),
-                                  "outputBytes", (json_int_t)ss->opt.output_limit));
+                        json_pack("{s:I, s:I, s:{s:I, s:I}}", "memoryBytes",
+                                  (json_int_t)(memory_mb << 20), "outputBytes",
+                                  (json_int_t)ss->opt.output_limit, "artifacts", "count",
+                                  (json_int_t)ss->opt.artifacts.max_count, "bytes",
+                                  (json_int_t)ss->opt.artifacts.max_bytes));
     struct jail_limits lim = jail_limits_default(ss->jail);
     lim.memory = memory_mb << 20;
     lim.nproc = ss->opt.nproc;
     bool hit = false;
     int64_t deadline = clock_mono_us() + SESSION_READY_TIMEOUT_US;
-    r = ss->pool ? pool_acquire(ss->pool, &lim, deadline, &s->cell, &hit)
-                 : cell_spawn_cold(ss->jail, &lim, 64u << 20, &s->cell);
+    r = pool ? pool_acquire(pool, &lim, deadline, &s->cell, &hit)
+             : cell_spawn_cold(ss->jail, &lim, 64u << 20, &s->cell);
     if (r < 0) {
         metrics_isolation_failure(ss->metrics);
         session_err(err, 500, "INTERNAL", NULL, "no sandbox could be started: %s", strerror(-r));
@@ -624,6 +650,7 @@ int sessions_execute(struct sessions *ss, const char *id, const char *code, int6
         .userdata = &x,
         .on_message = session_on_message,
         .on_output = session_on_output,
+        .on_artifact = session_on_artifact,
     };
     struct exec_request req = {
         .job = NULL,
@@ -633,6 +660,7 @@ int sessions_execute(struct sessions *ss, const char *id, const char *code, int6
         .interrupt_grace_us = ss->opt.interrupt_grace_ms * 1000,
         .final_type = "execution_done",
         .hooks = &hooks,
+        .artifacts = ss->opt.artifacts,
     };
     struct exec_outcome o = {0};
     int64_t start = clock_mono_us();
@@ -660,6 +688,8 @@ int sessions_execute(struct sessions *ss, const char *id, const char *code, int6
         o.verdict.stdout_truncated || o.verdict.stderr_truncated, "mcpCalls",
         (json_int_t)(atomic_load(&s->mcp_calls) - calls_before), "verdict",
         verdict_to_json(&o.verdict));
+    if (result)
+        artifact_set_report(&o.artifacts, &ss->opt.artifacts, result, true);
     exec_outcome_done(&o);
     pthread_mutex_lock(&ss->lock);
     s->busy = false;
@@ -704,6 +734,31 @@ int sessions_interrupt(struct sessions *ss, const char *id)
     if (r == 0)
         log_info("session %s: execution interrupted on request", id);
     return r;
+}
+
+/* ---- the working directory, for session/files.c ------------------------------------------- */
+
+int sessions_workdir(struct sessions *ss, const char *id, int *ret_fd, uid_t *ret_uid,
+                     gid_t *ret_gid)
+{
+    struct session *s = sessions_lookup(ss, id);
+    if (!s)
+        return -ENOENT;
+    pthread_mutex_lock(&ss->lock);
+    bool alive = s->alive && s->cell && s->cell->pidfd >= 0;
+    pid_t pid = alive ? s->cell->pid : -1;
+    int pidfd = alive ? fcntl(s->cell->pidfd, F_DUPFD_CLOEXEC, 0) : -1;
+    pthread_mutex_unlock(&ss->lock);
+    session_unref(s);
+    if (!alive || pidfd < 0)
+        return -ENOENT;
+    int r = session_files_open_root(pid, pidfd, ret_fd);
+    close(pidfd);
+    if (r < 0)
+        return r;
+    *ret_uid = ss->jail->host_uid;
+    *ret_gid = ss->jail->host_gid;
+    return 0;
 }
 
 /* ---- inspection, deletion, reaping -------------------------------------------------------- */
