@@ -336,6 +336,7 @@ int cmd_mcp(int argc, char **argv)
     struct mcp_server_options mso = {
         .output_json = strcmp(o.mcp_output, "json") == 0,
         .workspace = o.mcp_workspace,
+        .profile = o.mcp_profile,
         .page_size = (unsigned)o.mcp_page_size,
         .default_timeout_ms = su.so.default_timeout_ms,
         .max_timeout_ms = su.so.max_timeout_ms,

@@ -368,6 +368,7 @@ int cmd_serve(int argc, char **argv)
     struct mcp_server_options mso = {
         .output_json = strcmp(o.setup.mcp_output, "json") == 0,
         .workspace = o.setup.mcp_workspace,
+        .profile = o.setup.mcp_profile,
         .page_size = (unsigned)o.setup.mcp_page_size,
         .default_timeout_ms = su.so.default_timeout_ms,
         .max_timeout_ms = su.so.max_timeout_ms,

@@ -123,6 +123,13 @@ int setup_opt(struct setup_opts *o, int opt, const char *arg)
         }
         o->mcp_output = arg;
         return 1;
+    case SETUP_OPT_MCP_PROFILE:
+        if (strcmp(arg, "default") != 0 && !profile_name_ok(arg)) {
+            fprintf(stderr, "sandboxd: --mcp-profile: '%s' is not a profile name\n", arg);
+            return -1;
+        }
+        o->mcp_profile = arg;
+        return 1;
     case SETUP_OPT_MCP_WORKSPACE: {
         const char *why = workspace_check_name(arg);
         if (why) {
@@ -243,6 +250,13 @@ int setup_start(struct setup *s, const struct setup_opts *o, struct common_opts 
         (r = profiles_new(&s->jail, o->profiles, o->n_profiles, &pro, &s->profiles)) < 0) {
         log_error("%s: the profiles could not be set up", cmd);
         return r;
+    }
+    struct pool *unused_pool;
+    uint64_t unused_mb;
+    if (o->mcp_profile && strcmp(o->mcp_profile, "default") != 0 &&
+        profiles_lookup(s->profiles, o->mcp_profile, &unused_pool, &unused_mb) < 0) {
+        log_error("%s: --mcp-profile %s: no such profile", cmd, o->mcp_profile);
+        return -EINVAL;
     }
     /* Sessions need asyncio and the session runtime (~25 ms of imports): a zygote of their
      * own has them imported, so that a session is ready in a few milliseconds without

@@ -39,6 +39,7 @@ struct setup_opts {
     /* the MCP server (mcp/server.h) of either subcommand */
     const char *mcp_output;        /* "text" or "json" */
     const char *mcp_workspace;     /* workspace of the sessions run_python creates */
+    const char *mcp_profile;       /* profile of the sessions run_python creates (NULL: default) */
     uint64_t mcp_page_size;        /* tools per tools/list page */
     const char *session_id_prefix; /* serve's --instance-id (sessions_options.id_prefix) */
     /* data work (CONTRACT §12) */
@@ -73,6 +74,7 @@ enum {
     SETUP_OPT_PROFILE_POOL,
     SETUP_OPT_MAX_ARTIFACTS,
     SETUP_OPT_MAX_ARTIFACTS_MB,
+    SETUP_OPT_MCP_PROFILE,
     SETUP_OPT_LAST,
 };
 
@@ -100,6 +102,7 @@ enum {
         {"profile-pool-size", required_argument, NULL, SETUP_OPT_PROFILE_POOL},                    \
         {"max-artifacts", required_argument, NULL, SETUP_OPT_MAX_ARTIFACTS},                       \
         {"max-artifacts-mb", required_argument, NULL, SETUP_OPT_MAX_ARTIFACTS_MB},                 \
+        {"mcp-profile", required_argument, NULL, SETUP_OPT_MCP_PROFILE},                           \
     {                                                                                              \
         "mcp-page-size", required_argument, NULL, SETUP_OPT_MCP_PAGE_SIZE                          \
     }
@@ -144,6 +147,8 @@ enum {
     "  --mcp-output MODE      text (compact, default) or json: how tool results are written\n"     \
     "                         (run_python's \"output\" argument overrides it per call)\n"          \
     "  --mcp-workspace NAME   workspace of the sessions run_python creates (default)\n"            \
+    "  --mcp-profile NAME     profile of the sessions run_python creates (e.g. datascience:\n"    \
+    "                         numpy, pandas and matplotlib already imported; default: none)\n"   \
     "  --mcp-page-size N      tools per tools/list page (100)\n"
 
 /* Defaults. */
