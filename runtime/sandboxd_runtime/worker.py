@@ -107,13 +107,15 @@ def answer(reply):
 _WARMUP_SOURCE = "ZGVmIHdhcm11cChyZXF1ZXN0LCBjb250ZXh0KToKICAgIHJldHVybiB7Im9rIjogW3JlcXVlc3QsIGNvbnRleHRdfQo="
 
 
-def warm_up():
-    """Run a trivial job of our own before announcing readiness.
+def warm_up(profile=None):
+    """Run a trivial job of our own before announcing readiness, and the profile's warm-up
+    (a code object) when there is one.
 
     A cell is forked from the zygote: the first touch of each shared page
-    copies it (about 200 faults for a trivial call). Doing that now, while the
-    cell waits in the pool, keeps it off the request's path. Only trusted code
-    runs here, and everything it leaves behind is removed.
+    copies it (about 200 faults for a trivial call, thousands for a chart).
+    Doing that now, while the cell waits in the pool, keeps it off the
+    request's path. Only trusted code runs here, and everything it leaves
+    behind is removed.
     """
     from sandboxd_runtime import jit
 
@@ -122,6 +124,11 @@ def warm_up():
                      "requestData": {"a": [1, 2.5, "x", None, True]}, "context": {}})
     proto.encode(reply)
     usage()
+    if profile is not None:
+        try:
+            exec(profile, {"__name__": "__warmup__"})
+        except Exception as exc:  # the zygote ran it fine; a cell may not (memory)
+            sys.stderr.write("sandboxd: profile warm-up: %s: %s\n" % (type(exc).__name__, exc))
     for name in set(sys.modules) - before:
         del sys.modules[name]
     import linecache
@@ -129,10 +136,10 @@ def warm_up():
     linecache.cache.pop("<warm-up>", None)
 
 
-def serve_one(warm=True):
+def serve_one(warm=True, profile=None):
     os.set_inheritable(proto.FD, False)  # user subprocesses must not hold the channel
     if warm:
-        warm_up()
+        warm_up(profile)
     proto.write({"type": "ready", "pid": os.getpid()})
     job = proto.read()
     try:

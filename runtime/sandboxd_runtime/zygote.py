@@ -82,14 +82,17 @@ class Zygote:
                 sys.stderr.write("zygote: cannot preimport %s: %s\n" % (name, exc))
         for name in ("sandboxd_runtime.executor", "sandboxd_runtime.jit"):  # the job modules
             __import__(name)
-        warmup = config.get("warmup")
-        if warmup:
-            # A profile's own trusted code (e.g. draw one figure): whatever it loads or caches
-            # (fonts, renderers, lazily imported submodules) every cell inherits ready.
+        # A profile's own trusted code (e.g. draw one figure): whatever it loads or caches
+        # (fonts, renderers, lazily imported submodules) every cell inherits ready, and each
+        # cell runs it once more while it waits in the pool (worker.warm_up).
+        self.warmup = None
+        if config.get("warmup"):
             try:
-                exec(compile(warmup, "<profile warm-up>", "exec", dont_inherit=True),
-                     {"__name__": "__warmup__"})
+                self.warmup = compile(config["warmup"], "<profile warm-up>", "exec",
+                                      dont_inherit=True)
+                exec(self.warmup, {"__name__": "__warmup__"})
             except Exception as exc:
+                self.warmup = None
                 sys.stderr.write("zygote: the profile's warm-up failed: %s: %s\n"
                                  % (type(exc).__name__, exc))
 
@@ -182,7 +185,7 @@ class Zygote:
                     fd,
                 )
                 os._exit(127)
-            worker.serve_one(warm)
+            worker.serve_one(warm, self.warmup if warm else None)
         finally:
             os._exit(126)
 

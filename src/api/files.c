@@ -56,8 +56,7 @@ static void api_files_error(struct http_reply *reply, int r, const char *path)
                          path);
         break;
     default:
-        http_reply_error(reply, 500, "INTERNAL", NULL, "file operation failed: %s",
-                         strerror(-r));
+        http_reply_error(reply, 500, "INTERNAL", NULL, "file operation failed: %s", strerror(-r));
     }
 }
 
@@ -103,8 +102,7 @@ void api_session_files_route(struct api *api, const char *id, const char *tail,
         r = session_files_put(dir, path, req->body, req->body_len, uid, gid);
         if (r == 0) {
             reply->status = 201;
-            reply->body =
-                json_pack("{s:s, s:I}", "path", path, "size", (json_int_t)req->body_len);
+            reply->body = json_pack("{s:s, s:I}", "path", path, "size", (json_int_t)req->body_len);
         }
     } else if (get) {
         char *data = NULL;

@@ -199,6 +199,15 @@ void app_reply_from_run(struct app *a, const struct request_spec *s, struct app_
     ret->body = body;
 }
 
+static bool app_refuse(struct app_reply *ret, int status, const char *code, const char *field,
+                       const char *message)
+{
+    ret->status = status;
+    ret->body = json_pack("{s:{s:s, s:s, s:s}}", "error", "code", code, "field", field, "message",
+                          message);
+    return false;
+}
+
 /* Refuse what the request asks of the data work (CONTRACT §12) that cannot be had, before
  * anything runs: 400 for an unknown profile, 413 for files over the sandbox's /tmp. */
 static bool app_check_data_work(struct app *a, const struct request_spec *s, struct app_reply *ret)
@@ -206,22 +215,14 @@ static bool app_check_data_work(struct app *a, const struct request_spec *s, str
     struct pool *pool;
     uint64_t mb;
     if (s->profile && strcmp(s->profile, "default") != 0 &&
-        profiles_lookup(a->profiles, s->profile, &pool, &mb) < 0) {
-        ret->status = 400;
-        ret->body = json_pack("{s:{s:s, s:s, s:s}}", "error", "code", "INVALID_REQUEST", "field",
-                              "context.taskDetails.profile", "message",
-                              "context.taskDetails.profile: no such profile (GET /healthz lists "
-                              "them under \"profiles\")");
-        return false;
-    }
-    if (s->files_bytes > a->jail->tmp_bytes) {
-        ret->status = 413;
-        ret->body = json_pack("{s:{s:s, s:s, s:s}}", "error", "code", "FILES_TOO_LARGE", "field",
-                              "context.taskDetails.files", "message",
-                              "context.taskDetails.files: the files do not fit in the sandbox's "
-                              "/tmp (--tmp-size-mb)");
-        return false;
-    }
+        profiles_lookup(a->profiles, s->profile, &pool, &mb) < 0)
+        return app_refuse(ret, 400, "INVALID_REQUEST", "context.taskDetails.profile",
+                          "context.taskDetails.profile: no such profile (GET /healthz lists "
+                          "them under \"profiles\")");
+    if (s->files_bytes > a->jail->tmp_bytes)
+        return app_refuse(ret, 413, "FILES_TOO_LARGE", "context.taskDetails.files",
+                          "context.taskDetails.files: the files do not fit in the sandbox's "
+                          "/tmp (--tmp-size-mb)");
     return true;
 }
 

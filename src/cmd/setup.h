@@ -147,8 +147,8 @@ enum {
     "  --mcp-output MODE      text (compact, default) or json: how tool results are written\n"     \
     "                         (run_python's \"output\" argument overrides it per call)\n"          \
     "  --mcp-workspace NAME   workspace of the sessions run_python creates (default)\n"            \
-    "  --mcp-profile NAME     profile of the sessions run_python creates (e.g. datascience:\n"    \
-    "                         numpy, pandas and matplotlib already imported; default: none)\n"   \
+    "  --mcp-profile NAME     profile of the sessions run_python creates (e.g. datascience:\n"     \
+    "                         numpy, pandas and matplotlib already imported; default: none)\n"     \
     "  --mcp-page-size N      tools per tools/list page (100)\n"
 
 /* Defaults. */

@@ -110,11 +110,11 @@ void artifact_set_report(const struct artifact_set *s, const struct artifact_cap
                  "%zu malformed artifact(s) were dropped (a name must be a relative path, the "
                  "MIME type type/subtype, the data base64)",
                  s->invalid);
-    json_object_set_new(
-        obj, "artifactsError",
-        json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:I}", "code",
-                  s->dropped ? "ARTIFACT_LIMIT" : "INVALID_ARTIFACT", "message", msg, "dropped",
-                  (json_int_t)s->dropped, "droppedBytes", (json_int_t)s->dropped_bytes, "invalid",
-                  (json_int_t)s->invalid, "maxCount", (json_int_t)caps->max_count, "maxBytes",
-                  (json_int_t)caps->max_bytes));
+    json_object_set_new(obj, "artifactsError",
+                        json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:I}", "code",
+                                  s->dropped ? "ARTIFACT_LIMIT" : "INVALID_ARTIFACT", "message",
+                                  msg, "dropped", (json_int_t)s->dropped, "droppedBytes",
+                                  (json_int_t)s->dropped_bytes, "invalid", (json_int_t)s->invalid,
+                                  "maxCount", (json_int_t)caps->max_count, "maxBytes",
+                                  (json_int_t)caps->max_bytes));
 }

@@ -203,7 +203,8 @@ static bool dpkg_has_prefix(const char *s, size_t len, const char *prefix, size_
 
 static bool dpkg_excluded(const char *f, size_t len)
 {
-    static const char *const docs[] = {"doc", "doc-base", "man", "info", "lintian", "bug", "locale"};
+    static const char *const docs[] = {"doc",     "doc-base", "man",   "info",
+                                       "lintian", "bug",      "locale"};
     const char *rest = f + sizeof(DPKG_SHARE) - 1;
     size_t rlen = len - (sizeof(DPKG_SHARE) - 1);
     size_t top = strcspn(rest, "/");

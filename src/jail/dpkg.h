@@ -27,9 +27,9 @@
 #define DPKG_MAX_FILE     (64u << 20) /* bytes of the status file or of one file list */
 #define DPKG_MAX_PACKAGES 100000
 
-/* The data paths (directories, or a file lying directly in /usr/share or /etc) for site_dirs (canonical
- * directories), sorted, without duplicates; *ret is a NULL-terminated array the caller frees
- * with dpkg_paths_free. dpkg_dir is the database ("/var/lib/dpkg"). -ENOENT when it has no
+/* The data paths (directories, or a file lying directly in /usr/share or /etc) for site_dirs
+ * (canonical directories), sorted, without duplicates; *ret is a NULL-terminated array the caller
+ * frees with dpkg_paths_free. dpkg_dir is the database ("/var/lib/dpkg"). -ENOENT when it has no
  * status file, -EFBIG when a file is over DPKG_MAX_FILE, -E2BIG past DPKG_MAX_PACKAGES,
  * -ENOMEM. */
 int dpkg_data_paths(const char *dpkg_dir, char *const *site_dirs, size_t n_site, char ***ret,

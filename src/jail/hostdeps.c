@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "jail/dpkg.h"
+#include "util/clock.h"
 #include "util/fmt.h"
 #include "util/log.h"
 #include "util/macros.h"
@@ -101,7 +102,7 @@ static char *hostdeps_readlink(const char *path)
 int hostdeps_resolve(const char *path, struct hostdeps_chain *ret)
 {
     *ret = (struct hostdeps_chain){0};
-    char cur[PATH_MAX] = "";               /* "" is "/" */
+    char cur[PATH_MAX] = "";                  /* "" is "/" */
     _cleanup_free_ char *rest = strdup(path); /* what is left to resolve */
     if (!rest)
         return -ENOMEM;
@@ -216,8 +217,7 @@ static bool hostdeps_plan_free(const struct mount_plan *p, const char *dst)
         size_t n = strlen(op->dst);
         if (n == len && strcmp(op->dst, rel) == 0)
             return false;
-        if (n < len && strncmp(op->dst, rel, n) == 0 && rel[n] == '/' &&
-            op->kind != MOUNT_OP_MKDIR)
+        if (n < len && strncmp(op->dst, rel, n) == 0 && rel[n] == '/' && op->kind != MOUNT_OP_MKDIR)
             return false;
     }
     return true;
@@ -243,9 +243,9 @@ static int hostdeps_apply_chain(struct mount_plan *p, struct hostdeps_binds *b,
     if (!leaves)
         return 0;
     st->links++;
-    if (!final_present && (!hostdeps_public(c->final, &dir) ||
-                           (dir && hostdeps_covers_any(b, c->final)) ||
-                           !hostdeps_plan_free(p, c->final))) {
+    if (!final_present &&
+        (!hostdeps_public(c->final, &dir) || (dir && hostdeps_covers_any(b, c->final)) ||
+         !hostdeps_plan_free(p, c->final))) {
         log_debug("jail: not binding '%s' (reached through '%s'): not public, or in the way",
                   c->final, c->links[0]);
         st->skipped++;
@@ -406,4 +406,41 @@ int hostdeps_add_packages(struct mount_plan *p, struct hostdeps_binds *b, const 
     }
     dpkg_paths_free(paths);
     return r;
+}
+
+int hostdeps_add(struct mount_plan *p, struct hostdeps_binds *b, const char *dpkg_dir,
+                 char *const *site_dirs)
+{
+    struct hostdeps_stats st = {0};
+    size_t nsite = 0;
+    while (site_dirs && site_dirs[nsite])
+        nsite++;
+    int64_t start = clock_mono_us();
+    int r = hostdeps_add_packages(p, b, dpkg_dir, site_dirs, nsite, &st);
+    if (r < 0)
+        return r;
+    /* The walk adds binds (and their directories to its own queue): walk a snapshot. */
+    size_t nroots = b->n;
+    char **roots = calloc(nroots + 1, sizeof(char *));
+    if (!roots)
+        return -ENOMEM;
+    for (size_t i = 0; i < nroots && r == 0; i++)
+        if (!(roots[i] = strdup(b->paths[i])))
+            r = -ENOMEM;
+    if (r == 0)
+        r = hostdeps_add_links(p, b, roots, nroots, HOSTDEPS_MAX_ENTRIES, &st);
+    for (size_t i = 0; i < nroots; i++)
+        free(roots[i]);
+    free(roots);
+    if (r < 0)
+        return r;
+    if (st.truncated)
+        log_warn("jail: stopped looking for symlinks after %zu directory entries; links beyond "
+                 "them may not resolve inside the sandbox",
+                 st.scanned);
+    log_info("jail: %zu entries of the interpreter's directories looked at in %lld ms: %zu "
+             "links leave them; %zu symlinks recreated, %zu paths bound, %zu refused",
+             st.scanned, (long long)(clock_mono_us() - start) / 1000, st.links, st.symlinks,
+             st.binds, st.skipped);
+    return 0;
 }

@@ -35,6 +35,8 @@ bool hostdeps_covers_any(const struct hostdeps_binds *b, const char *path);
 /* Remember path (copied) as bound. */
 int hostdeps_binds_add(struct hostdeps_binds *b, const char *path);
 
+#define HOSTDEPS_MAX_ENTRIES 2000000 /* directory entries hostdeps_add() walks at most */
+
 /* What resolving one symlink went through: every link met (at its canonical location, with
  * its text) and where it ends. */
 #define HOSTDEPS_MAX_HOPS 40
@@ -68,5 +70,11 @@ int hostdeps_add_links(struct mount_plan *p, struct hostdeps_binds *b, char *con
  * dpkg_dir (nothing when it does not exist). 0 or -errno (out of memory). */
 int hostdeps_add_packages(struct mount_plan *p, struct hostdeps_binds *b, const char *dpkg_dir,
                           char *const *site_dirs, size_t n_site, struct hostdeps_stats *st);
+
+/* Both, in order, for a jail whose plan binds the interpreter's directories (b) and whose
+ * site directories are site_dirs (NULL-terminated): the package data first (directories),
+ * then the links found under everything bound. Logs what it did. 0 or -ENOMEM. */
+int hostdeps_add(struct mount_plan *p, struct hostdeps_binds *b, const char *dpkg_dir,
+                 char *const *site_dirs);
 
 #endif

@@ -342,47 +342,6 @@ static int jail_plan_python(struct jail_config *cfg, struct hostdeps_binds *b, j
     return 0;
 }
 
-/* What the site packages need besides their own directories (jail/hostdeps.h): the data
- * directories of the packages they depend on, then the chains of symlinks leaving any bound
- * directory. After /etc, /dev, /proc and /tmp are planned: nothing may be bound under those. */
-static int jail_plan_hostdeps(struct jail_config *cfg, struct hostdeps_binds *b,
-                              const struct jail_options *opt)
-{
-    struct hostdeps_stats st = {0};
-    size_t nsite = 0;
-    while (cfg->site_dirs[nsite])
-        nsite++;
-    int64_t start = clock_mono_us();
-    int r = hostdeps_add_packages(&cfg->plan, b, opt->dpkg_dir ? opt->dpkg_dir : "/var/lib/dpkg",
-                                  cfg->site_dirs, nsite, &st);
-    if (r < 0)
-        return r;
-    /* The walk adds binds (and their directories to its own queue): walk a snapshot. */
-    size_t nroots = b->n;
-    char **roots = calloc(nroots + 1, sizeof(char *));
-    if (!roots)
-        return -ENOMEM;
-    for (size_t i = 0; i < nroots && r == 0; i++)
-        if (!(roots[i] = strdup(b->paths[i])))
-            r = -ENOMEM;
-    if (r == 0)
-        r = hostdeps_add_links(&cfg->plan, b, roots, nroots, JAIL_HOSTDEPS_MAX_ENTRIES, &st);
-    for (size_t i = 0; i < nroots; i++)
-        free(roots[i]);
-    free(roots);
-    if (r < 0)
-        return r;
-    if (st.truncated)
-        log_warn("jail: stopped looking for symlinks after %zu directory entries; links beyond "
-                 "them may not resolve inside the sandbox",
-                 st.scanned);
-    log_info("jail: %zu entries of the interpreter's directories looked at in %lld ms: %zu "
-             "links leave them; %zu symlinks recreated, %zu paths bound, %zu refused",
-             st.scanned, (long long)(clock_mono_us() - start) / 1000, st.links, st.symlinks,
-             st.binds, st.skipped);
-    return 0;
-}
-
 static int jail_plan_build(struct jail_config *cfg, const struct jail_options *opt, json_t *pyinfo)
 {
     struct hostdeps_binds b = {0};
@@ -405,7 +364,9 @@ static int jail_plan_build(struct jail_config *cfg, const struct jail_options *o
     if (opt->cell_lib &&
         (r = mount_plan_copy(&cfg->plan, opt->cell_lib, JAIL_CELL_LIB, JAIL_COPY_MAX)) < 0)
         goto out;
-    if ((r = jail_plan_hostdeps(cfg, &b, opt)) < 0)
+    /* After /etc, /dev, /proc and /tmp are planned: nothing may be bound under those. */
+    if ((r = hostdeps_add(&cfg->plan, &b, opt->dpkg_dir ? opt->dpkg_dir : "/var/lib/dpkg",
+                          cfg->site_dirs)) < 0)
         goto out;
     for (const char **e = opt->binds; e && *e; e++) {
         _cleanup_free_ char *spec = strdup(*e);

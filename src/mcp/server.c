@@ -133,9 +133,8 @@ static json_t *srv_run_python_tool(struct mcp_server *s)
                   "description",
                   "Files to place in the session's working directory before the code runs: "
                   "relative path -> text, or {\"base64\": \"...\"} for binary content.",
-                  "additionalProperties", "anyOf", "type", "string", "type", "object",
-                  "properties", "base64", "type", "string", "required", "base64",
-                  "additionalProperties", 0));
+                  "additionalProperties", "anyOf", "type", "string", "type", "object", "properties",
+                  "base64", "type", "string", "required", "base64", "additionalProperties", 0));
     json_t *nullable_str = json_pack("{s:[s,s]}", "type", "string", "null");
     json_t *output = json_pack(
         "{s:s, s:{s:{s:s, s:s}, s:{s:s}, s:{s:s}, s:{s:[s,s]}, s:O, s:{s:s}, s:{s:s}, s:{s:s},"

@@ -562,8 +562,8 @@ static char *srv_run_text(json_t *st, int64_t limit_ms)
                          json_string_value(json_object_get(note, "mimeType")),
                          (long long)json_integer_value(json_object_get(note, "size")));
     }
-    const char *aerr = json_string_value(
-        json_object_get(json_object_get(st, "artifactsError"), "message"));
+    const char *aerr =
+        json_string_value(json_object_get(json_object_get(st, "artifactsError"), "message"));
     if (aerr)
         (void)buf_printf(&b, "[artifacts] %s\n", aerr);
     json_array_foreach(json_object_get(st, "notes"), i, note)

@@ -163,8 +163,9 @@ static int profile_add(struct profiles *ps, const struct profile_spec *spec, con
 {
     for (size_t i = 0; i < ps->n; i++)
         if (strcmp(ps->items[i].spec.name, spec->name) == 0)
-            return builtin ? 0 : log_errno(LOG_ERROR, EEXIST, "profile '%s' is defined twice",
-                                           spec->name);
+            return builtin
+                       ? 0
+                       : log_errno(LOG_ERROR, EEXIST, "profile '%s' is defined twice", spec->name);
     if (ps->n >= PROFILE_MAX)
         return log_errno(LOG_ERROR, E2BIG, "at most %d profiles", PROFILE_MAX);
     struct profile *p = &ps->items[ps->n];
@@ -270,8 +271,8 @@ json_t *profiles_stats(struct profiles *ps)
         json_object_set_new(o, p->spec.name,
                             json_pack("{s:s, s:I, s:I, s:b, s:o}", "modules", p->spec.modules,
                                       "size", (json_int_t)p->spec.size, "memoryMb",
-                                      (json_int_t)p->spec.memory_mb, "builtin", p->builtin,
-                                      "pool", pool));
+                                      (json_int_t)p->spec.memory_mb, "builtin", p->builtin, "pool",
+                                      pool));
     }
     return o;
 }

@@ -43,11 +43,11 @@ void profile_spec_done(struct profile_spec *s);
 bool profile_name_ok(const char *name);
 
 struct profiles_options {
-    unsigned default_size;     /* ready cells per profile pool */
-    const char *preimport;     /* --preimport: what every zygote imports (may be NULL) */
-    uint64_t nproc, nofile;    /* per-cell rlimits */
-    size_t max_frame;          /* largest frame a cell may send */
-    uint64_t max_memory_mb;    /* a profile's memory is at most this */
+    unsigned default_size;  /* ready cells per profile pool */
+    const char *preimport;  /* --preimport: what every zygote imports (may be NULL) */
+    uint64_t nproc, nofile; /* per-cell rlimits */
+    size_t max_frame;       /* largest frame a cell may send */
+    uint64_t max_memory_mb; /* a profile's memory is at most this */
 };
 
 struct profiles;

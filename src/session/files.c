@@ -56,8 +56,7 @@ static int files_openat_compat(int dirfd, const char *name, int flags, mode_t mo
     return fd;
 }
 
-static int files_openat_how(int dirfd, const char *name, int flags, mode_t mode,
-                            uint64_t resolve)
+static int files_openat_how(int dirfd, const char *name, int flags, mode_t mode, uint64_t resolve)
 {
     struct open_how how = {
         .flags = (uint64_t)(flags | O_CLOEXEC | O_NOFOLLOW),
@@ -259,8 +258,8 @@ static int files_get(int workdir, const char *path, size_t max, char **ret, size
     return 0;
 }
 
-int session_files_get(int workdir, const char *path, size_t max, uid_t uid, gid_t gid,
-                      char **ret, size_t *ret_len)
+int session_files_get(int workdir, const char *path, size_t max, uid_t uid, gid_t gid, char **ret,
+                      size_t *ret_len)
 {
     struct files_creds saved;
     int r = files_become(uid, gid, &saved);

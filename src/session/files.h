@@ -39,8 +39,8 @@ int session_files_put(int workdir, const char *path, const void *data, size_t le
                       gid_t gid);
 /* The content of path (at most max bytes: -EFBIG); *ret is NUL-terminated, caller frees.
  * -ENOENT, -EISDIR, -EINVAL (not a regular file). */
-int session_files_get(int workdir, const char *path, size_t max, uid_t uid, gid_t gid,
-                      char **ret, size_t *ret_len);
+int session_files_get(int workdir, const char *path, size_t max, uid_t uid, gid_t gid, char **ret,
+                      size_t *ret_len);
 /* Remove path (not a directory: -EISDIR). */
 int session_files_delete(int workdir, const char *path, uid_t uid, gid_t gid);
 /* {"files": [{path, size, modified}], "truncated", "usedBytes", "quotaBytes"}: the regular

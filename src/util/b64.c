@@ -17,7 +17,8 @@ char *b64_encode(const void *data, size_t len)
     return out;
 }
 
-int b64_decode(const char *text, size_t len, char **ret, size_t *ret_len)
+int b64_decode_ignoring(const char *text, size_t len, const char *ignore, char **ret,
+                        size_t *ret_len)
 {
     size_t cap = len / 4 * 3 + 3;
     unsigned char *out = malloc(cap + 1);
@@ -25,7 +26,7 @@ int b64_decode(const char *text, size_t len, char **ret, size_t *ret_len)
         return -ENOMEM;
     size_t n = 0;
     const char *end = NULL;
-    if (sodium_base642bin(out, cap, text, len, NULL, &n, &end, sodium_base64_VARIANT_ORIGINAL) !=
+    if (sodium_base642bin(out, cap, text, len, ignore, &n, &end, sodium_base64_VARIANT_ORIGINAL) !=
             0 ||
         end != text + len) {
         free(out);
@@ -33,6 +34,12 @@ int b64_decode(const char *text, size_t len, char **ret, size_t *ret_len)
     }
     out[n] = '\0';
     *ret = (char *)out;
-    *ret_len = n;
+    if (ret_len)
+        *ret_len = n;
     return 0;
+}
+
+int b64_decode(const char *text, size_t len, char **ret, size_t *ret_len)
+{
+    return b64_decode_ignoring(text, len, NULL, ret, ret_len);
 }

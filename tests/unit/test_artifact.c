@@ -77,9 +77,9 @@ static void caps_on_count_and_bytes_are_reported(void **state)
     struct artifact_set s = {0};
     struct artifact_caps caps = {.max_count = 2, .max_bytes = 8};
     assert_non_null(add(&s, &caps, "a.txt", "text/plain", "aGVsbG8=")); /* 5 bytes */
-    assert_null(add(&s, &caps, "b.txt", "text/plain", "aGVsbG8="));    /* 10 > 8 */
-    assert_non_null(add(&s, &caps, "c.txt", "text/plain", "aGk="));    /* 7 */
-    assert_null(add(&s, &caps, "d.txt", "text/plain", ""));            /* count */
+    assert_null(add(&s, &caps, "b.txt", "text/plain", "aGVsbG8="));     /* 10 > 8 */
+    assert_non_null(add(&s, &caps, "c.txt", "text/plain", "aGk="));     /* 7 */
+    assert_null(add(&s, &caps, "d.txt", "text/plain", ""));             /* count */
     json_t *final = json_pack("{s:s, s:{s:i, s:i}}", "type", "result", "artifactsDropped", "count",
                               3, "bytes", 300);
     artifact_set_note_final(&s, final);
@@ -112,9 +112,20 @@ static void profile_specs_parse(void **state)
     assert_int_equal(s.memory_mb, 768);
     assert_string_equal(s.modules, "pandas");
     profile_spec_done(&s);
-    const char *bad[] = {"noequals", "=numpy", "default=numpy", "a b=numpy", "x=", "x=nump y",
-                         "x=numpy..linalg", "x=1abc", "x=numpy:size=0", "x=numpy:size=-1",
-                         "x=numpy:memory=8", "x=numpy:color=red", "x=numpy:size=", "x=numpy:"};
+    const char *bad[] = {"noequals",
+                         "=numpy",
+                         "default=numpy",
+                         "a b=numpy",
+                         "x=",
+                         "x=nump y",
+                         "x=numpy..linalg",
+                         "x=1abc",
+                         "x=numpy:size=0",
+                         "x=numpy:size=-1",
+                         "x=numpy:memory=8",
+                         "x=numpy:color=red",
+                         "x=numpy:size=",
+                         "x=numpy:"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         why = NULL;
         assert_int_equal(profile_spec_parse(bad[i], &s, &why), -EINVAL);

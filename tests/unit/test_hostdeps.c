@@ -184,8 +184,7 @@ static void dpkg_finds_the_data_of_the_owners_dependencies(void **state)
        "/.\n/usr/share/fonts/truetype/dv\n/usr/share/fonts/truetype/dv/a.ttf\n"
        "/usr/share/fonts/truetype/dv/b.ttf\n/etc/fonts/conf.avail/57-dv.conf\n",
        0644);
-    mk("dpkg/info/libfoo:amd64.list", "/.\n/usr/lib/x/libfoo.so.1\n/usr/share/foo/foo.dat\n",
-       0644);
+    mk("dpkg/info/libfoo:amd64.list", "/.\n/usr/lib/x/libfoo.so.1\n/usr/share/foo/foo.dat\n", 0644);
     mk("dpkg/info/tool-data.list", "/.\n/usr/share/tool/x\n", 0644);
     char **paths = NULL;
     size_t n = 0;
