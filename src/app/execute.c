@@ -203,8 +203,8 @@ static bool app_refuse(struct app_reply *ret, int status, const char *code, cons
                        const char *message)
 {
     ret->status = status;
-    ret->body = json_pack("{s:{s:s, s:s, s:s}}", "error", "code", code, "field", field, "message",
-                          message);
+    ret->body =
+        json_pack("{s:{s:s, s:s, s:s}}", "error", "code", code, "field", field, "message", message);
     return false;
 }
 

@@ -285,6 +285,8 @@ struct hostdeps_walk {
     size_t max_entries;
     char **queue; /* directories to walk: the roots, then directories bound on the way */
     size_t n_queue;
+    struct hostdeps_chain *chains; /* found by the walk of the current round, not applied yet */
+    size_t n_chains;
 };
 
 static int hostdeps_enqueue(struct hostdeps_walk *w, const char *dir)
@@ -299,6 +301,7 @@ static int hostdeps_enqueue(struct hostdeps_walk *w, const char *dir)
     return 0;
 }
 
+/* Keep the chain of the link at path when it leaves what the plan has. */
 static int hostdeps_link(struct hostdeps_walk *w, const char *path)
 {
     struct hostdeps_chain c;
@@ -307,11 +310,80 @@ static int hostdeps_link(struct hostdeps_walk *w, const char *path)
         return r;
     if (r < 0)
         return 0; /* dangling or looping: nothing to make reachable */
-    bool new_dir = false;
-    r = hostdeps_apply_chain(w->plan, w->binds, &c, w->st, &new_dir);
-    if (r == 0 && new_dir)
-        r = hostdeps_enqueue(w, c.final);
-    hostdeps_chain_done(&c);
+    bool leaves = !hostdeps_covered(w->binds, c.final);
+    for (size_t i = 0; i < c.n && !leaves; i++)
+        leaves = !hostdeps_present(w->plan, w->binds, c.links[i]);
+    if (!leaves) {
+        hostdeps_chain_done(&c);
+        return 0;
+    }
+    struct hostdeps_chain *v = realloc(w->chains, (w->n_chains + 1) * sizeof(*v));
+    if (!v) {
+        hostdeps_chain_done(&c);
+        return -ENOMEM;
+    }
+    w->chains = v;
+    w->chains[w->n_chains++] = c;
+    return 0;
+}
+
+static int hostdeps_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Where two or more of the files the chains reach share a directory, bind the directory once
+ * rather than each file (a bind is a mount in every cold spawn): Debian's
+ * /etc/fonts/conf.avail links two dozen files out of /usr/share/fontconfig/conf.avail. */
+static int hostdeps_coalesce(struct hostdeps_walk *w)
+{
+    char **dirs = calloc(w->n_chains + 1, sizeof(char *));
+    size_t n = 0;
+    int r = dirs ? 0 : -ENOMEM;
+    for (size_t i = 0; i < w->n_chains && r == 0; i++) {
+        const char *f = w->chains[i].final;
+        struct stat st;
+        if (hostdeps_covered(w->binds, f) || lstat(f, &st) < 0 || !S_ISREG(st.st_mode))
+            continue;
+        if (!(dirs[n] = strndup(f, (size_t)(strrchr(f, '/') - f))))
+            r = -ENOMEM;
+        else
+            n++;
+    }
+    qsort(dirs, n, sizeof(char *), hostdeps_cmp);
+    for (size_t i = 0; i + 1 < n && r == 0; i++) {
+        bool dir = false;
+        if (strcmp(dirs[i], dirs[i + 1]) != 0 || !*dirs[i] || hostdeps_covered(w->binds, dirs[i]))
+            continue;
+        if (!hostdeps_public(dirs[i], &dir) || !dir || hostdeps_covers_any(w->binds, dirs[i]) ||
+            !hostdeps_plan_free(w->plan, dirs[i]))
+            continue; /* the files are bound one by one */
+        if ((r = mount_plan_bind_ro(w->plan, dirs[i], NULL)) == 0 &&
+            (r = hostdeps_binds_add(w->binds, dirs[i])) == 0 &&
+            (r = hostdeps_enqueue(w, dirs[i])) == 0)
+            w->st->binds++;
+    }
+    for (size_t i = 0; i < n; i++)
+        free(dirs[i]);
+    free(dirs);
+    return r;
+}
+
+/* Apply the chains of this round, then forget them. */
+static int hostdeps_apply_all(struct hostdeps_walk *w)
+{
+    int r = hostdeps_coalesce(w);
+    for (size_t i = 0; i < w->n_chains; i++) {
+        bool new_dir = false;
+        if (r == 0)
+            r = hostdeps_apply_chain(w->plan, w->binds, &w->chains[i], w->st, &new_dir);
+        if (r == 0 && new_dir)
+            r = hostdeps_enqueue(w, w->chains[i].final);
+        hostdeps_chain_done(&w->chains[i]);
+    }
+    free(w->chains);
+    w->chains = NULL;
+    w->n_chains = 0;
     return r;
 }
 
@@ -365,10 +437,19 @@ int hostdeps_add_links(struct mount_plan *p, struct hostdeps_binds *b, char *con
     int r = 0;
     for (size_t i = 0; i < n_roots && r == 0; i++)
         r = hostdeps_enqueue(&w, roots[i]);
-    for (size_t i = 0; i < w.n_queue && r == 0 && !st->truncated; i++) {
-        int fd = open(w.queue[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-        if (fd >= 0)
-            r = hostdeps_walk_dir(&w, fd, strcmp(w.queue[i], "/") == 0 ? "" : w.queue[i], 0);
+    /* Rounds: walk what is queued, then apply what it found (which may bind directories,
+     * queued for the next round: links inside them count too). */
+    for (size_t done = 0; done < w.n_queue && r == 0 && !st->truncated;) {
+        for (size_t end = w.n_queue; done < end && r == 0 && !st->truncated; done++) {
+            int fd =
+                open(w.queue[done], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+            if (fd >= 0)
+                r = hostdeps_walk_dir(&w, fd, strcmp(w.queue[done], "/") == 0 ? "" : w.queue[done],
+                                      0);
+        }
+        int ar = hostdeps_apply_all(&w);
+        if (r == 0)
+            r = ar;
     }
     for (size_t i = 0; i < w.n_queue; i++)
         free(w.queue[i]);

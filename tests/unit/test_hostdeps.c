@@ -74,6 +74,8 @@ static int setup(void **state)
     ln(at("lib/blas/libblas.so.3"), "etc/alternatives/libblas.so.3");
     mk("opt/llvm/lib/libomp.so.5", "omp", 0644);
     ln("../opt/llvm/lib/libomp.so.5", "lib/libomp.so.5");
+    mk("opt/llvm/lib/libunwind.so.1", "unwind", 0644);
+    ln("../opt/llvm/lib/libunwind.so.1", "lib/libunwind.so.1");
     /* A package's web assets linked out of the site directory, a private file, a loop. */
     mk("share/js/jquery.min.js", "js", 0644);
     mk("site/pkg/__init__.py", "", 0644);
@@ -139,8 +141,10 @@ static void links_leaving_the_binds_are_replayed_and_targets_bound(void **state)
     assert_true(plan_has_kind(&p, at("etc/alternatives/libblas.so.3"), MOUNT_OP_SYMLINK,
                               at("lib/blas/libblas.so.3")));
     assert_false(plan_has_kind(&p, at("lib/blas/libblas.so.3"), MOUNT_OP_BIND, NULL));
-    /* targets outside the binds are bound at their own path, once */
-    assert_true(plan_has_kind(&p, at("opt/llvm/lib/libomp.so.5"), MOUNT_OP_BIND, NULL));
+    /* targets outside the binds are bound at their own path, once; two or more in one
+     * directory: the directory */
+    assert_true(plan_has_kind(&p, at("opt/llvm/lib"), MOUNT_OP_BIND, NULL));
+    assert_false(plan_has_kind(&p, at("opt/llvm/lib/libomp.so.5"), MOUNT_OP_BIND, NULL));
     assert_true(plan_has_kind(&p, at("share/js/jquery.min.js"), MOUNT_OP_BIND, NULL));
     assert_true(hostdeps_covered(&b, at("share/js/jquery.min.js")));
     /* never a file only its owner may read */
