@@ -36,7 +36,9 @@ static const char profile_ds_warmup[] =
     "fig.savefig(io.BytesIO(), format='png', bbox_inches='tight')\n"
     "plt.close('all')\n";
 /* Measured (docs/PERFORMANCE.md): a forked data-science cell that builds a frame and draws a
- * chart peaks near 120 MB (cgroup); 512 MB leaves room for real data. */
+ * chart is charged ~25 MB (its cgroup's peak: the libraries' pages stay its zygote's), and
+ * importing numpy, pandas and matplotlib afresh ~100 MB; the default 256 MB would leave a
+ * frame of a few hundred thousand rows little room for its groupby copies. */
 #define PROFILE_DS_MEMORY_MB 512
 
 struct profile {
