@@ -8,11 +8,13 @@ bar chart, rendered to PNG and handed back), answered by
   status, the chart's PNG (display_data) included;
 - sandboxd, default profile: EXECUTOR, a fresh sandboxed interpreter that imports per request;
 - sandboxd, datascience profile: EXECUTOR with taskDetails.profile, a fresh sandboxed
-  interpreter forked from a zygote that has numpy, pandas and matplotlib imported.
+  interpreter forked from a zygote that has numpy, pandas and matplotlib imported;
+- sandboxd, a datascience session: one warm sandboxed interpreter, as a kernel is.
 
 One client, requests BENCH_DATA_GAP_MS apart (the pool refills between them, as between
-an agent's steps). Also the memory of a pooled data-science interpreter (PSS: what it costs
-besides the pages it shares with its zygote), from /healthz.
+an agent's steps); the kernel and sandboxd's warm paths take turns, so that they share the
+same moments of a busy machine. Also the memory of a pooled data-science interpreter (PSS:
+what it costs besides the pages it shares with its zygote), from /healthz.
 
 Run by bench/bench.py; alone: /usr/bin/python3 bench/data_bench.py.
 """
@@ -169,56 +171,90 @@ def pss_kb(pid):
     return 0
 
 
+def session_task(port, task):
+    """A datascience session: one warm interpreter for every request, like a kernel."""
+    h = Http(port)
+    st, info = h.call("POST", "/v1/sessions", {"profile": "datascience"})
+    assert st == 201, info
+    path = "/v1/sessions/%s/execute" % info["sessionId"]
+    code = PANDAS + "result\n" if task == "pandas" else CHART
+
+    def run():
+        st, r = h.call("POST", path, {"code": code})
+        assert st == 200 and r["status"] == "ok", r
+        if task == "pandas":
+            assert float(r["result"]) == EXPECT
+        else:
+            assert [a["mimeType"] for a in r["artifacts"]] == ["image/png"], r
+    return run
+
+
+def interleaved(fns, n, gap=GAP):
+    """Each of fns (name -> callable) n times, taking turns, so that they share the same
+    moments of a busy machine."""
+    times = {name: [] for name in fns}
+    order = list(fns)
+    for i in range(n):
+        for k in range(len(order)):
+            name = order[(i + k) % len(order)]
+            t = time.perf_counter()
+            fns[name]()
+            times[name].append((time.perf_counter() - t) * 1000)
+            time.sleep(gap)
+    return {name: pct(v) for name, v in times.items()}
+
+
 def main(port, n_cold=10, n_warm=40):
     res = {}
     p = start_sandboxd(port)
-    try:
-        for task in ("pandas", "chart"):
-            sandboxd_task(port, task, "datascience")()  # starts the profile's pool
-            for _ in range(3):
-                sandboxd_task(port, task, "datascience")()
-            res[("datascience", task)] = timed(sandboxd_task(port, task, "datascience"), n_warm)
-            res[("default", task)] = timed(sandboxd_task(port, task, None), n_cold)
-        time.sleep(2)  # refilled and warmed
-        mem = healthz(port)["profiles"]["datascience"]["pool"]["memory"]
-    finally:
-        p.terminate()
-        p.wait(30)
-    for task in ("pandas", "chart"):
-        res[("cold", task)] = timed(cold_python(task), n_cold)
     k = Kernel()
     try:
         for task in ("pandas", "chart"):
-            for _ in range(3):
-                k.task(task)()
-            res[("jupyter", task)] = timed(k.task(task), n_warm)
+            fns = {"datascience": sandboxd_task(port, task, "datascience"),
+                   "session": session_task(port, task), "jupyter": k.task(task)}
+            for _ in range(3):  # starts the profile's pool; warms everything
+                for fn in fns.values():
+                    fn()
+            for name, r in interleaved(fns, n_warm).items():
+                res[(name, task)] = r
+            res[("default", task)] = timed(sandboxd_task(port, task, None), n_cold)
+            res[("cold", task)] = timed(cold_python(task), n_cold)
+        time.sleep(2)  # refilled and warmed
+        mem = healthz(port)["profiles"]["datascience"]["pool"]["memory"]
         kernel_pss = pss_kb(k.pid) * 1024
     finally:
         k.close()
+        p.terminate()
+        p.wait(30)
 
     names = [("cold", "cold `python3 -c` per request (no isolation)"),
              ("jupyter", "Jupyter kernel, warm (round trip to idle)"),
-             ("default", "sandboxd, default profile (imports per request)"),
-             ("datascience", "sandboxd, `datascience` profile")]
+             ("default", "sandboxd /execute, default profile (imports per request)"),
+             ("datascience", "sandboxd /execute, `datascience` profile (a fresh interpreter per request)"),
+             ("session", "sandboxd session, `datascience` profile (one warm interpreter)")]
     lines = ["| server | pandas p50 ms | p99 ms | n | chart p50 ms | p99 ms | n |",
              "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for key, label in names:
         a, b = res[(key, "pandas")], res[(key, "chart")]
         lines.append("| %s | %.1f | %.1f | %d | %.1f | %.1f | %d |"
                      % (label, a["p50"], a["p99"], a["n"], b["p50"], b["p99"], b["n"]))
-    ds_p, ds_c = res[("datascience", "pandas")], res[("datascience", "chart")]
+
+    def p50(key, task):
+        return res[(key, task)]["p50"]
     lines += [
         "",
         "- pandas task: the datascience profile answers **%.1f×** faster than cold python "
-        "(p50 %.1f vs %.1f ms), **%.1f×** faster than sandboxd's default profile, %.2f× the "
-        "Jupyter kernel's round trip (%.1f ms)"
-        % (res[("cold", "pandas")]["p50"] / ds_p["p50"], ds_p["p50"], res[("cold", "pandas")]["p50"],
-           res[("default", "pandas")]["p50"] / ds_p["p50"],
-           res[("jupyter", "pandas")]["p50"] / ds_p["p50"], res[("jupyter", "pandas")]["p50"]),
-        "- chart (PNG back to the client): datascience p50 %.1f ms vs the Jupyter kernel's %.1f ms "
-        "(**%.2f×**), cold python %.1f ms"
-        % (ds_c["p50"], res[("jupyter", "chart")]["p50"],
-           res[("jupyter", "chart")]["p50"] / ds_c["p50"], res[("cold", "chart")]["p50"]),
+        "(p50 %.1f vs %.1f ms) and %.1f× faster than sandboxd's default profile; a datascience "
+        "session %.1f ms, the Jupyter kernel %.1f ms"
+        % (p50("cold", "pandas") / p50("datascience", "pandas"), p50("datascience", "pandas"),
+           p50("cold", "pandas"), p50("default", "pandas") / p50("datascience", "pandas"),
+           p50("session", "pandas"), p50("jupyter", "pandas")),
+        "- chart (PNG back to the client), against the Jupyter kernel's round trip (p50 %.1f ms): "
+        "a datascience session **%.2f×** (%.1f ms), a fresh datascience interpreter per request "
+        "%.2f× (%.1f ms); cold python %.1f ms"
+        % (p50("jupyter", "chart"), p50("jupyter", "chart") / p50("session", "chart"),
+           p50("session", "chart"), p50("jupyter", "chart") / p50("datascience", "chart"),
+           p50("datascience", "chart"), p50("cold", "chart")),
         "- memory: the data-science zygote %.1f MB RSS (%.1f MB PSS); a pooled data-science "
         "interpreter, warmed up, %.1f MB PSS (%d ready); the Jupyter kernel after the runs %.1f "
         "MB PSS"

@@ -7,6 +7,7 @@ zygote. The process exits with os._exit() right after answering, so no
 atexit hook, finaliser or non-daemon thread of user code can delay or alter
 the answer.
 """
+import gc
 import os
 import resource
 import sys
@@ -129,6 +130,10 @@ def warm_up(profile=None):
             exec(profile, {"__name__": "__warmup__"})
         except Exception as exc:  # the zygote ran it fine; a cell may not (memory)
             sys.stderr.write("sandboxd: profile warm-up: %s: %s\n" % (type(exc).__name__, exc))
+        # What it left (caches of pandas and matplotlib) out of the collector's way, as the
+        # zygote's own objects are: a request's collections must not walk them again.
+        gc.collect()
+        gc.freeze()
     for name in set(sys.modules) - before:
         del sys.modules[name]
     import linecache

@@ -6,6 +6,8 @@ sessions (JSON and SSE) and MCP run_python; taskDetails.files; session files ove
 import base64
 import json
 import os
+import pathlib
+import re
 import shutil
 import struct
 import subprocess
@@ -183,6 +185,28 @@ def test_plt_show_sends_each_figure_once_and_jit_gets_artifacts(ds):
     assert [a["name"] for a in resp["artifacts"]] == ["figure-1.png", "second-one.png"]
     for a in resp["artifacts"]:
         png_size(artifact_bytes(a))
+
+
+def test_a_figure_drawn_before_an_exception_still_comes_back(ds):
+    code = "import matplotlib.pyplot as plt\nplt.plot([1, 2])\nraise ValueError('late')"
+    resp = ex(ds, code, profile="datascience")
+    assert resp["data"]["code"] == "APPLICATION_ERROR"
+    assert [a["name"] for a in resp["artifacts"]] == ["figure-1.png"]
+    png_size(artifact_bytes(resp["artifacts"][0]))
+
+
+DATA_MD = (pathlib.Path(__file__).resolve().parents[2] / "docs" / "DATA.md").read_text()
+
+
+def test_the_documented_curl_example_returns_its_chart(ds):
+    body = json.loads(re.search(r"-d '(\{.*?\})'", DATA_MD, re.S).group(1))
+    resp = ds.execute(body).json
+    assert ok(resp)["result"] == {"Lima": 5, "Oslo": 7, "Pune": 7}
+    table, chart = resp["artifacts"]
+    assert table["mimeType"] == "text/html" and "Pune" in artifact_bytes(table).decode()
+    assert (chart["name"], chart["mimeType"]) == ("figure-1.png", "image/png")
+    width, height = png_size(artifact_bytes(chart))
+    assert "(%d × %d pixels)" % (width, height) in DATA_MD
 
 
 def test_files_go_in_and_collected_files_come_back(ds):
