@@ -27,6 +27,13 @@ MCP_SERVER = ROOT / "tests" / "e2e" / "mcp" / "flaky_server.py"
 PY = "/usr/bin/python3"
 
 
+def free_port():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def pct(xs):
     xs = sorted(xs)
     return {"p50": xs[len(xs) // 2], "p99": xs[min(len(xs) - 1, int(len(xs) * 0.99))], "n": len(xs)}
@@ -44,12 +51,13 @@ class Http:
         return r.status, (json.loads(raw) if raw else None)
 
 
-def start_sandboxd(port, config):
+def start_sandboxd(port, config=None):
+    """`sandboxd serve` on port (with --mcp-config config when given), once /healthz answers."""
     state = tempfile.mkdtemp(prefix="sbx-bench-state-")
     log = tempfile.TemporaryFile()
     p = subprocess.Popen([BIN, "serve", "--port", str(port), "--log-level", "warn",
-                          "--mcp-config", config, "--no-mcp-discovery", "--state-dir", state],
-                         stdout=log, stderr=log)
+                          "--no-mcp-discovery", "--state-dir", state]
+                         + (["--mcp-config", config] if config else []), stdout=log, stderr=log)
     for _ in range(600):
         try:
             st, _ = Http(port).call("GET", "/healthz")
@@ -224,11 +232,7 @@ def main(port, n_create=20, n_exec=1000, n_calls=500, kernels=5):
 
 
 if __name__ == "__main__":
-    import socket
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        free = s.getsockname()[1]
-    text, raw = main(free)
+    text, raw = main(free_port())
     print(text)
     if "-v" in sys.argv:
         print(json.dumps(raw, indent=1))

@@ -12,9 +12,10 @@ Frames (fd 3), in addition to worker.py's:
                    {"type": "rpc_response", "id": R, "success": bool, "payload"|"error": ...}
   runtime -> host  {"type": "session_ready", ...}             (answer to the session job)
                    {"type": "rpc_request", "id": R, "payload": {...}}
+                   {"type": "display", "artifact": {name, mimeType, data, size}}
                    {"type": "execution_done", "id": N, "status": "ok"|"error"|"timeout",
                     "error": {type, message, traceback}|null, "result": repr|null,
-                    "durationMs": ms}
+                    "durationMs": ms, "artifactsDropped"?: {count, bytes}}
 
 A time limit is enforced by the host: SIGINT first (the execution is
 interrupted and the session survives), SIGKILL if that does not work.
@@ -39,7 +40,7 @@ import sys
 import time
 import types
 
-from sandboxd_runtime import errors, proto
+from sandboxd_runtime import artifacts, errors, proto
 
 
 class ExecutionTimeout(BaseException):
@@ -661,7 +662,10 @@ def serve(init):
         # Registered so that tracebacks show the source and save_tool can find it.
         linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
         start = time.perf_counter()
+        # Figures and display() go out as "display" frames while the code runs.
+        artifacts.begin(init.get("limits"), send=CHANNEL.send)
         status, error, result = run_code(loop, ns, code, filename)
+        dropped = artifacts.finish()  # figures still open
         for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
             try:
                 stream.flush()
@@ -669,4 +673,4 @@ def serve(init):
                 pass
         CHANNEL.send({"type": "execution_done", "id": cmd.get("id"), "status": status,
                       "error": error, "result": result,
-                      "durationMs": round((time.perf_counter() - start) * 1000, 3)})
+                      "durationMs": round((time.perf_counter() - start) * 1000, 3), **dropped})

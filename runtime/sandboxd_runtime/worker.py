@@ -7,11 +7,12 @@ zygote. The process exits with os._exit() right after answering, so no
 atexit hook, finaliser or non-daemon thread of user code can delay or alter
 the answer.
 """
+import gc
 import os
 import resource
 import sys
 
-from sandboxd_runtime import errors, proto
+from sandboxd_runtime import artifacts, errors, proto
 
 
 def apply_limits(limits):
@@ -55,14 +56,8 @@ def handle(job):
         apply_limits(job.get("limits") or {})
     except (OSError, ValueError) as exc:
         return errors.error("INTERNAL", "cannot apply limits: %s" % exc)
-    if kind == "jit":
-        from sandboxd_runtime import jit
-
-        return jit.run(job)
-    if kind == "executor":
-        from sandboxd_runtime import executor
-
-        return executor.run(job)
+    if kind in ("jit", "executor"):
+        return run_code_job(job)
     if kind == "template":
         from sandboxd_runtime import template
 
@@ -72,6 +67,21 @@ def handle(job):
 
         session.serve(job)  # never returns: the process is a session from now on
     return errors.error("INTERNAL", "unknown job type %r" % (kind,))
+
+
+def run_code_job(job):
+    """JIT and EXECUTOR: the request's files first, then the code, then its artifacts (figures
+    left open, files matching "collect"), which are sent as they are found."""
+    from sandboxd_runtime import executor, jit
+
+    artifacts.begin(job.get("limits"))
+    try:
+        artifacts.place_files(job.get("files"))
+    except (OSError, ValueError) as exc:
+        return errors.from_exception(exc)
+    reply = jit.run(job) if job.get("type") == "jit" else executor.run(job)
+    reply.update(artifacts.finish(job.get("collect")))
+    return reply
 
 
 def answer(reply):
@@ -98,13 +108,15 @@ def answer(reply):
 _WARMUP_SOURCE = "ZGVmIHdhcm11cChyZXF1ZXN0LCBjb250ZXh0KToKICAgIHJldHVybiB7Im9rIjogW3JlcXVlc3QsIGNvbnRleHRdfQo="
 
 
-def warm_up():
-    """Run a trivial job of our own before announcing readiness.
+def warm_up(profile=None):
+    """Run a trivial job of our own before announcing readiness, and the profile's warm-up
+    (a code object) when there is one.
 
     A cell is forked from the zygote: the first touch of each shared page
-    copies it (about 200 faults for a trivial call). Doing that now, while the
-    cell waits in the pool, keeps it off the request's path. Only trusted code
-    runs here, and everything it leaves behind is removed.
+    copies it (about 200 faults for a trivial call, thousands for a chart).
+    Doing that now, while the cell waits in the pool, keeps it off the
+    request's path. Only trusted code runs here, and everything it leaves
+    behind is removed.
     """
     from sandboxd_runtime import jit
 
@@ -113,6 +125,15 @@ def warm_up():
                      "requestData": {"a": [1, 2.5, "x", None, True]}, "context": {}})
     proto.encode(reply)
     usage()
+    if profile is not None:
+        try:
+            exec(profile, {"__name__": "__warmup__"})
+        except Exception as exc:  # the zygote ran it fine; a cell may not (memory)
+            sys.stderr.write("sandboxd: profile warm-up: %s: %s\n" % (type(exc).__name__, exc))
+        # What it left (caches of pandas and matplotlib) out of the collector's way, as the
+        # zygote's own objects are: a request's collections must not walk them again.
+        gc.collect()
+        gc.freeze()
     for name in set(sys.modules) - before:
         del sys.modules[name]
     import linecache
@@ -120,10 +141,10 @@ def warm_up():
     linecache.cache.pop("<warm-up>", None)
 
 
-def serve_one(warm=True):
+def serve_one(warm=True, profile=None):
     os.set_inheritable(proto.FD, False)  # user subprocesses must not hold the channel
     if warm:
-        warm_up()
+        warm_up(profile)
     proto.write({"type": "ready", "pid": os.getpid()})
     job = proto.read()
     try:

@@ -6,6 +6,7 @@ Protocol on fd 3 (a SOCK_SEQPACKET socket, one JSON message per packet,
 fds passed with SCM_RIGHTS):
   host -> zygote  {"op": "config", ...} + [seccomp filter memfd]   (first)
                   {"op": "fork", "token": N} + [proto, stdout, stderr]
+  config: tmpBytes, nofile, nproc, fsize, preimport (modules), warmup (code, optional)
   zygote -> host  {"op": "ready"}
                   {"op": "forked", "token": N, "pid": P} + [pidfd]
                   {"op": "fork_failed", "token": N, "error": "..."}
@@ -81,6 +82,19 @@ class Zygote:
                 sys.stderr.write("zygote: cannot preimport %s: %s\n" % (name, exc))
         for name in ("sandboxd_runtime.executor", "sandboxd_runtime.jit"):  # the job modules
             __import__(name)
+        # A profile's own trusted code (e.g. draw one figure): whatever it loads or caches
+        # (fonts, renderers, lazily imported submodules) every cell inherits ready, and each
+        # cell runs it once more while it waits in the pool (worker.warm_up).
+        self.warmup = None
+        if config.get("warmup"):
+            try:
+                self.warmup = compile(config["warmup"], "<profile warm-up>", "exec",
+                                      dont_inherit=True)
+                exec(self.warmup, {"__name__": "__warmup__"})
+            except Exception as exc:
+                self.warmup = None
+                sys.stderr.write("zygote: the profile's warm-up failed: %s: %s\n"
+                                 % (type(exc).__name__, exc))
 
     def recv(self):
         msg, anc, _flags, _addr = self.ctl.recvmsg(65536, socket.CMSG_SPACE(16 * 4))
@@ -171,7 +185,7 @@ class Zygote:
                     fd,
                 )
                 os._exit(127)
-            worker.serve_one(warm)
+            worker.serve_one(warm, self.warmup if warm else None)
         finally:
             os._exit(126)
 

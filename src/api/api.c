@@ -16,6 +16,7 @@
 #include "api/workspaces.h"
 #include "app/tenant.h"
 #include "pool/pool.h"
+#include "pool/profile.h"
 #include "util/buf.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -196,8 +197,10 @@ static void api_healthz(struct api *api, const struct http_request *req, struct 
         api_pool_stats(a->session_pool), "templatePool", api_pool_stats(a->template_pool),
         "executions", manager_stats(a->mgr), "definitions", defs_stats(a->defs), "frameworkLog",
         framework_log_stats(a->fw), "http", http ? http_server_stats(http) : NULL);
-    if (reply->body)
+    if (reply->body) {
         json_object_set_new(reply->body, "workflows", flow_cache_stats(a->wf_cache));
+        json_object_set_new(reply->body, "profiles", profiles_stats(a->profiles));
+    }
     if (reply->body && api->sessions)
         json_object_set_new(reply->body, "sessions", sessions_stats(api->sessions));
 }

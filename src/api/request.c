@@ -9,6 +9,8 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "pool/profile.h"
+#include "util/b64.h"
 #include "util/path.h"
 
 const char *handler_name(enum handler_type h)
@@ -97,6 +99,63 @@ static int request_path(json_t *obj, const char *key, const char *field, bool re
     return 0;
 }
 
+/* taskDetails.files, taskDetails.collect and taskDetails.profile (JIT and EXECUTOR). */
+static int request_data_work(struct request_spec *s, struct request_error *err)
+{
+    json_t *t = s->task;
+    json_t *profile = json_object_get(t, "profile");
+    if (profile && !json_is_null(profile)) {
+        if (!json_is_string(profile))
+            return request_fail(err, "context.taskDetails.profile", "must be a string");
+        s->profile = json_string_value(profile);
+        if (strcmp(s->profile, "default") != 0 && !profile_name_ok(s->profile))
+            return request_fail(err, "context.taskDetails.profile", "is not a profile name");
+    }
+    json_t *files = json_object_get(t, "files");
+    if (files && !json_is_null(files)) {
+        if (!json_is_object(files))
+            return request_fail(err, "context.taskDetails.files",
+                                "must be an object of relative path: base64");
+        if (json_object_size(files) > REQUEST_MAX_FILES)
+            return request_fail(err, "context.taskDetails.files", "has too many entries");
+        const char *path;
+        json_t *v;
+        json_object_foreach(files, path, v)
+        {
+            if (path_check_plain(path, strlen(path)))
+                return request_fail(err, "context.taskDetails.files",
+                                    "names must be plain relative paths (no '..', '.', '//' "
+                                    "or leading '/')");
+            char *data = NULL;
+            size_t n = 0;
+            if (!json_is_string(v) ||
+                b64_decode(json_string_value(v), json_string_length(v), &data, &n) < 0)
+                return request_fail(err, "context.taskDetails.files",
+                                    "each value must be a base64 string");
+            free(data);
+            s->files_bytes += n;
+        }
+        s->files = files;
+    }
+    json_t *collect = json_object_get(t, "collect");
+    if (collect && !json_is_null(collect)) {
+        if (!json_is_array(collect) || json_array_size(collect) > REQUEST_MAX_COLLECT)
+            return request_fail(err, "context.taskDetails.collect",
+                                "must be an array of at most 64 glob patterns");
+        size_t i;
+        json_t *g;
+        json_array_foreach(collect, i, g)
+        {
+            if (!json_is_string(g) ||
+                path_check_relative(json_string_value(g), json_string_length(g)))
+                return request_fail(err, "context.taskDetails.collect",
+                                    "each pattern must be a relative path without '..'");
+        }
+        s->collect = collect;
+    }
+    return 0;
+}
+
 static int request_endpoint(const char *ep, struct request_error *err)
 {
     if (strcmp(ep, "local") == 0 || strncmp(ep, "http://", 7) == 0 ||
@@ -162,6 +221,9 @@ static int request_task(struct request_spec *s, struct request_error *err)
     case HANDLER_WORKFLOW:
         break;
     }
+    if ((s->handler == HANDLER_JIT || s->handler == HANDLER_EXECUTOR) &&
+        (r = request_data_work(s, err)))
+        return r;
     if (t && ((r = request_positive(t, "timeoutMs", "context.taskDetails.timeoutMs", 1,
                                     &s->timeout_ms, err)) ||
               (r = request_positive(t, "memoryMb", "context.taskDetails.memoryMb", 16,

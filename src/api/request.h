@@ -45,6 +45,11 @@ struct request_spec {
     /* limits; 0 = not requested */
     int64_t timeout_ms;
     int64_t memory_mb;
+    /* data work, JIT and EXECUTOR (CONTRACT §12) */
+    const char *profile; /* NULL: the default pool; checked against the profiles later */
+    json_t *files;       /* {relative path: base64}, checked; NULL when absent */
+    size_t files_bytes;  /* their decoded size */
+    json_t *collect;     /* [glob], checked; NULL when absent */
 };
 
 struct request_error {
@@ -52,8 +57,10 @@ struct request_error {
     const char *message; /* static */
 };
 
-#define REQUEST_MAX_ID   256
-#define REQUEST_MAX_CODE (1u << 20)
+#define REQUEST_MAX_ID      256
+#define REQUEST_MAX_CODE    (1u << 20)
+#define REQUEST_MAX_FILES   1000 /* entries of taskDetails.files */
+#define REQUEST_MAX_COLLECT 64   /* globs of taskDetails.collect */
 
 /* 0, or -EINVAL with *err naming the field. */
 int request_parse(json_t *body, struct request_spec *ret, struct request_error *err);

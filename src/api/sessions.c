@@ -7,7 +7,9 @@
  *   DELETE /v1/sessions/{id}            end      -> 204
  *   POST   /v1/sessions/{id}/execute    run code -> 200 JSON, or SSE with
  *                                       Accept: text/event-stream (events stdout, stderr,
- *                                       rpc, execution_done; error when it cannot run)
+ *                                       rpc, display, execution_done; error when it cannot
+ *                                       run)
+ *          /v1/sessions/{id}/files...   api/files.c
  */
 #include "api/sessions.h"
 
@@ -17,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/files.h"
 #include "util/buf.h"
 #include "util/log.h"
 #include "util/macros.h"
@@ -99,6 +102,14 @@ static void api_session_create(struct api *api, const struct http_request *req,
             goto out;
         }
         c.workspace = json_string_value(ws);
+    }
+    json_t *profile = json_object_get(body, "profile");
+    if (profile && !json_is_null(profile)) {
+        if (!json_is_string(profile)) {
+            http_reply_error(reply, 400, "INVALID_REQUEST", "profile", "profile: must be a string");
+            goto out;
+        }
+        c.profile = json_string_value(profile);
     }
     if (!api_opt_int(body, "idleTimeoutS", 1, &c.idle_timeout_s, reply) ||
         !api_opt_int(body, "memoryMb", 16, &c.memory_mb, reply))
@@ -199,11 +210,19 @@ static void api_sse_rpc(void *userdata, json_t *summary)
     api_sse_event(userdata, "rpc", summary);
 }
 
+static void api_sse_display(void *userdata, json_t *artifact)
+{
+    api_sse_event(userdata, "display", artifact);
+}
+
 static int api_sse_run(void *userdata, struct http_stream *st)
 {
     struct api_sse *j = userdata;
     j->stream = st;
-    struct session_stream cb = {.userdata = j, .on_output = api_sse_output, .on_rpc = api_sse_rpc};
+    struct session_stream cb = {.userdata = j,
+                                .on_output = api_sse_output,
+                                .on_rpc = api_sse_rpc,
+                                .on_artifact = api_sse_display};
     json_t *result = NULL;
     struct session_error err;
     if (sessions_execute(j->sessions, j->id, j->code, j->timeout_ms, &cb, &result, &err) < 0) {
@@ -340,6 +359,13 @@ void api_sessions_route(struct api *api, const struct http_request *req, const c
             http_reply_error(reply, 405, "METHOD_NOT_ALLOWED", NULL, "use GET or DELETE");
             http_reply_header(reply, "Allow", "GET, DELETE");
         }
+        return;
+    }
+    if (strncmp(tail, "/files", 6) == 0 && (tail[6] == '\0' || tail[6] == '/')) {
+        if (!visible)
+            http_reply_error(reply, 404, "NOT_FOUND", NULL, "no session %s", id);
+        else
+            api_session_files_route(api, id, tail + 6, req, reply);
         return;
     }
     if (strcmp(tail, "/execute") == 0) {

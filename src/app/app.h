@@ -26,6 +26,7 @@
 
 struct flow_cache;
 struct pool;
+struct profiles;
 
 struct app_options {
     int64_t default_timeout_ms;
@@ -38,6 +39,7 @@ struct app_options {
     unsigned max_workflow_steps;
     uint64_t nproc;
     uint64_t nofile;
+    struct artifact_caps artifacts; /* per execution */
 };
 
 struct app {
@@ -49,6 +51,7 @@ struct app {
     struct pool *pool;          /* NULL: every execution spawns a cold interpreter */
     struct pool *session_pool;  /* sessions' own; NULL: they share pool */
     struct pool *template_pool; /* LLM templates' own; NULL: they share pool */
+    struct profiles *profiles;  /* --profile and the built-in ones; NULL: none */
     struct metrics *metrics;
     struct flow_cache *wf_cache; /* validated workflows by content; NULL: none */
     json_t *isolation;           /* what the start-up self-test observed */
@@ -63,6 +66,7 @@ struct app_run {
     const struct exec_hooks *hooks; /* frames the job sends besides its answer (RPCs) */
     const char *const *raw_path;    /* the result's value passed through as text, or NULL */
     struct pool *pool;              /* NULL: the app's pool */
+    uint64_t default_memory_mb;     /* when none is requested; 0: the server's default */
     struct exec_outcome outcome;    /* filled; release with app_run_done */
     struct response_limits limits;
     int64_t queue_wait_us;

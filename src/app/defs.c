@@ -7,12 +7,12 @@
 
 #include <errno.h>
 #include <pthread.h>
-#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <uthash.h>
 
+#include "util/b64.h"
 #include "util/log.h"
 #include "util/macros.h"
 
@@ -85,24 +85,7 @@ static char *defs_key(const char *endpoint, const char *app, const char *path)
 
 int defs_decode(const char *b64, char **ret, size_t *ret_len)
 {
-    size_t n = strlen(b64);
-    size_t cap = n / 4 * 3 + 3;
-    unsigned char *out = malloc(cap + 1);
-    if (!out)
-        return -ENOMEM;
-    size_t len = 0;
-    const char *end = NULL;
-    if (sodium_base642bin(out, cap, b64, n, " \r\n\t", &len, &end,
-                          sodium_base64_VARIANT_ORIGINAL) != 0 ||
-        (end && *end)) {
-        free(out);
-        return -EBADMSG;
-    }
-    out[len] = '\0';
-    *ret = (char *)out;
-    if (ret_len)
-        *ret_len = len;
-    return 0;
+    return b64_decode_ignoring(b64, strlen(b64), " \r\n\t", ret, ret_len);
 }
 
 /* An error that means "there is no such file" rather than "the framework failed". */

@@ -13,6 +13,7 @@
 #include "flow/template.h"
 #include "flow/workflow.h"
 #include "pool/pool.h"
+#include "pool/profile.h"
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/macros.h"
@@ -38,17 +39,21 @@ int app_run_job(struct app *a, struct app_run *run)
         manager_timeout_ms(a->mgr, run->history_key, run->requested_timeout_ms, &run->timeout_rule);
     int64_t memory_mb = run->requested_memory_mb
                             ? app_clamp(run->requested_memory_mb, 16, (int64_t)o->max_memory_mb)
-                            : (int64_t)o->default_memory_mb;
+                        : run->default_memory_mb ? (int64_t)run->default_memory_mb
+                                                 : (int64_t)o->default_memory_mb;
     run->limits = (struct response_limits){
         .timeout_ms = timeout_ms,
         .memory_mb = (uint64_t)memory_mb,
         .output_bytes = o->output_limit,
+        .artifacts = o->artifacts,
     };
     int64_t cpu_s = (timeout_ms + 999) / 1000;
     json_object_set_new(run->job, "limits",
-                        json_pack("{s:I, s:I, s:I}", "memoryBytes", (json_int_t)memory_mb << 20,
-                                  "cpuSeconds", (json_int_t)cpu_s, "outputBytes",
-                                  (json_int_t)o->output_limit));
+                        json_pack("{s:I, s:I, s:I, s:{s:I, s:I}}", "memoryBytes",
+                                  (json_int_t)memory_mb << 20, "cpuSeconds", (json_int_t)cpu_s,
+                                  "outputBytes", (json_int_t)o->output_limit, "artifacts", "count",
+                                  (json_int_t)o->artifacts.max_count, "bytes",
+                                  (json_int_t)o->artifacts.max_bytes));
 
     int64_t start = clock_mono_us();
     int r = manager_enter(a->mgr, start + timeout_ms * 1000, &run->queue_wait_us);
@@ -77,6 +82,7 @@ int app_run_job(struct app *a, struct app_run *run)
         .output_limit = o->output_limit,
         .raw_path = run->raw_path,
         .hooks = run->hooks,
+        .artifacts = o->artifacts,
     };
     struct manager_run mr;
     r = manager_attach(a->mgr, &mr, cell);
@@ -109,6 +115,8 @@ static const char *app_result_label(json_t *body, int status)
         return "rejected";
     if (status >= 500)
         return "internal";
+    if (status >= 400)
+        return "bad_request";
     const char *rt = json_string_value(json_object_get(body, "resultType"));
     if (!rt || strcmp(rt, "error") != 0)
         return "ok";
@@ -209,6 +217,46 @@ void app_reply_from_run(struct app *a, const struct request_spec *s, struct app_
     run->outcome.raw = (struct frame_raw){0};
 }
 
+static bool app_refuse(struct app_reply *ret, int status, const char *code, const char *field,
+                       const char *message)
+{
+    ret->status = status;
+    ret->body =
+        json_pack("{s:{s:s, s:s, s:s}}", "error", "code", code, "field", field, "message", message);
+    return false;
+}
+
+/* Refuse what the request asks of the data work (CONTRACT §12) that cannot be had, before
+ * anything runs: 400 for an unknown profile, 413 for files over the sandbox's /tmp. */
+static bool app_check_data_work(struct app *a, const struct request_spec *s, struct app_reply *ret)
+{
+    struct pool *pool;
+    uint64_t mb;
+    if (s->profile && strcmp(s->profile, "default") != 0 &&
+        profiles_lookup(a->profiles, s->profile, &pool, &mb) < 0)
+        return app_refuse(ret, 400, "INVALID_REQUEST", "context.taskDetails.profile",
+                          "context.taskDetails.profile: no such profile (GET /healthz lists "
+                          "them under \"profiles\")");
+    if (s->files_bytes > a->jail->tmp_bytes)
+        return app_refuse(ret, 413, "FILES_TOO_LARGE", "context.taskDetails.files",
+                          "context.taskDetails.files: the files do not fit in the sandbox's "
+                          "/tmp (--tmp-size-mb)");
+    return true;
+}
+
+/* The request's profile (its pool, its default memory), files and collect globs onto run and
+ * job; checked by app_check_data_work() already. */
+static void app_data_work(struct app *a, const struct request_spec *s, json_t *job,
+                          struct app_run *run)
+{
+    if (s->profile && strcmp(s->profile, "default") != 0)
+        (void)profiles_lookup(a->profiles, s->profile, &run->pool, &run->default_memory_mb);
+    if (s->files)
+        json_object_set(job, "files", s->files);
+    if (s->collect)
+        json_object_set(job, "collect", s->collect);
+}
+
 /* app_jit_call(); with pass_through, the function's value comes back as text in ret->raw. */
 static void app_jit_run(struct app *a, const struct request_spec *s, const char *script,
                         const char *function, json_t *request_data, json_t *context,
@@ -242,6 +290,8 @@ static void app_jit_run(struct app *a, const struct request_spec *s, const char 
         .requested_memory_mb = s->memory_mb,
         .raw_path = pass_through ? response_raw_path(RESPONSE_JIT) : NULL,
     };
+    if (job)
+        app_data_work(a, s, job, &run);
     int r = job ? app_run_job(a, &run) : -ENOMEM;
     app_reply_from_run(a, s, &run, r, RESPONSE_JIT, fst, ret);
     app_run_done(&run);
@@ -283,6 +333,8 @@ static void app_executor(struct app *a, const struct request_spec *s, struct app
         .requested_memory_mb = s->memory_mb,
         .raw_path = response_raw_path(RESPONSE_EXECUTOR),
     };
+    if (job)
+        app_data_work(a, s, job, &run);
     int r = job ? app_run_job(a, &run) : -ENOMEM;
     app_reply_from_run(a, s, &run, r, RESPONSE_EXECUTOR, NULL, ret);
     app_run_done(&run);
@@ -294,6 +346,11 @@ void app_execute(struct app *a, const struct request_spec *s, struct app_reply *
     *ret = (struct app_reply){0};
     int64_t start = clock_mono_us();
     log_context_set(s->request_id, s->app_id);
+    if (!app_check_data_work(a, s, ret)) {
+        app_finish(a, s, ret, start);
+        log_context_clear();
+        return;
+    }
     switch (s->handler) {
     case HANDLER_JIT:
         app_jit(a, s, ret);

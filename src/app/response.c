@@ -222,6 +222,7 @@ json_t *response_build(const char *rid, enum response_kind kind, const struct ex
     }
     json_object_set_new(resp, "metrics", metrics);
     json_object_set_new(resp, "verdict", verdict_to_json(v));
+    artifact_set_report(&o->artifacts, &lim->artifacts, resp, false);
     return resp;
 }
 

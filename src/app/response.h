@@ -23,6 +23,7 @@ struct response_limits {
     int64_t timeout_ms;
     uint64_t memory_mb;
     uint64_t output_bytes;
+    struct artifact_caps artifacts;
 };
 
 struct response_metrics {
@@ -32,7 +33,8 @@ struct response_metrics {
     bool pool_hit;
 };
 
-/* The whole response object {requestId, resultType, data, metrics, verdict} (new reference).
+/* The whole response object {requestId, resultType, data, metrics, verdict, and artifacts /
+ * artifactsError when there are any} (new reference).
  * Returns NULL on allocation failure or when the outcome is INTERNAL (the caller answers 500). */
 json_t *response_build(const char *request_id, enum response_kind kind,
                        const struct exec_outcome *o, const struct response_limits *lim,

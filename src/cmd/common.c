@@ -67,6 +67,18 @@ static int common_parse_milli(const char *name, const char *s, uint32_t min, uin
     return 0;
 }
 
+/* Append arg to a NULL-terminated list; 1, or -1 when out of memory. */
+static int common_list_add(const char ***list, size_t *n, const char *arg)
+{
+    const char **l = realloc(*list, (*n + 2) * sizeof(*l));
+    if (!l)
+        return -1;
+    *list = l;
+    l[(*n)++] = arg;
+    l[*n] = NULL;
+    return 1;
+}
+
 int common_opt(struct common_opts *c, int opt, const char *arg)
 {
     switch (opt) {
@@ -79,15 +91,14 @@ int common_opt(struct common_opts *c, int opt, const char *arg)
     case COMMON_OPT_CELL_LIB:
         c->cell_lib = arg;
         return 1;
-    case COMMON_OPT_BIND: {
-        const char **b = realloc(c->binds, (c->n_binds + 2) * sizeof(*b));
-        if (!b)
+    case COMMON_OPT_BIND:
+        return common_list_add(&c->binds, &c->n_binds, arg);
+    case COMMON_OPT_SITE_PACKAGES:
+        if (arg[0] != '/') {
+            fprintf(stderr, "sandboxd: --site-packages: '%s' is not an absolute path\n", arg);
             return -1;
-        c->binds = b;
-        c->binds[c->n_binds++] = arg;
-        c->binds[c->n_binds] = NULL;
-        return 1;
-    }
+        }
+        return common_list_add(&c->site_packages, &c->n_site_packages, arg);
     case COMMON_OPT_TMP_MB:
         return common_parse_u64("tmp-size-mb", arg, 1, 1 << 20, &c->tmp_mb) < 0 ? -1 : 1;
     case COMMON_OPT_SANDBOX_UID:
@@ -190,6 +201,7 @@ int common_resolve(struct common_opts *c, struct jail_options *ret)
         .runtime_dir = c->runtime_dir,
         .cell_lib = c->cell_lib,
         .binds = c->binds,
+        .site_packages = c->site_packages,
         .tmp_bytes = (c->tmp_mb ? c->tmp_mb : 64) << 20,
         .sandbox_uid = (uid_t)c->sandbox_uid,
         .cgroup =
@@ -208,6 +220,7 @@ int common_resolve(struct common_opts *c, struct jail_options *ret)
 void common_done(struct common_opts *c)
 {
     free(c->binds);
+    free(c->site_packages);
     free(c->runtime_dir_buf);
     free(c->cell_lib_buf);
     *c = (struct common_opts){0};

@@ -20,6 +20,8 @@ struct common_opts {
     const char *cell_lib;
     const char **binds; /* NULL-terminated, grown by --bind */
     size_t n_binds;
+    const char **site_packages; /* NULL-terminated, grown by --site-packages */
+    size_t n_site_packages;
     uint64_t tmp_mb;
     uint64_t sandbox_uid;
     bool no_cgroups;
@@ -47,6 +49,7 @@ enum {
     COMMON_OPT_CPUS,
     COMMON_OPT_INSECURE_NO_SECCOMP,
     COMMON_OPT_LOG_LEVEL,
+    COMMON_OPT_SITE_PACKAGES,
     COMMON_OPT_LAST,
 };
 
@@ -63,6 +66,7 @@ enum {
         {"cells-memory-mb", required_argument, NULL, COMMON_OPT_CELLS_MEMORY},                     \
         {"cpus", required_argument, NULL, COMMON_OPT_CPUS},                                        \
         {"insecure-no-seccomp", no_argument, NULL, COMMON_OPT_INSECURE_NO_SECCOMP},                \
+        {"site-packages", required_argument, NULL, COMMON_OPT_SITE_PACKAGES},                      \
     {                                                                                              \
         "log-level", required_argument, NULL, COMMON_OPT_LOG_LEVEL                                 \
     }
@@ -73,6 +77,8 @@ enum {
     "  --runtime-dir DIR      sandboxd's Python runtime (default: found next to the binary)\n"     \
     "  --cell-lib PATH        libsbxcell.so (default: next to the binary)\n"                       \
     "  --bind SRC[:DST]       extra read-only bind mount (repeatable)\n"                           \
+    "  --site-packages DIR    also import from DIR (a virtualenv's site-packages), bound\n"        \
+    "                         read-only with what its symlinks reach (repeatable)\n"               \
     "  --tmp-size-mb N        size of the sandbox's writable /tmp (default 64)\n"                  \
     "  --sandbox-uid N        host uid sandboxes run as when sandboxd is root (default 65534)\n"   \
     "  --no-cgroups           do not use cgroups (rlimits only)\n"                                 \

@@ -303,12 +303,14 @@ int cmd_mcp(int argc, char **argv)
     int status = mcp_parse(argc, argv, &o, &common);
     if (status >= 0) {
         common_done(&common);
+        setup_opts_done(&o);
         return status;
     }
     status = 1;
     int in_fd = -1, out_fd = -1, sig_fd = -1;
     if (mcp_take_stdio(&in_fd, &out_fd) < 0) {
         common_done(&common);
+        setup_opts_done(&o);
         return 1;
     }
     /* Before any thread exists: the shutdown signals arrive on a signalfd. */
@@ -334,6 +336,7 @@ int cmd_mcp(int argc, char **argv)
     struct mcp_server_options mso = {
         .output_json = strcmp(o.mcp_output, "json") == 0,
         .workspace = o.mcp_workspace,
+        .profile = o.mcp_profile,
         .page_size = (unsigned)o.mcp_page_size,
         .default_timeout_ms = su.so.default_timeout_ms,
         .max_timeout_ms = su.so.max_timeout_ms,
@@ -369,5 +372,6 @@ out:
     close(in_fd);
     close(out_fd);
     common_done(&common);
+    setup_opts_done(&o);
     return status;
 }

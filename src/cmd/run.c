@@ -167,17 +167,21 @@ static int run_file(const struct run_spec *spec, struct common_opts *common)
         goto done;
     enum response_kind kind =
         spec->class_name || !spec->function ? RESPONSE_EXECUTOR : RESPONSE_JIT;
+    struct artifact_caps caps = {.max_count = ARTIFACT_DEFAULT_COUNT,
+                                 .max_bytes = (size_t)ARTIFACT_DEFAULT_MB << 20};
     struct exec_request req = {
         .job = job,
         .timeout_us = (int64_t)spec->timeout_ms * 1000,
         .cpu_limit_us = ((spec->timeout_ms + 999) / 1000) * 1000000,
         .output_limit = spec->output_kb << 10,
         .raw_path = response_raw_path(kind),
+        .artifacts = caps,
     };
     (void)exec_run(cell, &req, &o);
     struct response_limits rl = {.timeout_ms = (int64_t)spec->timeout_ms,
                                  .memory_mb = spec->memory_mb,
-                                 .output_bytes = spec->output_kb << 10};
+                                 .output_bytes = spec->output_kb << 10,
+                                 .artifacts = caps};
     json_t *resp = response_build("cli", kind, &o, &rl, NULL);
     if (!resp) {
         fprintf(stderr, "sandboxd run: the sandbox failed: %s\n",

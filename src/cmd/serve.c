@@ -459,6 +459,7 @@ int cmd_serve(int argc, char **argv)
     if (status >= 0) {
         url_allowlist_done(&o.framework_allow);
         common_done(&common);
+        setup_opts_done(&o.setup);
         return status;
     }
     status = 1;
@@ -531,6 +532,7 @@ int cmd_serve(int argc, char **argv)
     struct mcp_server_options mso = {
         .output_json = strcmp(o.setup.mcp_output, "json") == 0,
         .workspace = o.setup.mcp_workspace,
+        .profile = o.setup.mcp_profile,
         .page_size = (unsigned)o.setup.mcp_page_size,
         .default_timeout_ms = su.so.default_timeout_ms,
         .max_timeout_ms = su.so.max_timeout_ms,
@@ -557,6 +559,7 @@ int cmd_serve(int argc, char **argv)
                 .max_frame = (size_t)o.setup.max_result_mb << 20,
                 .nproc = o.setup.procs,
                 .nofile = 256,
+                .artifacts = setup_artifact_caps(&o.setup),
                 .llm_timeout_ms = (int64_t)o.llm_timeout,
                 .max_workflow_steps = (unsigned)o.max_workflow_steps,
             },
@@ -567,6 +570,7 @@ int cmd_serve(int argc, char **argv)
         .pool = su.pool,
         .session_pool = su.session_pool,
         .template_pool = template_pool,
+        .profiles = su.profiles,
         .metrics = su.metrics,
         .wf_cache = wf_cache,
         .isolation = su.isolation,
@@ -633,5 +637,6 @@ out:
     policy_free(policy);
     url_allowlist_done(&o.framework_allow);
     common_done(&common);
+    setup_opts_done(&o.setup);
     return status;
 }

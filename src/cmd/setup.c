@@ -48,7 +48,23 @@ void setup_opts_init(struct setup_opts *o)
         .mcp_output = "text",
         .mcp_workspace = "default",
         .mcp_page_size = 100,
+        .profile_pool_size = 2,
+        .max_artifacts = ARTIFACT_DEFAULT_COUNT,
+        .max_artifacts_mb = ARTIFACT_DEFAULT_MB,
     };
+}
+
+void setup_opts_done(struct setup_opts *o)
+{
+    for (size_t i = 0; i < o->n_profiles; i++)
+        profile_spec_done(&o->profiles[i]);
+    o->n_profiles = 0;
+}
+
+struct artifact_caps setup_artifact_caps(const struct setup_opts *o)
+{
+    return (struct artifact_caps){.max_count = (size_t)o->max_artifacts,
+                                  .max_bytes = (size_t)o->max_artifacts_mb << 20};
 }
 
 int setup_opt(struct setup_opts *o, int opt, const char *arg)
@@ -81,6 +97,9 @@ int setup_opt(struct setup_opts *o, int opt, const char *arg)
         {SETUP_OPT_SESSION_HOST_CPU, "session-host-cpu-ms", 1, 3600000, &o->session_host_cpu},
         {SETUP_OPT_WORKSPACE_QUOTA, "workspace-quota-mb", 1, 1 << 20, &o->workspace_quota},
         {SETUP_OPT_MCP_PAGE_SIZE, "mcp-page-size", 1, 1000, &o->mcp_page_size},
+        {SETUP_OPT_PROFILE_POOL, "profile-pool-size", 1, 1024, &o->profile_pool_size},
+        {SETUP_OPT_MAX_ARTIFACTS, "max-artifacts", 0, 1024, &o->max_artifacts},
+        {SETUP_OPT_MAX_ARTIFACTS_MB, "max-artifacts-mb", 0, 1024, &o->max_artifacts_mb},
     };
     for (size_t i = 0; i < ARRAY_SIZE(nums); i++)
         if (nums[i].opt == opt)
@@ -94,6 +113,20 @@ int setup_opt(struct setup_opts *o, int opt, const char *arg)
     case SETUP_OPT_MCP_CONFIG:
         o->mcp_config = arg;
         return 1;
+    case SETUP_OPT_PROFILE: {
+        char *why = NULL;
+        if (o->n_profiles >= PROFILE_MAX) {
+            fprintf(stderr, "sandboxd: --profile: at most %d profiles\n", PROFILE_MAX);
+            return -1;
+        }
+        if (profile_spec_parse(arg, &o->profiles[o->n_profiles], &why) < 0) {
+            fprintf(stderr, "sandboxd: --profile: %s\n", why ? why : "out of memory");
+            free(why);
+            return -1;
+        }
+        o->n_profiles++;
+        return 1;
+    }
     case SETUP_OPT_NO_DISCOVERY:
         o->no_discovery = true;
         return 1;
@@ -109,6 +142,13 @@ int setup_opt(struct setup_opts *o, int opt, const char *arg)
             return -1;
         }
         o->mcp_output = arg;
+        return 1;
+    case SETUP_OPT_MCP_PROFILE:
+        if (strcmp(arg, "default") != 0 && !profile_name_ok(arg)) {
+            fprintf(stderr, "sandboxd: --mcp-profile: '%s' is not a profile name\n", arg);
+            return -1;
+        }
+        o->mcp_profile = arg;
         return 1;
     case SETUP_OPT_MCP_WORKSPACE: {
         const char *why = workspace_check_name(arg);
@@ -257,6 +297,26 @@ int setup_start(struct setup *s, const struct setup_opts *o, struct common_opts 
         log_error("%s: the warm pool could not start (use --pool-size 0 to run without)", cmd);
         return r;
     }
+    struct profiles_options pro = {
+        .default_size = (unsigned)o->profile_pool_size,
+        .preimport = o->preimport,
+        .nproc = o->procs,
+        .nofile = 256,
+        .max_frame = (size_t)o->max_result_mb << 20,
+        .max_memory_mb = o->max_memory,
+    };
+    if (s->jopt.cell_lib &&
+        (r = profiles_new(&s->jail, o->profiles, o->n_profiles, &pro, &s->profiles)) < 0) {
+        log_error("%s: the profiles could not be set up", cmd);
+        return r;
+    }
+    struct pool *unused_pool;
+    uint64_t unused_mb;
+    if (o->mcp_profile && strcmp(o->mcp_profile, "default") != 0 &&
+        profiles_lookup(s->profiles, o->mcp_profile, &unused_pool, &unused_mb) < 0) {
+        log_error("%s: --mcp-profile %s: no such profile", cmd, o->mcp_profile);
+        return -EINVAL;
+    }
     /* Sessions need asyncio and the session runtime (~25 ms of imports): a zygote of their
      * own has them imported, so that a session is ready in a few milliseconds without
      * making every JIT interpreter's fork and exit dearer. */
@@ -302,6 +362,8 @@ int setup_start(struct setup *s, const struct setup_opts *o, struct common_opts 
         .max_tool_calls = (unsigned)o->max_tool_calls,
         .session_tool_calls = (unsigned)o->session_tool_calls,
         .host_cpu_ms = o->session_host_cpu,
+        .profiles = s->profiles,
+        .artifacts = setup_artifact_caps(o),
     };
     return sessions_new(&s->so, &s->jail, s->session_pool ? s->session_pool : s->pool, s->mcp,
                         s->wstore, s->metrics, &s->sessions);
@@ -311,6 +373,7 @@ void setup_stop(struct setup *s)
 {
     /* Sessions first, and all the threads that use them, then what they use. */
     sessions_free(s->sessions);
+    profiles_free(s->profiles);
     pool_free(s->session_pool);
     pool_free(s->pool);
     workspace_store_free(s->wstore);

@@ -16,7 +16,9 @@
 
 #include "cmd/common.h"
 #include "jail/jail.h"
+#include "exec/artifact.h"
 #include "mcp/config.h"
+#include "pool/profile.h"
 #include "session/session.h"
 
 struct pool;
@@ -40,8 +42,14 @@ struct setup_opts {
     /* the MCP server (mcp/server.h) of either subcommand */
     const char *mcp_output;        /* "text" or "json" */
     const char *mcp_workspace;     /* workspace of the sessions run_python creates */
+    const char *mcp_profile;       /* profile of the sessions run_python creates (NULL: default) */
     uint64_t mcp_page_size;        /* tools per tools/list page */
     const char *session_id_prefix; /* serve's --instance-id (sessions_options.id_prefix) */
+    /* data work (CONTRACT §12) */
+    struct profile_spec profiles[PROFILE_MAX]; /* --profile, owned (setup_opts_done) */
+    size_t n_profiles;
+    uint64_t profile_pool_size;
+    uint64_t max_artifacts, max_artifacts_mb;
 };
 
 enum {
@@ -73,6 +81,11 @@ enum {
     SETUP_OPT_SESSION_TOOL_CALLS,
     SETUP_OPT_SESSION_HOST_CPU,
     SETUP_OPT_WORKSPACE_QUOTA,
+    SETUP_OPT_PROFILE,
+    SETUP_OPT_PROFILE_POOL,
+    SETUP_OPT_MAX_ARTIFACTS,
+    SETUP_OPT_MAX_ARTIFACTS_MB,
+    SETUP_OPT_MCP_PROFILE,
     SETUP_OPT_LAST,
 };
 
@@ -104,6 +117,11 @@ enum {
         {"mcp-output", required_argument, NULL, SETUP_OPT_MCP_OUTPUT},                             \
         {"mcp-workspace", required_argument, NULL, SETUP_OPT_MCP_WORKSPACE},                       \
         {"session-pool-size", required_argument, NULL, SETUP_OPT_SESSION_POOL},                    \
+        {"profile", required_argument, NULL, SETUP_OPT_PROFILE},                                   \
+        {"profile-pool-size", required_argument, NULL, SETUP_OPT_PROFILE_POOL},                    \
+        {"max-artifacts", required_argument, NULL, SETUP_OPT_MAX_ARTIFACTS},                       \
+        {"max-artifacts-mb", required_argument, NULL, SETUP_OPT_MAX_ARTIFACTS_MB},                 \
+        {"mcp-profile", required_argument, NULL, SETUP_OPT_MCP_PROFILE},                           \
     {                                                                                              \
         "mcp-page-size", required_argument, NULL, SETUP_OPT_MCP_PAGE_SIZE                          \
     }
@@ -117,7 +135,16 @@ enum {
     "  --output-limit-kb N    stdout+stderr kept per execution (1024)\n"                           \
     "  --max-procs N          processes/threads per sandbox (64)\n"                                \
     "  --max-result-mb N      largest result (protocol frame) a sandbox may send (64); larger\n"   \
-    "                         is INVALID_RESULT\n"
+    "                         is INVALID_RESULT\n"                                                 \
+    "  --profile NAME=MODS[:size=N][:memory=MB]\n"                                                 \
+    "                         a warm pool whose interpreters start with the comma-separated\n"     \
+    "                         modules imported, chosen by taskDetails.profile or a session's\n"    \
+    "                         profile; started on first use (repeatable; built in when numpy,\n"   \
+    "                         pandas and matplotlib are installed: datascience)\n"                 \
+    "  --profile-pool-size N  ready interpreters per profile (2)\n"                                \
+    "  --max-artifacts N      figures, displayed objects and collected files returned per\n"       \
+    "                         execution (32)\n"                                                    \
+    "  --max-artifacts-mb N   bytes of them per execution (16)\n"
 
 #define SETUP_HELP_SESSIONS                                                                        \
     "Sessions and MCP servers:\n"                                                                  \
@@ -155,6 +182,8 @@ enum {
     "  --mcp-output MODE      text (compact, default) or json: how tool results are written\n"     \
     "                         (run_python's \"output\" argument overrides it per call)\n"          \
     "  --mcp-workspace NAME   workspace of the sessions run_python creates (default)\n"            \
+    "  --mcp-profile NAME     profile of the sessions run_python creates (e.g. datascience:\n"     \
+    "                         numpy, pandas and matplotlib already imported; default: none)\n"     \
     "  --mcp-page-size N      tools per tools/list page (100)\n"
 
 /* Defaults. */
@@ -164,6 +193,10 @@ int setup_opt(struct setup_opts *o, int opt, const char *arg);
 /* Reconcile related limits once every option is read: a maximum below a default lowers the
  * default. */
 void setup_opts_finish(struct setup_opts *o);
+/* Free what the options own (the parsed profiles). */
+void setup_opts_done(struct setup_opts *o);
+/* The artifact caps the options give. */
+struct artifact_caps setup_artifact_caps(const struct setup_opts *o);
 
 /* Everything setup_start() built; owned by the struct. */
 struct setup {
@@ -173,6 +206,7 @@ struct setup {
     struct metrics *metrics;
     struct pool *pool;         /* NULL with --pool-size 0 */
     struct pool *session_pool; /* NULL with --session-pool-size 0: sessions use pool */
+    struct profiles *profiles; /* --profile and the built-in ones (pools started on use) */
     struct mcp_config mcfg;
     struct mcp_registry *mcp;
     char *state_dir;

@@ -44,6 +44,7 @@ void exec_outcome_done(struct exec_outcome *o)
     buf_free(&o->err);
     free(o->internal);
     o->internal = NULL;
+    artifact_set_done(&o->artifacts);
 }
 
 static void exec_fail(struct exec_outcome *o, enum verdict_status status, const char *what, int err)
@@ -155,10 +156,18 @@ static int exec_handle_frames(struct exec_state *s)
         if (exec_is_final(s->req, msg)) {
             s->o->final = msg;
             s->o->raw = raw;
+            artifact_set_note_final(&s->o->artifacts, msg);
             return 1;
         }
         frame_raw_done(&raw); /* only a final frame has one that counts */
         const char *type = json_string_value(json_object_get(msg, "type"));
+        if (type && strcmp(type, "display") == 0) {
+            json_t *kept = artifact_set_add(&s->o->artifacts, &s->req->artifacts, msg);
+            if (kept && s->req->hooks && s->req->hooks->on_artifact)
+                s->req->hooks->on_artifact(s->req->hooks->userdata, kept);
+            json_decref(msg);
+            continue;
+        }
         int hr = 0;
         if (!type || strcmp(type, "ready") != 0) {
             if (s->req->hooks && s->req->hooks->on_message)

@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "exec/artifact.h"
 #include "exec/cell.h"
 #include "exec/verdict.h"
 #include "util/buf.h"
@@ -35,21 +36,24 @@ struct exec_hooks {
     unsigned (*pending)(void *userdata);
     void (*flush)(void *userdata, struct cell *c);
     int wake_fd;
+    /* An artifact the execution produced and the host kept (exec/artifact.h); borrowed. */
+    void (*on_artifact)(void *userdata, json_t *artifact);
 };
 
 struct exec_request {
-    const json_t *job;           /* borrowed; NULL: send nothing (the job is already queued) */
-    int64_t timeout_us;          /* wall clock */
-    uint64_t cpu_limit_us;       /* informs the TIMEOUT(cpu) attribution; 0 = none */
-    size_t output_limit;         /* stdout + stderr bytes; more is OUTPUT_LIMIT */
-    bool keep_alive;             /* sessions: leave the cell running after the final frame */
-    int64_t interrupt_grace_us;  /* at the deadline send SIGINT and wait this long for the final
-                                  * frame before killing (sessions); 0: kill at once */
-    const char *final_type;      /* type of the final frame besides "error"; default "result" */
-    int64_t final_id;            /* > 0: the final frame must carry this "id" (any other is an
-                                  * ordinary frame), and "error" frames are not final */
-    const char *const *raw_path; /* a member of the final frame handed over as text (raw), not
-                                  * parsed: a result's data passes through (NULL: none) */
+    const json_t *job;              /* borrowed; NULL: send nothing (the job is already queued) */
+    int64_t timeout_us;             /* wall clock */
+    uint64_t cpu_limit_us;          /* informs the TIMEOUT(cpu) attribution; 0 = none */
+    size_t output_limit;            /* stdout + stderr bytes; more is OUTPUT_LIMIT */
+    bool keep_alive;                /* sessions: leave the cell running after the final frame */
+    int64_t interrupt_grace_us;     /* at the deadline send SIGINT and wait this long for the final
+                                     * frame before killing (sessions); 0: kill at once */
+    const char *final_type;         /* type of the final frame besides "error"; default "result" */
+    int64_t final_id;               /* > 0: the final frame must carry this "id" (any other is an
+                                     * ordinary frame), and "error" frames are not final */
+    const char *const *raw_path;    /* a member of the final frame handed over as text (raw), not
+                                     * parsed: a result's data passes through (NULL: none) */
+    struct artifact_caps artifacts; /* display frames kept at most (zero: none) */
     const struct exec_hooks *hooks;
 };
 
@@ -62,6 +66,7 @@ struct exec_outcome {
     char *internal;       /* VERDICT_INTERNAL / VERDICT_PROTOCOL: what went wrong */
     bool cell_alive;      /* keep_alive and the cell survived */
     bool interrupted;     /* the deadline passed and SIGINT was sent */
+    struct artifact_set artifacts; /* what the display frames brought, checked and capped */
 };
 
 void exec_outcome_done(struct exec_outcome *o);

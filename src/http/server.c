@@ -168,7 +168,7 @@ static struct MHD_Response *http_build_response(struct http_req *req, struct htt
         len = strlen(data);
     } else if (reply->text) {
         data = TAKE_PTR(reply->text);
-        len = strlen(data);
+        len = reply->text_len ? reply->text_len : strlen(data);
     }
     struct MHD_Response *resp = MHD_create_response_from_buffer(
         len, data ? data : (char *)"", data ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);

@@ -57,6 +57,7 @@ struct http_reply {
     int status;
     json_t *body;             /* owned; NULL for an empty body */
     char *text;               /* owned; a non-JSON body (e.g. Prometheus), used when body is NULL */
+    size_t text_len;          /* bytes of text when it may hold NULs (a file); 0: strlen(text) */
     const char *content_type; /* static; default application/json */
     struct http_header headers[6];
     size_t n_headers;

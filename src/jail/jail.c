@@ -31,6 +31,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "jail/hostdeps.h"
 #include "jail/seccomp.h"
 #include "jail/steps.h"
 #include "util/buf.h"
@@ -166,54 +167,21 @@ static bool jail_path_within(const char *path, const char *dir)
     return strncmp(path, dir, n) == 0 && (path[n] == '/' || path[n] == '\0');
 }
 
-/* Is `path` inside a directory the plan already binds? */
-static bool jail_covered(char **bound, size_t nbound, const char *path)
-{
-    for (size_t i = 0; i < nbound; i++)
-        if (jail_path_within(path, bound[i]))
-            return true;
-    return false;
-}
-
-struct jail_binds {
-    char **dirs;
-    size_t n;
-};
-
-static void jail_binds_free(struct jail_binds *b)
-{
-    for (size_t i = 0; i < b->n; i++)
-        free(b->dirs[i]);
-    free(b->dirs);
-}
-
 /* Bind a host directory read-only at the same path unless it is missing or already
  * covered by an earlier bind. */
-static int jail_bind_dir(struct jail_config *cfg, struct jail_binds *b, const char *path)
+static int jail_bind_dir(struct jail_config *cfg, struct hostdeps_binds *b, const char *path)
 {
     char real[PATH_MAX];
     if (!path || !*path || !realpath(path, real))
         return 0;
     struct stat st;
-    if (stat(real, &st) < 0 || !S_ISDIR(st.st_mode) || jail_covered(b->dirs, b->n, real))
+    if (stat(real, &st) < 0 || !S_ISDIR(st.st_mode) || hostdeps_covered(b, real))
         return 0;
-    /* Drop binds that the new one covers (a parent found after its child). */
-    for (size_t i = 0; i < b->n; i++)
-        if (jail_path_within(b->dirs[i], real))
-            return log_errno(LOG_ERROR, EINVAL,
-                             "jail: bind %s would cover the earlier bind %s; list parents first",
-                             real, b->dirs[i]);
+    if (hostdeps_covers_any(b, real))
+        return log_errno(LOG_ERROR, EINVAL,
+                         "jail: bind %s would cover an earlier bind; list parents first", real);
     int r = mount_plan_bind_ro(&cfg->plan, real, NULL);
-    if (r < 0)
-        return r;
-    char **dirs = realloc(b->dirs, (b->n + 1) * sizeof(*dirs));
-    if (!dirs)
-        return -ENOMEM;
-    b->dirs = dirs;
-    if (!(b->dirs[b->n] = strdup(real)))
-        return -ENOMEM;
-    b->n++;
-    return 0;
+    return r < 0 ? r : hostdeps_binds_add(b, real);
 }
 
 static int jail_plan_etc(struct jail_config *cfg)
@@ -268,7 +236,8 @@ static int jail_plan_dev(struct jail_config *cfg)
     return mount_plan_seal(&cfg->plan, "/dev", MS_NOSUID | MS_NOEXEC);
 }
 
-static int jail_plan_python(struct jail_config *cfg, struct jail_binds *b, json_t *info)
+static int jail_plan_python(struct jail_config *cfg, struct hostdeps_binds *b, json_t *info,
+                            const char *const *extra_site)
 {
     const char *exe = json_string_value(json_object_get(info, "executable"));
     if (!exe || exe[0] != '/')
@@ -310,12 +279,32 @@ static int jail_plan_python(struct jail_config *cfg, struct jail_binds *b, json_
         if ((r = jail_bind_dir(cfg, b, json_string_value(json_object_get(info, keys[i])))) < 0)
             return r;
 
+    /* The operator's site directories (a virtualenv's) come first on sys.path. */
     json_t *site = json_object_get(info, "site");
+    size_t nextra = 0;
+    while (extra_site && extra_site[nextra])
+        nextra++;
     size_t nsite = json_array_size(site);
-    cfg->site_dirs = calloc(nsite + 1, sizeof(char *));
+    cfg->site_dirs = calloc(nextra + nsite + 1, sizeof(char *));
     if (!cfg->site_dirs)
         return -ENOMEM;
     size_t k = 0;
+    for (size_t i = 0; i < nextra; i++) {
+        char real[PATH_MAX];
+        if (!realpath(extra_site[i], real))
+            return log_errno(LOG_ERROR, errno, "jail: --site-packages '%s'", extra_site[i]);
+        static const char *const hidden[] = {"/tmp", "/dev", "/proc", "/sys", "/run", "/sandboxd"};
+        for (size_t h = 0; h < ARRAY_SIZE(hidden); h++)
+            if (jail_path_within(real, hidden[h]))
+                return log_errno(LOG_ERROR, EINVAL,
+                                 "jail: --site-packages '%s' lies under %s, which the sandbox "
+                                 "has its own of; move it elsewhere",
+                                 real, hidden[h]);
+        if ((r = jail_bind_dir(cfg, b, real)) < 0)
+            return r;
+        if (!(cfg->site_dirs[k++] = strdup(real)))
+            return -ENOMEM;
+    }
     for (size_t i = 0; i < nsite; i++) {
         const char *d = json_string_value(json_array_get(site, i));
         char real[PATH_MAX];
@@ -330,7 +319,7 @@ static int jail_plan_python(struct jail_config *cfg, struct jail_binds *b, json_
         return r;
 
     /* The interpreter binary itself, plus the usual names for it next to it. */
-    if (!jail_covered(b->dirs, b->n, cfg->python)) {
+    if (!hostdeps_covered(b, cfg->python)) {
         if ((r = mount_plan_bind_ro(&cfg->plan, cfg->python, NULL)) < 0)
             return r;
         _cleanup_free_ char *dir = strdup(cfg->python);
@@ -355,8 +344,8 @@ static int jail_plan_python(struct jail_config *cfg, struct jail_binds *b, json_
 
 static int jail_plan_build(struct jail_config *cfg, const struct jail_options *opt, json_t *pyinfo)
 {
-    struct jail_binds b = {0};
-    int r = jail_plan_python(cfg, &b, pyinfo);
+    struct hostdeps_binds b = {0};
+    int r = jail_plan_python(cfg, &b, pyinfo, opt->site_packages);
     if (r < 0)
         goto out;
     if ((r = jail_plan_etc(cfg)) < 0 || (r = jail_plan_dev(cfg)) < 0)
@@ -374,6 +363,10 @@ static int jail_plan_build(struct jail_config *cfg, const struct jail_options *o
         goto out;
     if (opt->cell_lib &&
         (r = mount_plan_copy(&cfg->plan, opt->cell_lib, JAIL_CELL_LIB, JAIL_COPY_MAX)) < 0)
+        goto out;
+    /* After /etc, /dev, /proc and /tmp are planned: nothing may be bound under those. */
+    if ((r = hostdeps_add(&cfg->plan, &b, opt->dpkg_dir ? opt->dpkg_dir : "/var/lib/dpkg",
+                          cfg->site_dirs)) < 0)
         goto out;
     for (const char **e = opt->binds; e && *e; e++) {
         _cleanup_free_ char *spec = strdup(*e);
@@ -393,7 +386,7 @@ static int jail_plan_build(struct jail_config *cfg, const struct jail_options *o
             goto out;
     }
 out:
-    jail_binds_free(&b);
+    hostdeps_binds_free(&b);
     return r;
 }
 
@@ -424,6 +417,15 @@ static int jail_build_env(struct jail_config *cfg)
         "LC_ALL=C.UTF-8",
         "MALLOC_ARENA_MAX=2", /* thread arenas reserve 64 MiB of address space each */
         "SANDBOXD=1",
+        /* One execution, one core: BLAS and OpenMP would start a thread per host core (in
+         * the zygote too, before it forks) and reserve memory for each. */
+        "OPENBLAS_NUM_THREADS=1",
+        "OMP_NUM_THREADS=1",
+        /* matplotlib: figures render with Agg and plt.show() hands them to sandboxd as
+         * artifacts (runtime/sandboxd_runtime/mplbackend.py); its cache and configuration go
+         * to the per-sandbox /dev/shm, not into the working directory. */
+        "MPLBACKEND=module://sandboxd_runtime.mplbackend",
+        "MPLCONFIGDIR=/dev/shm/matplotlib",
     };
     cfg->envp = calloc(ARRAY_SIZE(env) + 1, sizeof(char *));
     if (!cfg->envp)

@@ -28,23 +28,27 @@
 #include "jail/cgroup.h"
 #include "jail/mount.h"
 
-#define JAIL_RUNTIME_DIR "/sandboxd/runtime"
-#define JAIL_CELL_LIB    "/sandboxd/lib/libsbxcell.so"
-#define JAIL_COPY_MAX    (2u << 20) /* bytes of the runtime (and of the cell library) */
-#define JAIL_SANDBOX_UID 65534      /* inside the namespace: "nobody" */
-#define JAIL_HOSTNAME    "sandbox"
+#define JAIL_RUNTIME_DIR          "/sandboxd/runtime"
+#define JAIL_CELL_LIB             "/sandboxd/lib/libsbxcell.so"
+#define JAIL_COPY_MAX             (2u << 20) /* bytes of the runtime (and of the cell library) */
+#define JAIL_HOSTDEPS_MAX_ENTRIES 2000000    /* directory entries walked for symlinks at start-up */
+#define JAIL_SANDBOX_UID          65534      /* inside the namespace: "nobody" */
+#define JAIL_HOSTNAME             "sandbox"
 
 enum jail_insecure {
     JAIL_INSECURE_NO_SECCOMP = 1u << 0,
 };
 
 struct jail_options {
-    const char *python;      /* interpreter on the host; default /usr/bin/python3 */
-    const char *runtime_dir; /* host path of runtime/ */
-    const char *cell_lib;    /* host path of libsbxcell.so */
-    const char **binds;      /* extra read-only binds "SRC[:DST]", NULL-terminated */
-    uint64_t tmp_bytes;      /* size of the writable /tmp */
-    uid_t sandbox_uid;       /* host uid sandboxes run as when sandboxd is root */
+    const char *python;         /* interpreter on the host; default /usr/bin/python3 */
+    const char *runtime_dir;    /* host path of runtime/ */
+    const char *cell_lib;       /* host path of libsbxcell.so */
+    const char **binds;         /* extra read-only binds "SRC[:DST]", NULL-terminated */
+    const char **site_packages; /* extra site directories (a virtualenv's), bound at their own
+                                 * path and first on sys.path; NULL-terminated, may be NULL */
+    const char *dpkg_dir;       /* package database for jail/dpkg.h; NULL: /var/lib/dpkg */
+    uint64_t tmp_bytes;         /* size of the writable /tmp */
+    uid_t sandbox_uid;          /* host uid sandboxes run as when sandboxd is root */
     /* cgroup limits: wanted, required, --cgroup-root, the cells' budget, --cpus */
     struct cgroup_options cgroup;
     unsigned insecure; /* enum jail_insecure */

@@ -127,6 +127,14 @@ static json_t *srv_run_python_tool(struct mcp_server *s)
         "How the result is written: compact text (the server's default unless started with "
         "--mcp-output json) or the JSON of structuredContent.",
         "required", "code", "additionalProperties", 0);
+    json_object_set_new(
+        json_object_get(input, "properties"), "files",
+        json_pack("{s:s, s:s, s:{s:[{s:s}, {s:s, s:{s:{s:s}}, s:[s], s:b}]}}", "type", "object",
+                  "description",
+                  "Files to place in the session's working directory before the code runs: "
+                  "relative path -> text, or {\"base64\": \"...\"} for binary content.",
+                  "additionalProperties", "anyOf", "type", "string", "type", "object", "properties",
+                  "base64", "type", "string", "required", "base64", "additionalProperties", 0));
     json_t *nullable_str = json_pack("{s:[s,s]}", "type", "string", "null");
     json_t *output = json_pack(
         "{s:s, s:{s:{s:s, s:s}, s:{s:s}, s:{s:s}, s:{s:[s,s]}, s:O, s:{s:s}, s:{s:s}, s:{s:s},"
@@ -140,6 +148,14 @@ static json_t *srv_run_python_tool(struct mcp_server *s)
         "integer", "notes", "type", "array", "items", "type", "string", "required", "status",
         "stdout", "stderr", "error", "result", "durationMs", "truncated", "sessionAlive");
     json_decref(nullable_str);
+    json_object_set_new(
+        json_object_get(output, "properties"), "artifacts",
+        json_pack("{s:s, s:s, s:{s:s, s:{s:{s:s}, s:{s:s}, s:{s:s}}}}", "type", "array",
+                  "description",
+                  "Figures, displayed objects and the like the code produced; their content "
+                  "follows as image or resource content blocks",
+                  "items", "type", "object", "properties", "name", "type", "string", "mimeType",
+                  "type", "string", "size", "type", "integer"));
     return json_pack(
         "{s:s, s:s, s:s, s:o, s:o, s:{s:b, s:b, s:b, s:b}}", "name", "run_python", "title",
         "Run Python in a sandbox", "description",
@@ -148,7 +164,9 @@ static json_t *srv_run_python_tool(struct mcp_server *s)
         "between calls of one session. MCP servers named in `servers` are Python objects whose "
         "tools are async methods: `await mcp_everything.get_sum(a=1, b=2)` (dashes become "
         "underscores); find tools with search_tool_docs. save_memory(key, value) and "
-        "load_memory(key) keep JSON values across sessions.",
+        "load_memory(key) keep JSON values across sessions. Matplotlib figures (plt.show(), or "
+        "left open) and display(obj) come back as images or resources; `files` puts input "
+        "files in the working directory.",
         "inputSchema", input, "outputSchema", output, "annotations", "readOnlyHint", 0,
         "destructiveHint", 0, "idempotentHint", 0, "openWorldHint", 0);
 }

@@ -38,6 +38,8 @@ struct tenant;
 struct mcp_server_options {
     bool output_json;           /* default output mode of tool results (else compact text) */
     const char *workspace;      /* workspace of the sessions run_python creates; copied */
+    const char *profile;        /* profile of the sessions run_python creates (NULL: default);
+                                 * borrowed, must outlive the server */
     unsigned page_size;         /* tools per tools/list page */
     int64_t default_timeout_ms; /* of a run_python execution (the sessions' default) */
     int64_t max_timeout_ms;     /* the sessions' maximum: larger timeouts are clamped */

@@ -92,6 +92,20 @@ json_t *srv_run_python(struct mcp_server_conn *c, json_t *args, json_t *token,
                        const struct mcp_server_out *out, struct srv_call *k);
 json_t *srv_reset(struct mcp_server_conn *c, json_t *args);
 
+/* ---- server_data.c ------------------------------------------------------------------------ */
+
+/* run_python's files argument checked: [{path, content}] (new reference), or NULL with
+ * *ret_error (caller frees). */
+json_t *srv_files_arg(json_t *files, char **ret_error);
+/* Write the checked files into session id's working directory. 0; -ENOENT when the session
+ * ended; -EINVAL with *ret_error (caller frees) when one cannot be written. */
+int srv_files_put(struct mcp_server *s, const char *id, json_t *files, char **ret_error);
+/* st.artifacts = [{name, mimeType, size}] (and st.artifactsError) from a session result. */
+void srv_artifacts_meta(json_t *st, json_t *result);
+/* The result's artifacts appended to the reply's content: images as image blocks, the rest
+ * as embedded resources. */
+void srv_artifacts_blocks(json_t *reply, json_t *result);
+
 /* ---- server_discovery.c ------------------------------------------------------------------- */
 
 json_t *srv_list_servers(struct mcp_server_conn *c, json_t *args);

@@ -247,7 +247,8 @@ static int srv_sandbox_get(struct mcp_server_conn *c, const char *name, json_t *
         json_decref(want);
         return -ENOMEM;
     }
-    struct session_create sc = {.servers = want, .workspace = s->workspace, .tenant = c->tenant};
+    struct session_create sc = {
+        .servers = want, .workspace = s->workspace, .tenant = c->tenant, .profile = s->opt.profile};
     json_t *info = NULL;
     struct session_error err;
     r = sessions_create(s->sessions, &sc, &info, &err);
@@ -554,6 +555,17 @@ static char *srv_run_text(json_t *st, int64_t limit_ms)
     }
     size_t i;
     json_t *note;
+    json_array_foreach(json_object_get(st, "artifacts"), i, note)
+    {
+        (void)buf_printf(&b, "[artifact] %s (%s, %lld bytes)\n",
+                         json_string_value(json_object_get(note, "name")),
+                         json_string_value(json_object_get(note, "mimeType")),
+                         (long long)json_integer_value(json_object_get(note, "size")));
+    }
+    const char *aerr =
+        json_string_value(json_object_get(json_object_get(st, "artifactsError"), "message"));
+    if (aerr)
+        (void)buf_printf(&b, "[artifacts] %s\n", aerr);
     json_array_foreach(json_object_get(st, "notes"), i, note)
     {
         (void)buf_printf(&b, "[note] %s\n", json_string_value(note));
@@ -569,8 +581,8 @@ json_t *srv_run_python(struct mcp_server_conn *c, json_t *args, json_t *token,
                        const struct mcp_server_out *out, struct srv_call *k)
 {
     struct mcp_server *s = c->srv;
-    static const char *const allowed[] = {"code",       "servers", "timeout",
-                                          "session_id", "output",  NULL};
+    static const char *const allowed[] = {"code",   "servers", "timeout", "session_id",
+                                          "output", "files",   NULL};
     json_t *bad = srv_check_args(c, "run_python", args, allowed);
     if (bad)
         return bad;
@@ -591,6 +603,16 @@ json_t *srv_run_python(struct mcp_server_conn *c, json_t *args, json_t *token,
             return srv_tool_error(c, "run_python: output: \"text\" or \"json\"");
         as_json = strcmp(m, "json") == 0;
     }
+    json_t *files = NULL;
+    json_t *fa = json_object_get(args, "files");
+    if (fa && !json_is_null(fa)) {
+        char *why = NULL;
+        if (!(files = srv_files_arg(fa, &why))) {
+            json_t *e = srv_tool_error(c, "run_python: %s", why ? why : "files: invalid");
+            free(why);
+            return e;
+        }
+    }
     json_t *notes = json_array();
     int64_t timeout_ms = 0;
     json_t *t = json_object_get(args, "timeout");
@@ -598,6 +620,7 @@ json_t *srv_run_python(struct mcp_server_conn *c, json_t *args, json_t *token,
         double secs = json_number_value(t);
         if (!json_is_number(t) || !isfinite(secs) || secs <= 0) {
             json_decref(notes);
+            json_decref(files);
             return srv_tool_error(c, "run_python: timeout: a number of seconds greater than 0");
         }
         if (secs * 1000.0 > (double)s->opt.max_timeout_ms) {
@@ -616,6 +639,7 @@ json_t *srv_run_python(struct mcp_server_conn *c, json_t *args, json_t *token,
     json_t *servers = srv_servers_arg(s, json_object_get(args, "servers"), &why);
     if (!servers) {
         json_decref(notes);
+        json_decref(files);
         json_t *r = srv_tool_error(c, "run_python: %s", why ? why : "servers: invalid");
         free(why);
         return r;
@@ -629,26 +653,30 @@ json_t *srv_run_python(struct mcp_server_conn *c, json_t *args, json_t *token,
         free(label);
         label = NULL;
         r = srv_sandbox_get(c, name, servers, notes, id, &label, &why);
-        if (r < 0)
+        if (r == 0)
+            r = srv_files_put(s, id, files, &why);
+        if (r < 0 && r != -ENOENT)
             break;
-        if (!srv_call_executing(c, k, id)) {
-            r = -ECANCELED;
-            break;
+        if (r == 0) {
+            if (!srv_call_executing(c, k, id)) {
+                r = -ECANCELED;
+                break;
+            }
+            struct srv_progress prog;
+            bool streaming = token && out && out->notify;
+            if (streaming)
+                srv_progress_start(&prog, out, token);
+            struct session_stream stream = {.userdata = &prog, .on_output = srv_progress_output};
+            r = sessions_execute(s->sessions, id, json_string_value(code), timeout_ms,
+                                 streaming ? &stream : NULL, &result, &err);
+            if (streaming)
+                srv_progress_finish(&prog);
+            (void)srv_call_executing(c, k, NULL);
+            if (r != -ENOENT || srv_call_cancelled(c, k))
+                break;
         }
-        struct srv_progress prog;
-        bool streaming = token && out && out->notify;
-        if (streaming)
-            srv_progress_start(&prog, out, token);
-        struct session_stream stream = {.userdata = &prog, .on_output = srv_progress_output};
-        r = sessions_execute(s->sessions, id, json_string_value(code), timeout_ms,
-                             streaming ? &stream : NULL, &result, &err);
-        if (streaming)
-            srv_progress_finish(&prog);
-        (void)srv_call_executing(c, k, NULL);
-        if (r != -ENOENT || srv_call_cancelled(c, k))
-            break;
-        /* It ended between the lookup and the execution (reaped, reset by a concurrent
-         * call): forget it, and try once more with a new one. */
+        /* It ended between the lookup and the execution, or before its files were in (reaped,
+         * reset by a concurrent call): forget it, and try once more with a new one. */
         srv_note_ended(notes, label);
         pthread_mutex_lock(&c->create_lock);
         srv_sandbox_forget(c, id);
@@ -668,6 +696,7 @@ json_t *srv_run_python(struct mcp_server_conn *c, json_t *args, json_t *token,
         session_error_done(&err);
     }
     json_decref(servers);
+    json_decref(files);
     if (r == -ECANCELED) {
         json_decref(notes);
         free(label);
@@ -707,15 +736,20 @@ json_t *srv_run_python(struct mcp_server_conn *c, json_t *args, json_t *token,
         json_object_get(result, "truncated"), "sessionAlive", alive, "session", label, "mcpCalls",
         json_object_get(result, "mcpCalls"), "notes", notes);
     json_decref(notes);
-    json_decref(result);
     free(label);
-    if (!st)
+    if (!st) {
+        json_decref(result);
         return srv_tool_error(c, "run_python: out of memory");
+    }
+    srv_artifacts_meta(st, result);
     const char *status = json_string_value(json_object_get(st, "status"));
     char *text = as_json ? jdump(st, JSON_COMPACT, NULL)
                          : srv_run_text(st, timeout_ms ? timeout_ms : s->opt.default_timeout_ms);
     json_t *reply = srv_tool_result(c, text ? text : "", st, !status || strcmp(status, "ok"));
     free(text);
+    if (reply)
+        srv_artifacts_blocks(reply, result);
+    json_decref(result);
     return reply;
 }
 

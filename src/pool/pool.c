@@ -97,6 +97,8 @@ struct pool {
     bool stop;
     int filter_fd;
     json_t *preimport; /* array of module names for the zygotes' config */
+    char *warmup;      /* code the zygotes run before forking, or NULL */
+    bool started;      /* false while a lazy pool waits for its first acquire */
     uint64_t hits, misses, created, failed, died_idle;
 };
 
@@ -291,10 +293,11 @@ static int zygote_start(struct pool *p, struct zygote *z)
     sv[1] = lp[1] = -1;
     z->ctl_fd = sv[0];
     z->log_fd = lp[0];
-    json_t *cfg = json_pack("{s:s, s:I, s:I, s:I, s:I, s:O}", "op", "config", "tmpBytes",
-                            (json_int_t)p->jail->tmp_bytes, "nofile", (json_int_t)p->opt.nofile,
-                            "nproc", (json_int_t)p->opt.nproc, "fsize",
-                            (json_int_t)p->jail->tmp_bytes, "preimport", p->preimport);
+    json_t *cfg =
+        json_pack("{s:s, s:I, s:I, s:I, s:I, s:O, s:s?}", "op", "config", "tmpBytes",
+                  (json_int_t)p->jail->tmp_bytes, "nofile", (json_int_t)p->opt.nofile, "nproc",
+                  (json_int_t)p->opt.nproc, "fsize", (json_int_t)p->jail->tmp_bytes, "preimport",
+                  p->preimport, "warmup", p->warmup);
     r = pool_send(z->ctl_fd, cfg, &p->filter_fd, p->filter_fd >= 0 ? 1 : 0);
     json_decref(cfg);
     if (r < 0) {
@@ -854,7 +857,9 @@ int pool_new(const struct jail_config *jail, const struct pool_options *opt, str
     p->zygotes = calloc(p->opt.zygotes, sizeof(*p->zygotes));
     p->preimport = pool_module_list(opt->preimport);
     p->opt.preimport = NULL; /* not kept: the list above is */
-    if (!p->zygotes || !p->preimport)
+    p->warmup = opt->warmup ? strdup(opt->warmup) : NULL;
+    p->opt.warmup = NULL;
+    if (!p->zygotes || !p->preimport || (opt->warmup && !p->warmup))
         goto fail;
     for (unsigned i = 0; i < p->opt.zygotes; i++) {
         p->zygotes[i] = (struct zygote){.pool = p,
@@ -881,12 +886,13 @@ int pool_new(const struct jail_config *jail, const struct pool_options *opt, str
         r = -EINVAL;
         goto fail;
     }
-    for (unsigned i = 0; i < p->opt.zygotes; i++) {
+    for (unsigned i = 0; i < p->opt.zygotes && !opt->lazy; i++) {
         if ((r = zygote_start(p, &p->zygotes[i])) < 0)
             goto fail;
         if ((r = zygote_wait_ready(&p->zygotes[i], 30000)) < 0)
             goto fail;
     }
+    p->started = !opt->lazy;
     if ((r = -pthread_create(&p->thread, NULL, pool_thread, p)) < 0)
         goto fail;
     *ret = p;
@@ -907,6 +913,7 @@ fail:
     }
     free(p->zygotes);
     json_decref(p->preimport);
+    free(p->warmup);
     fd_closep(&p->epfd);
     fd_closep(&p->evfd);
     fd_closep(&p->filter_fd);
@@ -955,6 +962,7 @@ void pool_free(struct pool *p)
         cgroup_cell_free(p->zygotes[i].cgroup);
     free(p->zygotes);
     json_decref(p->preimport);
+    free(p->warmup);
     close(p->epfd);
     close(p->evfd);
     fd_closep(&p->filter_fd);
@@ -969,6 +977,13 @@ int pool_acquire(struct pool *p, const struct jail_limits *lim, int64_t deadline
     struct timespec ts = {.tv_sec = deadline_us / 1000000,
                           .tv_nsec = (deadline_us % 1000000) * 1000};
     pthread_mutex_lock(&p->lock);
+    if (!p->started) {
+        /* A lazy pool's first user: the pool thread starts the zygotes now (pool_refill). */
+        p->started = true;
+        for (unsigned i = 0; i < p->opt.zygotes; i++)
+            p->zygotes[i].restart_at_us = clock_mono_us();
+        log_info("pool: starting on first use (%u zygote(s))", p->opt.zygotes);
+    }
     bool hit = p->ready_head != NULL;
     if (hit)
         p->hits++;
@@ -1013,12 +1028,61 @@ json_t *pool_stats(struct pool *p)
                                             "alive", z->alive, "forks", (json_int_t)z->forks,
                                             "restarts", (json_int_t)z->restarts));
     }
-    json_t *o =
-        json_pack("{s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o}", "enabled", 1, "target",
-                  (json_int_t)p->opt.size, "ready", (json_int_t)p->n_ready, "starting",
-                  (json_int_t)p->n_starting, "hits", (json_int_t)p->hits, "misses",
-                  (json_int_t)p->misses, "created", (json_int_t)(p->next_token), "failed",
-                  (json_int_t)p->failed, "diedIdle", (json_int_t)p->died_idle, "zygotes", zs);
+    json_t *o = json_pack("{s:b, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o}", "enabled", 1,
+                          "started", p->started, "target", (json_int_t)p->opt.size, "ready",
+                          (json_int_t)p->n_ready, "starting", (json_int_t)p->n_starting, "hits",
+                          (json_int_t)p->hits, "misses", (json_int_t)p->misses, "created",
+                          (json_int_t)(p->next_token), "failed", (json_int_t)p->failed, "diedIdle",
+                          (json_int_t)p->died_idle, "zygotes", zs);
     pthread_mutex_unlock(&p->lock);
     return o;
+}
+
+/* Rss and Pss of a process in bytes, from /proc/PID/smaps_rollup. */
+static int pool_proc_memory(pid_t pid, uint64_t *ret_rss, uint64_t *ret_pss)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/smaps_rollup", (int)pid);
+    _cleanup_free_ char *s = NULL;
+    int r = fd_read_file(AT_FDCWD, path, 1 << 16, &s, NULL);
+    if (r < 0)
+        return r;
+    const char *rss = strstr(s, "\nRss:");
+    const char *pss = strstr(s, "\nPss:");
+    if (!rss || !pss)
+        return -EBADMSG;
+    *ret_rss = strtoull(rss + 5, NULL, 10) * 1024;
+    *ret_pss = strtoull(pss + 5, NULL, 10) * 1024;
+    return 0;
+}
+
+json_t *pool_memory(struct pool *p)
+{
+    pid_t zpids[64], cpids[256];
+    size_t nz = 0, nc = 0;
+    pthread_mutex_lock(&p->lock);
+    for (unsigned i = 0; i < p->opt.zygotes && nz < ARRAY_SIZE(zpids); i++)
+        if (p->zygotes[i].alive)
+            zpids[nz++] = p->zygotes[i].proc.pid;
+    for (struct pool_cell *pc = p->ready_head; pc && nc < ARRAY_SIZE(cpids); pc = pc->next)
+        if (pc->cell && pc->cell->pid > 0)
+            cpids[nc++] = pc->cell->pid;
+    pthread_mutex_unlock(&p->lock);
+    /* Read without the lock: a process that exits meanwhile is simply left out. */
+    uint64_t zrss = 0, zpss = 0, cpss = 0, rss, pss;
+    size_t cells = 0;
+    for (size_t i = 0; i < nz; i++)
+        if (pool_proc_memory(zpids[i], &rss, &pss) == 0) {
+            zrss += rss;
+            zpss += pss;
+        }
+    for (size_t i = 0; i < nc; i++)
+        if (pool_proc_memory(cpids[i], &rss, &pss) == 0) {
+            cpss += pss;
+            cells++;
+        }
+    return json_pack("{s:I, s:I, s:I, s:I, s:I}", "zygoteRssBytes", (json_int_t)zrss,
+                     "zygotePssBytes", (json_int_t)zpss, "readyCells", (json_int_t)cells,
+                     "cellsPssBytes", (json_int_t)cpss, "cellPssBytes",
+                     (json_int_t)(cells ? cpss / cells : 0));
 }

@@ -27,11 +27,15 @@ struct pool_options {
     uint64_t nofile;
     const char *preimport; /* comma-separated modules the zygotes import (may be NULL;
                             * copied) */
+    const char *warmup;    /* trusted Python the zygotes run after the imports, before they
+                            * fork (a profile's warm-up; may be NULL; copied) */
+    bool lazy;             /* start the zygotes on the first pool_acquire, not in pool_new */
 };
 
 struct pool;
 
-/* Start the zygotes and begin filling. Fails (logged) when a zygote cannot start. */
+/* Start the zygotes and begin filling (lazy: on the first pool_acquire). Fails (logged) when a
+ * zygote cannot start. */
 int pool_new(const struct jail_config *jail, const struct pool_options *opt, struct pool **ret);
 void pool_free(struct pool *p);
 /* A ready cell (waits for one until deadline_us). *ret_hit: one was ready at once.
@@ -39,5 +43,9 @@ void pool_free(struct pool *p);
 int pool_acquire(struct pool *p, const struct jail_limits *lim, int64_t deadline_us,
                  struct cell **ret, bool *ret_hit);
 json_t *pool_stats(struct pool *p);
+/* The memory of the zygotes and of the ready cells, from /proc/PID/smaps_rollup:
+ * {zygoteRssBytes, zygotePssBytes, readyCells, cellsPssBytes, cellPssBytes (their average)}
+ * (new reference). A cell's PSS is what it costs besides the pages it shares. */
+json_t *pool_memory(struct pool *p);
 
 #endif

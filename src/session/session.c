@@ -15,6 +15,7 @@
 #include "session/session.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -32,6 +33,8 @@
 #include "mcp/alias.h"
 #include "mcp/registry.h"
 #include "pool/pool.h"
+#include "pool/profile.h"
+#include "session/files.h"
 #include "session/session_int.h"
 #include "session/workspace.h"
 #include "util/clock.h"
@@ -177,18 +180,18 @@ json_t *session_describe(struct session *s, const struct sessions *ss)
                  "what execution %llu left running used the CPU budget of %llu ms; it is "
                  "stopped until the next execution",
                  (unsigned long long)s->stopped_after, (unsigned long long)ss->opt.cpu_budget_ms);
-    return json_pack("{s:s, s:s, s:s?, s:O, s:f, s:f, s:I, s:I, s:b, s:b, s:I, s:f, s:f, s:f, "
-                     "s:I, s:b, s:s?}",
-                     "sessionId", s->id, "workspace", workspace_key_name(s->workspace), "tenant",
-                     tenant_name(s->tenant), "servers", s->servers, "ageS",
-                     (double)(now - s->created_us) / 1e6, "idleS",
-                     (double)(now - s->last_used_us) / 1e6, "idleTimeoutS",
-                     (json_int_t)(s->idle_us / 1000000), "executions", (json_int_t)s->executions,
-                     "busy", s->busy, "alive", s->alive, "memoryMb", (json_int_t)s->memory_mb,
-                     "cpuMs", (double)cpu / 1e6, "idleCpuMs", (double)idle_cpu / 1e6, "hostCpuMs",
-                     (double)atomic_load(&s->host_cpu_ns) / 1e6, "cpuBudgetMs",
-                     (json_int_t)ss->opt.cpu_budget_ms, "stopped", s->stopped, "stoppedReason",
-                     s->stopped ? why : NULL);
+    return json_pack(
+        "{s:s, s:s, s:s?, s:O, s:f, s:f, s:I, s:I, s:b, s:b, s:I, s:s, s:f, s:f, "
+        "s:f, s:I, s:b, s:s?}",
+        "sessionId", s->id, "workspace", workspace_key_name(s->workspace), "tenant",
+        tenant_name(s->tenant), "servers", s->servers, "ageS", (double)(now - s->created_us) / 1e6,
+        "idleS", (double)(now - s->last_used_us) / 1e6, "idleTimeoutS",
+        (json_int_t)(s->idle_us / 1000000), "executions", (json_int_t)s->executions, "busy",
+        s->busy, "alive", s->alive, "memoryMb", (json_int_t)s->memory_mb, "profile", s->profile,
+        "cpuMs", (double)cpu / 1e6, "idleCpuMs", (double)idle_cpu / 1e6, "hostCpuMs",
+        (double)atomic_load(&s->host_cpu_ns) / 1e6, "cpuBudgetMs",
+        (json_int_t)ss->opt.cpu_budget_ms, "stopped", s->stopped, "stoppedReason",
+        s->stopped ? why : NULL);
 }
 
 static json_t *session_init_job(struct sessions *ss, json_t *names, struct workspace *wsh,
@@ -271,7 +274,18 @@ int sessions_create(struct sessions *ss, const struct session_create *c, json_t 
     int64_t idle_s = c->idle_timeout_s > 0 ? c->idle_timeout_s : ss->opt.default_idle_s;
     if (idle_s > ss->opt.max_idle_s)
         idle_s = ss->opt.max_idle_s;
-    uint64_t memory_mb = c->memory_mb > 0 ? (uint64_t)c->memory_mb : ss->opt.default_memory_mb;
+    struct pool *pool = ss->pool;
+    uint64_t profile_mb = 0;
+    bool named = c->profile && strcmp(c->profile, "default") != 0;
+    if (named && profiles_lookup(ss->opt.profiles, c->profile, &pool, &profile_mb) < 0) {
+        json_decref(names);
+        session_err(err, 400, "INVALID_REQUEST", "profile",
+                    "profile: no such profile '%.64s' (GET /healthz lists them)", c->profile);
+        return -EINVAL;
+    }
+    uint64_t memory_mb = c->memory_mb > 0 ? (uint64_t)c->memory_mb
+                         : profile_mb     ? profile_mb
+                                          : ss->opt.default_memory_mb;
     if (memory_mb > ss->opt.max_memory_mb)
         memory_mb = ss->opt.max_memory_mb;
 
@@ -312,6 +326,7 @@ int sessions_create(struct sessions *ss, const struct session_create *c, json_t 
     s->tenant = c->tenant;
     s->servers = TAKE_PTR(names);
     s->memory_mb = memory_mb;
+    snprintf(s->profile, sizeof(s->profile), "%s", named ? c->profile : "default");
     s->wake_fd = -1;
     atomic_init(&s->refs, 1);
     atomic_init(&s->mcp_calls, 0);
@@ -343,16 +358,19 @@ int sessions_create(struct sessions *ss, const struct session_create *c, json_t 
         goto fail;
     }
     json_object_set_new(job, "limits",
-                        json_pack("{s:I, s:I}", "memoryBytes", (json_int_t)(memory_mb << 20),
-                                  "outputBytes", (json_int_t)ss->opt.output_limit));
+                        json_pack("{s:I, s:I, s:{s:I, s:I}}", "memoryBytes",
+                                  (json_int_t)(memory_mb << 20), "outputBytes",
+                                  (json_int_t)ss->opt.output_limit, "artifacts", "count",
+                                  (json_int_t)ss->opt.artifacts.max_count, "bytes",
+                                  (json_int_t)ss->opt.artifacts.max_bytes));
     struct jail_limits lim = jail_limits_default(ss->jail);
     lim.memory = memory_mb << 20;
     lim.nproc = ss->opt.nproc;
     bool hit = false;
     struct cell *cell = NULL;
     int64_t deadline = clock_mono_us() + SESSION_READY_TIMEOUT_US;
-    r = ss->pool ? pool_acquire(ss->pool, &lim, deadline, &cell, &hit)
-                 : cell_spawn_cold(ss->jail, &lim, ss->opt.max_frame, &cell);
+    r = pool ? pool_acquire(pool, &lim, deadline, &cell, &hit)
+             : cell_spawn_cold(ss->jail, &lim, ss->opt.max_frame, &cell);
     if (r < 0) {
         metrics_isolation_failure(ss->metrics);
         session_err(err, 500, "INTERNAL", NULL, "no sandbox could be started: %s", strerror(-r));
@@ -508,6 +526,13 @@ static void session_on_output(void *userdata, int stream, const char *data, size
         st->on_output(st->userdata, stream, data, len);
 }
 
+static void session_on_artifact(void *userdata, json_t *artifact)
+{
+    const struct session_stream *st = ((struct session_exec *)userdata)->stream;
+    if (st && st->on_artifact)
+        st->on_artifact(st->userdata, artifact);
+}
+
 static const char *session_metric_label(const char *status)
 {
     static const char *const known[] = {"ok", "timeout", "memory_limit", "output_limit", "killed"};
@@ -594,6 +619,7 @@ int sessions_execute(struct sessions *ss, const char *id, const char *code, int6
         .userdata = &x,
         .on_message = session_on_message,
         .on_output = session_on_output,
+        .on_artifact = session_on_artifact,
         .pending = session_pending,
         .flush = session_flush,
         .wake_fd = s->wake_fd,
@@ -607,6 +633,7 @@ int sessions_execute(struct sessions *ss, const char *id, const char *code, int6
         .final_type = "execution_done",
         .final_id = (int64_t)n,
         .hooks = &hooks,
+        .artifacts = ss->opt.artifacts,
     };
     struct exec_outcome o = {0};
     int64_t start = clock_mono_us();
@@ -647,6 +674,8 @@ int sessions_execute(struct sessions *ss, const char *id, const char *code, int6
     if (result)
         json_object_set_new(result, "hostCpuMs",
                             json_real((double)(atomic_load(&s->host_cpu_ns) - host_before) / 1e6));
+    if (result)
+        artifact_set_report(&o.artifacts, &ss->opt.artifacts, result, true);
     exec_outcome_done(&o);
     pthread_mutex_lock(&ss->lock);
     s->busy = false;
@@ -704,4 +733,29 @@ int sessions_interrupt(struct sessions *ss, const char *id)
     if (r == 0)
         log_info("session %s: execution interrupted on request", id);
     return r;
+}
+
+/* ---- the working directory, for session/files.c ------------------------------------------- */
+
+int sessions_workdir(struct sessions *ss, const char *id, int *ret_fd, uid_t *ret_uid,
+                     gid_t *ret_gid)
+{
+    struct session *s = sessions_lookup(ss, id);
+    if (!s)
+        return -ENOENT;
+    pthread_mutex_lock(&ss->lock);
+    bool alive = s->alive && s->cell && s->cell->pidfd >= 0;
+    pid_t pid = alive ? s->cell->pid : -1;
+    int pidfd = alive ? fcntl(s->cell->pidfd, F_DUPFD_CLOEXEC, 0) : -1;
+    pthread_mutex_unlock(&ss->lock);
+    session_unref(s);
+    if (!alive || pidfd < 0)
+        return -ENOENT;
+    int r = session_files_open_root(pid, pidfd, ret_fd);
+    close(pidfd);
+    if (r < 0)
+        return r;
+    *ret_uid = ss->jail->host_uid;
+    *ret_gid = ss->jail->host_gid;
+    return 0;
 }

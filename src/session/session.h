@@ -29,10 +29,13 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
+#include "exec/artifact.h"
 #include "jail/jail.h"
 
 struct pool;
+struct profiles;
 struct mcp_registry;
 struct workspace_store;
 struct metrics;
@@ -47,17 +50,19 @@ struct sessions_options {
     uint64_t default_memory_mb; /* per session */
     uint64_t max_memory_mb;
     uint64_t nproc;
-    size_t output_limit;         /* stdout + stderr per execution */
-    int64_t tool_timeout_ms;     /* one MCP call made from a session */
-    int64_t interrupt_grace_ms;  /* SIGINT first, SIGKILL this much later */
-    size_t max_frame;            /* largest frame an interpreter may send */
-    uint64_t cpu_budget_ms;      /* CPU what an execution leaves running may use (cpu.h) */
-    unsigned tool_workers;       /* threads running tool calls, all sessions together */
-    unsigned max_tool_calls;     /* tool calls queued or running, all sessions together */
-    unsigned session_tool_calls; /* tool calls queued or running, one session */
-    uint64_t host_cpu_ms;        /* sandboxd CPU time one execution's workspace calls may use */
-    const char *id_prefix;       /* NULL, or ids are "PREFIX." + 32 hex digits (an instance id,
-                                  * util/instance.h: at most 31 characters); borrowed */
+    size_t output_limit;            /* stdout + stderr per execution */
+    int64_t tool_timeout_ms;        /* one MCP call made from a session */
+    int64_t interrupt_grace_ms;     /* SIGINT first, SIGKILL this much later */
+    size_t max_frame;               /* largest frame an interpreter may send */
+    uint64_t cpu_budget_ms;         /* CPU what an execution leaves running may use (cpu.h) */
+    unsigned tool_workers;          /* threads running tool calls, all sessions together */
+    unsigned max_tool_calls;        /* tool calls queued or running, all sessions together */
+    unsigned session_tool_calls;    /* tool calls queued or running, one session */
+    uint64_t host_cpu_ms;           /* sandboxd CPU time one execution's workspace calls may use */
+    const char *id_prefix;          /* NULL, or ids are "PREFIX." + 32 hex digits (an instance id,
+                                     * util/instance.h: at most 31 characters); borrowed */
+    struct profiles *profiles;      /* pools a session may ask for by name; borrowed, may be NULL */
+    struct artifact_caps artifacts; /* per execution */
 };
 
 struct session_error {
@@ -71,8 +76,9 @@ struct session_create {
     json_t *servers;        /* borrowed array of server names, may be NULL */
     const char *workspace;  /* may be NULL: "default" */
     int64_t idle_timeout_s; /* 0: default */
-    int64_t memory_mb;      /* 0: default */
+    int64_t memory_mb;      /* 0: default (the profile's, else the server's) */
     struct tenant *tenant;  /* the owner (borrowed, outlives the session); NULL: the operator */
+    const char *profile;    /* NULL or "default": the sessions' pool; else a profile's */
 };
 
 /* Streaming of one execution; callbacks run on the executing thread. */
@@ -80,6 +86,7 @@ struct session_stream {
     void *userdata;
     void (*on_output)(void *userdata, int stream, const char *data, size_t len);
     void (*on_rpc)(void *userdata, json_t *summary);
+    void (*on_artifact)(void *userdata, json_t *artifact); /* a figure or display(); borrowed */
 };
 
 struct sessions;
@@ -123,9 +130,9 @@ unsigned sessions_live(struct sessions *s);
 /* {live, toolCalls: {workers, maxWorkers, busy, jobs, refused}} (new reference). */
 json_t *sessions_stats(struct sessions *s);
 /* Run code in session id. 0 and *ret_result {executionId, status, stdout, stderr, error, result,
- * durationMs, sessionAlive, truncated, mcpCalls, verdict, sessionCpuMs, hostCpuMs}; <0 with *err
- * (unknown session, dead session, the owner's maxRunning reached (429), shutdown (503), sandbox
- * failure). */
+ * durationMs, sessionAlive, truncated, mcpCalls, verdict, sessionCpuMs, hostCpuMs, artifacts[,
+ * artifactsError]}; <0 with *err (unknown session, dead session, the owner's maxRunning reached
+ * (429), shutdown (503), sandbox failure). */
 int sessions_execute(struct sessions *s, const char *id, const char *code, int64_t timeout_ms,
                      const struct session_stream *stream, json_t **ret_result,
                      struct session_error *err);
@@ -135,5 +142,11 @@ int sessions_execute(struct sessions *s, const char *id, const char *code, int64
  * the code, so a caller that must stop an execution repeats it and finally deletes the session.
  * 0 when sent, -ENOENT for an unknown id, -EALREADY when no execution is running. */
 int sessions_interrupt(struct sessions *s, const char *id);
+/* The working directory (/tmp) of session id as the host reaches it: an O_PATH directory fd
+ * opened through /proc/PID/root of the live interpreter (caller closes; session/files.h works
+ * beneath it), and the host ids its sandbox runs as (owner of what the host creates there).
+ * -ENOENT for an unknown or ended session. */
+int sessions_workdir(struct sessions *s, const char *id, int *ret_fd, uid_t *ret_uid,
+                     gid_t *ret_gid);
 
 #endif

@@ -18,6 +18,7 @@
 #include <uthash.h>
 
 #include "exec/cell.h"
+#include "pool/profile.h"
 #include "session/cpu.h"
 #include "session/rpcpool.h"
 #include "session/session.h"
@@ -41,7 +42,8 @@ struct session {
     json_t *servers;       /* names */
     struct cell *cell;
     uint64_t memory_mb;
-    pthread_mutex_t exec_lock; /* one execution at a time */
+    char profile[PROFILE_NAME_MAX + 1]; /* "default" or the profile it came from */
+    pthread_mutex_t exec_lock;          /* one execution at a time */
     atomic_int refs;
     atomic_uint mcp_calls;
     atomic_uint_fast64_t host_cpu_ns;  /* sandboxd's CPU spent on its workspace calls, in all */

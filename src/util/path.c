@@ -35,6 +35,29 @@ const char *path_check_relative(const char *p, size_t len)
     return NULL;
 }
 
+const char *path_check_plain(const char *p, size_t len)
+{
+    const char *why = path_check_relative(p, len);
+    if (why)
+        return why;
+    size_t depth = 0;
+    for (const char *seg = p, *end = p + len; seg < end;) {
+        const char *slash = memchr(seg, '/', (size_t)(end - seg));
+        size_t n = (size_t)((slash ? slash : end) - seg);
+        if (n == 0 || (n == 1 && seg[0] == '.'))
+            return "must not contain empty or '.' components";
+        if (n > 255)
+            return "has a component longer than 255 bytes";
+        if (++depth > PATH_MAX_DEPTH)
+            return "is nested too deeply";
+        seg += n + 1;
+    }
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)p[i] < 0x20 || p[i] == 0x7f)
+            return "must not contain control characters";
+    return NULL;
+}
+
 const char *path_check_component(const char *p, size_t len)
 {
     if (len == 0)

@@ -16,6 +16,11 @@
 /* len is the byte length as received (a NUL inside makes it unsafe). Returns NULL when safe,
  * else a static string saying why not. */
 const char *path_check_relative(const char *p, size_t len);
+/* A relative path of plain components, as for files a client puts into or reads from a
+ * sandbox: path_check_relative() and moreover no empty or "." component, at most
+ * PATH_MAX_DEPTH components of at most 255 bytes, no control characters. */
+#define PATH_MAX_DEPTH 32
+const char *path_check_plain(const char *p, size_t len);
 /* A single path component usable as a directory name: not empty, not "." or "..", no '/'. */
 const char *path_check_component(const char *p, size_t len);
 /* A name sandboxd makes a directory of (workspace, tenant): [A-Za-z0-9._-], 1-64 bytes, not

@@ -100,6 +100,40 @@ def test_sessions_are_invisible_to_other_tenants(tsrv):
         assert call(tsrv, ALPHA, "DELETE", "/v1/sessions/" + sid).status == 204
 
 
+def test_session_files_are_invisible_to_other_tenants(tsrv):
+    """/v1/sessions/{id}/files/...: beta can neither list, read, write nor delete the files of
+    alpha's session (404, as if it did not exist), and nothing beta tried reached them."""
+    sid = create(tsrv, ALPHA)
+    files = "/v1/sessions/%s/files" % sid
+    try:
+        r = tsrv.request("PUT", files + "/secret.txt", b"alpha-private", auth(ALPHA), fresh=True)
+        assert r.status == 201, r
+        # beta: no such session, whatever it tries
+        r = call(tsrv, BETA, "GET", files)
+        assert r.status == 404 and b"secret.txt" not in r.raw, r
+        r = call(tsrv, BETA, "GET", files + "/secret.txt")
+        assert r.status == 404 and b"alpha-private" not in r.raw, r
+        r = tsrv.request("PUT", files + "/secret.txt", b"beta-was-here", auth(BETA), fresh=True)
+        assert r.status == 404, r
+        r = tsrv.request("PUT", files + "/planted.txt", b"beta-was-here", auth(BETA), fresh=True)
+        assert r.status == 404, r
+        assert call(tsrv, BETA, "DELETE", files + "/secret.txt").status == 404
+        # no token: 401, as on every route
+        assert tsrv.request("GET", files, fresh=True).status == 401
+        # alpha: its file is intact, and beta's were never written
+        r = call(tsrv, ALPHA, "GET", files + "/secret.txt")
+        assert r.status == 200 and r.raw == b"alpha-private", r
+        names = [f["path"] for f in call(tsrv, ALPHA, "GET", files).json["files"]]
+        assert names == ["secret.txt"], names
+        out = run(tsrv, ALPHA, sid, "open('/tmp/secret.txt').read()")
+        assert out["result"] == "'alpha-private'", out
+        # the operator may reach every tenant's
+        assert call(tsrv, OPERATOR, "GET", files + "/secret.txt").raw == b"alpha-private"
+        assert call(tsrv, ALPHA, "DELETE", files + "/secret.txt").status == 204
+    finally:
+        assert call(tsrv, ALPHA, "DELETE", "/v1/sessions/" + sid).status == 204
+
+
 def test_workspaces_of_tenants_are_apart(tsrv, state_dir):
     """Same workspace name, two tenants: two directories. Beta neither reads alpha's memory nor
     gets alpha's saved tool planted into its sessions."""

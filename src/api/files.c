@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: MIT
+/*
+ * files (api) — the session file routes of CONTRACT §12:
+ *   PUT    /v1/sessions/{id}/files/{path}   raw body -> 201 {path, size}
+ *   GET    /v1/sessions/{id}/files/{path}   -> 200 the bytes (application/octet-stream)
+ *   DELETE /v1/sessions/{id}/files/{path}   -> 204
+ *   GET    /v1/sessions/{id}/files          -> 200 {files: [{path, size, modified}], ...}
+ * The path (already percent-decoded by the server) must be a plain relative
+ * path; session/files.c does the work beneath the session's working
+ * directory, from the host.
+ */
+#include "api/files.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "session/files.h"
+#include "session/session.h"
+#include "util/macros.h"
+#include "util/path.h"
+
+/* The HTTP answer to a files error r (negative errno) about path. */
+static void api_files_error(struct http_reply *reply, int r, const char *path)
+{
+    switch (r) {
+    case -ENOENT:
+        http_reply_error(reply, 404, "NOT_FOUND", "path", "no file %s", path);
+        break;
+    case -EISDIR:
+        http_reply_error(reply, 409, "IS_A_DIRECTORY", "path", "%s is a directory", path);
+        break;
+    case -ENOTDIR:
+    case -ELOOP:
+    case -EXDEV:
+        http_reply_error(reply, 409, "NOT_A_PLAIN_PATH", "path",
+                         "%s goes through something that is not a plain directory (a symlink, "
+                         "a file)",
+                         path);
+        break;
+    case -EACCES:
+    case -EPERM:
+        http_reply_error(reply, 403, "FORBIDDEN", "path",
+                         "the session's own permissions do not allow this on %s", path);
+        break;
+    case -EINVAL:
+        http_reply_error(reply, 400, "INVALID_REQUEST", "path",
+                         "%s is not a regular file, or not a plain relative path", path);
+        break;
+    case -ENOSPC:
+    case -EFBIG:
+        http_reply_error(reply, 413, "QUOTA_EXCEEDED", "path",
+                         "%s does not fit in the session's working directory (its quota is the "
+                         "size of its /tmp, --tmp-size-mb; GET .../files shows what is used)",
+                         path);
+        break;
+    default:
+        http_reply_error(reply, 500, "INTERNAL", NULL, "file operation failed: %s", strerror(-r));
+    }
+}
+
+void api_session_files_route(struct api *api, const char *id, const char *tail,
+                             const struct http_request *req, struct http_reply *reply)
+{
+    bool get = strcmp(req->method, "GET") == 0;
+    bool put = strcmp(req->method, "PUT") == 0;
+    bool del = strcmp(req->method, "DELETE") == 0;
+    const char *path = *tail == '/' ? tail + 1 : tail;
+    bool listing = *path == '\0';
+    if (listing ? !get : !(get || put || del)) {
+        http_reply_error(reply, 405, "METHOD_NOT_ALLOWED", NULL, "use %s",
+                         listing ? "GET" : "GET, PUT or DELETE");
+        http_reply_header(reply, "Allow", listing ? "GET" : "GET, PUT, DELETE");
+        return;
+    }
+    const char *why = listing ? NULL : path_check_plain(path, strlen(path));
+    if (why) {
+        http_reply_error(reply, 400, "INVALID_REQUEST", "path", "path: %s", why);
+        return;
+    }
+    int dir = -1;
+    uid_t uid;
+    gid_t gid;
+    int r = sessions_workdir(api->sessions, id, &dir, &uid, &gid);
+    if (r == -ENOENT) {
+        http_reply_error(reply, 404, "NOT_FOUND", NULL, "no session %s", id);
+        return;
+    }
+    if (r < 0) {
+        api_files_error(reply, r, "the working directory");
+        return;
+    }
+    if (listing) {
+        json_t *list = NULL;
+        r = session_files_list(dir, uid, gid, &list);
+        if (r == 0) {
+            reply->status = 200;
+            reply->body = list;
+        }
+    } else if (put) {
+        r = session_files_put(dir, path, req->body, req->body_len, uid, gid);
+        if (r == 0) {
+            reply->status = 201;
+            reply->body = json_pack("{s:s, s:I}", "path", path, "size", (json_int_t)req->body_len);
+        }
+    } else if (get) {
+        char *data = NULL;
+        size_t len = 0;
+        r = session_files_get(dir, path, api->app->jail->tmp_bytes, uid, gid, &data, &len);
+        if (r == 0) {
+            reply->status = 200;
+            reply->text = data;
+            reply->text_len = len;
+            reply->content_type = "application/octet-stream";
+            http_reply_header(reply, "X-Content-Type-Options", "nosniff");
+        }
+    } else {
+        r = session_files_delete(dir, path, uid, gid);
+        if (r == 0)
+            reply->status = 204;
+    }
+    close(dir);
+    if (r < 0)
+        api_files_error(reply, r, path);
+}

@@ -1,0 +1,280 @@
+// SPDX-License-Identifier: MIT
+/*
+ * profile — see profile.h.
+ */
+#include "pool/profile.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pool/pool.h"
+#include "util/fmt.h"
+#include "util/log.h"
+#include "util/macros.h"
+
+/* The built-in data-science profile. The warm-up runs in the zygote (trusted code, before any
+ * fork): pandas' lazily loaded parts, the Agg renderer and its fonts are then ready in every
+ * cell instead of being loaded by the first request of each. */
+static const char profile_ds_modules[] = "numpy,pandas,matplotlib,matplotlib.pyplot";
+static const char *const profile_ds_requires[] = {"numpy", "pandas", "matplotlib"};
+static const char profile_ds_warmup[] =
+    "import io\n"
+    "import numpy as np\n"
+    "import pandas as pd\n"
+    "import matplotlib.pyplot as plt\n"
+    "df = pd.DataFrame({'k': np.arange(12) % 3, 'v': np.linspace(0.0, 1.0, 12)})\n"
+    "df.groupby('k').agg(total=('v', 'sum'), mean=('v', 'mean')).reset_index().to_html()\n"
+    "df.describe().to_dict()\n"
+    "fig, ax = plt.subplots()\n"
+    "ax.plot(df['v'], label='v')\n"
+    "ax.bar(df['k'], df['v'])\n"
+    "ax.set_title('warm-up')\n"
+    "ax.legend()\n"
+    "fig.savefig(io.BytesIO(), format='png', bbox_inches='tight')\n"
+    "plt.close('all')\n";
+/* Measured (docs/PERFORMANCE.md): a forked data-science cell that builds a frame and draws a
+ * chart is charged ~25 MB (its cgroup's peak: the libraries' pages stay its zygote's), and
+ * importing numpy, pandas and matplotlib afresh ~100 MB; the default 256 MB would leave a
+ * frame of a few hundred thousand rows little room for its groupby copies. */
+#define PROFILE_DS_MEMORY_MB 512
+
+struct profile {
+    struct profile_spec spec;
+    const char *warmup; /* static */
+    bool builtin;
+    struct pool *pool;
+};
+
+struct profiles {
+    struct profile items[PROFILE_MAX];
+    size_t n;
+    unsigned default_size;
+};
+
+bool profile_name_ok(const char *name)
+{
+    size_t n = strlen(name);
+    if (n == 0 || n > PROFILE_NAME_MAX || strcmp(name, "default") == 0)
+        return false;
+    return strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-") == n;
+}
+
+/* A dotted Python module name ("matplotlib.pyplot"). */
+static bool profile_module_ok(const char *m, size_t n)
+{
+    if (n == 0 || n > 255)
+        return false;
+    bool start = true;
+    for (size_t i = 0; i < n; i++) {
+        char c = m[i];
+        if (c == '.') {
+            if (start)
+                return false;
+            start = true;
+            continue;
+        }
+        bool alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+        if (!alpha && !(!start && c >= '0' && c <= '9'))
+            return false;
+        start = false;
+    }
+    return !start;
+}
+
+void profile_spec_done(struct profile_spec *s)
+{
+    free(s->name);
+    free(s->modules);
+    *s = (struct profile_spec){0};
+}
+
+int profile_spec_parse(const char *arg, struct profile_spec *ret, char **ret_error)
+{
+    *ret = (struct profile_spec){0};
+    const char *eq = strchr(arg, '=');
+    if (!eq)
+        return fmt_error(ret_error, EINVAL, "expected NAME=mod1,mod2[:size=N][:memory=MB]");
+    _cleanup_free_ char *name = strndup(arg, (size_t)(eq - arg));
+    if (!name)
+        return -ENOMEM;
+    if (!profile_name_ok(name))
+        return fmt_error(ret_error, EINVAL,
+                         "profile name '%s': 1 to %d letters, digits, '_' or '-', not 'default'",
+                         name, PROFILE_NAME_MAX);
+    const char *mods = eq + 1;
+    size_t mlen = strcspn(mods, ":");
+    if (mlen == 0)
+        return fmt_error(ret_error, EINVAL, "profile '%s' names no modules", name);
+    for (const char *m = mods; m < mods + mlen;) {
+        size_t n = strcspn(m, ",:");
+        if (!profile_module_ok(m, n))
+            return fmt_error(ret_error, EINVAL, "profile '%s': '%.*s' is not a module name", name,
+                             (int)n, m);
+        m += n + (m[n] == ',');
+    }
+    struct profile_spec s = {0};
+    for (const char *o = mods + mlen; *o == ':';) {
+        o++;
+        size_t n = strcspn(o, ":");
+        unsigned long long v = 0;
+        char key[16] = "", *end = NULL;
+        const char *val = memchr(o, '=', n);
+        if (val && (size_t)(val - o) < sizeof(key)) {
+            memcpy(key, o, (size_t)(val - o));
+            errno = 0;
+            v = strtoull(val + 1, &end, 10);
+        }
+        if (!val || !end || end != o + n || errno || val[1] == '-' || val + 1 == o + n ||
+            (strcmp(key, "size") != 0 && strcmp(key, "memory") != 0) ||
+            (strcmp(key, "size") == 0 && (v < 1 || v > 1024)) ||
+            (strcmp(key, "memory") == 0 && (v < 16 || v > (1u << 20))))
+            return fmt_error(ret_error, EINVAL,
+                             "profile '%s': '%.*s' is not size=N (1 to 1024) or memory=MB (16 "
+                             "and up)",
+                             name, (int)n, o);
+        if (strcmp(key, "size") == 0)
+            s.size = (unsigned)v;
+        else
+            s.memory_mb = v;
+        o += n;
+    }
+    if (!(s.modules = strndup(mods, mlen)))
+        return -ENOMEM;
+    s.name = TAKE_PTR(name);
+    *ret = s;
+    return 0;
+}
+
+/* Is top-level package name installed in one of the site directories? */
+static bool profile_installed(const struct jail_config *jail, const char *name)
+{
+    for (char **d = jail->site_dirs; d && *d; d++) {
+        char path[4096];
+        snprintf(path, sizeof(path), "%s/%s/__init__.py", *d, name);
+        if (access(path, R_OK) == 0)
+            return true;
+    }
+    return false;
+}
+
+static int profile_add(struct profiles *ps, const struct profile_spec *spec, const char *warmup,
+                       bool builtin)
+{
+    for (size_t i = 0; i < ps->n; i++)
+        if (strcmp(ps->items[i].spec.name, spec->name) == 0)
+            return builtin
+                       ? 0
+                       : log_errno(LOG_ERROR, EEXIST, "profile '%s' is defined twice", spec->name);
+    if (ps->n >= PROFILE_MAX)
+        return log_errno(LOG_ERROR, E2BIG, "at most %d profiles", PROFILE_MAX);
+    struct profile *p = &ps->items[ps->n];
+    *p = (struct profile){.spec = *spec, .warmup = warmup, .builtin = builtin};
+    p->spec.name = strdup(spec->name);
+    p->spec.modules = strdup(spec->modules);
+    if (!p->spec.name || !p->spec.modules) {
+        profile_spec_done(&p->spec);
+        return -ENOMEM;
+    }
+    ps->n++;
+    return 0;
+}
+
+int profiles_new(const struct jail_config *jail, const struct profile_spec *specs, size_t n,
+                 const struct profiles_options *opt, struct profiles **ret)
+{
+    struct profiles *ps = calloc(1, sizeof(*ps));
+    if (!ps)
+        return -ENOMEM;
+    ps->default_size = opt->default_size;
+    int r = 0;
+    for (size_t i = 0; i < n && r == 0; i++)
+        r = profile_add(ps, &specs[i], NULL, false);
+    bool ds = true;
+    for (size_t i = 0; i < ARRAY_SIZE(profile_ds_requires); i++)
+        ds = ds && profile_installed(jail, profile_ds_requires[i]);
+    if (r == 0 && ds) {
+        struct profile_spec s = {.name = (char *)PROFILE_DATASCIENCE,
+                                 .modules = (char *)profile_ds_modules,
+                                 .memory_mb = PROFILE_DS_MEMORY_MB};
+        r = profile_add(ps, &s, profile_ds_warmup, true); /* a --profile of that name wins */
+    }
+    for (size_t i = 0; i < ps->n && r == 0; i++) {
+        struct profile *p = &ps->items[i];
+        if (!p->spec.size)
+            p->spec.size = ps->default_size;
+        if (p->spec.memory_mb > opt->max_memory_mb)
+            p->spec.memory_mb = opt->max_memory_mb;
+        /* The session runtime too: sessions of the profile come from the same pool. */
+        _cleanup_free_ char *mods =
+            fmt_str("%s%s%s,sandboxd_runtime.session", opt->preimport ? opt->preimport : "",
+                    opt->preimport && *opt->preimport ? "," : "", p->spec.modules);
+        if (!mods) {
+            r = -ENOMEM;
+            break;
+        }
+        struct pool_options po = {
+            .size = p->spec.size,
+            .zygotes = 1,
+            .max_frame = opt->max_frame,
+            .nproc = opt->nproc,
+            .nofile = opt->nofile,
+            .preimport = mods,
+            .warmup = p->warmup,
+            .lazy = true,
+        };
+        if ((r = pool_new(jail, &po, &p->pool)) < 0)
+            log_errno(LOG_ERROR, r, "profile '%s': cannot create its pool", p->spec.name);
+        else
+            log_info("profile '%s': %s (pool of %u, started on first use)", p->spec.name,
+                     p->spec.modules, po.size);
+    }
+    if (r < 0) {
+        profiles_free(ps);
+        return r;
+    }
+    *ret = ps;
+    return 0;
+}
+
+void profiles_free(struct profiles *ps)
+{
+    if (!ps)
+        return;
+    for (size_t i = 0; i < ps->n; i++) {
+        pool_free(ps->items[i].pool);
+        profile_spec_done(&ps->items[i].spec);
+    }
+    free(ps);
+}
+
+int profiles_lookup(struct profiles *ps, const char *name, struct pool **ret_pool,
+                    uint64_t *ret_memory_mb)
+{
+    for (size_t i = 0; ps && i < ps->n; i++)
+        if (strcmp(ps->items[i].spec.name, name) == 0 && ps->items[i].pool) {
+            *ret_pool = ps->items[i].pool;
+            *ret_memory_mb = ps->items[i].spec.memory_mb;
+            return 0;
+        }
+    return -ENOENT;
+}
+
+json_t *profiles_stats(struct profiles *ps)
+{
+    json_t *o = json_object();
+    for (size_t i = 0; ps && i < ps->n; i++) {
+        const struct profile *p = &ps->items[i];
+        json_t *pool = p->pool ? pool_stats(p->pool) : json_object();
+        if (p->pool)
+            json_object_set_new(pool, "memory", pool_memory(p->pool));
+        json_object_set_new(o, p->spec.name,
+                            json_pack("{s:s, s:I, s:I, s:b, s:o}", "modules", p->spec.modules,
+                                      "size", (json_int_t)p->spec.size, "memoryMb",
+                                      (json_int_t)p->spec.memory_mb, "builtin", p->builtin, "pool",
+                                      pool));
+    }
+    return o;
+}

@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: MIT
+/* Unit tests: session/files (a session's files put, read, listed and deleted beneath its
+ * working directory without following anything the sandbox planted: links to outside, a FIFO,
+ * a directory where a file is expected). The working directory here is a temporary directory
+ * of the test's own; the e2e tests use a session's. */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "session/files.h"
+
+static char base[256];
+static int workdir = -1;
+
+static int setup(void **state)
+{
+    snprintf(base, sizeof(base), "/tmp/sbx-files-XXXXXX");
+    assert_non_null(mkdtemp(base));
+    char path[300];
+    snprintf(path, sizeof(path), "%s/work", base);
+    assert_int_equal(mkdir(path, 0755), 0);
+    snprintf(path, sizeof(path), "%s/outside", base);
+    assert_int_equal(mkdir(path, 0755), 0);
+    snprintf(path, sizeof(path), "%s/outside/secret", base);
+    int fd = open(path, O_WRONLY | O_CREAT, 0644);
+    assert_int_equal(write(fd, "SECRET", 6), 6);
+    close(fd);
+    snprintf(path, sizeof(path), "%s/work", base);
+    workdir = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    assert_true(workdir >= 0);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    close(workdir);
+    char cmd[400];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", base);
+    assert_int_equal(system(cmd), 0);
+    return 0;
+}
+
+static void files_put_get_list_delete(void **state)
+{
+    uid_t u = getuid();
+    gid_t g = getgid();
+    static const char data[] = "a\0b\xff";
+    assert_int_equal(session_files_put(workdir, "in/deep/data.bin", data, 4, u, g), 0);
+    assert_int_equal(session_files_put(workdir, "in/deep/data.bin", "new", 3, u, g), 0);
+    assert_int_equal(session_files_put(workdir, "in/deep/data.bin", data, 4, u, g), 0);
+    char *got = NULL;
+    size_t len = 0;
+    assert_int_equal(session_files_get(workdir, "in/deep/data.bin", 1024, u, g, &got, &len), 0);
+    assert_int_equal(len, 4);
+    assert_memory_equal(got, data, 4);
+    free(got);
+    assert_int_equal(session_files_get(workdir, "in/deep/data.bin", 3, u, g, &got, &len), -EFBIG);
+    json_t *list = NULL;
+    assert_int_equal(session_files_list(workdir, u, g, &list), 0);
+    json_t *files = json_object_get(list, "files");
+    assert_int_equal(json_array_size(files), 1);
+    json_t *f = json_array_get(files, 0);
+    assert_string_equal(json_string_value(json_object_get(f, "path")), "in/deep/data.bin");
+    assert_int_equal(json_integer_value(json_object_get(f, "size")), 4);
+    assert_false(json_is_true(json_object_get(list, "truncated")));
+    json_decref(list);
+    assert_int_equal(session_files_delete(workdir, "in/deep", u, g), -EISDIR);
+    assert_int_equal(session_files_put(workdir, "in/deep", "x", 1, u, g), -EISDIR);
+    assert_int_equal(session_files_delete(workdir, "in/deep/data.bin", u, g), 0);
+    assert_int_equal(session_files_get(workdir, "in/deep/data.bin", 1024, u, g, &got, &len),
+                     -ENOENT);
+    assert_int_equal(session_files_delete(workdir, "in/deep/data.bin", u, g), -ENOENT);
+    const char *bad[] = {"../outside/secret", "/etc/passwd", "a//b", "./a", "a/./b", "", "x/"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        assert_int_equal(session_files_put(workdir, bad[i], "x", 1, u, g), -EINVAL);
+}
+
+static void files_never_follow_what_the_sandbox_planted(void **state)
+{
+    uid_t u = getuid();
+    gid_t g = getgid();
+    char link[300], target[300], outside[300];
+    snprintf(outside, sizeof(outside), "%s/outside", base);
+    snprintf(target, sizeof(target), "%s/outside/secret", base);
+    /* a directory link to outside: neither read nor written through */
+    snprintf(link, sizeof(link), "%s/work/escape", base);
+    assert_int_equal(symlink(outside, link), 0);
+    char *got = NULL;
+    size_t len = 0;
+    int r = session_files_get(workdir, "escape/secret", 1024, u, g, &got, &len);
+    assert_true(r == -ELOOP || r == -ENOTDIR);
+    r = session_files_put(workdir, "escape/new", "x", 1, u, g);
+    assert_true(r == -ELOOP || r == -ENOTDIR);
+    char probe[320];
+    snprintf(probe, sizeof(probe), "%s/outside/new", base);
+    assert_int_equal(access(probe, F_OK), -1);
+    /* a file link to outside: not read; replaced (not written through) by a put */
+    snprintf(link, sizeof(link), "%s/work/secret-link", base);
+    assert_int_equal(symlink(target, link), 0);
+    assert_int_equal(session_files_get(workdir, "secret-link", 1024, u, g, &got, &len), -ELOOP);
+    assert_int_equal(session_files_put(workdir, "secret-link", "mine", 4, u, g), 0);
+    assert_int_equal(session_files_get(workdir, "secret-link", 1024, u, g, &got, &len), 0);
+    assert_string_equal(got, "mine");
+    free(got);
+    assert_int_equal(session_files_get(workdir, "../outside/secret", 1024, u, g, &got, &len),
+                     -EINVAL);
+    char secret[16] = "";
+    int fd = open(target, O_RDONLY);
+    assert_int_equal(read(fd, secret, sizeof(secret) - 1), 6);
+    close(fd);
+    assert_string_equal(secret, "SECRET");
+    /* a FIFO answers at once instead of holding the caller */
+    snprintf(link, sizeof(link), "%s/work/fifo", base);
+    assert_int_equal(mkfifo(link, 0666), 0);
+    assert_int_equal(session_files_get(workdir, "fifo", 1024, u, g, &got, &len), -EINVAL);
+    /* the listing names regular files only and walks no link */
+    json_t *list = NULL;
+    assert_int_equal(session_files_list(workdir, u, g, &list), 0);
+    json_t *files = json_object_get(list, "files");
+    assert_int_equal(json_array_size(files), 1); /* the put over secret-link */
+    assert_string_equal(json_string_value(json_object_get(json_array_get(files, 0), "path")),
+                        "secret-link");
+    json_decref(list);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(files_put_get_list_delete),
+        cmocka_unit_test(files_never_follow_what_the_sandbox_planted),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
