@@ -9,7 +9,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
-#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +19,7 @@
 #include "exec/cell.h"
 #include "exec/run.h"
 #include "jail/jail.h"
+#include "util/b64.h"
 #include "util/fdio.h"
 #include "util/log.h"
 #include "util/macros.h"
@@ -76,15 +76,6 @@ static json_t *run_load_input(const char *arg)
     return v;
 }
 
-static char *run_base64(const char *data, size_t len)
-{
-    size_t n = sodium_base64_encoded_len(len, sodium_base64_VARIANT_ORIGINAL);
-    char *out = malloc(n);
-    if (out)
-        sodium_bin2base64(out, n, (const unsigned char *)data, len, sodium_base64_VARIANT_ORIGINAL);
-    return out;
-}
-
 struct run_spec {
     const char *path;
     const char *function;
@@ -104,7 +95,7 @@ static json_t *run_job(const struct run_spec *spec, const char *src, size_t len,
     const char *base = strrchr(spec->path, '/');
     base = base ? base + 1 : spec->path;
     if (spec->function) {
-        _cleanup_free_ char *b64 = run_base64(src, len);
+        _cleanup_free_ char *b64 = b64_encode(src, len);
         if (!b64)
             return NULL;
         json_t *ctx = json_pack("{s:s, s:s, s:s, s:s, s:{s:s, s:s}}", "appId", "cli", "componentId",

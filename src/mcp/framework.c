@@ -8,7 +8,6 @@
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <pthread.h>
-#include <sodium.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +17,7 @@
 
 #include "mcp/llm.h"
 #include "mcp/state.h"
+#include "util/b64.h"
 #include "util/buf.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -183,15 +183,10 @@ static int local_definition(struct framework *fw, const char *app, json_t *param
         if (n == 0)
             break;
     }
-    size_t elen = sodium_base64_encoded_len(b.len, sodium_base64_VARIANT_ORIGINAL);
-    char *enc = malloc(elen);
-    if (!enc) {
-        buf_free(&b);
-        return -ENOMEM;
-    }
-    sodium_bin2base64(enc, elen, (const unsigned char *)(b.data ? b.data : ""), b.len,
-                      sodium_base64_VARIANT_ORIGINAL);
+    char *enc = b64_encode(b.data ? b.data : "", b.len);
     buf_free(&b);
+    if (!enc)
+        return -ENOMEM;
     *ret = json_pack("{s:s, s:s}", "content", enc, "encoding", "base64");
     free(enc);
     return *ret ? 0 : -ENOMEM;
