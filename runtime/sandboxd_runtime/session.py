@@ -37,7 +37,7 @@ import sys
 import time
 import types
 
-from sandboxd_runtime import errors, proto
+from sandboxd_runtime import errors, network, proto
 
 
 class ExecutionTimeout(BaseException):
@@ -586,6 +586,7 @@ def serve(init):
         except (AttributeError, io.UnsupportedOperation):
             pass
     CHANNEL = Channel(proto.FD)
+    network.apply(init.get("network"))
     ns, failed = build_namespace(init)
     signal.signal(signal.SIGINT, _on_sigint)
     loop = asyncio.new_event_loop()

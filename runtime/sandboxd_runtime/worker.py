@@ -11,7 +11,7 @@ import os
 import resource
 import sys
 
-from sandboxd_runtime import errors, proto
+from sandboxd_runtime import errors, network, proto
 
 
 def apply_limits(limits):
@@ -55,6 +55,7 @@ def handle(job):
         apply_limits(job.get("limits") or {})
     except (OSError, ValueError) as exc:
         return errors.error("INTERNAL", "cannot apply limits: %s" % exc)
+    network.apply(job.get("network"))
     if kind == "jit":
         from sandboxd_runtime import jit
 

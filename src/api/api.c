@@ -12,6 +12,7 @@
 #include "api/mcp_http.h"
 #include "api/request.h"
 #include "api/sessions.h"
+#include "egress/proxy.h"
 #include "pool/pool.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -115,8 +116,21 @@ static void api_execute(struct api *api, const struct http_request *req, struct 
         json_decref(body);
         return;
     }
+    struct egress_policy *egress = NULL;
+    char *why = NULL;
+    if (spec.network &&
+        egress_network_parse(api->app->egress ? egress_proxy_config(api->app->egress) : NULL,
+                             spec.network, &egress, &why) < 0) {
+        http_reply_error(reply, 400, "NETWORK_NOT_ALLOWED", "context.taskDetails.network",
+                         "context.taskDetails.network: %s", why ? why : "out of memory");
+        free(why);
+        json_decref(body);
+        return;
+    }
+    spec.egress = egress;
     struct app_reply ar;
     app_execute(api->app, &spec, &ar);
+    egress_policy_free(egress);
     reply->status = ar.status;
     reply->body = ar.body;
     if (ar.status == 503) {
@@ -146,6 +160,10 @@ static void api_healthz(struct api *api, const struct http_request *req, struct 
         framework_log_stats(a->fw));
     if (reply->body)
         json_object_set_new(reply->body, "workflows", flow_cache_stats(a->wf_cache));
+    if (reply->body)
+        json_object_set_new(reply->body, "egress",
+                            a->egress ? egress_proxy_describe(a->egress)
+                                      : json_pack("{s:o}", "allow", json_array()));
 }
 
 static void api_load_code(struct api *api, const struct http_request *req, struct http_reply *reply)

@@ -162,6 +162,16 @@ static int request_task(struct request_spec *s, struct request_error *err)
     case HANDLER_WORKFLOW:
         break;
     }
+    json_t *net = json_object_get(t, "network");
+    if (net && !json_is_null(net)) {
+        if (s->handler != HANDLER_JIT && s->handler != HANDLER_EXECUTOR)
+            return request_fail(err, "context.taskDetails.network",
+                                "only JIT and EXECUTOR executions may have a network policy");
+        if (!json_is_object(net))
+            return request_fail(err, "context.taskDetails.network",
+                                "must be an object {\"allow\": [patterns]}");
+        s->network = net;
+    }
     if (t && ((r = request_positive(t, "timeoutMs", "context.taskDetails.timeoutMs", 1,
                                     &s->timeout_ms, err)) ||
               (r = request_positive(t, "memoryMb", "context.taskDetails.memoryMb", 16,

@@ -12,6 +12,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+struct egress_policy;
+
 enum handler_type { HANDLER_JIT, HANDLER_EXECUTOR, HANDLER_LLM, HANDLER_WORKFLOW };
 
 struct request_spec {
@@ -45,6 +47,10 @@ struct request_spec {
     /* limits; 0 = not requested */
     int64_t timeout_ms;
     int64_t memory_mb;
+    /* JIT and EXECUTOR: taskDetails.network, an object (checked against the server's ceiling by
+     * the API, which then sets egress); NULL: no network */
+    json_t *network;
+    const struct egress_policy *egress;
 };
 
 struct request_error {

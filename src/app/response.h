@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "egress/proxy.h"
 #include "exec/run.h"
 
 enum response_kind {
@@ -30,6 +31,7 @@ struct response_metrics {
     unsigned mcp_calls;
     int64_t mcp_us;
     bool pool_hit;
+    const struct egress_stats *egress; /* an execution with a network policy; else NULL */
 };
 
 /* The whole response object {requestId, resultType, data, metrics, verdict} (new reference).
@@ -54,5 +56,8 @@ json_t *response_capped_string(const char *s, size_t len, size_t max, bool *ret_
 bool response_cap_strings(json_t *v, size_t max);
 /* Append {name, unit, value} to a metrics array. */
 void response_metric(json_t *metrics, const char *name, const char *unit, double value);
+/* Append net.egress_bytes (attributes.direction up and down), net.egress_requests and
+ * net.egress_denied. */
+void response_egress_metrics(json_t *metrics, const struct egress_stats *st);
 
 #endif

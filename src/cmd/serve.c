@@ -411,6 +411,7 @@ int cmd_serve(int argc, char **argv)
         .wf_cache = wf_cache,
         .isolation = su.isolation,
         .started_us = clock_mono_us(),
+        .egress = su.egress,
     };
     struct api api = {.app = &app, .sessions = su.sessions, .mcp = mcph};
     struct http_server_options ho = {

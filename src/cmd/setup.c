@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "app/metrics.h"
+#include "egress/proxy.h"
 #include "jail/selftest.h"
 #include "mcp/httpc.h"
 #include "mcp/registry.h"
@@ -39,7 +40,20 @@ void setup_opts_init(struct setup_opts *o)
         .mcp_output = "text",
         .mcp_workspace = "default",
         .mcp_page_size = 100,
+        .egress_max_mb = 256,
+        .egress_max_connections = 64,
     };
+}
+
+static int setup_list_add(const char **list, size_t *n, const char *name, const char *arg)
+{
+    if (*n >= EGRESS_CEILING_MAX) {
+        fprintf(stderr, "sandboxd: at most %d --%s options\n", EGRESS_CEILING_MAX, name);
+        return -1;
+    }
+    list[(*n)++] = arg;
+    list[*n] = NULL;
+    return 1;
 }
 
 int setup_opt(struct setup_opts *o, int opt, const char *arg)
@@ -64,6 +78,9 @@ int setup_opt(struct setup_opts *o, int opt, const char *arg)
         {SETUP_OPT_SESSION_MEMORY, "session-memory-mb", 16, 1 << 20, &o->session_memory},
         {SETUP_OPT_TOOL_TIMEOUT, "tool-timeout-ms", 1, 86400000, &o->tool_timeout},
         {SETUP_OPT_MCP_PAGE_SIZE, "mcp-page-size", 1, 1000, &o->mcp_page_size},
+        {SETUP_OPT_EGRESS_MAX_MB, "egress-max-mb", 1, 1 << 20, &o->egress_max_mb},
+        {SETUP_OPT_EGRESS_MAX_CONNECTIONS, "egress-max-connections", 1, 4096,
+         &o->egress_max_connections},
     };
     for (size_t i = 0; i < ARRAY_SIZE(nums); i++)
         if (nums[i].opt == opt)
@@ -73,6 +90,15 @@ int setup_opt(struct setup_opts *o, int opt, const char *arg)
     switch (opt) {
     case SETUP_OPT_PREIMPORT:
         o->preimport = arg;
+        return 1;
+    case SETUP_OPT_EGRESS_ALLOW:
+        return setup_list_add(o->egress_allow, &o->n_egress_allow, "egress-allow", arg);
+    case SETUP_OPT_EGRESS_RESOLVE:
+        return setup_list_add(o->egress_resolve, &o->n_egress_resolve, "egress-resolve", arg);
+    case SETUP_OPT_EGRESS_HEADER:
+        return setup_list_add(o->egress_header, &o->n_egress_header, "egress-header", arg);
+    case SETUP_OPT_EGRESS_CA_FILE:
+        o->egress_ca_file = arg;
         return 1;
     case SETUP_OPT_MCP_CONFIG:
         o->mcp_config = arg;
@@ -168,6 +194,13 @@ int setup_start(struct setup *s, const struct setup_opts *o, struct common_opts 
     int r = common_resolve(common, &s->jopt);
     if (r < 0)
         return r;
+    s->jopt.egress = o->n_egress_allow > 0;
+    s->jopt.ca_file = o->egress_ca_file;
+    if (!s->jopt.egress && (o->n_egress_resolve || o->n_egress_header || o->egress_ca_file)) {
+        log_error("%s: --egress-resolve, --egress-header and --egress-ca-file need --egress-allow",
+                  cmd);
+        return -EINVAL;
+    }
     r = jail_config_init(&s->jail, &s->jopt);
     if (r < 0)
         return r;
@@ -193,6 +226,17 @@ int setup_start(struct setup *s, const struct setup_opts *o, struct common_opts 
     r = metrics_new(&s->metrics);
     if (r < 0)
         return r;
+    if (s->jopt.egress) {
+        struct egress_options eo = {
+            .allow = o->egress_allow,
+            .resolve = o->egress_resolve,
+            .headers = o->egress_header,
+            .max_bytes = o->egress_max_mb << 20,
+            .max_connections = (unsigned)o->egress_max_connections,
+        };
+        if ((r = egress_proxy_new(&eo, &s->egress)) < 0)
+            return r;
+    }
     if (o->pool_size &&
         (r = setup_pool(s, o, (unsigned)o->pool_size, (unsigned)o->zygotes, NULL, &s->pool)) < 0) {
         log_error("%s: the warm pool could not start (use --pool-size 0 to run without)", cmd);
@@ -237,6 +281,7 @@ int setup_start(struct setup *s, const struct setup_opts *o, struct common_opts 
         .tool_timeout_ms = (int64_t)o->tool_timeout,
         .interrupt_grace_ms = 2000,
         .id_prefix = o->session_id_prefix,
+        .egress = s->egress,
     };
     return sessions_new(&s->so, &s->jail, s->session_pool ? s->session_pool : s->pool, s->mcp,
                         s->wstore, s->metrics, &s->sessions);
@@ -245,6 +290,7 @@ int setup_start(struct setup *s, const struct setup_opts *o, struct common_opts 
 void setup_stop(struct setup *s)
 {
     sessions_free(s->sessions);
+    egress_proxy_free(s->egress); /* after the sessions: they hold taps */
     pool_free(s->session_pool);
     pool_free(s->pool);
     workspace_store_free(s->wstore);

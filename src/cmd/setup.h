@@ -15,11 +15,13 @@
 #include <stdint.h>
 
 #include "cmd/common.h"
+#include "egress/policy.h"
 #include "jail/jail.h"
 #include "mcp/config.h"
 #include "session/session.h"
 
 struct pool;
+struct egress_proxy;
 struct mcp_registry;
 struct workspace_store;
 struct metrics;
@@ -39,6 +41,13 @@ struct setup_opts {
     const char *mcp_workspace;     /* workspace of the sessions run_python creates */
     uint64_t mcp_page_size;        /* tools per tools/list page */
     const char *session_id_prefix; /* serve's --instance-id (sessions_options.id_prefix) */
+    /* egress (docs/NETWORK.md): NULL-terminated lists of the repeatable options */
+    const char *egress_allow[EGRESS_CEILING_MAX + 1];
+    const char *egress_resolve[EGRESS_CEILING_MAX + 1];
+    const char *egress_header[EGRESS_CEILING_MAX + 1];
+    size_t n_egress_allow, n_egress_resolve, n_egress_header;
+    const char *egress_ca_file;
+    uint64_t egress_max_mb, egress_max_connections;
 };
 
 enum {
@@ -62,6 +71,12 @@ enum {
     SETUP_OPT_MCP_WORKSPACE,
     SETUP_OPT_MCP_PAGE_SIZE,
     SETUP_OPT_SESSION_POOL,
+    SETUP_OPT_EGRESS_ALLOW,
+    SETUP_OPT_EGRESS_RESOLVE,
+    SETUP_OPT_EGRESS_HEADER,
+    SETUP_OPT_EGRESS_CA_FILE,
+    SETUP_OPT_EGRESS_MAX_MB,
+    SETUP_OPT_EGRESS_MAX_CONNECTIONS,
     SETUP_OPT_LAST,
 };
 
@@ -85,6 +100,12 @@ enum {
         {"mcp-output", required_argument, NULL, SETUP_OPT_MCP_OUTPUT},                             \
         {"mcp-workspace", required_argument, NULL, SETUP_OPT_MCP_WORKSPACE},                       \
         {"session-pool-size", required_argument, NULL, SETUP_OPT_SESSION_POOL},                    \
+        {"egress-allow", required_argument, NULL, SETUP_OPT_EGRESS_ALLOW},                         \
+        {"egress-resolve", required_argument, NULL, SETUP_OPT_EGRESS_RESOLVE},                     \
+        {"egress-header", required_argument, NULL, SETUP_OPT_EGRESS_HEADER},                       \
+        {"egress-ca-file", required_argument, NULL, SETUP_OPT_EGRESS_CA_FILE},                     \
+        {"egress-max-mb", required_argument, NULL, SETUP_OPT_EGRESS_MAX_MB},                       \
+        {"egress-max-connections", required_argument, NULL, SETUP_OPT_EGRESS_MAX_CONNECTIONS},     \
     {                                                                                              \
         "mcp-page-size", required_argument, NULL, SETUP_OPT_MCP_PAGE_SIZE                          \
     }
@@ -120,7 +141,19 @@ enum {
     "  --mcp-output MODE      text (compact, default) or json: how tool results are written\n"     \
     "                         (run_python's \"output\" argument overrides it per call)\n"          \
     "  --mcp-workspace NAME   workspace of the sessions run_python creates (default)\n"            \
-    "  --mcp-page-size N      tools per tools/list page (100)\n"
+    "  --mcp-page-size N      tools per tools/list page (100)\n"                                   \
+    "\n"                                                                                           \
+    "Network egress (docs/NETWORK.md; without --egress-allow sandboxes have no network):\n"        \
+    "  --egress-allow PATTERN the most an execution or session may ask to reach (repeatable):\n"   \
+    "                         host, host:port, *.domain, *.domain:port, an IP (brackets for\n"     \
+    "                         IPv6); without a port: 80 and 443\n"                                 \
+    "  --egress-resolve HOST:PORT:ADDR  resolve HOST:PORT to ADDR, which may then be private\n"    \
+    "                         (repeatable; like curl --resolve)\n"                                 \
+    "  --egress-header HOST=Name: value  add this header to plain-HTTP requests for HOST at\n"     \
+    "                         the proxy, so a secret never enters the sandbox (repeatable)\n"      \
+    "  --egress-ca-file FILE  PEM certificates sandboxes trust besides the host's\n"               \
+    "  --egress-max-mb N      bytes up and down per execution, in MiB (256)\n"                     \
+    "  --egress-max-connections N  proxied connections per execution (64)\n"
 
 /* Defaults. */
 void setup_opts_init(struct setup_opts *o);
@@ -142,6 +175,7 @@ struct setup {
     struct mcp_registry *mcp;
     char *state_dir;
     struct workspace_store *wstore;
+    struct egress_proxy *egress; /* NULL without --egress-allow */
     struct sessions_options so;
     struct sessions *sessions;
     bool jail_ok, httpc_ok;

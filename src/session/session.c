@@ -27,6 +27,7 @@
 #include "app/defs.h"
 #include "app/metrics.h"
 #include "app/response.h"
+#include "egress/proxy.h"
 #include "exec/cell.h"
 #include "exec/run.h"
 #include "mcp/alias.h"
@@ -50,6 +51,8 @@ struct session {
     char *workspace;
     json_t *servers; /* names */
     struct cell *cell;
+    struct egress_tap *tap; /* a network policy: the proxy's hold on the cell's listener */
+    json_t *network;        /* its allow list, for the description; NULL: no network */
     uint64_t memory_mb;
     pthread_mutex_t exec_lock;  /* one execution at a time */
     pthread_mutex_t write_lock; /* frames to the interpreter */
@@ -111,6 +114,12 @@ static void session_unref(struct session *s)
     if (!s || atomic_fetch_sub(&s->refs, 1) != 1)
         return;
     cell_free(s->cell);
+    if (s->tap) {
+        struct egress_stats st;
+        egress_tap_free(s->tap, &st);
+        metrics_egress(s->owner->metrics, &st);
+    }
+    json_decref(s->network);
     json_decref(s->servers);
     free(s->workspace);
     pthread_mutex_destroy(&s->exec_lock);
@@ -340,12 +349,35 @@ static int session_new_id(const char *prefix, char out[SESSION_ID_MAX + 1])
 static json_t *session_describe(struct session *s, const struct sessions *ss)
 {
     int64_t now = clock_mono_us();
-    return json_pack("{s:s, s:s, s:O, s:f, s:f, s:I, s:I, s:b, s:b, s:I}", "sessionId", s->id,
-                     "workspace", s->workspace, "servers", s->servers, "ageS",
-                     (double)(now - s->created_us) / 1e6, "idleS",
-                     (double)(now - s->last_used_us) / 1e6, "idleTimeoutS",
-                     (json_int_t)(s->idle_us / 1000000), "executions", (json_int_t)s->executions,
-                     "busy", s->busy, "alive", s->alive, "memoryMb", (json_int_t)s->memory_mb);
+    json_t *d = json_pack(
+        "{s:s, s:s, s:O, s:f, s:f, s:I, s:I, s:b, s:b, s:I}", "sessionId", s->id, "workspace",
+        s->workspace, "servers", s->servers, "ageS", (double)(now - s->created_us) / 1e6, "idleS",
+        (double)(now - s->last_used_us) / 1e6, "idleTimeoutS", (json_int_t)(s->idle_us / 1000000),
+        "executions", (json_int_t)s->executions, "busy", s->busy, "alive", s->alive, "memoryMb",
+        (json_int_t)s->memory_mb);
+    if (d && s->network)
+        json_object_set_new(d, "network", json_pack("{s:O}", "allow", s->network));
+    return d;
+}
+
+/* A session with a network policy: a cold cell whose listener the proxy takes over (never a
+ * warm one, see cell_spawn_cold_egress), and the init job learns where the proxy is. */
+static int session_egress_cell(struct sessions *ss, struct session *s,
+                               const struct egress_policy *pol, const struct jail_limits *lim,
+                               json_t *job)
+{
+    int listener = -1;
+    int r =
+        cell_spawn_cold_egress(ss->jail, lim, 64u << 20, EGRESS_SANDBOX_PORT, &s->cell, &listener);
+    if (r < 0)
+        return r;
+    char label[SESSION_ID_MAX + 16];
+    snprintf(label, sizeof(label), "session %s", s->id);
+    if ((r = egress_tap_new(ss->opt.egress, pol, listener, label, &s->tap)) < 0)
+        return r;
+    json_object_set_new(job, "network",
+                        egress_proxy_job(ss->jail->ca_bundle ? JAIL_CA_BUNDLE : NULL));
+    return 0;
 }
 
 /* The init job: servers with their tools, the workspace's saved tools. */
@@ -416,6 +448,17 @@ int sessions_create(struct sessions *ss, const struct session_create *c, json_t 
     uint64_t memory_mb = c->memory_mb > 0 ? (uint64_t)c->memory_mb : ss->opt.default_memory_mb;
     if (memory_mb > ss->opt.max_memory_mb)
         memory_mb = ss->opt.max_memory_mb;
+    struct egress_policy *pol = NULL;
+    char *pwhy = NULL;
+    if (c->network &&
+        egress_network_parse(ss->opt.egress ? egress_proxy_config(ss->opt.egress) : NULL,
+                             c->network, &pol, &pwhy) < 0) {
+        session_err(err, 400, "NETWORK_NOT_ALLOWED", "network", "network: %s",
+                    pwhy ? pwhy : "out of memory");
+        free(pwhy);
+        json_decref(names);
+        return -EINVAL;
+    }
 
     pthread_mutex_lock(&ss->lock);
     bool full = ss->live >= ss->opt.max_sessions;
@@ -424,6 +467,7 @@ int sessions_create(struct sessions *ss, const struct session_create *c, json_t 
     pthread_mutex_unlock(&ss->lock);
     if (full) {
         json_decref(names);
+        egress_policy_free(pol);
         session_err(err, 503, "TOO_MANY_SESSIONS", NULL,
                     "%u sessions are live, the maximum; delete one or retry later",
                     ss->opt.max_sessions);
@@ -461,8 +505,13 @@ int sessions_create(struct sessions *ss, const struct session_create *c, json_t 
     lim.nproc = ss->opt.nproc;
     bool hit = false;
     int64_t deadline = clock_mono_us() + SESSION_READY_TIMEOUT_US;
-    r = ss->pool ? pool_acquire(ss->pool, &lim, deadline, &s->cell, &hit)
-                 : cell_spawn_cold(ss->jail, &lim, 64u << 20, &s->cell);
+    if (pol && !(s->network = egress_policy_json(pol)))
+        r = -ENOMEM;
+    else if (pol)
+        r = session_egress_cell(ss, s, pol, &lim, job);
+    else
+        r = ss->pool ? pool_acquire(ss->pool, &lim, deadline, &s->cell, &hit)
+                     : cell_spawn_cold(ss->jail, &lim, 64u << 20, &s->cell);
     if (r < 0) {
         metrics_isolation_failure(ss->metrics);
         session_err(err, 500, "INTERNAL", NULL, "no sandbox could be started: %s", strerror(-r));
@@ -500,6 +549,7 @@ int sessions_create(struct sessions *ss, const struct session_create *c, json_t 
     json_object_set_new(info, "poolHit", json_boolean(hit));
     exec_outcome_done(&o);
     json_decref(job);
+    egress_policy_free(pol);
     log_fields(LOG_INFO, "session created",
                json_pack("{s:s, s:s, s:O}", "sessionId", s->id, "workspace", s->workspace,
                          "servers", s->servers));
@@ -509,6 +559,7 @@ fail:
     exec_outcome_done(&o);
     json_decref(job);
     json_decref(names);
+    egress_policy_free(pol);
     pthread_mutex_lock(&ss->lock);
     ss->live--;
     pthread_mutex_unlock(&ss->lock);
@@ -615,6 +666,12 @@ int sessions_execute(struct sessions *ss, const char *id, const char *code, int6
         return -ENOENT;
     }
     unsigned calls_before = atomic_load(&s->mcp_calls);
+    struct egress_stats net;
+    if (s->tap) {
+        /* What the session's code did between executions is counted, not attributed. */
+        egress_tap_take(s->tap, &net);
+        metrics_egress(ss->metrics, &net);
+    }
     json_t *job =
         json_pack("{s:s, s:I, s:s}", "type", "execute", "id", (json_int_t)n, "code", code);
     int r = job ? session_send(s, job) : -ENOMEM;
@@ -661,6 +718,13 @@ int sessions_execute(struct sessions *ss, const char *id, const char *code, int6
         (json_int_t)(atomic_load(&s->mcp_calls) - calls_before), "verdict",
         verdict_to_json(&o.verdict));
     exec_outcome_done(&o);
+    if (s->tap && result) {
+        egress_tap_take(s->tap, &net);
+        metrics_egress(ss->metrics, &net);
+        json_t *metrics = json_array();
+        response_egress_metrics(metrics, &net);
+        json_object_set_new(result, "metrics", metrics);
+    }
     pthread_mutex_lock(&ss->lock);
     s->busy = false;
     s->last_used_us = clock_mono_us();

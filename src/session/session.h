@@ -27,6 +27,8 @@
 #include "jail/jail.h"
 
 struct pool;
+struct egress_proxy;
+struct egress_policy;
 struct mcp_registry;
 struct workspace_store;
 struct metrics;
@@ -40,11 +42,12 @@ struct sessions_options {
     uint64_t default_memory_mb; /* per session */
     uint64_t max_memory_mb;
     uint64_t nproc;
-    size_t output_limit;        /* stdout + stderr per execution */
-    int64_t tool_timeout_ms;    /* one MCP call made from a session */
-    int64_t interrupt_grace_ms; /* SIGINT first, SIGKILL this much later */
-    const char *id_prefix;      /* NULL, or ids are "PREFIX." + 32 hex digits (an instance id,
-                                 * util/instance.h: at most 31 characters); borrowed */
+    size_t output_limit;         /* stdout + stderr per execution */
+    int64_t tool_timeout_ms;     /* one MCP call made from a session */
+    int64_t interrupt_grace_ms;  /* SIGINT first, SIGKILL this much later */
+    const char *id_prefix;       /* NULL, or ids are "PREFIX." + 32 hex digits (an instance id,
+                                  * util/instance.h: at most 31 characters); borrowed */
+    struct egress_proxy *egress; /* borrowed; NULL: sessions get no network */
 };
 
 struct session_error {
@@ -59,6 +62,7 @@ struct session_create {
     const char *workspace;  /* may be NULL: "default" */
     int64_t idle_timeout_s; /* 0: default */
     int64_t memory_mb;      /* 0: default */
+    json_t *network;        /* borrowed {"allow": [patterns]} (docs/NETWORK.md), may be NULL */
 };
 
 /* Streaming of one execution; callbacks run on the executing thread, except on_rpc, which
