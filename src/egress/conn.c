@@ -91,11 +91,11 @@ static void conn_log(struct egress_conn *c)
     }
     log_fields(c->denied ? LOG_WARN : LOG_INFO, "egress",
                json_pack("{s:s, s:s, s:s, s:s, s:i, s:s*, s:I, s:I, s:f, s:s*}", "execution",
-                         t->label, "decision", decision, "method", c->method, "host",
-                         c->host.name, "port", (int)c->port, "address",
-                         c->addr_text[0] ? c->addr_text : NULL, "bytesUp", (json_int_t)c->up,
-                         "bytesDown", (json_int_t)c->down, "durationMs",
-                         (double)(clock_mono_us() - c->start_us) / 1000.0, "reason", c->why));
+                         t->label, "decision", decision, "method", c->method, "host", c->host.name,
+                         "port", (int)c->port, "address", c->addr_text[0] ? c->addr_text : NULL,
+                         "bytesUp", (json_int_t)c->up, "bytesDown", (json_int_t)c->down,
+                         "durationMs", (double)(clock_mono_us() - c->start_us) / 1000.0, "reason",
+                         c->why));
 }
 
 static void conn_close_upstream(struct egress_conn *c)
@@ -208,10 +208,9 @@ static void conn_answer(struct egress_conn *c, int status)
         egress_conn_interest(c);
 }
 
-static void conn_deny(struct egress_conn *c, enum egress_deny why, int status, const char *fmt,
-                      ...) _printf_(4, 5);
-static void conn_deny(struct egress_conn *c, enum egress_deny why, int status, const char *fmt,
-                      ...)
+static void conn_deny(struct egress_conn *c, enum egress_deny why, int status, const char *fmt, ...)
+    _printf_(4, 5);
+static void conn_deny(struct egress_conn *c, enum egress_deny why, int status, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -249,7 +248,7 @@ static void conn_deny_tls(struct egress_conn *c, enum egress_deny why)
 static void conn_failed(struct egress_conn *c, int status, int err)
 {
     egress_conn_why(c, "cannot connect to %s:%u (%s): %s", c->host.name, (unsigned)c->port,
-             c->addr_text[0] ? c->addr_text : "?", strerror(err));
+                    c->addr_text[0] ? c->addr_text : "?", strerror(err));
     if (c->tunnel)
         egress_conn_close(c); /* 200 was sent: the sandbox sees the tunnel close */
     else
@@ -330,7 +329,7 @@ static void conn_hello(struct egress_conn *c)
     }
     if (r < 0) {
         egress_conn_why(c, "the tunnel does not begin with a TLS ClientHello%s",
-                 r == -EMSGSIZE ? " of a size the proxy reads" : "");
+                        r == -EMSGSIZE ? " of a size the proxy reads" : "");
         conn_deny_tls(c, EGRESS_DENY_PROTOCOL);
         return;
     }
@@ -437,7 +436,8 @@ static void conn_decide(struct egress_conn *c)
         return;
     }
     if (atomic_load(&t->over)) {
-        conn_deny(c, EGRESS_DENY_LIMIT, 403, "the execution's egress byte cap (%llu bytes) is reached",
+        conn_deny(c, EGRESS_DENY_LIMIT, 403,
+                  "the execution's egress byte cap (%llu bytes) is reached",
                   (unsigned long long)c->p->max_bytes);
         return;
     }
@@ -446,8 +446,9 @@ static void conn_decide(struct egress_conn *c)
         in_ceiling = egress_pattern_matches(&cfg->ceiling[i], &c->host, c->port);
     if (!in_ceiling || !egress_policy_allows(t->pol, &c->host, c->port)) {
         bool v6 = c->host.family == AF_INET6;
-        conn_deny(c, EGRESS_DENY_POLICY, 403, "%s%s%s:%u is not in this execution's network allow list",
-                  v6 ? "[" : "", c->host.name, v6 ? "]" : "", (unsigned)c->port);
+        conn_deny(c, EGRESS_DENY_POLICY, 403,
+                  "%s%s%s:%u is not in this execution's network allow list", v6 ? "[" : "",
+                  c->host.name, v6 ? "]" : "", (unsigned)c->port);
         return;
     }
     c->counted = true;
@@ -456,8 +457,8 @@ static void conn_decide(struct egress_conn *c)
         /* Follow the body that came with the head; what lies beyond the request is dropped. */
         size_t used = 0;
         bool done = c->head.body_done;
-        if (!done && egress_body_feed(&c->parser, c->cin.data + c->cin.off, c->cin.len, &used,
-                                      &done) < 0) {
+        if (!done &&
+            egress_body_feed(&c->parser, c->cin.data + c->cin.off, c->cin.len, &used, &done) < 0) {
             egress_conn_why(c, "the request body is malformed");
             conn_answer(c, 400);
             return;

@@ -98,8 +98,7 @@ static int head_run(http_parser *p, const http_parser_settings *s, struct head_c
     return e == HPE_OK ? 0 : -EBADMSG;
 }
 
-static bool head_field_is(const struct http_parser_url *u, const char *url, int f,
-                          const char *what)
+static bool head_field_is(const struct http_parser_url *u, const char *url, int f, const char *what)
 {
     return (u->field_set & (1u << f)) && u->field_data[f].len == strlen(what) &&
            strncasecmp(url + u->field_data[f].off, what, u->field_data[f].len) == 0;
@@ -163,8 +162,8 @@ int egress_head_parse(http_parser *parser, const char *buf, size_t len, struct e
         return 431;
     }
     if (r < 0 || !ctx.url) {
-        *ret_why = r < 0 ? http_errno_description(HTTP_PARSER_ERRNO(parser))
-                         : "the request has no target";
+        *ret_why =
+            r < 0 ? http_errno_description(HTTP_PARSER_ERRNO(parser)) : "the request has no target";
         return 400;
     }
     ret->tunnel = parser->method == HTTP_CONNECT;
@@ -219,9 +218,14 @@ static bool head_connection_names(const struct egress_head *h, const struct egre
 static bool head_dropped(const struct egress_head *h, const struct egress_config *cfg,
                          const struct egress_field *f)
 {
-    static const char *const hop[] = {"host",       "connection",          "proxy-connection",
-                                      "keep-alive", "proxy-authorization", "proxy-authenticate",
-                                      "te",         "upgrade"};
+    static const char *const hop[] = {"host",
+                                      "connection",
+                                      "proxy-connection",
+                                      "keep-alive",
+                                      "proxy-authorization",
+                                      "proxy-authenticate",
+                                      "te",
+                                      "upgrade"};
     for (size_t i = 0; i < ARRAY_SIZE(hop); i++)
         if (head_name_is(f, hop[i], strlen(hop[i])))
             return true;

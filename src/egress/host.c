@@ -132,11 +132,11 @@ static const struct host_range host_v4[] = {
 static const struct host_range host_v6[] = {
     {{0}, 128, "unspecified"},
     {{[15] = 1}, 128, "loopback"},
-    {{[10] = 0xff, [11] = 0xff}, 96, NULL},    /* IPv4-mapped */
-    {{0x00, 0x64, 0xff, 0x9b}, 96, NULL},      /* NAT64 */
+    {{[10] = 0xff, [11] = 0xff}, 96, NULL},          /* IPv4-mapped */
+    {{0x00, 0x64, 0xff, 0x9b}, 96, NULL},            /* NAT64 */
     {{0x00, 0x64, 0xff, 0x9b, 0, 1}, 48, "private"}, /* local-use NAT64 */
-    {{0}, 8, "reserved"},                      /* IPv4-compatible and the rest of ::/8 */
-    {{0x01, 0x00}, 64, "reserved"},            /* discard */
+    {{0}, 8, "reserved"},                            /* IPv4-compatible and the rest of ::/8 */
+    {{0x01, 0x00}, 64, "reserved"},                  /* discard */
     {{0x20, 0x01, 0x0d, 0xb8}, 32, "documentation"},
     {{0x20, 0x01, 0x00}, 23, "reserved"}, /* IETF protocol assignments (Teredo, ...) */
     {{0x20, 0x02}, 16, NULL},             /* 6to4: the IPv4 address is in bytes 2-5 */

@@ -30,8 +30,8 @@ static uint16_t policy_port(const char *s, size_t len)
 }
 
 /* Split "host", "host:port", "[v6]" or "[v6]:port". */
-static const char *policy_split(const char *s, size_t len, const char **ret_host,
-                                size_t *ret_hlen, uint16_t *ret_port)
+static const char *policy_split(const char *s, size_t len, const char **ret_host, size_t *ret_hlen,
+                                uint16_t *ret_port)
 {
     const char *colon;
     *ret_port = 0;
@@ -181,8 +181,9 @@ static const char *policy_inject_parse(const char *s, struct egress_inject *ret)
     for (const char *p = name; p < colon; p++)
         if (!policy_tchar((unsigned char)*p))
             return "the header name has a character HTTP does not allow";
-    static const char *const framing[] = {"host", "content-length", "transfer-encoding",
-                                          "connection", "proxy-connection", "upgrade", "te"};
+    static const char *const framing[] = {"host",       "content-length",   "transfer-encoding",
+                                          "connection", "proxy-connection", "upgrade",
+                                          "te"};
     size_t nlen = (size_t)(colon - name);
     for (size_t i = 0; i < ARRAY_SIZE(framing); i++)
         if (nlen == strlen(framing[i]) && strncasecmp(name, framing[i], nlen) == 0)
@@ -227,10 +228,10 @@ int egress_config_init(struct egress_config *cfg, const char *const *allow,
     if (!why)
         return 0;
     /* A header value may be a secret: name the option and the host, never the value. */
-    int r = strcmp(opt, "--egress-header") == 0
-                ? fmt_error(ret_why, EINVAL, "%s %.*s=...: %s", opt, (int)strcspn(bad, "="), bad,
-                            why)
-                : fmt_error(ret_why, EINVAL, "%s '%.300s': %s", opt, bad, why);
+    int r =
+        strcmp(opt, "--egress-header") == 0
+            ? fmt_error(ret_why, EINVAL, "%s %.*s=...: %s", opt, (int)strcspn(bad, "="), bad, why)
+            : fmt_error(ret_why, EINVAL, "%s '%.300s': %s", opt, bad, why);
     egress_config_done(cfg);
     return r;
 }
@@ -353,8 +354,7 @@ struct egress_policy *egress_policy_dup(const struct egress_policy *p)
     return d;
 }
 
-bool egress_policy_allows(const struct egress_policy *p, const struct egress_host *h,
-                          uint16_t port)
+bool egress_policy_allows(const struct egress_policy *p, const struct egress_host *h, uint16_t port)
 {
     for (size_t i = 0; i < p->n; i++)
         if (egress_pattern_matches(&p->pats[i], h, port))

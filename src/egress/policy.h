@@ -22,10 +22,10 @@
 
 #include "egress/host.h"
 
-#define EGRESS_POLICY_MAX   64   /* patterns in one execution's allow list */
-#define EGRESS_CEILING_MAX  256  /* --egress-allow, --egress-resolve, --egress-header each */
-#define EGRESS_PATTERN_MAX  300  /* characters of one pattern */
-#define EGRESS_HEADER_MAX   8192 /* characters of one --egress-header */
+#define EGRESS_POLICY_MAX  64   /* patterns in one execution's allow list */
+#define EGRESS_CEILING_MAX 256  /* --egress-allow, --egress-resolve, --egress-header each */
+#define EGRESS_PATTERN_MAX 300  /* characters of one pattern */
+#define EGRESS_HEADER_MAX  8192 /* characters of one --egress-header */
 
 struct egress_pattern {
     struct egress_host host; /* for a wildcard, the domain after "*." */

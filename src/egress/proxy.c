@@ -269,8 +269,7 @@ int egress_proxy_new(const struct egress_options *opt, struct egress_proxy **ret
         r = log_errno(LOG_ERROR, errno, "egress: epoll/eventfd failed");
         goto fail;
     }
-    r = egress_resolver_new(EGRESS_RESOLVER_THREADS, EGRESS_RESOLVER_QUEUE, p->evfd,
-                            &p->resolver);
+    r = egress_resolver_new(EGRESS_RESOLVER_THREADS, EGRESS_RESOLVER_QUEUE, p->evfd, &p->resolver);
     if (r < 0) {
         log_errno(LOG_ERROR, r, "egress: cannot start the resolver threads");
         goto fail;
@@ -327,9 +326,8 @@ json_t *egress_proxy_describe(const struct egress_proxy *p)
     for (size_t i = 0; i < p->cfg.n_injects; i++)
         json_array_append_new(injects, json_string(p->cfg.injects[i].host.name));
     return json_pack("{s:o, s:o, s:o, s:I, s:i, s:s}", "allow", egress_config_ceiling_json(&p->cfg),
-                     "resolve", pins, "headersFor", injects, "maxBytes",
-                     (json_int_t)p->max_bytes, "maxConnections", (int)p->max_conns, "proxy",
-                     url);
+                     "resolve", pins, "headersFor", injects, "maxBytes", (json_int_t)p->max_bytes,
+                     "maxConnections", (int)p->max_conns, "proxy", url);
 }
 
 json_t *egress_proxy_job(const char *ca_file)

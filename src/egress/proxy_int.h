@@ -30,12 +30,12 @@
 #include "egress/resolver.h"
 #include "util/macros.h"
 
-#define EGRESS_OPEN_MAX        1024 /* connections of all taps at once */
-#define EGRESS_TAP_SLACK       8    /* open connections beyond the cap, to be refused */
-#define EGRESS_BUF             (32u << 10)
-#define EGRESS_STEP_US         (10 * 1000000LL) /* head, lookup, connect, ClientHello */
-#define EGRESS_IDLE_US         (60 * 1000000LL) /* a relay without a byte either way */
-#define EGRESS_LINGER_US       (2 * 1000000LL)  /* after our answer, for the client to read it */
+#define EGRESS_OPEN_MAX         1024 /* connections of all taps at once */
+#define EGRESS_TAP_SLACK        8    /* open connections beyond the cap, to be refused */
+#define EGRESS_BUF              (32u << 10)
+#define EGRESS_STEP_US          (10 * 1000000LL) /* head, lookup, connect, ClientHello */
+#define EGRESS_IDLE_US          (60 * 1000000LL) /* a relay without a byte either way */
+#define EGRESS_LINGER_US        (2 * 1000000LL)  /* after our answer, for the client to read it */
 #define EGRESS_RESOLVER_THREADS 4
 #define EGRESS_RESOLVER_QUEUE   256
 
@@ -72,15 +72,7 @@ struct egress_ring {
     size_t cap, off, len;
 };
 
-enum egress_conn_state {
-    CS_HEAD,
-    CS_RESOLVE,
-    CS_HELLO,
-    CS_CONNECT,
-    CS_RELAY,
-    CS_REPLY,
-    CS_LINGER
-};
+enum egress_conn_state { CS_HEAD, CS_RESOLVE, CS_HELLO, CS_CONNECT, CS_RELAY, CS_REPLY, CS_LINGER };
 
 struct egress_conn {
     uint64_t id;
@@ -105,15 +97,15 @@ struct egress_conn {
     socklen_t lens[EGRESS_ADDRS_MAX];
     unsigned n_addrs, next_addr;
     char addr_text[64];
-    struct egress_ring cin;  /* client -> upstream */
-    struct egress_ring uin;  /* upstream -> client */
-    char *out;               /* sent upstream first: the rebuilt head (plain HTTP) */
+    struct egress_ring cin; /* client -> upstream */
+    struct egress_ring uin; /* upstream -> client */
+    char *out;              /* sent upstream first: the rebuilt head (plain HTTP) */
     size_t out_len, out_off;
     char *reply; /* our answer to the client */
     size_t reply_len, reply_off;
     bool reply_then_close;
     bool c_eof, u_eof, c_shut, u_shut;
-    bool u_hup; /* the upstream hung up: read what is left as room allows, unwatched */
+    bool u_hup;      /* the upstream hung up: read what is left as room allows, unwatched */
     bool refuse_cap; /* accepted beyond the connection cap: refuse its request */
     bool counted;    /* counted as a request */
     bool denied;

@@ -92,13 +92,12 @@ static void conn_count(struct egress_conn *c, bool up, size_t n)
         if (k->st != CS_RELAY && k->st != CS_CONNECT && k->st != CS_HELLO)
             continue;
         egress_conn_why(k, "the execution's egress byte cap (%llu bytes) is reached",
-                 (unsigned long long)max);
+                        (unsigned long long)max);
         k->denied = true;
         egress_tap_deny(t, EGRESS_DENY_LIMIT);
         egress_conn_close(k);
     }
 }
-
 
 /* Read what the sandbox sent into cin: the count of new bytes (*ret_before: where they
  * start), 0 at its end, or -1 when nothing came now or the connection failed (then closed). */

@@ -131,8 +131,7 @@ void egress_resolver_free(struct egress_resolver *r)
     free(r);
 }
 
-int egress_resolver_submit(struct egress_resolver *r, uint64_t id, const char *host,
-                           uint16_t port)
+int egress_resolver_submit(struct egress_resolver *r, uint64_t id, const char *host, uint16_t port)
 {
     struct egress_lookup *l = calloc(1, sizeof(*l));
     if (!l)

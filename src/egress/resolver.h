@@ -38,8 +38,7 @@ int egress_resolver_new(unsigned threads, unsigned max_pending, int wake_fd,
  * timeouts). NULL is a no-op. */
 void egress_resolver_free(struct egress_resolver *r);
 /* Queue a lookup of host:port (TCP, IPv4 and IPv6). -EAGAIN when max_pending are waiting. */
-int egress_resolver_submit(struct egress_resolver *r, uint64_t id, const char *host,
-                           uint16_t port);
+int egress_resolver_submit(struct egress_resolver *r, uint64_t id, const char *host, uint16_t port);
 /* The answers ready now, as a list (caller frees each with free()). */
 struct egress_lookup *egress_resolver_take(struct egress_resolver *r);
 

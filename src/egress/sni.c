@@ -88,8 +88,8 @@ static int sni_hello(struct sni_reader r, char *ret_name, size_t cap)
 {
     const uint8_t *skip;
     unsigned n;
-    if (sni_take(&r, 2 + 32, &skip) < 0 ||                          /* version, random */
-        sni_u8(&r, &n) < 0 || n > 32 || sni_take(&r, n, &skip) < 0 || /* session id */
+    if (sni_take(&r, 2 + 32, &skip) < 0 ||                                     /* version, random */
+        sni_u8(&r, &n) < 0 || n > 32 || sni_take(&r, n, &skip) < 0 ||          /* session id */
         sni_u16(&r, &n) < 0 || n < 2 || n % 2 || sni_take(&r, n, &skip) < 0 || /* suites */
         sni_u8(&r, &n) < 0 || n < 1 || sni_take(&r, n, &skip) < 0)             /* compression */
         return -EBADMSG;

@@ -809,6 +809,12 @@ unsigned sessions_live(struct sessions *ss)
     return n;
 }
 
+json_t *sessions_network_ceiling(struct sessions *ss)
+{
+    return ss->opt.egress ? egress_config_ceiling_json(egress_proxy_config(ss->opt.egress))
+                          : json_array();
+}
+
 /* End s: its interpreter is killed at once (a running execution then reports it). */
 static void session_end(struct session *s)
 {

@@ -91,6 +91,9 @@ json_t *sessions_list(struct sessions *s);
 int sessions_delete(struct sessions *s, const char *id);
 bool sessions_exists(struct sessions *s, const char *id);
 unsigned sessions_live(struct sessions *s);
+/* What a session may ask to reach (the --egress-allow patterns, new reference); an empty
+ * array when sessions get no network. */
+json_t *sessions_network_ceiling(struct sessions *s);
 /* Run code in session id. 0 and *ret_result {executionId, status, stdout, stderr, error, result,
  * durationMs, sessionAlive, truncated, mcpCalls, verdict}; <0 with *err (unknown session,
  * dead session, sandbox failure). */
