@@ -7,7 +7,6 @@ listener instead of a warm one).
 
 Used by bench.py (`make bench`); runs alone too: python3 bench/egress_bench.py."""
 import http.client
-import http.server
 import json
 import os
 import shutil
@@ -53,25 +52,35 @@ def measure(proxy, host, port, tls, n, cafile):
 """
 
 
-class Handler(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def do_GET(self):
-        body = b"ok\n" * 100
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
-
-
 def origin(tls_ctx=None):
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    if tls_ctx:
-        srv.socket = tls_ctx.wrap_socket(srv.socket, server_side=True)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    """A minimal origin: one thread, one connection at a time (the clients are sequential),
+    the whole answer in one write, so that what is measured is the path, not the server."""
+    srv = socket.create_server(("127.0.0.1", 0))
+    body = b"ok\n" * 100
+    answer = b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n" % len(body) + body
+
+    def serve():
+        while True:
+            try:
+                conn, _ = srv.accept()
+            except OSError:
+                return
+            try:
+                if tls_ctx:
+                    conn = tls_ctx.wrap_socket(conn, server_side=True)
+                data = b""
+                while b"\r\n\r\n" not in data:
+                    chunk = conn.recv(65536)
+                    if not chunk:
+                        break
+                    data += chunk
+                conn.sendall(answer)
+            except OSError:
+                pass
+            finally:
+                conn.close()
+
+    threading.Thread(target=serve, daemon=True).start()
     return srv
 
 
@@ -125,7 +134,7 @@ def main(port):
     os.chmod(d, 0o755)
     ca, tls_ctx = certificates(d)
     web, tls = origin(), origin(tls_ctx)
-    wp, tp = web.server_address[1], tls.server_address[1]
+    wp, tp = web.getsockname()[1], tls.getsockname()[1]
     log = tempfile.TemporaryFile()
     p = subprocess.Popen([BIN, "serve", "--port", str(port), "--log-level", "warn",
                           "--no-mcp-discovery", "--state-dir", d,
@@ -156,8 +165,8 @@ def main(port):
     finally:
         p.terminate()
         p.wait(30)
-        web.shutdown()
-        tls.shutdown()
+        web.close()
+        tls.close()
         shutil.rmtree(d, ignore_errors=True)
     rows = [("HTTP GET (absolute URI)", host_http, proxied_http),
             ("HTTPS GET (CONNECT, TLS 1.3)", host_https, proxied_https)]
