@@ -196,7 +196,8 @@ def test_tools_list_describes_the_tools(connect):
     run_python = tools["run_python"]
     props = run_python["inputSchema"]["properties"]
     assert run_python["inputSchema"]["required"] == ["code"]
-    assert set(props) == {"code", "servers", "timeout", "session_id", "output"}
+    assert set(props) == {"code", "servers", "timeout", "session_id", "output", "network"}
+    assert props["network"]["required"] == ["allow"]
     assert props["servers"]["items"]["enum"] == ["everything", "flaky", "broken"]
     assert props["timeout"]["type"] == "number"
     assert run_python["outputSchema"]["type"] == "object"
