@@ -4,6 +4,7 @@ origin on the host's loopback, reached from sandboxes through sandboxd's proxy b
 tests pin with --egress-resolve. The TLS origin's certificate (and its CA) are made with the
 openssl command at test time. Each origin records what reached it, so a test can insist that
 a refused request never did."""
+import hashlib
 import http.server
 import json
 import os
@@ -43,11 +44,16 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         body = self.rfile.read(length) if length else b""
         origin.seen.append({"method": self.command, "path": self.path,
                             "headers": {k: v for k, v in self.headers.items()},
-                            "body": body.decode(errors="replace")})
+                            "body": body[:4096].decode(errors="replace")})
         if url.path == "/redirect":
             self._answer(302, b"", "text/plain", [("Location", query["to"])])
         elif url.path == "/bytes":
             self._answer(200, b"x" * int(query["n"]), "application/octet-stream")
+        elif url.path == "/sha256":
+            self._answer(200, {"sha256": hashlib.sha256(body).hexdigest(), "length": len(body)})
+        elif url.path == "/pattern":  # n bytes of a pattern a client can check
+            n = int(query["n"])
+            self._answer(200, (bytes(range(256)) * (n // 256 + 1))[:n], "application/octet-stream")
         else:
             self._answer(200, {"origin": origin.name, "method": self.command, "path": self.path,
                                "headers": {k: v for k, v in self.headers.items()},

@@ -12,6 +12,7 @@
 
 #include "app/metrics.h"
 #include "egress/proxy.h"
+#include "exec/cell.h"
 #include "jail/selftest.h"
 #include "mcp/httpc.h"
 #include "mcp/registry.h"
@@ -185,6 +186,25 @@ int setup_pool(struct setup *s, const struct setup_opts *o, unsigned size, unsig
     return r;
 }
 
+/* Start one sandbox the way an execution with a network policy gets one, so that a machine
+ * where that cannot work (the kernel refuses lo or the listener in a user namespace) says so
+ * now, by the failing step, instead of with the first such request. */
+static int setup_egress_probe(struct setup *s, const char *cmd)
+{
+    struct jail_limits lim = jail_limits_default(&s->jail);
+    struct cell *c = NULL;
+    int listener = -1;
+    int r = cell_spawn_cold_egress(&s->jail, &lim, 1u << 20, EGRESS_SANDBOX_PORT, &c, &listener);
+    if (r < 0)
+        return log_errno(LOG_ERROR, r,
+                         "%s: a sandbox with a network policy cannot be set up here (the step "
+                         "is named above); start without --egress-allow",
+                         cmd);
+    close(listener);
+    cell_free(c);
+    return 0;
+}
+
 int setup_start(struct setup *s, const struct setup_opts *o, struct common_opts *common,
                 const char *cmd)
 {
@@ -234,7 +254,7 @@ int setup_start(struct setup *s, const struct setup_opts *o, struct common_opts 
             .max_bytes = o->egress_max_mb << 20,
             .max_connections = (unsigned)o->egress_max_connections,
         };
-        if ((r = egress_proxy_new(&eo, &s->egress)) < 0)
+        if ((r = egress_proxy_new(&eo, &s->egress)) < 0 || (r = setup_egress_probe(s, cmd)) < 0)
             return r;
     }
     if (o->pool_size &&

@@ -124,6 +124,29 @@ b = requests.post("http://api.test:{web.port}/post", data=b"payload", timeout=10
     assert metric(resp, "net.egress_requests") == 2
 
 
+def test_large_bodies_and_parallel_tunnels_keep_every_byte(srv, web, tls):
+    # back-pressure both ways: bodies far larger than the proxy's buffers, several at once
+    code = f"""
+import concurrent.futures, hashlib, json, os, urllib.request
+up = os.urandom(3 << 20)
+req = urllib.request.Request("http://api.test:{web.port}/sha256", data=up, method="POST")
+posted = json.loads(urllib.request.urlopen(req, timeout=30).read())
+want = (bytes(range(256)) * (5 << 12))[:5 << 20]
+def get(i):
+    return urllib.request.urlopen("https://tls.test:{tls.port}/pattern?n=%d" % (5 << 20),
+                                  timeout=30).read() == want
+with concurrent.futures.ThreadPoolExecutor(6) as pool:
+    same = list(pool.map(get, range(6)))
+[posted["sha256"] == hashlib.sha256(up).hexdigest(), posted["length"], same]
+"""
+    resp = run(srv, code, allow("api.test:%d" % web.port, "tls.test:%d" % tls.port),
+               memoryMb=512)
+    assert result(resp) == [True, 3 << 20, [True] * 6]
+    assert metric(resp, "net.egress_requests") == 7
+    assert metric(resp, "net.egress_bytes", "up") > 3 << 20
+    assert metric(resp, "net.egress_bytes", "down") > 6 * (5 << 20)
+
+
 def test_wildcards_match_names_below_the_domain(srv, web):
     code = f"""
 import json, urllib.request
