@@ -45,7 +45,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         origin.seen.append({"method": self.command, "path": self.path,
                             "headers": {k: v for k, v in self.headers.items()},
                             "body": body[:4096].decode(errors="replace")})
-        if url.path == "/redirect":
+        if url.path in origin.files:
+            ctype, data = origin.files[url.path]
+            self._answer(200, data, ctype)
+        elif url.path == "/redirect":
             self._answer(302, b"", "text/plain", [("Location", query["to"])])
         elif url.path == "/bytes":
             self._answer(200, b"x" * int(query["n"]), "application/octet-stream")
@@ -76,6 +79,7 @@ class Origin:
 
     def __init__(self, name, tls=None):
         self.name = name
+        self.files = {}  # path -> (content type, bytes), served as they are
         self.seen = []
         self.accepted = 0
         origin = self

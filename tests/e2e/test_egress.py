@@ -3,9 +3,13 @@
 serve` with --egress-allow, executions and sessions that ask for allow lists, and HTTP and TLS
 origins on the host's loopback standing in for the internet through --egress-resolve pins.
 The attacks on the policy are in tests/attacks/test_egress.py."""
+import base64
+import hashlib
+import io
 import json
 import pathlib
 import sys
+import zipfile
 
 import pytest
 
@@ -145,6 +149,51 @@ with concurrent.futures.ThreadPoolExecutor(6) as pool:
     assert metric(resp, "net.egress_requests") == 7
     assert metric(resp, "net.egress_bytes", "up") > 3 << 20
     assert metric(resp, "net.egress_bytes", "down") > 6 * (5 << 20)
+
+
+def wheel(name, version, source):
+    """A pure-Python wheel, made in memory."""
+    buf = io.BytesIO()
+    info = "%s-%s.dist-info" % (name, version)
+    files = {"%s/__init__.py" % name: source,
+             info + "/METADATA": "Metadata-Version: 2.1\nName: %s\nVersion: %s\n" % (name, version),
+             info + "/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\n"
+                              "Tag: py3-none-any\n"}
+    record = ""
+    with zipfile.ZipFile(buf, "w") as z:
+        for path, text in files.items():
+            data = text.encode()
+            z.writestr(path, data)
+            digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=")
+            record += "%s,sha256=%s,%d\n" % (path, digest.decode(), len(data))
+        z.writestr(info + "/RECORD", record + info + "/RECORD,,\n")
+    return buf.getvalue()
+
+
+def test_pip_installs_from_an_allowed_index_over_https(srv, tls):
+    whl = wheel("tinypkg", "1.0", "VALUE = 42\n")
+    name = "tinypkg-1.0-py3-none-any.whl"
+    tls.files["/simple/tinypkg/"] = ("text/html", (
+        '<html><body><a href="/files/%s#sha256=%s">%s</a></body></html>'
+        % (name, hashlib.sha256(whl).hexdigest(), name)).encode())
+    tls.files["/files/" + name] = ("application/octet-stream", whl)
+    code = f"""
+import subprocess, sys
+p = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-cache-dir",
+                    "--disable-pip-version-check", "--break-system-packages", "--target",
+                    "/tmp/site", "--index-url", "https://tls.test:{tls.port}/simple/", "tinypkg"],
+                   capture_output=True, text=True)
+sys.path.insert(0, "/tmp/site")
+import tinypkg
+[p.returncode, tinypkg.VALUE, p.stderr[-2000:]]
+"""
+    seen = len(tls.seen)
+    resp = run(srv, code, allow("tls.test:%d" % tls.port), memoryMb=512)
+    out = result(resp)
+    assert out[:2] == [0, 42], out
+    paths = [x["path"] for x in tls.seen[seen:]]
+    assert "/simple/tinypkg/" in paths and "/files/" + name in paths, paths
+    assert all("pip/" in x["headers"].get("User-Agent", "") for x in tls.seen[seen:])
 
 
 def test_wildcards_match_names_below_the_domain(srv, web):
