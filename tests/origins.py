@@ -145,3 +145,30 @@ def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def fixtures():
+    """The module-scoped pytest fixtures certs (a CA and a certificate for tls.test), web (an
+    HTTP origin) and tls (an HTTPS origin for tls.test), for a test module to take in with
+    `certs, web, tls = origins.fixtures()`."""
+    import pytest
+
+    @pytest.fixture(scope="module")
+    def certs():
+        c = Certificates("tls.test")
+        yield c
+        c.close()
+
+    @pytest.fixture(scope="module")
+    def web():
+        o = Origin("web")
+        yield o
+        o.close()
+
+    @pytest.fixture(scope="module")
+    def tls(certs):
+        o = Origin("tls", tls=certs.server_context())
+        yield o
+        o.close()
+
+    return certs, web, tls

@@ -2,7 +2,7 @@
 """Network egress by policy (docs/NETWORK.md), driven like a client would: a real `sandboxd
 serve` with --egress-allow, executions and sessions that ask for allow lists, and HTTP and TLS
 origins on the host's loopback standing in for the internet through --egress-resolve pins.
-The attacks on the policy are in tests/attacks/test_egress.py."""
+The attacks on the policy are in tests/attacks/test_egress_attacks.py."""
 import base64
 import hashlib
 import io
@@ -15,30 +15,12 @@ import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 from harness import McpHttp, McpStdio, Server, executor_request  # noqa: E402
-from origins import Certificates, Origin  # noqa: E402
+from origins import fixtures  # noqa: E402
 
 SECRET = "s3cret-api-key-never-in-the-sandbox"
 
 
-@pytest.fixture(scope="module")
-def certs():
-    c = Certificates("tls.test")
-    yield c
-    c.close()
-
-
-@pytest.fixture(scope="module")
-def web():
-    o = Origin("web")
-    yield o
-    o.close()
-
-
-@pytest.fixture(scope="module")
-def tls(certs):
-    o = Origin("tls", tls=certs.server_context())
-    yield o
-    o.close()
+certs, web, tls = fixtures()
 
 
 def egress_args(web, tls, certs):

@@ -11,28 +11,10 @@ import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 from harness import Server, executor_request  # noqa: E402
-from origins import Certificates, Origin  # noqa: E402
+from origins import fixtures  # noqa: E402
 
 
-@pytest.fixture(scope="module")
-def certs():
-    c = Certificates("tls.test")
-    yield c
-    c.close()
-
-
-@pytest.fixture(scope="module")
-def web():
-    o = Origin("web")
-    yield o
-    o.close()
-
-
-@pytest.fixture(scope="module")
-def tls(certs):
-    o = Origin("tls", tls=certs.server_context())
-    yield o
-    o.close()
+certs, web, tls = fixtures()
 
 
 @pytest.fixture(scope="module")
