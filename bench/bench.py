@@ -2,8 +2,9 @@
 """`make bench`: sandboxd against the seed-style reference server, side by side in one run,
 on loopback with wrk. Prints a markdown table (p50/p99 latency, throughput, ratios), the
 isolation overhead of a cold spawn, memory figures, sessions against a Jupyter kernel
-(bench/session_bench.py) and data work (pandas, a chart) against cold python and a Jupyter
-kernel (bench/data_bench.py); writes them to bench/last-run.md.
+(bench/session_bench.py), data work (pandas, a chart) against cold python and a Jupyter
+kernel (bench/data_bench.py) and the latency the egress proxy adds to one request
+(bench/egress_bench.py); writes them to bench/last-run.md.
 
 Environment: BENCH_DURATION (seconds per load run, default 8), BENCH_SANDBOXD (binary).
 """
@@ -21,6 +22,7 @@ import tempfile
 import time
 
 import data_bench
+import egress_bench
 import session_bench
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -292,6 +294,8 @@ def main():
     text += "\n## Sessions\n\n" + session_bench.main(free_port())[0]
     print("data work: pandas and a chart against cold python and a Jupyter kernel ...", flush=True)
     text += "\n## Data work\n\n" + data_bench.main(free_port())[0]
+    print("network egress through the proxy ...", flush=True)
+    text += "\n## Network egress (docs/NETWORK.md)\n\n" + egress_bench.main(free_port())[0]
     print()
     print(text)
     (HERE / "last-run.md").write_text("Measured %s with `make bench` (BENCH_DURATION=%d)\n\n%s"

@@ -8,7 +8,7 @@ PACKAGES=(
   # build
   gcc make meson ninja-build pkg-config clang-format
   libmicrohttpd-dev libcurl4-openssl-dev libjansson-dev libseccomp-dev libyaml-dev
-  libsodium-dev uthash-dev libcmocka-dev
+  libsodium-dev uthash-dev libcmocka-dev libhttp-parser-dev
   # the interpreter inside the jail and the libraries templates use there
   python3 python3-jinja2 python3-jsonschema python3-yaml
   # data work in the jail (the datascience profile); they pull in BLAS, fonts and their data

@@ -40,7 +40,7 @@ import sys
 import time
 import types
 
-from sandboxd_runtime import artifacts, errors, proto
+from sandboxd_runtime import artifacts, errors, network, proto
 
 
 class ExecutionTimeout(BaseException):
@@ -643,6 +643,7 @@ def serve(init):
         except (AttributeError, io.UnsupportedOperation):
             pass
     CHANNEL = Channel(proto.FD)
+    network.apply(init.get("network"))
     ns, failed = build_namespace(init)
     signal.signal(signal.SIGINT, _on_sigint)
     loop = asyncio.new_event_loop()

@@ -12,7 +12,7 @@ import os
 import resource
 import sys
 
-from sandboxd_runtime import artifacts, errors, proto
+from sandboxd_runtime import artifacts, errors, network, proto
 
 
 def apply_limits(limits):
@@ -56,6 +56,7 @@ def handle(job):
         apply_limits(job.get("limits") or {})
     except (OSError, ValueError) as exc:
         return errors.error("INTERNAL", "cannot apply limits: %s" % exc)
+    network.apply(job.get("network"))
     if kind in ("jit", "executor"):
         return run_code_job(job)
     if kind == "template":

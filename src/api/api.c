@@ -15,6 +15,7 @@
 #include "api/sessions.h"
 #include "api/workspaces.h"
 #include "app/tenant.h"
+#include "egress/proxy.h"
 #include "pool/pool.h"
 #include "pool/profile.h"
 #include "util/buf.h"
@@ -134,17 +135,31 @@ static void api_execute(struct api *api, const struct http_request *req, struct 
         json_decref(body);
         return;
     }
+    struct egress_policy *egress = NULL;
+    char *why = NULL;
+    if (spec.network &&
+        egress_network_parse(api->app->egress ? egress_proxy_config(api->app->egress) : NULL,
+                             spec.network, &egress, &why) < 0) {
+        http_reply_error(reply, 400, "NETWORK_NOT_ALLOWED", "context.taskDetails.network",
+                         "context.taskDetails.network: %s", why ? why : "out of memory");
+        free(why);
+        json_decref(body);
+        return;
+    }
+    spec.egress = egress;
     if (!tenant_run_begin(tenant, spec.handler_name)) {
         http_reply_error(reply, 429, "TENANT_LIMIT", NULL,
                          "tenant '%s' runs %u executions, its maxRunning; retry later",
                          tenant_name(tenant), tenant_max_running(tenant));
         http_reply_header(reply, "Retry-After", "1");
+        egress_policy_free(egress);
         json_decref(body);
         return;
     }
     struct app_reply ar;
     app_execute(api->app, &spec, &ar);
     tenant_run_end(tenant);
+    egress_policy_free(egress);
     reply->status = ar.status;
     if (ar.raw.text) {
         /* The result's value passes through as the sandbox sent it (validated, never parsed). */
@@ -200,6 +215,9 @@ static void api_healthz(struct api *api, const struct http_request *req, struct 
     if (reply->body) {
         json_object_set_new(reply->body, "workflows", flow_cache_stats(a->wf_cache));
         json_object_set_new(reply->body, "profiles", profiles_stats(a->profiles));
+        json_object_set_new(reply->body, "egress",
+                            a->egress ? egress_proxy_describe(a->egress)
+                                      : json_pack("{s:o}", "allow", json_array()));
     }
     if (reply->body && api->sessions)
         json_object_set_new(reply->body, "sessions", sessions_stats(api->sessions));

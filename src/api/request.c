@@ -221,6 +221,16 @@ static int request_task(struct request_spec *s, struct request_error *err)
     case HANDLER_WORKFLOW:
         break;
     }
+    json_t *net = json_object_get(t, "network");
+    if (net && !json_is_null(net)) {
+        if (s->handler != HANDLER_JIT && s->handler != HANDLER_EXECUTOR)
+            return request_fail(err, "context.taskDetails.network",
+                                "only JIT and EXECUTOR executions may have a network policy");
+        if (!json_is_object(net))
+            return request_fail(err, "context.taskDetails.network",
+                                "must be an object {\"allow\": [patterns]}");
+        s->network = net;
+    }
     if ((s->handler == HANDLER_JIT || s->handler == HANDLER_EXECUTOR) &&
         (r = request_data_work(s, err)))
         return r;

@@ -12,6 +12,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+struct egress_policy;
+
 enum handler_type { HANDLER_JIT, HANDLER_EXECUTOR, HANDLER_LLM, HANDLER_WORKFLOW };
 
 struct request_spec {
@@ -50,6 +52,10 @@ struct request_spec {
     json_t *files;       /* {relative path: base64}, checked; NULL when absent */
     size_t files_bytes;  /* their decoded size */
     json_t *collect;     /* [glob], checked; NULL when absent */
+    /* JIT and EXECUTOR: taskDetails.network, an object (checked against the server's ceiling by
+     * the API, which then sets egress); NULL: no network */
+    json_t *network;
+    const struct egress_policy *egress;
 };
 
 struct request_error {

@@ -114,6 +114,8 @@ static void api_session_create(struct api *api, const struct http_request *req,
     if (!api_opt_int(body, "idleTimeoutS", 1, &c.idle_timeout_s, reply) ||
         !api_opt_int(body, "memoryMb", 16, &c.memory_mb, reply))
         goto out;
+    json_t *network = json_object_get(body, "network");
+    c.network = network && !json_is_null(network) ? network : NULL; /* checked by the session */
     json_t *info = NULL;
     struct session_error err;
     if (sessions_create(api->sessions, &c, &info, &err) < 0) {

@@ -19,6 +19,7 @@
 #include "app/defs.h"
 #include "app/metrics.h"
 #include "app/response.h"
+#include "egress/proxy.h"
 #include "exec/manager.h"
 #include "exec/run.h"
 #include "jail/jail.h"
@@ -56,6 +57,7 @@ struct app {
     struct flow_cache *wf_cache; /* validated workflows by content; NULL: none */
     json_t *isolation;           /* what the start-up self-test observed */
     int64_t started_us;
+    struct egress_proxy *egress; /* NULL: no --egress-allow, no network for anyone */
 };
 
 struct app_run {
@@ -63,15 +65,19 @@ struct app_run {
     const char *history_key;      /* adaptive timeouts; NULL: none */
     int64_t requested_timeout_ms; /* 0: not requested */
     int64_t requested_memory_mb;
-    const struct exec_hooks *hooks; /* frames the job sends besides its answer (RPCs) */
-    const char *const *raw_path;    /* the result's value passed through as text, or NULL */
-    struct pool *pool;              /* NULL: the app's pool */
-    uint64_t default_memory_mb;     /* when none is requested; 0: the server's default */
-    struct exec_outcome outcome;    /* filled; release with app_run_done */
+    const struct exec_hooks *hooks;     /* frames the job sends besides its answer (RPCs) */
+    const char *const *raw_path;        /* the result's value passed through as text, or NULL */
+    struct pool *pool;                  /* NULL: the app's pool */
+    uint64_t default_memory_mb;         /* when none is requested; 0: the server's default */
+    const struct egress_policy *egress; /* a network policy: a cold cell with the proxy */
+    const char *label;                  /* the request id, for the egress log */
+    struct exec_outcome outcome;        /* filled; release with app_run_done */
     struct response_limits limits;
     int64_t queue_wait_us;
     bool pool_hit;
     const char *timeout_rule;
+    bool egress_used;
+    struct egress_stats egress_stats; /* with egress: what the proxy counted */
 };
 
 /* 0 when the job ran (whatever its verdict), -EBUSY when the queue is full (answer 503),

@@ -12,6 +12,7 @@
 #include "exec/cell.h"
 #include "flow/template.h"
 #include "flow/workflow.h"
+#include "egress/proxy.h"
 #include "pool/pool.h"
 #include "pool/profile.h"
 #include "util/clock.h"
@@ -30,6 +31,29 @@ void app_run_done(struct app_run *run)
 static int64_t app_clamp(int64_t v, int64_t lo, int64_t hi)
 {
     return v < lo ? lo : (v > hi ? hi : v);
+}
+
+/* A cold cell whose network namespace holds the proxy's listener, attached to the proxy with
+ * the execution's allow list; the job learns where the proxy is. */
+static int app_egress_cell(struct app *a, struct app_run *run, const struct jail_limits *lim,
+                           struct cell **ret_cell, struct egress_tap **ret_tap)
+{
+    int listener = -1;
+    if (!a->egress)
+        return -EINVAL; /* the API refuses a policy first */
+    int r = cell_spawn_cold_egress(a->jail, lim, a->opt.max_frame, EGRESS_SANDBOX_PORT, ret_cell,
+                                   &listener);
+    if (r < 0)
+        return r;
+    r = egress_tap_new(a->egress, run->egress, listener, run->label, ret_tap);
+    if (r < 0) {
+        cell_free(*ret_cell);
+        *ret_cell = NULL;
+        return r;
+    }
+    json_object_set_new(run->job, "network",
+                        egress_proxy_job(a->jail->ca_bundle ? JAIL_CA_BUNDLE : NULL));
+    return 0;
 }
 
 int app_run_job(struct app *a, struct app_run *run)
@@ -64,8 +88,11 @@ int app_run_job(struct app *a, struct app_run *run)
     lim.nofile = o->nofile;
     lim.memory = (uint64_t)memory_mb << 20;
     struct cell *cell = NULL;
+    struct egress_tap *tap = NULL;
     struct pool *pool = run->pool ? run->pool : a->pool;
-    if (pool)
+    if (run->egress)
+        r = app_egress_cell(a, run, &lim, &cell, &tap);
+    else if (pool)
         r = pool_acquire(pool, &lim, start + timeout_ms * 1000, &cell, &run->pool_hit);
     else
         r = cell_spawn_cold(a->jail, &lim, o->max_frame, &cell);
@@ -93,6 +120,11 @@ int app_run_job(struct app *a, struct app_run *run)
     }
     manager_leave(a->mgr);
     cell_free(cell);
+    if (tap) {
+        egress_tap_free(tap, &run->egress_stats);
+        run->egress_used = true;
+        metrics_egress(a->metrics, &run->egress_stats);
+    }
     const struct verdict *v = &run->outcome.verdict;
     bool ok =
         v->status == VERDICT_OK && run->outcome.final &&
@@ -193,6 +225,7 @@ void app_reply_from_run(struct app *a, const struct request_spec *s, struct app_
         .mcp_calls = fst ? fst->calls : 0,
         .mcp_us = fst ? fst->us : 0,
         .pool_hit = run->pool_hit,
+        .egress = run->egress_used ? &run->egress_stats : NULL,
     };
     json_t *body =
         r < 0 ? NULL : response_build(s->request_id, kind, &run->outcome, &run->limits, &m);
@@ -289,6 +322,8 @@ static void app_jit_run(struct app *a, const struct request_spec *s, const char 
         .requested_timeout_ms = s->timeout_ms,
         .requested_memory_mb = s->memory_mb,
         .raw_path = pass_through ? response_raw_path(RESPONSE_JIT) : NULL,
+        .egress = s->egress,
+        .label = s->request_id,
     };
     if (job)
         app_data_work(a, s, job, &run);
@@ -332,6 +367,8 @@ static void app_executor(struct app *a, const struct request_spec *s, struct app
         .requested_timeout_ms = s->timeout_ms,
         .requested_memory_mb = s->memory_mb,
         .raw_path = response_raw_path(RESPONSE_EXECUTOR),
+        .egress = s->egress,
+        .label = s->request_id,
     };
     if (job)
         app_data_work(a, s, job, &run);

@@ -31,6 +31,7 @@ struct metrics {
     uint64_t count[NH];
     double sum_s[NH];
     uint64_t isolation_failures;
+    struct egress_stats egress;
 };
 
 int metrics_new(struct metrics **ret)
@@ -84,6 +85,34 @@ void metrics_isolation_failure(struct metrics *m)
     pthread_mutex_unlock(&m->lock);
 }
 
+void metrics_egress(struct metrics *m, const struct egress_stats *st)
+{
+    pthread_mutex_lock(&m->lock);
+    egress_stats_add(&m->egress, st);
+    pthread_mutex_unlock(&m->lock);
+}
+
+static void metrics_render_egress(struct buf *b, const struct egress_stats *e)
+{
+    buf_printf(b,
+               "# HELP sandboxd_egress_bytes_total Bytes through the egress proxy.\n"
+               "# TYPE sandboxd_egress_bytes_total counter\n"
+               "sandboxd_egress_bytes_total{direction=\"up\"} %llu\n"
+               "sandboxd_egress_bytes_total{direction=\"down\"} %llu\n"
+               "# HELP sandboxd_egress_requests_total Requests and tunnels the egress proxy "
+               "allowed.\n"
+               "# TYPE sandboxd_egress_requests_total counter\n"
+               "sandboxd_egress_requests_total %llu\n"
+               "# HELP sandboxd_egress_denied_total Requests the egress proxy refused, by "
+               "reason.\n"
+               "# TYPE sandboxd_egress_denied_total counter\n",
+               (unsigned long long)e->bytes_up, (unsigned long long)e->bytes_down,
+               (unsigned long long)e->requests);
+    for (int i = 0; i < EGRESS_DENY_N; i++)
+        buf_printf(b, "sandboxd_egress_denied_total{reason=\"%s\"} %llu\n",
+                   egress_deny_name((enum egress_deny)i), (unsigned long long)e->denied_by[i]);
+}
+
 char *metrics_render(struct metrics *m, const struct metrics_gauge *gauges, size_t n)
 {
     struct buf b;
@@ -120,6 +149,7 @@ char *metrics_render(struct metrics *m, const struct metrics_gauge *gauges, size
                "# TYPE sandboxd_isolation_failures_total counter\n"
                "sandboxd_isolation_failures_total %llu\n",
                (unsigned long long)m->isolation_failures);
+    metrics_render_egress(&b, &m->egress);
     pthread_mutex_unlock(&m->lock);
     for (size_t i = 0; i < n; i++)
         buf_printf(&b, "# HELP %s %s\n# TYPE %s gauge\n%s %g\n", gauges[i].name, gauges[i].help,

@@ -11,6 +11,8 @@
 #include <jansson.h>
 #include <stdint.h>
 
+#include "egress/proxy.h"
+
 struct metrics;
 
 struct metrics_gauge {
@@ -26,6 +28,8 @@ void metrics_free(struct metrics *m);
 void metrics_request(struct metrics *m, const char *handler, const char *result,
                      int64_t duration_us);
 void metrics_isolation_failure(struct metrics *m);
+/* Add what the egress proxy counted for one execution (or session execution). */
+void metrics_egress(struct metrics *m, const struct egress_stats *st);
 /* Prometheus exposition (caller frees). */
 char *metrics_render(struct metrics *m, const struct metrics_gauge *gauges, size_t n);
 

@@ -21,6 +21,18 @@ void response_metric(json_t *metrics, const char *name, const char *unit, double
                           json_pack("{s:s, s:s, s:f}", "name", name, "unit", unit, "value", value));
 }
 
+void response_egress_metrics(json_t *metrics, const struct egress_stats *st)
+{
+    static const char *const dir[] = {"up", "down"};
+    const uint64_t bytes[] = {st->bytes_up, st->bytes_down};
+    for (size_t i = 0; i < ARRAY_SIZE(dir); i++)
+        json_array_append_new(
+            metrics, json_pack("{s:s, s:s, s:I, s:{s:s}}", "name", "net.egress_bytes", "unit", "By",
+                               "value", (json_int_t)bytes[i], "attributes", "direction", dir[i]));
+    response_metric(metrics, "net.egress_requests", "1", (double)st->requests);
+    response_metric(metrics, "net.egress_denied", "1", (double)st->denied);
+}
+
 json_t *response_error(const char *request_id, const char *code, const char *message,
                        json_t *details)
 {
@@ -219,6 +231,8 @@ json_t *response_build(const char *rid, enum response_kind kind, const struct ex
         response_metric(metrics, "sandbox.pool_hit", "1", m->pool_hit ? 1 : 0);
         response_metric(metrics, "mcp.calls", "1", m->mcp_calls);
         response_metric(metrics, "mcp.duration", "ms", (double)m->mcp_us / 1000.0);
+        if (m->egress)
+            response_egress_metrics(metrics, m->egress);
     }
     json_object_set_new(resp, "metrics", metrics);
     json_object_set_new(resp, "verdict", verdict_to_json(v));

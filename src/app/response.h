@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "egress/proxy.h"
 #include "exec/run.h"
 
 enum response_kind {
@@ -31,6 +32,7 @@ struct response_metrics {
     unsigned mcp_calls;
     int64_t mcp_us;
     bool pool_hit;
+    const struct egress_stats *egress; /* an execution with a network policy; else NULL */
 };
 
 /* The whole response object {requestId, resultType, data, metrics, verdict, and artifacts /
@@ -64,5 +66,8 @@ char *response_render(json_t *resp, enum response_kind kind, const struct frame_
                       bool data_only, size_t *ret_len);
 /* Append {name, unit, value} to a metrics array. */
 void response_metric(json_t *metrics, const char *name, const char *unit, double value);
+/* Append net.egress_bytes (attributes.direction up and down), net.egress_requests and
+ * net.egress_denied. */
+void response_egress_metrics(json_t *metrics, const struct egress_stats *st);
 
 #endif

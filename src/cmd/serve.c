@@ -575,6 +575,7 @@ int cmd_serve(int argc, char **argv)
         .wf_cache = wf_cache,
         .isolation = su.isolation,
         .started_us = clock_mono_us(),
+        .egress = su.egress,
     };
     struct api api = {
         .app = &app, .policy = policy, .sessions = su.sessions, .mcp = mcph, .wstore = su.wstore};

@@ -11,6 +11,8 @@
 #include <unistd.h>
 
 #include "app/metrics.h"
+#include "egress/proxy.h"
+#include "exec/cell.h"
 #include "jail/selftest.h"
 #include "mcp/httpc.h"
 #include "mcp/registry.h"
@@ -51,6 +53,8 @@ void setup_opts_init(struct setup_opts *o)
         .profile_pool_size = 2,
         .max_artifacts = ARTIFACT_DEFAULT_COUNT,
         .max_artifacts_mb = ARTIFACT_DEFAULT_MB,
+        .egress_max_mb = 256,
+        .egress_max_connections = 64,
     };
 }
 
@@ -65,6 +69,17 @@ struct artifact_caps setup_artifact_caps(const struct setup_opts *o)
 {
     return (struct artifact_caps){.max_count = (size_t)o->max_artifacts,
                                   .max_bytes = (size_t)o->max_artifacts_mb << 20};
+}
+
+static int setup_list_add(const char **list, size_t *n, const char *name, const char *arg)
+{
+    if (*n >= EGRESS_CEILING_MAX) {
+        fprintf(stderr, "sandboxd: at most %d --%s options\n", EGRESS_CEILING_MAX, name);
+        return -1;
+    }
+    list[(*n)++] = arg;
+    list[*n] = NULL;
+    return 1;
 }
 
 int setup_opt(struct setup_opts *o, int opt, const char *arg)
@@ -100,6 +115,9 @@ int setup_opt(struct setup_opts *o, int opt, const char *arg)
         {SETUP_OPT_PROFILE_POOL, "profile-pool-size", 1, 1024, &o->profile_pool_size},
         {SETUP_OPT_MAX_ARTIFACTS, "max-artifacts", 0, 1024, &o->max_artifacts},
         {SETUP_OPT_MAX_ARTIFACTS_MB, "max-artifacts-mb", 0, 1024, &o->max_artifacts_mb},
+        {SETUP_OPT_EGRESS_MAX_MB, "egress-max-mb", 1, 1 << 20, &o->egress_max_mb},
+        {SETUP_OPT_EGRESS_MAX_CONNECTIONS, "egress-max-connections", 1, 4096,
+         &o->egress_max_connections},
     };
     for (size_t i = 0; i < ARRAY_SIZE(nums); i++)
         if (nums[i].opt == opt)
@@ -109,6 +127,15 @@ int setup_opt(struct setup_opts *o, int opt, const char *arg)
     switch (opt) {
     case SETUP_OPT_PREIMPORT:
         o->preimport = arg;
+        return 1;
+    case SETUP_OPT_EGRESS_ALLOW:
+        return setup_list_add(o->egress_allow, &o->n_egress_allow, "egress-allow", arg);
+    case SETUP_OPT_EGRESS_RESOLVE:
+        return setup_list_add(o->egress_resolve, &o->n_egress_resolve, "egress-resolve", arg);
+    case SETUP_OPT_EGRESS_HEADER:
+        return setup_list_add(o->egress_header, &o->n_egress_header, "egress-header", arg);
+    case SETUP_OPT_EGRESS_CA_FILE:
+        o->egress_ca_file = arg;
         return 1;
     case SETUP_OPT_MCP_CONFIG:
         o->mcp_config = arg;
@@ -246,6 +273,25 @@ int setup_pool(struct setup *s, const struct setup_opts *o, unsigned size, unsig
     return r;
 }
 
+/* Start one sandbox the way an execution with a network policy gets one, so that a machine
+ * where that cannot work (the kernel refuses lo or the listener in a user namespace) says so
+ * now, by the failing step, instead of with the first such request. */
+static int setup_egress_probe(struct setup *s, const char *cmd)
+{
+    struct jail_limits lim = jail_limits_default(&s->jail);
+    struct cell *c = NULL;
+    int listener = -1;
+    int r = cell_spawn_cold_egress(&s->jail, &lim, 1u << 20, EGRESS_SANDBOX_PORT, &c, &listener);
+    if (r < 0)
+        return log_errno(LOG_ERROR, r,
+                         "%s: a sandbox with a network policy cannot be set up here (the step "
+                         "is named above); start without --egress-allow",
+                         cmd);
+    close(listener);
+    cell_free(c);
+    return 0;
+}
+
 int setup_start(struct setup *s, const struct setup_opts *o, struct common_opts *common,
                 const char *cmd)
 {
@@ -267,6 +313,13 @@ int setup_start(struct setup *s, const struct setup_opts *o, struct common_opts 
     r = common_resolve(common, &s->jopt);
     if (r < 0)
         return r;
+    s->jopt.egress = o->n_egress_allow > 0;
+    s->jopt.ca_file = o->egress_ca_file;
+    if (!s->jopt.egress && (o->n_egress_resolve || o->n_egress_header || o->egress_ca_file)) {
+        log_error("%s: --egress-resolve, --egress-header and --egress-ca-file need --egress-allow",
+                  cmd);
+        return -EINVAL;
+    }
     r = jail_config_init(&s->jail, &s->jopt);
     if (r < 0)
         return r;
@@ -292,6 +345,17 @@ int setup_start(struct setup *s, const struct setup_opts *o, struct common_opts 
     r = metrics_new(&s->metrics);
     if (r < 0)
         return r;
+    if (s->jopt.egress) {
+        struct egress_options eo = {
+            .allow = o->egress_allow,
+            .resolve = o->egress_resolve,
+            .headers = o->egress_header,
+            .max_bytes = o->egress_max_mb << 20,
+            .max_connections = (unsigned)o->egress_max_connections,
+        };
+        if ((r = egress_proxy_new(&eo, &s->egress)) < 0 || (r = setup_egress_probe(s, cmd)) < 0)
+            return r;
+    }
     if (o->pool_size &&
         (r = setup_pool(s, o, (unsigned)o->pool_size, (unsigned)o->zygotes, NULL, &s->pool)) < 0) {
         log_error("%s: the warm pool could not start (use --pool-size 0 to run without)", cmd);
@@ -364,6 +428,7 @@ int setup_start(struct setup *s, const struct setup_opts *o, struct common_opts 
         .host_cpu_ms = o->session_host_cpu,
         .profiles = s->profiles,
         .artifacts = setup_artifact_caps(o),
+        .egress = s->egress,
     };
     return sessions_new(&s->so, &s->jail, s->session_pool ? s->session_pool : s->pool, s->mcp,
                         s->wstore, s->metrics, &s->sessions);
@@ -374,6 +439,7 @@ void setup_stop(struct setup *s)
     /* Sessions first, and all the threads that use them, then what they use. */
     sessions_free(s->sessions);
     profiles_free(s->profiles);
+    egress_proxy_free(s->egress); /* after the sessions: they hold taps */
     pool_free(s->session_pool);
     pool_free(s->pool);
     workspace_store_free(s->wstore);

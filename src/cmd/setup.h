@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "cmd/common.h"
+#include "egress/policy.h"
 #include "jail/jail.h"
 #include "exec/artifact.h"
 #include "mcp/config.h"
@@ -22,6 +23,7 @@
 #include "session/session.h"
 
 struct pool;
+struct egress_proxy;
 struct mcp_registry;
 struct workspace_store;
 struct metrics;
@@ -50,6 +52,13 @@ struct setup_opts {
     size_t n_profiles;
     uint64_t profile_pool_size;
     uint64_t max_artifacts, max_artifacts_mb;
+    /* egress (docs/NETWORK.md): NULL-terminated lists of the repeatable options */
+    const char *egress_allow[EGRESS_CEILING_MAX + 1];
+    const char *egress_resolve[EGRESS_CEILING_MAX + 1];
+    const char *egress_header[EGRESS_CEILING_MAX + 1];
+    size_t n_egress_allow, n_egress_resolve, n_egress_header;
+    const char *egress_ca_file;
+    uint64_t egress_max_mb, egress_max_connections;
 };
 
 enum {
@@ -86,6 +95,12 @@ enum {
     SETUP_OPT_MAX_ARTIFACTS,
     SETUP_OPT_MAX_ARTIFACTS_MB,
     SETUP_OPT_MCP_PROFILE,
+    SETUP_OPT_EGRESS_ALLOW,
+    SETUP_OPT_EGRESS_RESOLVE,
+    SETUP_OPT_EGRESS_HEADER,
+    SETUP_OPT_EGRESS_CA_FILE,
+    SETUP_OPT_EGRESS_MAX_MB,
+    SETUP_OPT_EGRESS_MAX_CONNECTIONS,
     SETUP_OPT_LAST,
 };
 
@@ -122,6 +137,12 @@ enum {
         {"max-artifacts", required_argument, NULL, SETUP_OPT_MAX_ARTIFACTS},                       \
         {"max-artifacts-mb", required_argument, NULL, SETUP_OPT_MAX_ARTIFACTS_MB},                 \
         {"mcp-profile", required_argument, NULL, SETUP_OPT_MCP_PROFILE},                           \
+        {"egress-allow", required_argument, NULL, SETUP_OPT_EGRESS_ALLOW},                         \
+        {"egress-resolve", required_argument, NULL, SETUP_OPT_EGRESS_RESOLVE},                     \
+        {"egress-header", required_argument, NULL, SETUP_OPT_EGRESS_HEADER},                       \
+        {"egress-ca-file", required_argument, NULL, SETUP_OPT_EGRESS_CA_FILE},                     \
+        {"egress-max-mb", required_argument, NULL, SETUP_OPT_EGRESS_MAX_MB},                       \
+        {"egress-max-connections", required_argument, NULL, SETUP_OPT_EGRESS_MAX_CONNECTIONS},     \
     {                                                                                              \
         "mcp-page-size", required_argument, NULL, SETUP_OPT_MCP_PAGE_SIZE                          \
     }
@@ -184,7 +205,19 @@ enum {
     "  --mcp-workspace NAME   workspace of the sessions run_python creates (default)\n"            \
     "  --mcp-profile NAME     profile of the sessions run_python creates (e.g. datascience:\n"     \
     "                         numpy, pandas and matplotlib already imported; default: none)\n"     \
-    "  --mcp-page-size N      tools per tools/list page (100)\n"
+    "  --mcp-page-size N      tools per tools/list page (100)\n"                                   \
+    "\n"                                                                                           \
+    "Network egress (docs/NETWORK.md; without --egress-allow sandboxes have no network):\n"        \
+    "  --egress-allow PATTERN the most an execution or session may ask to reach (repeatable):\n"   \
+    "                         host, host:port, *.domain, *.domain:port, an IP (brackets for\n"     \
+    "                         IPv6); without a port: 80 and 443\n"                                 \
+    "  --egress-resolve HOST:PORT:ADDR  resolve HOST:PORT to ADDR, which may then be private\n"    \
+    "                         (repeatable; like curl --resolve)\n"                                 \
+    "  --egress-header HOST=Name: value  add this header to plain-HTTP requests for HOST at\n"     \
+    "                         the proxy, so a secret never enters the sandbox (repeatable)\n"      \
+    "  --egress-ca-file FILE  PEM certificates sandboxes trust besides the host's\n"               \
+    "  --egress-max-mb N      bytes up and down per execution, in MiB (256)\n"                     \
+    "  --egress-max-connections N  proxied connections per execution (64)\n"
 
 /* Defaults. */
 void setup_opts_init(struct setup_opts *o);
@@ -211,6 +244,7 @@ struct setup {
     struct mcp_registry *mcp;
     char *state_dir;
     struct workspace_store *wstore;
+    struct egress_proxy *egress; /* NULL without --egress-allow */
     struct sessions_options so;
     struct sessions *sessions;
     bool jail_ok, httpc_ok;

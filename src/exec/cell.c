@@ -115,8 +115,8 @@ static const struct cell_ops cold_ops = {
     .release = cold_release,
 };
 
-int cell_spawn_cold(const struct jail_config *cfg, const struct jail_limits *lim, size_t max_frame,
-                    struct cell **ret)
+static int cell_spawn(const struct jail_config *cfg, const struct jail_limits *lim,
+                      size_t max_frame, uint16_t egress_port, struct cell **ret, int *ret_listener)
 {
     int sv[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
     char **argv = NULL;
@@ -147,6 +147,7 @@ int cell_spawn_cold(const struct jail_config *cfg, const struct jail_limits *lim
         .proto_fd = sv[1],
         .limits = *lim,
         .cgroup = c->cgroup,
+        .egress_port = egress_port,
     };
     struct jail_proc proc;
     r = jail_spawn(cfg, &req, &proc);
@@ -161,6 +162,8 @@ int cell_spawn_cold(const struct jail_config *cfg, const struct jail_limits *lim
     fd_closep(&sv[1]);
     fd_closep(&out[1]);
     fd_closep(&err[1]);
+    if (ret_listener)
+        *ret_listener = proc.egress_fd;
     *ret = c;
     return 0;
 fail:
@@ -172,4 +175,16 @@ fail:
     }
     cell_free(c);
     return r;
+}
+
+int cell_spawn_cold(const struct jail_config *cfg, const struct jail_limits *lim, size_t max_frame,
+                    struct cell **ret)
+{
+    return cell_spawn(cfg, lim, max_frame, 0, ret, NULL);
+}
+
+int cell_spawn_cold_egress(const struct jail_config *cfg, const struct jail_limits *lim,
+                           size_t max_frame, uint16_t port, struct cell **ret, int *ret_listener)
+{
+    return cell_spawn(cfg, lim, max_frame, port, ret, ret_listener);
 }

@@ -54,6 +54,12 @@ struct cell {
 /* A fresh interpreter through jail_spawn, running the one-shot worker. */
 int cell_spawn_cold(const struct jail_config *cfg, const struct jail_limits *lim, size_t max_frame,
                     struct cell **ret);
+/* The same, for an execution with a network policy: its loopback is up, it may create TCP
+ * sockets (the TCP filter), and *ret_listener gets the socket listening on 127.0.0.1:port in
+ * its network namespace (caller closes; docs/NETWORK.md). Never from the warm pool: its cells
+ * are confined before anyone knows whether they need the network. */
+int cell_spawn_cold_egress(const struct jail_config *cfg, const struct jail_limits *lim,
+                           size_t max_frame, uint16_t port, struct cell **ret, int *ret_listener);
 /* Common constructor for backends; takes ownership of the fds. */
 struct cell *cell_new(const struct cell_ops *ops, size_t max_frame);
 void cell_kill(struct cell *c);

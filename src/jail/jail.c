@@ -26,6 +26,7 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/pidfd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -59,6 +60,7 @@ enum jail_step {
     JAIL_STEP_REMOUNT_ROOT_RO,
     JAIL_STEP_HOSTNAME,
     JAIL_STEP_CHDIR_TMP,
+    JAIL_STEP_EGRESS,
     JAIL_STEP_REMAP_FDS,
     JAIL_STEP_RLIMITS,
     JAIL_STEP_DROP_CAPS,
@@ -85,6 +87,7 @@ static const char *const jail_step_names[] = {
     [JAIL_STEP_REMOUNT_ROOT_RO] = "mount(/, MS_REMOUNT|MS_RDONLY)",
     [JAIL_STEP_HOSTNAME] = "sethostname",
     [JAIL_STEP_CHDIR_TMP] = "chdir(/tmp)",
+    [JAIL_STEP_EGRESS] = "loopback up and egress listener",
     [JAIL_STEP_REMAP_FDS] = "file descriptors",
     [JAIL_STEP_RLIMITS] = "setrlimit",
     [JAIL_STEP_DROP_CAPS] = "drop capabilities",
@@ -407,6 +410,31 @@ static int jail_sandbox_plan(struct mount_plan *p)
     return 0;
 }
 
+/* The certificates of sandboxes with egress: the host's bundle and the operator's file, in
+ * one file at JAIL_CA_BUNDLE (read now, written into each root). */
+static int jail_plan_certs(struct jail_config *cfg, const char *ca_file)
+{
+    _cleanup_free_ char *host = NULL, *extra = NULL, *all = NULL;
+    size_t hlen = 0, elen = 0;
+    int r = fd_read_file(AT_FDCWD, JAIL_CA_BUNDLE, JAIL_CA_MAX, &host, &hlen);
+    if (r < 0 && r != -ENOENT)
+        return log_errno(LOG_ERROR, r, "jail: cannot read the host's certificates %s",
+                         JAIL_CA_BUNDLE);
+    if (ca_file && (r = fd_read_file(AT_FDCWD, ca_file, JAIL_CA_MAX, &extra, &elen)) < 0)
+        return log_errno(LOG_ERROR, r, "jail: cannot read --egress-ca-file %s (at most %u bytes)",
+                         ca_file, JAIL_CA_MAX);
+    if ((host && strlen(host) != hlen) || (extra && strlen(extra) != elen))
+        return log_errno(LOG_ERROR, EINVAL, "jail: a certificate file holds a NUL byte");
+    if (!hlen && !elen)
+        return 0; /* nothing to trust: TLS in sandboxes verifies nothing but fails closed */
+    if (asprintf(&all, "%s%s%s", host ? host : "", hlen && host[hlen - 1] != '\n' ? "\n" : "",
+                 extra ? extra : "") < 0)
+        return -ENOMEM;
+    r = mount_plan_file(&cfg->plan, JAIL_CA_BUNDLE, all, 0644);
+    cfg->ca_bundle = r == 0;
+    return r;
+}
+
 static int jail_build_env(struct jail_config *cfg)
 {
     static const char *const env[] = {
@@ -467,7 +495,11 @@ int jail_config_init(struct jail_config *cfg, const struct jail_options *opt)
         goto fail;
     if ((r = jail_build_env(cfg)) < 0 || (r = jail_sandbox_plan(&cfg->plan_sandbox)) < 0)
         goto fail;
-    if (!(cfg->insecure & JAIL_INSECURE_NO_SECCOMP) && (r = jail_seccomp_build(&cfg->filter)) < 0)
+    if (opt->egress && (r = jail_plan_certs(cfg, opt->ca_file)) < 0)
+        goto fail;
+    if (!(cfg->insecure & JAIL_INSECURE_NO_SECCOMP) &&
+        ((r = jail_seccomp_build(&cfg->filter, false)) < 0 ||
+         (opt->egress && (r = jail_seccomp_build(&cfg->filter_tcp, true)) < 0)))
         goto fail;
     if ((r = cgroup_env_init(&cfg->cgroups, &opt->cgroup)) < 0) {
         const char *why = cfg->cgroups.reason ? cfg->cgroups.reason : cfg->cgroups.cpu_reason;
@@ -496,6 +528,7 @@ void jail_config_done(struct jail_config *cfg)
     mount_plan_done(&cfg->plan);
     mount_plan_done(&cfg->plan_sandbox);
     jail_seccomp_free(&cfg->filter);
+    jail_seccomp_free(&cfg->filter_tcp);
     cgroup_env_done(&cfg->cgroups);
     *cfg = (struct jail_config){0};
 }
@@ -580,6 +613,7 @@ struct jail_child_args {
     int sync_fd;        /* read end: one byte when the parent is done with us */
     int err_fd;         /* write end, O_CLOEXEC: closes on successful execve */
     int fds[4];         /* stdin, stdout, stderr, proto (-1: none) */
+    int egress_fd;      /* where to send the egress listener (-1: no network) */
     unsigned inside_id; /* uid and gid inside the namespace */
     int *trees; /* per plan op: detached bind trees (root), or room for sources (rootless) */
 };
@@ -660,6 +694,10 @@ static _Noreturn void jail_child(struct jail_child_args *a)
     CHILD_STEP(a, JAIL_STEP_HOSTNAME,
                jail_sys(sethostname(JAIL_HOSTNAME, sizeof(JAIL_HOSTNAME) - 1)));
     CHILD_STEP(a, JAIL_STEP_CHDIR_TMP, jail_sys(chdir("/tmp")));
+    /* Still holding CAP_NET_ADMIN in the user namespace that owns our network namespace, so
+     * lo can come up; the listener leaves with the parent before user code can run. */
+    if (req->role == JAIL_ROLE_SANDBOX && req->egress_port)
+        CHILD_STEP(a, JAIL_STEP_EGRESS, steps_egress_listener(req->egress_port, a->egress_fd));
 
     struct steps_fdmap map[5];
     size_t nmap = 0;
@@ -697,8 +735,9 @@ static _Noreturn void jail_child(struct jail_child_args *a)
     /* sandboxd blocks SIGINT/SIGTERM (it waits for them with sigwait) and ignores SIGPIPE;
      * both a mask and ignored dispositions survive execve. */
     CHILD_STEP(a, JAIL_STEP_SIGNALS, steps_reset_signals());
-    if (req->role == JAIL_ROLE_SANDBOX && cfg->filter.len)
-        CHILD_STEP(a, JAIL_STEP_SECCOMP, steps_load_seccomp(&cfg->filter));
+    const struct sock_fprog *filter = req->egress_port ? &cfg->filter_tcp : &cfg->filter;
+    if (req->role == JAIL_ROLE_SANDBOX && filter->len)
+        CHILD_STEP(a, JAIL_STEP_SECCOMP, steps_load_seccomp(filter));
     execve(cfg->python, req->argv, cfg->envp);
     jail_child_fail(a, JAIL_STEP_EXECVE, errno, -1);
 }
@@ -726,9 +765,35 @@ static int jail_write_maps(const struct jail_config *cfg, pid_t pid, enum jail_r
     return 0;
 }
 
+/* The egress listener the child sent before it exec'd (already queued on sock). */
+static int jail_recv_listener(int sock)
+{
+    char byte;
+    union {
+        char buf[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } u;
+    struct iovec iov = {.iov_base = &byte, .iov_len = 1};
+    struct msghdr mh = {
+        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf)};
+    ssize_t n;
+    do
+        n = recvmsg(sock, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+    while (n < 0 && errno == EINTR);
+    if (n < 0)
+        return -errno;
+    struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+    if (n != 1 || !cm || cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS ||
+        cm->cmsg_len != CMSG_LEN(sizeof(int)))
+        return -EPROTO;
+    int fd;
+    memcpy(&fd, CMSG_DATA(cm), sizeof(fd));
+    return fd;
+}
+
 int jail_spawn(const struct jail_config *cfg, const struct jail_spawn *req, struct jail_proc *ret)
 {
-    int sync_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1};
+    int sync_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1}, egress_sv[2] = {-1, -1};
     _cleanup_close_ int devnull = -1;
     int *trees = NULL;
     int r;
@@ -746,12 +811,17 @@ int jail_spawn(const struct jail_config *cfg, const struct jail_spawn *req, stru
         r = log_errno(LOG_ERROR, errno, "jail: pipe2 failed");
         goto out;
     }
+    if (req->egress_port && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, egress_sv) < 0) {
+        r = log_errno(LOG_ERROR, errno, "jail: socketpair for the egress listener failed");
+        goto out;
+    }
     struct jail_child_args a = {
         .cfg = cfg,
         .req = req,
         .sync_fd = sync_pipe[0],
         .err_fd = err_pipe[1],
         .fds = {req->stdin_fd, req->stdout_fd, req->stderr_fd, req->proto_fd},
+        .egress_fd = egress_sv[1],
         .inside_id = req->role == JAIL_ROLE_ZYGOTE ? 0 : JAIL_SANDBOX_UID,
         .trees = trees,
     };
@@ -785,6 +855,7 @@ int jail_spawn(const struct jail_config *cfg, const struct jail_spawn *req, stru
     sync_pipe[0] = -1;
     close(err_pipe[1]);
     err_pipe[1] = -1;
+    fd_closep(&egress_sv[1]);
 
     if ((r = jail_write_maps(cfg, pid, req->role)) < 0 ||
         (req->cgroup && (r = cgroup_cell_attach(req->cgroup, pid)) < 0)) {
@@ -840,7 +911,17 @@ int jail_spawn(const struct jail_config *cfg, const struct jail_spawn *req, stru
         goto out;
     }
     (void)fcntl(pidfd, F_SETFD, FD_CLOEXEC); /* pidfds are always close-on-exec; belt and braces */
-    *ret = (struct jail_proc){.pid = pid, .pidfd = pidfd, .start_us = start};
+    int listener = -1;
+    if (req->egress_port && (listener = jail_recv_listener(egress_sv[0])) < 0) {
+        r = log_errno(LOG_ERROR, listener,
+                      "jail: the sandbox did not hand over its egress listener");
+        kill(pid, SIGKILL);
+        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+            ;
+        close(pidfd);
+        goto out;
+    }
+    *ret = (struct jail_proc){.pid = pid, .pidfd = pidfd, .start_us = start, .egress_fd = listener};
     r = 0;
 out:
     for (int i = 0; i < 2; i++) {
@@ -848,6 +929,7 @@ out:
             close(sync_pipe[i]);
         if (err_pipe[i] >= 0)
             close(err_pipe[i]);
+        fd_closep(&egress_sv[i]);
     }
     mount_plan_trees_close(&cfg->plan, trees); /* rootless slots are all -1 in the parent */
     return r;

@@ -34,6 +34,9 @@
 #define JAIL_HOSTDEPS_MAX_ENTRIES 2000000    /* directory entries walked for symlinks at start-up */
 #define JAIL_SANDBOX_UID          65534      /* inside the namespace: "nobody" */
 #define JAIL_HOSTNAME             "sandbox"
+/* The certificates sandboxes trust when egress is on: the host's bundle plus --egress-ca-file */
+#define JAIL_CA_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
+#define JAIL_CA_MAX    (2u << 20) /* bytes of each source of the bundle */
 
 enum jail_insecure {
     JAIL_INSECURE_NO_SECCOMP = 1u << 0,
@@ -52,6 +55,10 @@ struct jail_options {
     /* cgroup limits: wanted, required, --cgroup-root, the cells' budget, --cpus */
     struct cgroup_options cgroup;
     unsigned insecure; /* enum jail_insecure */
+    /* egress (docs/NETWORK.md): sandboxes may get a network policy; they then load the TCP
+     * variant of the filter, and every sandbox finds JAIL_CA_BUNDLE */
+    bool egress;
+    const char *ca_file; /* PEM certificates trusted besides the host's; may be NULL */
 };
 
 struct jail_config {
@@ -66,6 +73,8 @@ struct jail_config {
     bool rootless;
     uint64_t tmp_bytes;
     struct sock_fprog filter;
+    struct sock_fprog filter_tcp; /* with egress: may create TCP sockets (its own lo only) */
+    bool ca_bundle;               /* JAIL_CA_BUNDLE exists in sandboxes */
     unsigned insecure;
     struct cgroup_env cgroups;
 };
@@ -89,12 +98,17 @@ struct jail_spawn {
     int proto_fd;      /* becomes fd 3; -1: none */
     struct jail_limits limits;
     struct cgroup_cell *cgroup; /* attached before the child goes on (borrowed, may be NULL) */
+    /* SANDBOX role with a network policy: the child brings its loopback up, listens on
+     * 127.0.0.1:egress_port and hands the listener to us (jail_proc.egress_fd); it gets the
+     * TCP filter. 0: no network at all. */
+    uint16_t egress_port;
 };
 
 struct jail_proc {
     pid_t pid;
     int pidfd;
     int64_t start_us;
+    int egress_fd; /* the listener in the sandbox's network namespace (caller closes), or -1 */
 };
 
 /* Build the config; logs and returns -errno when the interpreter or a bind is unusable. */

@@ -23,6 +23,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -377,7 +378,28 @@ static int seccomp_add(scmp_filter_ctx ctx, uint32_t action, const char *name, u
     return 0;
 }
 
-int jail_seccomp_build(struct sock_fprog *ret)
+/* socket(AF_INET or AF_INET6, SOCK_STREAM [| SOCK_NONBLOCK | SOCK_CLOEXEC], 0 or IPPROTO_TCP):
+ * the protocol is pinned too, so that no other stream protocol (SCTP, MPTCP) can be asked
+ * for, nor its kernel module loaded on demand. */
+static int seccomp_add_tcp(scmp_filter_ctx ctx)
+{
+    static const int families[] = {AF_INET, AF_INET6};
+    static const int protocols[] = {0, IPPROTO_TCP};
+    for (size_t f = 0; f < ARRAY_SIZE(families); f++)
+        for (size_t k = 0; k < ARRAY_SIZE(protocols); k++) {
+            struct scmp_arg_cmp cmp[] = {
+                SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)families[f]),
+                SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, SOCK_STREAM), /* the type without its flags */
+                SCMP_A2(SCMP_CMP_EQ, (scmp_datum_t)protocols[k]),
+            };
+            int r = seccomp_add(ctx, SCMP_ACT_ALLOW, "socket", ARRAY_SIZE(cmp), cmp);
+            if (r < 0)
+                return r;
+        }
+    return 0;
+}
+
+int jail_seccomp_build(struct sock_fprog *ret, bool tcp)
 {
     int r;
     _cleanup_close_ int fd = -1;
@@ -404,7 +426,8 @@ int jail_seccomp_build(struct sock_fprog *ret)
 
     struct scmp_arg_cmp unix_only = SCMP_A0(SCMP_CMP_EQ, AF_UNIX);
     if ((r = seccomp_add(ctx, SCMP_ACT_ALLOW, "socket", 1, &unix_only)) < 0 ||
-        (r = seccomp_add(ctx, SCMP_ACT_ALLOW, "socketpair", 1, &unix_only)) < 0)
+        (r = seccomp_add(ctx, SCMP_ACT_ALLOW, "socketpair", 1, &unix_only)) < 0 ||
+        (tcp && (r = seccomp_add_tcp(ctx)) < 0))
         goto out;
     struct scmp_arg_cmp no_ns = SCMP_A0(SCMP_CMP_MASKED_EQ, SECCOMP_NS_FLAGS, 0);
     if ((r = seccomp_add(ctx, SCMP_ACT_ALLOW, "clone", 1, &no_ns)) < 0)

@@ -11,9 +11,13 @@
 
 #include <linux/filter.h>
 
+#include <stdbool.h>
+
 /* Build the sandbox filter into *ret (ret->filter is heap memory, free with
- * jail_seccomp_free). Returns 0 or -errno (logged). */
-int jail_seccomp_build(struct sock_fprog *ret);
+ * jail_seccomp_free). tcp: the variant for executions with a network policy, which may also
+ * create AF_INET and AF_INET6 stream sockets (TCP only; never raw, datagram or packet
+ * sockets) to reach the egress proxy on their own loopback. Returns 0 or -errno (logged). */
+int jail_seccomp_build(struct sock_fprog *ret, bool tcp);
 void jail_seccomp_free(struct sock_fprog *prog);
 
 #endif

@@ -11,7 +11,11 @@
 #include <linux/capability.h>
 #include <linux/securebits.h>
 #include <linux/seccomp.h>
+#include <net/if.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -132,4 +136,47 @@ int steps_mount(const char *src, const char *dst, const char *type, unsigned lon
     if (mount(src, dst, type, flags, data) < 0)
         return -errno;
     return 0;
+}
+
+int steps_egress_listener(uint16_t port, int send_fd)
+{
+    int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (s < 0)
+        return -errno;
+    struct ifreq ifr = {0};
+    ifr.ifr_name[0] = 'l';
+    ifr.ifr_name[1] = 'o';
+    struct sockaddr_in a = {
+        .sin_family = AF_INET,
+        .sin_port = htons(port),
+        .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+    };
+    union {
+        char buf[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } u = {0};
+    char byte = 'L';
+    struct iovec iov = {.iov_base = &byte, .iov_len = 1};
+    struct msghdr mh = {
+        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf)};
+    struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(sizeof(int));
+    int r = 0;
+    if (ioctl(s, SIOCGIFFLAGS, &ifr) < 0)
+        r = -errno;
+    ifr.ifr_flags |= IFF_UP;
+    if (r == 0 && ioctl(s, SIOCSIFFLAGS, &ifr) < 0)
+        r = -errno;
+    if (r == 0 && (bind(s, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(s, 64) < 0))
+        r = -errno;
+    if (r == 0) {
+        for (size_t i = 0; i < sizeof(int); i++)
+            CMSG_DATA(cm)[i] = ((const unsigned char *)&s)[i];
+        if (sendmsg(send_fd, &mh, MSG_NOSIGNAL) != 1)
+            r = -errno;
+    }
+    close(s);
+    return r;
 }

@@ -111,9 +111,28 @@ static json_t *srv_run_python_tool(struct mcp_server *s)
              "Time limit in seconds (default %g, at most %g; longer is clamped). At the limit the "
              "code is interrupted and the session survives.",
              (double)s->opt.default_timeout_ms / 1000.0, (double)s->opt.max_timeout_ms / 1000.0);
+    json_t *ceiling = sessions_network_ceiling(s->sessions);
+    char *ceiling_text = jdump(ceiling, JSON_COMPACT, NULL);
+    char *net_desc =
+        json_array_size(ceiling)
+            ? fmt_str("Hosts this code may reach over HTTP and HTTPS (urllib, requests, pip... go "
+                      "through sandboxd's proxy; nothing else is reachable), as patterns: host, "
+                      "host:port, *.domain (no port: 80 and 443). Only within what this server "
+                      "allows: %s. A session's list is fixed when it is created.",
+                      ceiling_text ? ceiling_text : "?")
+            : strdup("Network access for this code; this server allows none (it was started "
+                     "without --egress-allow), so leave it out.");
+    free(ceiling_text);
+    json_decref(ceiling);
+    json_t *network =
+        json_pack("{s:s, s:{s:{s:s, s:{s:s}, s:i, s:i}}, s:[s], s:b, s:s}", "type", "object",
+                  "properties", "allow", "type", "array", "items", "type", "string", "minItems", 1,
+                  "maxItems", 64, "required", "allow", "additionalProperties", 0, "description",
+                  net_desc ? net_desc : "network access");
+    free(net_desc);
     json_t *input = json_pack(
-        "{s:s, s:{s:{s:s, s:s}, s:o, s:{s:s, s:f, s:s}, s:{s:s, s:s, s:s}, s:{s:s, s:[s,s], s:s}},"
-        " s:[s], s:b}",
+        "{s:s, s:{s:{s:s, s:s}, s:o, s:{s:s, s:f, s:s}, s:{s:s, s:s, s:s}, s:{s:s, s:[s,s], s:s},"
+        " s:o}, s:[s], s:b}",
         "type", "object", "properties", "code", "type", "string", "description",
         "Python 3 source. Variables, imports and functions persist between calls of the same "
         "session; top-level await works; the value of a final expression is returned as "
@@ -126,7 +145,7 @@ static json_t *srv_run_python_tool(struct mcp_server *s)
         "output", "type", "string", "enum", "text", "json", "description",
         "How the result is written: compact text (the server's default unless started with "
         "--mcp-output json) or the JSON of structuredContent.",
-        "required", "code", "additionalProperties", 0);
+        "network", network, "required", "code", "additionalProperties", 0);
     json_object_set_new(
         json_object_get(input, "properties"), "files",
         json_pack("{s:s, s:s, s:{s:[{s:s}, {s:s, s:{s:{s:s}}, s:[s], s:b}]}}", "type", "object",

@@ -34,6 +34,7 @@ struct srv_sandbox {
     char *name;      /* the client's session_id; NULL for an automatic session */
     json_t *servers; /* sorted names */
     char *label;     /* how answers name it: the session_id, "default", "servers:a,b" */
+    json_t *network; /* its allow list (sorted) when run_python asked for one; else NULL */
     char id[65];     /* the sandbox session (session.h) */
 };
 

@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "app/response.h"
+#include "egress/policy.h"
 #include "mcp/registry.h"
 #include "mcp/server_int.h"
 #include "session/session.h"
@@ -79,6 +80,7 @@ void srv_sandbox_free(struct srv_sandbox *b)
     free(b->name);
     free(b->label);
     json_decref(b->servers);
+    json_decref(b->network);
     free(b);
 }
 
@@ -164,7 +166,8 @@ static void srv_sandbox_forget(struct mcp_server_conn *c, const char *id)
  * or -errno with *ret_error (caller frees). create_lock is held across the creation, so two
  * first calls of a connection make one default session, not two. */
 static int srv_sandbox_get(struct mcp_server_conn *c, const char *name, json_t *servers,
-                           json_t *notes, char ret_id[65], char **ret_label, char **ret_error)
+                           json_t *network, json_t *notes, char ret_id[65], char **ret_label,
+                           char **ret_error)
 {
     struct mcp_server *s = c->srv;
     int r = 0;
@@ -177,6 +180,24 @@ static int srv_sandbox_get(struct mcp_server_conn *c, const char *name, json_t *
         next = b->next;
         if (name ? !b->name || strcmp(b->name, name) != 0 : b->name != NULL)
             continue;
+        /* A session's network policy is fixed at creation, like its servers. */
+        bool same_net = network ? b->network && json_equal(network, b->network) : !b->network;
+        if (name && !same_net) {
+            char *have = b->network ? srv_names_text(b->network) : strdup("none");
+            char *asked = network ? srv_names_text(network) : strdup("none");
+            *ret_error = fmt_str("session '%s' was created with the network allow list %s; it "
+                                 "cannot get %s. Use another session_id, or reset_session it "
+                                 "first.",
+                                 name, have ? have : "?", asked ? asked : "?");
+            free(have);
+            free(asked);
+            r = -EINVAL;
+            goto out;
+        }
+        if (!name && !same_net) {
+            automatic_left = true;
+            continue;
+        }
         if (name && !srv_subset(servers, b->servers)) {
             char *have = srv_names_text(b->servers), *asked = srv_names_text(servers);
             if (asprintf(ret_error,
@@ -230,13 +251,17 @@ static int srv_sandbox_get(struct mcp_server_conn *c, const char *name, json_t *
     struct srv_sandbox *nb = calloc(1, sizeof(*nb));
     char *names = srv_names_text(want);
     int lr = -1;
-    if (nb && names) {
+    char *nets = network ? srv_names_text(network) : NULL;
+    if (nb && names && (!network || nets)) {
         nb->servers = json_incref(want);
+        nb->network = json_incref(network);
         nb->name = name ? strdup(name) : NULL;
         lr = name              ? asprintf(&nb->label, "%s", name)
              : !automatic_left ? asprintf(&nb->label, "default")
-                               : asprintf(&nb->label, "servers:%s", names);
+                               : asprintf(&nb->label, "servers:%s%s%s", names,
+                                          nets ? " network:" : "", nets ? nets : "");
     }
+    free(nets);
     if (lr < 0 || (name && !nb->name)) {
         if (nb)
             nb->label = lr < 0 ? NULL : nb->label;
@@ -247,11 +272,16 @@ static int srv_sandbox_get(struct mcp_server_conn *c, const char *name, json_t *
         json_decref(want);
         return -ENOMEM;
     }
-    struct session_create sc = {
-        .servers = want, .workspace = s->workspace, .tenant = c->tenant, .profile = s->opt.profile};
+    json_t *net = network ? json_pack("{s:O}", "allow", network) : NULL;
+    struct session_create sc = {.servers = want,
+                                .workspace = s->workspace,
+                                .tenant = c->tenant,
+                                .profile = s->opt.profile,
+                                .network = net};
     json_t *info = NULL;
     struct session_error err;
     r = sessions_create(s->sessions, &sc, &info, &err);
+    json_decref(net);
     if (r < 0) {
         if (asprintf(ret_error, "could not start a Python session: %s",
                      err.message ? err.message : "failed") < 0)
@@ -516,6 +546,37 @@ static json_t *srv_servers_arg(struct mcp_server *s, json_t *v, char **ret_error
     return out;
 }
 
+/* run_python's network: {"allow": [patterns]} as a sorted array without duplicates in
+ * *ret_allow (NULL when absent); a tool error when malformed. The patterns themselves are
+ * checked against the ceiling when the session is made. */
+static json_t *srv_network_arg(const struct mcp_server_conn *c, json_t *v, json_t **ret_allow)
+{
+    *ret_allow = NULL;
+    if (!v || json_is_null(v))
+        return NULL;
+    json_t *allow = json_object_get(v, "allow");
+    if (!json_is_object(v) || json_object_size(v) != 1 || !json_is_array(allow) ||
+        json_array_size(allow) == 0 || json_array_size(allow) > EGRESS_POLICY_MAX)
+        return srv_tool_error(c, "run_python: network: {\"allow\": [1 to %d patterns]}",
+                              EGRESS_POLICY_MAX);
+    const char *names[EGRESS_POLICY_MAX];
+    size_t n = 0, i;
+    json_t *e;
+    json_array_foreach(allow, i, e)
+    {
+        if (!json_is_string(e))
+            return srv_tool_error(c, "run_python: network.allow[%zu]: must be a string", i);
+        names[n++] = json_string_value(e);
+    }
+    qsort(names, n, sizeof(names[0]), srv_cmp_str);
+    json_t *out = json_array();
+    for (size_t k = 0; out && k < n; k++)
+        if (k == 0 || strcmp(names[k], names[k - 1]) != 0)
+            json_array_append_new(out, json_string(names[k]));
+    *ret_allow = out;
+    return out ? NULL : srv_tool_error(c, "run_python: out of memory");
+}
+
 /* The compact text of a run_python answer; limit_ms is the time limit it ran with. */
 static char *srv_run_text(json_t *st, int64_t limit_ms)
 {
@@ -582,7 +643,7 @@ json_t *srv_run_python(struct mcp_server_conn *c, json_t *args, json_t *token,
 {
     struct mcp_server *s = c->srv;
     static const char *const allowed[] = {"code",   "servers", "timeout", "session_id",
-                                          "output", "files",   NULL};
+                                          "output", "files",   "network", NULL};
     json_t *bad = srv_check_args(c, "run_python", args, allowed);
     if (bad)
         return bad;
@@ -644,6 +705,13 @@ json_t *srv_run_python(struct mcp_server_conn *c, json_t *args, json_t *token,
         free(why);
         return r;
     }
+    json_t *network = NULL;
+    if ((bad = srv_network_arg(c, json_object_get(args, "network"), &network))) {
+        json_decref(servers);
+        json_decref(notes);
+        json_decref(files);
+        return bad;
+    }
     json_t *result = NULL;
     char *label = NULL;
     char id[65] = "";
@@ -652,7 +720,7 @@ json_t *srv_run_python(struct mcp_server_conn *c, json_t *args, json_t *token,
     for (int attempt = 0;; attempt++) {
         free(label);
         label = NULL;
-        r = srv_sandbox_get(c, name, servers, notes, id, &label, &why);
+        r = srv_sandbox_get(c, name, servers, network, notes, id, &label, &why);
         if (r == 0)
             r = srv_files_put(s, id, files, &why);
         if (r < 0 && r != -ENOENT)
@@ -697,6 +765,7 @@ json_t *srv_run_python(struct mcp_server_conn *c, json_t *args, json_t *token,
     }
     json_decref(servers);
     json_decref(files);
+    json_decref(network);
     if (r == -ECANCELED) {
         json_decref(notes);
         free(label);

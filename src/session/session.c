@@ -29,6 +29,7 @@
 #include "app/metrics.h"
 #include "app/response.h"
 #include "app/tenant.h"
+#include "egress/proxy.h"
 #include "exec/run.h"
 #include "mcp/alias.h"
 #include "mcp/registry.h"
@@ -97,6 +98,12 @@ void session_unref(struct session *s)
     if (s->cpu_rule)
         session_cpu_done(&s->cpu);
     cell_free(s->cell);
+    if (s->tap) {
+        struct egress_stats st;
+        egress_tap_free(s->tap, &st);
+        metrics_egress(ss->metrics, &st);
+    }
+    json_decref(s->network);
     workspace_close(s->wsh);
     session_bridge_done(s);
     json_decref(s->servers);
@@ -180,7 +187,7 @@ json_t *session_describe(struct session *s, const struct sessions *ss)
                  "what execution %llu left running used the CPU budget of %llu ms; it is "
                  "stopped until the next execution",
                  (unsigned long long)s->stopped_after, (unsigned long long)ss->opt.cpu_budget_ms);
-    return json_pack(
+    json_t *d = json_pack(
         "{s:s, s:s, s:s?, s:O, s:f, s:f, s:I, s:I, s:b, s:b, s:I, s:s, s:f, s:f, "
         "s:f, s:I, s:b, s:s?}",
         "sessionId", s->id, "workspace", workspace_key_name(s->workspace), "tenant",
@@ -192,6 +199,33 @@ json_t *session_describe(struct session *s, const struct sessions *ss)
         (double)atomic_load(&s->host_cpu_ns) / 1e6, "cpuBudgetMs",
         (json_int_t)ss->opt.cpu_budget_ms, "stopped", s->stopped, "stoppedReason",
         s->stopped ? why : NULL);
+    if (d && s->network)
+        json_object_set_new(d, "network", json_pack("{s:O}", "allow", s->network));
+    return d;
+}
+
+/* A session with a network policy: a cold cell whose listener the proxy takes over (never a
+ * warm one, see cell_spawn_cold_egress; nor a profile's), and the init job learns where the
+ * proxy is. */
+static int session_egress_cell(struct sessions *ss, struct session *s,
+                               const struct egress_policy *pol, const struct jail_limits *lim,
+                               json_t *job, struct cell **ret_cell)
+{
+    int listener = -1;
+    int r = cell_spawn_cold_egress(ss->jail, lim, ss->opt.max_frame, EGRESS_SANDBOX_PORT, ret_cell,
+                                   &listener);
+    if (r < 0)
+        return r;
+    char label[SESSION_ID_MAX + 16];
+    snprintf(label, sizeof(label), "session %s", s->id);
+    if ((r = egress_tap_new(ss->opt.egress, pol, listener, label, &s->tap)) < 0) {
+        cell_free(*ret_cell);
+        *ret_cell = NULL;
+        return r;
+    }
+    json_object_set_new(job, "network",
+                        egress_proxy_job(ss->jail->ca_bundle ? JAIL_CA_BUNDLE : NULL));
+    return 0;
 }
 
 static json_t *session_init_job(struct sessions *ss, json_t *names, struct workspace *wsh,
@@ -288,6 +322,17 @@ int sessions_create(struct sessions *ss, const struct session_create *c, json_t 
                                           : ss->opt.default_memory_mb;
     if (memory_mb > ss->opt.max_memory_mb)
         memory_mb = ss->opt.max_memory_mb;
+    struct egress_policy *pol = NULL;
+    char *pwhy = NULL;
+    if (c->network &&
+        egress_network_parse(ss->opt.egress ? egress_proxy_config(ss->opt.egress) : NULL,
+                             c->network, &pol, &pwhy) < 0) {
+        session_err(err, 400, "NETWORK_NOT_ALLOWED", "network", "network: %s",
+                    pwhy ? pwhy : "out of memory");
+        free(pwhy);
+        json_decref(names);
+        return -EINVAL;
+    }
 
     pthread_mutex_lock(&ss->lock);
     bool stopping = ss->stopping, full = ss->live >= ss->opt.max_sessions;
@@ -296,6 +341,7 @@ int sessions_create(struct sessions *ss, const struct session_create *c, json_t 
     pthread_mutex_unlock(&ss->lock);
     if (stopping || full) {
         json_decref(names);
+        egress_policy_free(pol);
         if (stopping)
             session_shut_err(err);
         else
@@ -309,6 +355,7 @@ int sessions_create(struct sessions *ss, const struct session_create *c, json_t 
         ss->live--;
         pthread_mutex_unlock(&ss->lock);
         json_decref(names);
+        egress_policy_free(pol);
         session_err(err, 429, "TENANT_LIMIT", NULL,
                     "tenant '%s' has %u live sessions, its maxSessions; delete one or retry later",
                     tenant_name(c->tenant), tenant_max_sessions(c->tenant));
@@ -369,8 +416,13 @@ int sessions_create(struct sessions *ss, const struct session_create *c, json_t 
     bool hit = false;
     struct cell *cell = NULL;
     int64_t deadline = clock_mono_us() + SESSION_READY_TIMEOUT_US;
-    r = pool ? pool_acquire(pool, &lim, deadline, &cell, &hit)
-             : cell_spawn_cold(ss->jail, &lim, ss->opt.max_frame, &cell);
+    if (pol && !(s->network = egress_policy_json(pol)))
+        r = -ENOMEM;
+    else if (pol)
+        r = session_egress_cell(ss, s, pol, &lim, job, &cell);
+    else
+        r = pool ? pool_acquire(pool, &lim, deadline, &cell, &hit)
+                 : cell_spawn_cold(ss->jail, &lim, ss->opt.max_frame, &cell);
     if (r < 0) {
         metrics_isolation_failure(ss->metrics);
         session_err(err, 500, "INTERNAL", NULL, "no sandbox could be started: %s", strerror(-r));
@@ -435,6 +487,7 @@ int sessions_create(struct sessions *ss, const struct session_create *c, json_t 
     json_object_set_new(info, "poolHit", json_boolean(hit));
     exec_outcome_done(&o);
     json_decref(job);
+    egress_policy_free(pol);
     log_fields(LOG_INFO, "session created",
                json_pack("{s:s, s:s, s:O, s:O}", "sessionId", s->id, "workspace", s->workspace,
                          "servers", s->servers, "toolsFailed",
@@ -445,6 +498,7 @@ fail:
     exec_outcome_done(&o);
     json_decref(job);
     json_decref(names);
+    egress_policy_free(pol);
     pthread_mutex_lock(&ss->lock);
     ss->live--;
     pthread_mutex_unlock(&ss->lock);
@@ -608,6 +662,12 @@ int sessions_execute(struct sessions *ss, const char *id, const char *code, int6
         s->cpu_idle_ns += cpu_before - s->cpu_total_ns;
     pthread_mutex_unlock(&ss->lock);
     unsigned calls_before = atomic_load(&s->mcp_calls);
+    struct egress_stats net;
+    if (s->tap) {
+        /* What the session's code did between executions is counted, not attributed. */
+        egress_tap_take(s->tap, &net);
+        metrics_egress(ss->metrics, &net);
+    }
     uint64_t host_before = atomic_load(&s->host_cpu_ns);
     atomic_store(&s->host_cpu_cap, host_before + ss->opt.host_cpu_ms * 1000000);
     json_t *job =
@@ -677,6 +737,13 @@ int sessions_execute(struct sessions *ss, const char *id, const char *code, int6
     if (result)
         artifact_set_report(&o.artifacts, &ss->opt.artifacts, result, true);
     exec_outcome_done(&o);
+    if (s->tap && result) {
+        egress_tap_take(s->tap, &net);
+        metrics_egress(ss->metrics, &net);
+        json_t *metrics = json_array();
+        response_egress_metrics(metrics, &net);
+        json_object_set_new(result, "metrics", metrics);
+    }
     pthread_mutex_lock(&ss->lock);
     s->busy = false;
     s->last_used_us = clock_mono_us();

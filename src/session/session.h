@@ -36,6 +36,8 @@
 
 struct pool;
 struct profiles;
+struct egress_proxy;
+struct egress_policy;
 struct mcp_registry;
 struct workspace_store;
 struct metrics;
@@ -63,6 +65,7 @@ struct sessions_options {
                                      * util/instance.h: at most 31 characters); borrowed */
     struct profiles *profiles;      /* pools a session may ask for by name; borrowed, may be NULL */
     struct artifact_caps artifacts; /* per execution */
+    struct egress_proxy *egress;    /* borrowed; NULL: sessions get no network */
 };
 
 struct session_error {
@@ -79,6 +82,7 @@ struct session_create {
     int64_t memory_mb;      /* 0: default (the profile's, else the server's) */
     struct tenant *tenant;  /* the owner (borrowed, outlives the session); NULL: the operator */
     const char *profile;    /* NULL or "default": the sessions' pool; else a profile's */
+    json_t *network;        /* borrowed {"allow": [patterns]} (docs/NETWORK.md), may be NULL */
 };
 
 /* Streaming of one execution; callbacks run on the executing thread. */
@@ -129,10 +133,13 @@ bool sessions_visible(struct sessions *s, const char *id, const struct tenant *t
 unsigned sessions_live(struct sessions *s);
 /* {live, toolCalls: {workers, maxWorkers, busy, jobs, refused}} (new reference). */
 json_t *sessions_stats(struct sessions *s);
+/* What a session may ask to reach (the --egress-allow patterns, new reference); an empty
+ * array when sessions get no network. */
+json_t *sessions_network_ceiling(struct sessions *s);
 /* Run code in session id. 0 and *ret_result {executionId, status, stdout, stderr, error, result,
  * durationMs, sessionAlive, truncated, mcpCalls, verdict, sessionCpuMs, hostCpuMs, artifacts[,
- * artifactsError]}; <0 with *err (unknown session, dead session, the owner's maxRunning reached
- * (429), shutdown (503), sandbox failure). */
+ * artifactsError][, metrics (net.egress_*: sessions with a network policy)]}; <0 with *err (unknown
+ * session, dead session, the owner's maxRunning reached (429), shutdown (503), sandbox failure). */
 int sessions_execute(struct sessions *s, const char *id, const char *code, int64_t timeout_ms,
                      const struct session_stream *stream, json_t **ret_result,
                      struct session_error *err);

@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <uthash.h>
 
+#include "egress/proxy.h"
 #include "exec/cell.h"
 #include "pool/profile.h"
 #include "session/cpu.h"
@@ -41,6 +42,8 @@ struct session {
     struct workspace *wsh; /* open while the session lives */
     json_t *servers;       /* names */
     struct cell *cell;
+    struct egress_tap *tap; /* a network policy: the proxy's hold on the cell's listener */
+    json_t *network;        /* its allow list, for the description; NULL: no network */
     uint64_t memory_mb;
     char profile[PROFILE_NAME_MAX + 1]; /* "default" or the profile it came from */
     pthread_mutex_t exec_lock;          /* one execution at a time */

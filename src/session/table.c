@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "egress/proxy.h"
 #include "mcp/registry.h"
 #include "session/session_int.h"
 #include "util/clock.h"
@@ -69,6 +70,12 @@ json_t *sessions_stats(struct sessions *ss)
     json_t *o = json_pack("{s:I, s:o}", "live", (json_int_t)sessions_live(ss), "toolCalls",
                           rpcpool_stats(ss->rpc));
     return o;
+}
+
+json_t *sessions_network_ceiling(struct sessions *ss)
+{
+    return ss->opt.egress ? egress_config_ceiling_json(egress_proxy_config(ss->opt.egress))
+                          : json_array();
 }
 
 int sessions_end(struct sessions *ss, const char *id, const char *reason)

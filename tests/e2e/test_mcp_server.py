@@ -196,8 +196,9 @@ def test_tools_list_describes_the_tools(connect):
     run_python = tools["run_python"]
     props = run_python["inputSchema"]["properties"]
     assert run_python["inputSchema"]["required"] == ["code"]
-    assert set(props) == {"code", "servers", "timeout", "session_id", "output", "files"}
+    assert set(props) == {"code", "servers", "timeout", "session_id", "output", "files", "network"}
     assert props["files"]["type"] == "object"
+    assert props["network"]["required"] == ["allow"]
     assert "artifacts" in run_python["outputSchema"]["properties"]
     assert props["servers"]["items"]["enum"] == ["everything", "flaky", "broken"]
     assert props["timeout"]["type"] == "number"

@@ -1,0 +1,270 @@
+// SPDX-License-Identifier: MIT
+/*
+ * head — see head.h.
+ *
+ * The upstream never sees the client's Host field: a proxy must take the authority of an
+ * absolute URI (RFC 9112 3.2.2), and a Host naming another site behind the same address
+ * (a CDN) would otherwise carry the request past the allow list. Hop-by-hop fields, the
+ * fields the client's Connection names, Proxy-* and the fields the operator injects are
+ * dropped; "Connection: close" makes each connection carry exactly one request.
+ */
+#include "egress/head.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "util/buf.h"
+#include "util/macros.h"
+
+struct head_ctx {
+    struct egress_head *h;
+    const char *url;
+    size_t url_len;
+    bool in_value;
+    bool overflow;
+    bool done;
+};
+
+static int head_on_url(http_parser *p, const char *at, size_t len)
+{
+    struct head_ctx *c = p->data;
+    if (!c->url)
+        c->url = at;
+    c->url_len += len; /* the head is one buffer: pieces are adjacent */
+    return 0;
+}
+
+static int head_on_field(http_parser *p, const char *at, size_t len)
+{
+    struct head_ctx *c = p->data;
+    struct egress_head *h = c->h;
+    if (c->in_value || h->n_fields == 0) {
+        if (h->n_fields == EGRESS_HEAD_LINES) {
+            c->overflow = true;
+            return 1;
+        }
+        h->fields[h->n_fields++] = (struct egress_field){.name = at};
+        c->in_value = false;
+    }
+    h->fields[h->n_fields - 1].name_len += len;
+    return 0;
+}
+
+static int head_on_value(http_parser *p, const char *at, size_t len)
+{
+    struct head_ctx *c = p->data;
+    struct egress_field *f = &c->h->fields[c->h->n_fields - 1];
+    if (!c->in_value)
+        f->value = at;
+    f->value_len += len;
+    c->in_value = true;
+    return 0;
+}
+
+static int head_on_complete(http_parser *p)
+{
+    struct head_ctx *c = p->data;
+    c->done = true;
+    http_parser_pause(p, 1); /* stop at the end of this request: nothing after it counts */
+    return 0;
+}
+
+static const http_parser_settings head_settings = {
+    .on_url = head_on_url,
+    .on_header_field = head_on_field,
+    .on_header_value = head_on_value,
+    .on_message_complete = head_on_complete,
+};
+
+static const http_parser_settings body_settings = {
+    .on_message_complete = head_on_complete,
+};
+
+/* Run the parser over data; 0 (and whether the message completed) or -EBADMSG. */
+static int head_run(http_parser *p, const http_parser_settings *s, struct head_ctx *ctx,
+                    const char *data, size_t len, size_t *ret_used)
+{
+    p->data = ctx;
+    size_t n = http_parser_execute(p, s, data, len);
+    enum http_errno e = HTTP_PARSER_ERRNO(p);
+    if (e == HPE_PAUSED) {
+        http_parser_pause(p, 0);
+        e = HPE_OK;
+    }
+    *ret_used = n;
+    return e == HPE_OK ? 0 : -EBADMSG;
+}
+
+static bool head_field_is(const struct http_parser_url *u, const char *url, int f, const char *what)
+{
+    return (u->field_set & (1u << f)) && u->field_data[f].len == strlen(what) &&
+           strncasecmp(url + u->field_data[f].off, what, u->field_data[f].len) == 0;
+}
+
+/* The target of the request line: authority (CONNECT) or absolute http:// URI. */
+static int head_target(struct egress_head *h, const char *url, size_t len, const char **ret_why)
+{
+    struct http_parser_url u;
+    http_parser_url_init(&u);
+    if (http_parser_parse_url(url, len, h->tunnel, &u) != 0 || !(u.field_set & (1u << UF_HOST))) {
+        *ret_why = h->tunnel ? "CONNECT needs host:port"
+                   : url[0] == '/'
+                       ? "this is a proxy: the request line needs an absolute http:// URI"
+                       : "the request line has no valid absolute URI";
+        return 400;
+    }
+    if (!h->tunnel && !head_field_is(&u, url, UF_SCHEMA, "http")) {
+        *ret_why = "only http:// URIs are forwarded; https:// goes through CONNECT";
+        return 400;
+    }
+    if (u.field_set & (1u << UF_USERINFO)) {
+        *ret_why = "credentials in the URI are not forwarded; send an Authorization header";
+        return 400;
+    }
+    h->port = (u.field_set & (1u << UF_PORT)) ? u.port : 80;
+    if (h->port == 0) {
+        *ret_why = "the port must be a number from 1 to 65535";
+        return 400;
+    }
+    const char *why =
+        egress_host_parse(url + u.field_data[UF_HOST].off, u.field_data[UF_HOST].len, &h->host);
+    if (why) {
+        *ret_why = why;
+        return 400;
+    }
+    if (h->tunnel)
+        return 0;
+    size_t start = len, end = len;
+    if (u.field_set & (1u << UF_PATH))
+        start = u.field_data[UF_PATH].off;
+    else if (u.field_set & (1u << UF_QUERY))
+        start = u.field_data[UF_QUERY].off - 1; /* the '?' */
+    if (u.field_set & (1u << UF_FRAGMENT))
+        end = u.field_data[UF_FRAGMENT].off - 1; /* never sent: the '#' and what follows */
+    h->path = url + start;
+    h->path_len = end > start ? end - start : 0;
+    return 0;
+}
+
+int egress_head_parse(http_parser *parser, const char *buf, size_t len, struct egress_head *ret,
+                      const char **ret_why)
+{
+    *ret = (struct egress_head){0};
+    struct head_ctx ctx = {.h = ret};
+    http_parser_init(parser, HTTP_REQUEST);
+    size_t used;
+    int r = head_run(parser, &head_settings, &ctx, buf, len, &used);
+    if (ctx.overflow) {
+        *ret_why = "the request has too many header fields";
+        return 431;
+    }
+    if (r < 0 || !ctx.url) {
+        *ret_why =
+            r < 0 ? http_errno_description(HTTP_PARSER_ERRNO(parser)) : "the request has no target";
+        return 400;
+    }
+    ret->tunnel = parser->method == HTTP_CONNECT;
+    if (parser->upgrade && !ret->tunnel) {
+        *ret_why = "protocol upgrades are not forwarded (use wss:// or https://, through CONNECT)";
+        return 501;
+    }
+    snprintf(ret->method, sizeof(ret->method), "%s", http_method_str(parser->method));
+    ret->minor = parser->http_major == 1 && parser->http_minor == 0 ? 0 : 1;
+    ret->body_done = ctx.done;
+    return head_target(ret, ctx.url, ctx.url_len, ret_why);
+}
+
+int egress_body_feed(http_parser *parser, const char *data, size_t len, size_t *ret_used,
+                     bool *ret_done)
+{
+    struct head_ctx ctx = {0};
+    *ret_used = 0;
+    *ret_done = false;
+    if (len == 0)
+        return 0; /* a zero length would tell the parser the stream ended */
+    int r = head_run(parser, &body_settings, &ctx, data, len, ret_used);
+    *ret_done = ctx.done;
+    return r;
+}
+
+static bool head_name_is(const struct egress_field *f, const char *name, size_t len)
+{
+    return f->name_len == len && strncasecmp(f->name, name, len) == 0;
+}
+
+/* Is field f named by a token of one of the Connection fields? */
+static bool head_connection_names(const struct egress_head *h, const struct egress_field *f)
+{
+    for (size_t i = 0; i < h->n_fields; i++) {
+        if (!head_name_is(&h->fields[i], "connection", 10))
+            continue;
+        const char *v = h->fields[i].value, *end = v + h->fields[i].value_len;
+        while (v < end) {
+            while (v < end && (*v == ' ' || *v == '\t' || *v == ','))
+                v++;
+            const char *t = v;
+            while (v < end && *v != ',' && *v != ' ' && *v != '\t')
+                v++;
+            if (v > t && head_name_is(f, t, (size_t)(v - t)))
+                return true;
+        }
+    }
+    return false;
+}
+
+static bool head_dropped(const struct egress_head *h, const struct egress_config *cfg,
+                         const struct egress_field *f)
+{
+    static const char *const hop[] = {"host",
+                                      "connection",
+                                      "proxy-connection",
+                                      "keep-alive",
+                                      "proxy-authorization",
+                                      "proxy-authenticate",
+                                      "te",
+                                      "upgrade"};
+    for (size_t i = 0; i < ARRAY_SIZE(hop); i++)
+        if (head_name_is(f, hop[i], strlen(hop[i])))
+            return true;
+    for (size_t i = 0; cfg && i < cfg->n_injects; i++)
+        if (egress_host_equal(&cfg->injects[i].host, &h->host) &&
+            head_name_is(f, cfg->injects[i].line, cfg->injects[i].name_len))
+            return true;
+    return head_connection_names(h, f);
+}
+
+char *egress_head_build(const struct egress_head *h, const struct egress_config *cfg,
+                        size_t *ret_len)
+{
+    struct buf b;
+    /* The client's head fits EGRESS_HEAD_MAX; the injected lines are the operator's. */
+    buf_init(&b, EGRESS_HEAD_MAX + (size_t)EGRESS_CEILING_MAX * (EGRESS_HEADER_MAX + 2) + 1024);
+    bool slash = h->path_len && h->path[0] == '/';
+    bool v6 = h->host.family == AF_INET6;
+    int r = buf_printf(&b, "%s %s%.*s HTTP/1.%u\r\nHost: %s%s%s", h->method, slash ? "" : "/",
+                       (int)h->path_len, h->path ? h->path : "", h->minor, v6 ? "[" : "",
+                       h->host.name, v6 ? "]" : "");
+    if (r == 0 && h->port != 80)
+        r = buf_printf(&b, ":%u", (unsigned)h->port);
+    if (r == 0)
+        r = buf_appends(&b, "\r\n");
+    for (size_t i = 0; r == 0 && i < h->n_fields; i++) {
+        const struct egress_field *f = &h->fields[i];
+        if (!head_dropped(h, cfg, f))
+            r = buf_printf(&b, "%.*s: %.*s\r\n", (int)f->name_len, f->name, (int)f->value_len,
+                           f->value ? f->value : "");
+    }
+    for (size_t i = 0; r == 0 && cfg && i < cfg->n_injects; i++)
+        if (egress_host_equal(&cfg->injects[i].host, &h->host))
+            r = buf_printf(&b, "%s\r\n", cfg->injects[i].line);
+    if (r == 0)
+        r = buf_appends(&b, "Connection: close\r\n\r\n");
+    if (r < 0) {
+        buf_free(&b);
+        return NULL;
+    }
+    return buf_take(&b, ret_len);
+}

@@ -1,0 +1,170 @@
+// SPDX-License-Identifier: MIT
+/*
+ * proxy_int — what proxy.c (the loop, taps, accepting, deadlines) and
+ * conn.c (one connection's state machine and relay) share. Private to
+ * src/egress/.
+ *
+ * Connection states:
+ *
+ *   HEAD ──CONNECT──> RESOLVE ──> (reply 200) HELLO ──SNI ok──> CONNECT ──> RELAY
+ *     │                  ^                                         ^
+ *     └──GET http://──>──┘──────────────────────────────────────────┘
+ *   any refusal: REPLY (our answer: 4xx/5xx, or a TLS alert) ──> LINGER ──> closed
+ *
+ * Deadlines: HEAD, RESOLVE, HELLO, CONNECT and REPLY/LINGER have one each;
+ * RELAY's is an idle deadline renewed by every byte moved.
+ */
+#ifndef SANDBOXD_EGRESS_PROXY_INT_H
+#define SANDBOXD_EGRESS_PROXY_INT_H
+
+#include <http_parser.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <uthash.h>
+
+#include "egress/head.h"
+#include "egress/proxy.h"
+#include "egress/resolver.h"
+#include "util/macros.h"
+
+#define EGRESS_OPEN_MAX         1024 /* connections of all taps at once */
+#define EGRESS_TAP_SLACK        8    /* open connections beyond the cap, to be refused */
+#define EGRESS_BUF              (32u << 10)
+#define EGRESS_STEP_US          (10 * 1000000LL) /* head, lookup, connect, ClientHello */
+#define EGRESS_IDLE_US          (60 * 1000000LL) /* a relay without a byte either way */
+#define EGRESS_LINGER_US        (2 * 1000000LL)  /* after our answer, for the client to read it */
+#define EGRESS_RESOLVER_THREADS 4
+#define EGRESS_RESOLVER_QUEUE   256
+
+enum egress_watch_kind { EW_WAKE, EW_LISTEN, EW_CLIENT, EW_UPSTREAM };
+
+struct egress_watch {
+    enum egress_watch_kind kind;
+    void *obj;
+};
+
+struct egress_conn;
+
+struct egress_tap {
+    struct egress_proxy *p;
+    struct egress_policy *pol;
+    int listen_fd;
+    char label[96];
+    struct egress_watch w;
+    bool listening; /* EPOLLIN wanted on the listener (loop) */
+    unsigned open;  /* connections open now (loop) */
+    struct egress_conn *conns;
+    /* window counters: the loop adds, egress_tap_take() swaps them for zero */
+    _Atomic uint64_t up, down, requests, conns_win;
+    _Atomic uint64_t denied[EGRESS_DENY_N];
+    atomic_bool over; /* the byte cap was reached in this window */
+    /* under p->lock */
+    bool queued, remove, closed;
+    struct egress_tap *cmd_next;    /* p->cmds */
+    struct egress_tap *prev, *next; /* the loop's list (loop) */
+};
+
+struct egress_ring {
+    char *data;
+    size_t cap, off, len;
+};
+
+enum egress_conn_state { CS_HEAD, CS_RESOLVE, CS_HELLO, CS_CONNECT, CS_RELAY, CS_REPLY, CS_LINGER };
+
+struct egress_conn {
+    uint64_t id;
+    UT_hash_handle hh;
+    struct egress_proxy *p;
+    struct egress_tap *tap;
+    struct egress_conn *prev, *next; /* in the tap */
+    int cfd, ufd;
+    struct egress_watch wc, wu;
+    uint32_t ev_c, ev_u; /* registered interest */
+    enum egress_conn_state st;
+    int64_t start_us, deadline_us;
+    struct egress_head head; /* pointers into the head buffer, valid until the relay */
+    char *head_buf;          /* the client's head, kept for head's pointers */
+    http_parser parser;      /* follows a plain request's body */
+    bool body_done;
+    struct egress_host host;
+    uint16_t port;
+    bool tunnel;
+    char method[16];
+    struct sockaddr_storage addrs[EGRESS_ADDRS_MAX];
+    socklen_t lens[EGRESS_ADDRS_MAX];
+    unsigned n_addrs, next_addr;
+    char addr_text[64];
+    struct egress_ring cin; /* client -> upstream */
+    struct egress_ring uin; /* upstream -> client */
+    char *out;              /* sent upstream first: the rebuilt head (plain HTTP) */
+    size_t out_len, out_off;
+    char *reply; /* our answer to the client */
+    size_t reply_len, reply_off;
+    bool reply_then_close;
+    bool c_eof, u_eof, c_shut, u_shut;
+    bool u_hup;      /* the upstream hung up: read what is left as room allows, unwatched */
+    bool refuse_cap; /* accepted beyond the connection cap: refuse its request */
+    bool counted;    /* counted as a request */
+    bool denied;
+    char *why; /* the decision's reason or the failure, for the log (owned) */
+    uint64_t up, down;
+    bool dead; /* closed; freed at the end of the loop's turn */
+    struct egress_conn *dead_next;
+};
+
+struct egress_proxy {
+    struct egress_config cfg;
+    uint64_t max_bytes;
+    unsigned max_conns;
+    int epfd, evfd;
+    struct egress_watch w_wake;
+    struct egress_resolver *resolver;
+    pthread_t thread;
+    bool started;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    /* under lock */
+    bool stop;
+    struct egress_tap *cmds; /* taps to add or remove */
+    /* loop only */
+    struct egress_tap *taps;
+    struct egress_conn *conns; /* by id */
+    struct egress_conn *dead;  /* closed this turn */
+    unsigned n_conns;
+    uint64_t next_id;
+};
+
+/* relay.c */
+int egress_ring_init(struct egress_ring *r, size_t cap);
+size_t egress_ring_room(struct egress_ring *r); /* compacts first */
+void egress_ring_consume(struct egress_ring *r, size_t n);
+/* read() into the free end: >0 bytes, 0 at EOF, -EAGAIN, or -errno. */
+ssize_t egress_ring_read(struct egress_ring *r, int fd);
+/* send() without SIGPIPE: bytes, or -errno. */
+ssize_t egress_send(int fd, const char *data, size_t len);
+/* Read what the sandbox sent into cin: the count of new bytes (*ret_before: where they
+ * start), 0 at its end, or -1 when nothing came now or the connection failed (closed). */
+ssize_t egress_conn_read_client(struct egress_conn *c, size_t *ret_before);
+/* An event on a relaying connection. */
+void egress_conn_relay(struct egress_conn *c, bool upstream, uint32_t events);
+
+/* conn.c */
+/* Watch for what the connection waits for now, from its state and buffers. */
+void egress_conn_interest(struct egress_conn *c);
+/* Set the reason or failure the log will show. */
+void egress_conn_why(struct egress_conn *c, const char *fmt, ...) _printf_(2, 3);
+void egress_conn_accept(struct egress_tap *t, int fd);
+void egress_conn_event(struct egress_conn *c, bool upstream, uint32_t events);
+void egress_conn_resolved(struct egress_conn *c, const struct egress_lookup *l);
+void egress_conn_timeout(struct egress_conn *c);
+/* Close, log the decision and the bytes; freed by egress_conn_reap() at the end of the turn. */
+void egress_conn_close(struct egress_conn *c);
+void egress_conn_reap(struct egress_proxy *p);
+void egress_tap_deny(struct egress_tap *t, enum egress_deny why);
+/* proxy.c: after a connection closed, the tap may accept again. */
+void egress_tap_resume(struct egress_tap *t);
+
+#endif
