@@ -130,9 +130,16 @@ static json_t *srv_run_python_tool(struct mcp_server *s)
                   "maxItems", 64, "required", "allow", "additionalProperties", 0, "description",
                   net_desc ? net_desc : "network access");
     free(net_desc);
+    json_t *files = json_pack(
+        "{s:s, s:s, s:{s:[{s:s}, {s:s, s:{s:{s:s}}, s:[s], s:b}]}}", "type", "object",
+        "description",
+        "Files to place in the session's working directory before the code runs: relative path "
+        "-> text, or {\"base64\": \"...\"} for binary content.",
+        "additionalProperties", "anyOf", "type", "string", "type", "object", "properties", "base64",
+        "type", "string", "required", "base64", "additionalProperties", 0);
     json_t *input = json_pack(
         "{s:s, s:{s:{s:s, s:s}, s:o, s:{s:s, s:f, s:s}, s:{s:s, s:s, s:s}, s:{s:s, s:[s,s], s:s},"
-        " s:o}, s:[s], s:b}",
+        " s:o, s:o}, s:[s], s:b}",
         "type", "object", "properties", "code", "type", "string", "description",
         "Python 3 source. Variables, imports and functions persist between calls of the same "
         "session; top-level await works; the value of a final expression is returned as "
@@ -145,15 +152,7 @@ static json_t *srv_run_python_tool(struct mcp_server *s)
         "output", "type", "string", "enum", "text", "json", "description",
         "How the result is written: compact text (the server's default unless started with "
         "--mcp-output json) or the JSON of structuredContent.",
-        "network", network, "required", "code", "additionalProperties", 0);
-    json_object_set_new(
-        json_object_get(input, "properties"), "files",
-        json_pack("{s:s, s:s, s:{s:[{s:s}, {s:s, s:{s:{s:s}}, s:[s], s:b}]}}", "type", "object",
-                  "description",
-                  "Files to place in the session's working directory before the code runs: "
-                  "relative path -> text, or {\"base64\": \"...\"} for binary content.",
-                  "additionalProperties", "anyOf", "type", "string", "type", "object", "properties",
-                  "base64", "type", "string", "required", "base64", "additionalProperties", 0));
+        "files", files, "network", network, "required", "code", "additionalProperties", 0);
     json_t *nullable_str = json_pack("{s:[s,s]}", "type", "string", "null");
     json_t *output = json_pack(
         "{s:s, s:{s:{s:s, s:s}, s:{s:s}, s:{s:s}, s:{s:[s,s]}, s:O, s:{s:s}, s:{s:s}, s:{s:s},"
@@ -178,14 +177,14 @@ static json_t *srv_run_python_tool(struct mcp_server *s)
     return json_pack(
         "{s:s, s:s, s:s, s:o, s:o, s:{s:b, s:b, s:b, s:b}}", "name", "run_python", "title",
         "Run Python in a sandbox", "description",
-        "Run Python 3 code in an isolated sandbox (no network; the filesystem is read-only except "
-        "/tmp) and get its stdout, stderr and the value of its last expression. State persists "
-        "between calls of one session. MCP servers named in `servers` are Python objects whose "
-        "tools are async methods: `await mcp_everything.get_sum(a=1, b=2)` (dashes become "
-        "underscores); find tools with search_tool_docs. save_memory(key, value) and "
-        "load_memory(key) keep JSON values across sessions. Matplotlib figures (plt.show(), or "
-        "left open) and display(obj) come back as images or resources; `files` puts input "
-        "files in the working directory.",
+        "Run Python 3 code in an isolated sandbox (no network unless `network` allows hosts; the "
+        "filesystem is read-only except /tmp) and get its stdout, stderr and the value of its "
+        "last expression. State persists between calls of one session. MCP servers named in "
+        "`servers` are Python objects whose tools are async methods: `await "
+        "mcp_everything.get_sum(a=1, b=2)` (dashes become underscores); find tools with "
+        "search_tool_docs. save_memory(key, value) and load_memory(key) keep JSON values across "
+        "sessions. Matplotlib figures (plt.show(), or left open) and display(obj) come back as "
+        "images or resources; `files` puts input files in the working directory.",
         "inputSchema", input, "outputSchema", output, "annotations", "readOnlyHint", 0,
         "destructiveHint", 0, "idempotentHint", 0, "openWorldHint", 0);
 }
