@@ -565,6 +565,20 @@ def run_code(loop, ns, code, filename):
                 pass
         return "timeout", {"type": "TimeoutError", "message": "the execution was interrupted "
                            "at its time limit; the session is intact", "traceback": ""}, None
+    except SystemExit as exc:
+        # sys.exit() ends the execution, not the session: 0 or None is a success with its
+        # output, anything else an error that names the code (a message counts as 1, as in
+        # Python, and is printed to stderr the way Python prints it).
+        RUNNING = False
+        if task is not None and not task.done():
+            task.cancel()
+        if exc.code is None or exc.code == 0:
+            return "ok", None, None
+        code = exc.code if isinstance(exc.code, int) else 1
+        if not isinstance(exc.code, int):
+            print(exc.code, file=sys.stderr)
+        return "error", {"type": "SystemExit", "message": "exit code %d" % code,
+                         "traceback": "", "exitCode": code}, None
     except BaseException as exc:
         RUNNING = False
         if task is not None and not task.done():

@@ -27,6 +27,7 @@
 #include "util/macros.h"
 #include "util/fmt.h"
 #include "util/jdump.h"
+#include "util/utf8.h"
 
 #define SRV_MAX_CODE     (1u << 20) /* bytes of code in one run_python */
 #define SRV_MAX_SERVERS  64         /* entries of run_python's servers */
@@ -46,7 +47,7 @@ json_t *srv_tool_result(const struct mcp_server_conn *c, const char *text, json_
     json_t *r = json_pack("{s:[{s:s, s:s}]}", "content", "type", "text", "text", text);
     if (r && is_error)
         json_object_set_new(r, "isError", json_true());
-    if (r && structured && !srv_legacy(c)) /* structuredContent came with 2025-06-18 */
+    if (r && structured && srv_since(c, "2025-06-18")) /* structuredContent came with it */
         json_object_set_new(r, "structuredContent", json_incref(structured));
     json_decref(structured);
     return r;
@@ -247,7 +248,10 @@ static int srv_sandbox_get(struct mcp_server_conn *c, const char *name, json_t *
         json_decref(want);
         return -ENOMEM;
     }
-    struct session_create sc = {.servers = want, .workspace = s->workspace, .tenant = c->tenant};
+    struct session_create sc = {.servers = want,
+                                .workspace = s->workspace,
+                                .tenant = c->tenant,
+                                .compat = s->opt.compat ? "code-execution-mode" : NULL};
     json_t *info = NULL;
     struct session_error err;
     r = sessions_create(s->sessions, &sc, &info, &err);
@@ -298,6 +302,7 @@ out:
 struct srv_progress {
     const struct mcp_server_out *out;
     json_t *token;
+    bool message;              /* progress notifications carry a message (2025-03-26 and later) */
     pthread_mutex_t send_lock; /* taken before lock: chunks leave in the order they came */
     pthread_mutex_t lock;
     pthread_cond_t cond;
@@ -339,8 +344,9 @@ static void srv_progress_flush(struct srv_progress *p, bool final)
     json_int_t count = chunk.len ? ++p->count : p->count;
     pthread_mutex_unlock(&p->lock);
     if (chunk.len) {
-        json_t *params = json_pack("{s:O, s:I, s:o}", "progressToken", p->token, "progress", count,
-                                   "message", response_text(&chunk));
+        /* Before 2025-03-26 progress had no message: a client still sees the call alive. */
+        json_t *params = json_pack("{s:O, s:I, s:o*}", "progressToken", p->token, "progress", count,
+                                   "message", p->message ? response_text(&chunk) : NULL);
         json_t *msg = params ? jsonrpc_notification_new("notifications/progress", params) : NULL;
         if (msg)
             p->out->notify(p->out->userdata, msg);
@@ -394,9 +400,9 @@ static void srv_progress_output(void *userdata, int stream, const char *data, si
 }
 
 static void srv_progress_start(struct srv_progress *p, const struct mcp_server_out *out,
-                               json_t *token)
+                               json_t *token, bool message)
 {
-    *p = (struct srv_progress){.out = out, .token = token};
+    *p = (struct srv_progress){.out = out, .token = token, .message = message};
     pthread_mutex_init(&p->send_lock, NULL);
     pthread_mutex_init(&p->lock, NULL);
     pthread_condattr_t ca;
@@ -565,31 +571,41 @@ static char *srv_run_text(json_t *st, int64_t limit_ms)
     return buf_take(&b, NULL);
 }
 
-json_t *srv_run_python(struct mcp_server_conn *c, json_t *args, json_t *token,
-                       const struct mcp_server_out *out, struct srv_call *k)
+void srv_run_done(struct srv_run *r)
+{
+    json_decref(r->st);
+    free(r->error);
+    *r = (struct srv_run){0};
+}
+
+static int srv_run_invalid(struct srv_run *ret, char *msg)
+{
+    ret->error = msg ? msg : strdup("out of memory");
+    ret->invalid = true;
+    return 0;
+}
+
+int srv_run_code(struct mcp_server_conn *c, json_t *args, json_t *token,
+                 const struct mcp_server_out *out, struct srv_call *k, struct srv_run *ret)
 {
     struct mcp_server *s = c->srv;
-    static const char *const allowed[] = {"code",       "servers", "timeout",
-                                          "session_id", "output",  NULL};
-    json_t *bad = srv_check_args(c, "run_python", args, allowed);
-    if (bad)
-        return bad;
+    *ret = (struct srv_run){0};
     json_t *code = json_object_get(args, "code");
     if (!json_is_string(code))
-        return srv_tool_error(c, "run_python: code: required, a string of Python source");
+        return srv_run_invalid(ret, strdup("code: required, a string of Python source"));
     if (json_string_length(code) > SRV_MAX_CODE ||
         strlen(json_string_value(code)) != json_string_length(code))
-        return srv_tool_error(c, "run_python: code: at most 1 MiB, without NUL characters");
-    const char *name;
-    if ((bad = srv_session_id_arg(c, "run_python", args, &name)))
-        return bad;
-    bool as_json = s->opt.output_json;
-    json_t *mode = json_object_get(args, "output");
-    if (mode && !json_is_null(mode)) {
-        const char *m = json_string_value(mode);
-        if (!m || (strcmp(m, "text") != 0 && strcmp(m, "json") != 0))
-            return srv_tool_error(c, "run_python: output: \"text\" or \"json\"");
-        as_json = strcmp(m, "json") == 0;
+        return srv_run_invalid(ret, strdup("code: at most 1 MiB, without NUL characters"));
+    if (utf8_blank(json_string_value(code)))
+        return srv_run_invalid(ret, strdup("code: empty or only whitespace; nothing was run"));
+    const char *name = NULL;
+    json_t *sid = json_object_get(args, "session_id");
+    if (sid && !json_is_null(sid)) {
+        if (!json_is_string(sid) ||
+            !srv_session_name_ok(json_string_value(sid), json_string_length(sid)))
+            return srv_run_invalid(ret, strdup("session_id: 1 to 64 characters of A-Z, a-z, 0-9, "
+                                               "'.', '_' and '-'"));
+        name = json_string_value(sid);
     }
     json_t *notes = json_array();
     int64_t timeout_ms = 0;
@@ -598,7 +614,7 @@ json_t *srv_run_python(struct mcp_server_conn *c, json_t *args, json_t *token,
         double secs = json_number_value(t);
         if (!json_is_number(t) || !isfinite(secs) || secs <= 0) {
             json_decref(notes);
-            return srv_tool_error(c, "run_python: timeout: a number of seconds greater than 0");
+            return srv_run_invalid(ret, strdup("timeout: a number of seconds greater than 0"));
         }
         if (secs * 1000.0 > (double)s->opt.max_timeout_ms) {
             timeout_ms = s->opt.max_timeout_ms;
@@ -612,13 +628,12 @@ json_t *srv_run_python(struct mcp_server_conn *c, json_t *args, json_t *token,
                 timeout_ms = 1;
         }
     }
+    ret->timeout_ms = timeout_ms ? timeout_ms : s->opt.default_timeout_ms;
     char *why = NULL;
     json_t *servers = srv_servers_arg(s, json_object_get(args, "servers"), &why);
     if (!servers) {
         json_decref(notes);
-        json_t *r = srv_tool_error(c, "run_python: %s", why ? why : "servers: invalid");
-        free(why);
-        return r;
+        return srv_run_invalid(ret, why ? why : strdup("servers: invalid"));
     }
     json_t *result = NULL;
     char *label = NULL;
@@ -638,7 +653,7 @@ json_t *srv_run_python(struct mcp_server_conn *c, json_t *args, json_t *token,
         struct srv_progress prog;
         bool streaming = token && out && out->notify;
         if (streaming)
-            srv_progress_start(&prog, out, token);
+            srv_progress_start(&prog, out, token, srv_since(c, "2025-03-26"));
         struct session_stream stream = {.userdata = &prog, .on_output = srv_progress_output};
         r = sessions_execute(s->sessions, id, json_string_value(code), timeout_ms,
                              streaming ? &stream : NULL, &result, &err);
@@ -658,18 +673,15 @@ json_t *srv_run_python(struct mcp_server_conn *c, json_t *args, json_t *token,
     if (r == -ECANCELED) {
         json_decref(notes);
         free(label);
-        return NULL;
+        free(why);
+        return -ECANCELED;
     }
     if (r < 0) {
-        json_t *e = srv_tool_error(c, "run_python: %s",
-                                   why           ? why
-                                   : err.message ? err.message
-                                                 : "the execution failed");
-        free(why);
+        ret->error = why ? why : strdup(err.message ? err.message : "the execution failed");
         session_error_done(&err);
         json_decref(notes);
         free(label);
-        return e;
+        return ret->error ? 0 : -ENOMEM;
     }
     bool alive = json_is_true(json_object_get(result, "sessionAlive"));
     /* A cancelled call is not answered: its session stays listed, so that the next call finds
@@ -686,7 +698,7 @@ json_t *srv_run_python(struct mcp_server_conn *c, json_t *args, json_t *token,
     if (json_is_true(json_object_get(result, "truncated")))
         srv_note(notes, "stdout/stderr were truncated at the server's output limit");
     json_t *res = json_object_get(result, "result");
-    json_t *st = json_pack(
+    ret->st = json_pack(
         "{s:O, s:O, s:O, s:O, s:O, s:O, s:O, s:b, s:s, s:O, s:O}", "status",
         json_object_get(result, "status"), "stdout", json_object_get(result, "stdout"), "stderr",
         json_object_get(result, "stderr"), "error", json_object_get(result, "error"), "result",
@@ -696,13 +708,43 @@ json_t *srv_run_python(struct mcp_server_conn *c, json_t *args, json_t *token,
     json_decref(notes);
     json_decref(result);
     free(label);
-    if (!st)
+    return ret->st ? 0 : -ENOMEM;
+}
+
+json_t *srv_run_python(struct mcp_server_conn *c, json_t *args, json_t *token,
+                       const struct mcp_server_out *out, struct srv_call *k)
+{
+    struct mcp_server *s = c->srv;
+    static const char *const allowed[] = {"code",       "servers", "timeout",
+                                          "session_id", "output",  NULL};
+    json_t *bad = srv_check_args(c, "run_python", args, allowed);
+    if (bad)
+        return bad;
+    bool as_json = s->opt.output_json;
+    json_t *mode = json_object_get(args, "output");
+    if (mode && !json_is_null(mode)) {
+        const char *m = json_string_value(mode);
+        if (!m || (strcmp(m, "text") != 0 && strcmp(m, "json") != 0))
+            return srv_tool_error(c, "run_python: output: \"text\" or \"json\"");
+        as_json = strcmp(m, "json") == 0;
+    }
+    struct srv_run run;
+    int r = srv_run_code(c, args, token, out, k, &run);
+    if (r == -ECANCELED)
+        return NULL;
+    if (r < 0)
         return srv_tool_error(c, "run_python: out of memory");
-    const char *status = json_string_value(json_object_get(st, "status"));
-    char *text = as_json ? jdump(st, JSON_COMPACT, NULL)
-                         : srv_run_text(st, timeout_ms ? timeout_ms : s->opt.default_timeout_ms);
-    json_t *reply = srv_tool_result(c, text ? text : "", st, !status || strcmp(status, "ok"));
+    if (run.error) {
+        json_t *e = srv_tool_error(c, "run_python: %s", run.error);
+        srv_run_done(&run);
+        return e;
+    }
+    const char *status = json_string_value(json_object_get(run.st, "status"));
+    char *text = as_json ? jdump(run.st, JSON_COMPACT, NULL) : srv_run_text(run.st, run.timeout_ms);
+    json_t *reply =
+        srv_tool_result(c, text ? text : "", json_incref(run.st), !status || strcmp(status, "ok"));
     free(text);
+    srv_run_done(&run);
     return reply;
 }
 

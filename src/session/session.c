@@ -392,9 +392,19 @@ static json_t *session_init_job(struct sessions *ss, json_t *names, const char *
                                                  mcp_alias_json(name), "description",
                                                  desc ? desc : "", "tools", tools));
     }
+    /* Every configured server, in the session or not (runtime.discovered_servers()). */
+    json_t *discovered = json_array();
+    json_array_foreach(described, i, v)
+    {
+        const char *name = json_string_value(json_object_get(v, "name"));
+        json_array_append_new(
+            discovered,
+            json_pack("{s:s, s:o*, s:s}", "name", name, "alias", mcp_alias_json(name),
+                      "description", json_string_value(json_object_get(v, "description")) ?: ""));
+    }
     json_decref(described);
-    return json_pack("{s:s, s:o, s:o}", "type", "session", "servers", servers, "tools",
-                     workspace_tools(ss->ws, workspace));
+    return json_pack("{s:s, s:o, s:o, s:o}", "type", "session", "servers", servers, "discovered",
+                     discovered, "tools", workspace_tools(ss->ws, workspace));
 }
 
 int sessions_create(struct sessions *ss, const struct session_create *c, json_t **ret_info,
@@ -483,6 +493,8 @@ int sessions_create(struct sessions *ss, const struct session_create *c, json_t 
     json_object_set_new(job, "limits",
                         json_pack("{s:I, s:I}", "memoryBytes", (json_int_t)(memory_mb << 20),
                                   "outputBytes", (json_int_t)ss->opt.output_limit));
+    if (c->compat)
+        json_object_set_new(job, "compat", json_string(c->compat));
     struct jail_limits lim = jail_limits_default(ss->jail);
     lim.memory = memory_mb << 20;
     lim.nproc = ss->opt.nproc;

@@ -61,6 +61,8 @@ struct session_create {
     int64_t idle_timeout_s; /* 0: default */
     int64_t memory_mb;      /* 0: default */
     struct tenant *tenant;  /* the owner (borrowed, outlives the session); NULL: the operator */
+    const char *compat;     /* NULL, or "code-execution-mode": the runtime answers as the
+                             * upstream bridge does (its init job says so); static */
 };
 
 /* Streaming of one execution; callbacks run on the executing thread, except on_rpc, which
