@@ -70,7 +70,10 @@ static int compat_memory(const char *v, uint64_t *ret_mb)
     unsigned long long n = strtoull(v, &end, 10);
     uint64_t unit = 1;
     if (*end && strchr("bBkKmMgG", *end)) {
-        unit = strchr("bB", *end) ? 1 : strchr("kK", *end) ? 1u << 10 : strchr("mM", *end) ? 1u << 20 : 1u << 30;
+        unit = strchr("bB", *end)   ? 1
+               : strchr("kK", *end) ? 1u << 10
+               : strchr("mM", *end) ? 1u << 20
+                                    : 1u << 30;
         end++;
         if ((*end == 'b' || *end == 'B') && unit > 1)
             end++; /* "512mb" */
@@ -86,7 +89,7 @@ static int compat_memory(const char *v, uint64_t *ret_mb)
 /* Python's logging levels as ours. */
 static const char *compat_log_level(const char *v)
 {
-    static const char *const map[][2] = {{"DEBUG", "debug"}, {"INFO", "info"},
+    static const char *const map[][2] = {{"DEBUG", "debug"},  {"INFO", "info"},
                                          {"WARNING", "warn"}, {"WARN", "warn"},
                                          {"ERROR", "error"},  {"CRITICAL", "error"}};
     for (size_t i = 0; i < ARRAY_SIZE(map); i++)
@@ -155,8 +158,7 @@ int compat_env_apply(char **env, struct setup_opts *o, struct common_opts *commo
     if ((v = compat_getenv(env, "MCP_BRIDGE_LOG_LEVEL")) && *v) {
         const char *level = compat_log_level(v);
         if (!level)
-            return compat_bad("MCP_BRIDGE_LOG_LEVEL", v,
-                              "DEBUG, INFO, WARNING, ERROR or CRITICAL");
+            return compat_bad("MCP_BRIDGE_LOG_LEVEL", v, "DEBUG, INFO, WARNING, ERROR or CRITICAL");
         (void)common_opt(common, COMMON_OPT_LOG_LEVEL, level); /* a level we know */
     }
     static const char *const ignored[] = {"MCP_BRIDGE_RUNTIME", "MCP_BRIDGE_IMAGE",

@@ -20,7 +20,7 @@
 #define COMPAT_CODE_EXECUTION_MODE "code-execution-mode"
 
 struct compat_env {
-    bool toon;     /* MCP_BRIDGE_OUTPUT_MODE=toon */
+    bool toon;       /* MCP_BRIDGE_OUTPUT_MODE=toon */
     char *notes[16]; /* what to log once logging is set up (owned, NULL-terminated) */
     char *state_dir; /* MCP_BRIDGE_STATE_DIR with ~ expanded (owned), or NULL */
 };

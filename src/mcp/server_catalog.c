@@ -28,8 +28,8 @@ const char srv_helpers_summary[] =
     "mcp_<server>.<tool>(...)`. 3. PERSIST: `save_tool(func)` and `save_memory(key, value)` "
     "outlive the session. `print(runtime.capability_summary())` prints the manual.";
 
-#define SRV_CAPS_URI         "resource://sandboxd/capabilities"
-#define SRV_CAPS_COMPAT_URI  "resource://mcp-server-code-execution-mode/capabilities"
+#define SRV_CAPS_URI        "resource://sandboxd/capabilities"
+#define SRV_CAPS_COMPAT_URI "resource://mcp-server-code-execution-mode/capabilities"
 
 /* The capability resource: the summary, then how to use it. */
 static char *srv_caps_text(void)
@@ -170,7 +170,7 @@ static json_t *srv_build_tools(struct mcp_server *s)
                   "minimum", 1, "maximum", 50, "description", "Most results (default 5).",
                   "servers",
                   srv_servers_schema(s, "Servers to start if needed and search too (running ones "
-                                     "are always searched)."),
+                                        "are always searched)."),
                   "required", "query", "additionalProperties", 0, "annotations", "readOnlyHint", 1,
                   "openWorldHint", 0));
     json_array_append_new(
@@ -186,7 +186,6 @@ static json_t *srv_build_tools(struct mcp_server *s)
                   "openWorldHint", 0));
     return tools;
 }
-
 
 /* The compat run_python: upstream's three arguments, an integer timeout with its limits, the
  * helpers summary in the descriptions (where upstream's clients and tests look for it). */
@@ -259,7 +258,7 @@ int srv_catalog_build(struct mcp_server *s)
 json_t *srv_tools(const struct mcp_server_conn *c)
 {
     struct mcp_server *s = c->srv;
-    return srv_since(c, "2025-06-18") ? s->tools[0]
+    return srv_since(c, "2025-06-18")   ? s->tools[0]
            : srv_since(c, "2025-03-26") ? s->tools[1]
                                         : s->tools[2];
 }

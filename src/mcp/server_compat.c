@@ -255,13 +255,13 @@ json_t *srv_compat_run(struct mcp_server_conn *c, json_t *args, json_t *token,
     const char *unknown = compat_unknown(s, servers);
     if (unknown) {
         char *msg = fmt_str("Unknown MCP server: %s", unknown);
-        json_t *r = compat_fail(c, "error", "Sandbox error: ", msg ? msg : "unknown server",
-                                servers);
+        json_t *r =
+            compat_fail(c, "error", "Sandbox error: ", msg ? msg : "unknown server", servers);
         free(msg);
         return r;
     }
-    json_t *native = json_pack("{s:O, s:O*, s:I}", "code", code, "servers", servers, "timeout",
-                               secs);
+    json_t *native =
+        json_pack("{s:O, s:O*, s:I}", "code", code, "servers", servers, "timeout", secs);
     struct srv_run run;
     int r = native ? srv_run_code(c, native, token, out, k, &run) : -ENOMEM;
     json_decref(native);

@@ -98,8 +98,8 @@ static void toon_quoted(struct toon *t, const char *s, size_t len)
     size_t from = 0;
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)s[i];
-        const char *esc = c == '\\' ? "\\\\"
-                          : c == '"' ? "\\\""
+        const char *esc = c == '\\'   ? "\\\\"
+                          : c == '"'  ? "\\\""
                           : c == '\n' ? "\\n"
                           : c == '\r' ? "\\r"
                           : c == '\t' ? "\\t"
