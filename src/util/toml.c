@@ -41,7 +41,7 @@ struct toml {
     struct {
         json_t *v;
         unsigned flags;
-    } *tabs;
+    } * tabs;
     size_t ntabs;
 };
 
@@ -345,7 +345,7 @@ static bool toml_datetime(const char *s, size_t n)
         if (n < m)
             continue;
         for (; i < m; i++)
-            if (shape[i] == 'd' ? toml_dec(s[i]) < 0
+            if (shape[i] == 'd'   ? toml_dec(s[i]) < 0
                 : shape[i] == 'T' ? s[i] != 'T' && s[i] != 't' && s[i] != ' '
                                   : s[i] != shape[i])
                 break;

@@ -1027,7 +1027,8 @@ static int load_config(const char *explicit_path, bool discover, bool trust_proj
                        const char *cwd, const char *home, const char *trust_file,
                        struct mcp_config *cfg)
 {
-    struct mcp_config_options o = {.explicit_path = explicit_path,
+    const char *paths[] = {explicit_path, NULL};
+    struct mcp_config_options o = {.explicit_paths = paths,
                                    .discover = discover,
                                    .trust_project = trust_project,
                                    .cwd = cwd,
