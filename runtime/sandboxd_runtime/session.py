@@ -270,6 +270,8 @@ class _SyncProxy:
 
 
 SERVERS = {}       # name -> info {name, alias, description, tools}
+DISCOVERED = []    # every configured server {name, alias, description}, from the init job
+COMPAT = {}        # {"mode": "code-execution-mode"} in sandboxd mcp --compat, from the init job
 
 
 async def call_tool(server, tool, **arguments):
@@ -479,6 +481,9 @@ def install_modules():
 
 def build_namespace(init):
     ns = {"__name__": "__main__", "__builtins__": builtins}
+    DISCOVERED[:] = init.get("discovered", [])
+    if init.get("compat"):
+        COMPAT["mode"] = init["compat"]
     pkg = install_modules()
     proxies = {}
     for info in init.get("servers", []):

@@ -215,12 +215,10 @@ int config_normalize(json_t *doc, enum config_format format, const char *cwd, js
         parts[0] = json_object_get(doc, "mcpServers");
         fix = config_gemini_entry;
         break;
-    case CONFIG_VSCODE_USER: {
-        json_t *mcp = json_object_get(doc, "mcp");
-        parts[0] = json_object_get(mcp, "servers");
-        parts[1] = json_object_get(doc, "mcp.servers");
+    case CONFIG_VSCODE_USER: /* "mcp": {"servers"}, or "mcpServers" as upstream reads it */
+        parts[0] = json_object_get(json_object_get(doc, "mcp"), "servers");
+        parts[1] = json_object_get(doc, "mcpServers");
         break;
-    }
     case CONFIG_CODEX:
         parts[0] = json_object_get(doc, "mcp_servers");
         fix = config_codex_entry;
