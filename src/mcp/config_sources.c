@@ -50,8 +50,8 @@ static const struct config_source {
     {BASE_HOME, ".config/Claude/claude_desktop_config.json", false, CONFIG_SETTINGS,
      "Claude Desktop"},
     {BASE_HOME, ".opencode.json", false, CONFIG_SETTINGS, "OpenCode"},
-    {BASE_HOME, "Library/Application Support/OpenCode/opencode_config.json", false,
-     CONFIG_SETTINGS, "OpenCode"},
+    {BASE_HOME, "Library/Application Support/OpenCode/opencode_config.json", false, CONFIG_SETTINGS,
+     "OpenCode"},
     {BASE_HOME, "Library/Application Support/OpenCode/opencode_desktop_config.json", false,
      CONFIG_SETTINGS, "OpenCode"},
     {BASE_HOME, ".gemini/settings.json", false, CONFIG_GEMINI, "Gemini CLI"},
@@ -158,8 +158,9 @@ static json_t *config_codex_entry(json_t *e)
             json_object_set(c, same[i], json_object_get(e, same[i]));
     json_t *pass = json_object_get(e, "env_vars");
     if (json_is_array(pass) && json_array_size(pass)) {
-        json_t *env = json_is_object(json_object_get(c, "env")) ? json_deep_copy(json_object_get(c, "env"))
-                                                               : json_object();
+        json_t *env = json_is_object(json_object_get(c, "env"))
+                          ? json_deep_copy(json_object_get(c, "env"))
+                          : json_object();
         size_t i;
         json_t *v;
         json_array_foreach(pass, i, v)
@@ -183,8 +184,8 @@ static json_t *config_codex_entry(json_t *e)
         }
         if (bearer)
             config_env_header(headers, "Authorization", "Bearer ", bearer);
-        json_object_set_new(c, "headers", fixed && !json_is_object(fixed) ? json_incref(fixed)
-                                                                          : headers);
+        json_object_set_new(c, "headers",
+                            fixed && !json_is_object(fixed) ? json_incref(fixed) : headers);
         if (fixed && !json_is_object(fixed))
             json_decref(headers);
     }

@@ -351,8 +351,11 @@ static bool toml_datetime(const char *s, size_t n)
                 break;
         if (i < m)
             continue;
-        if (k == 0)
-            return n == m;
+        if (k == 0) {
+            if (n == m)
+                return true;
+            continue; /* perhaps a date-time */
+        }
         if (i < n && s[i] == '.') { /* fraction of a second */
             size_t d = 0;
             for (i++; i < n && toml_dec(s[i]) >= 0; i++)
