@@ -43,8 +43,7 @@ static void refuse(const char *toml, size_t len, const char *words)
     char *err = NULL;
     int r = toml_parse(toml, len, &v, &err);
     if (r != -EINVAL || !err || !strstr(err, words))
-        fail_msg("%.*s: r=%d err=%s (wanted '%s')", (int)len, toml, r, err ? err : "(none)",
-                 words);
+        fail_msg("%.*s: r=%d err=%s (wanted '%s')", (int)len, toml, r, err ? err : "(none)", words);
     assert_null(v);
     free(err);
 }
@@ -83,7 +82,8 @@ static void values(void **state)
     expect("s = \"tab\\tquote\\\" back\\\\ u\\u00e9 U\\U0001F600\"\nl = 'C:\\Users\\x'\n",
            "{\"s\": \"tab\\tquote\\\" back\\\\ u\\u00e9 U\\ud83d\\ude00\","
            " \"l\": \"C:\\\\Users\\\\x\"}");
-    expect("m = \"\"\"\nRoses are red\\\n   Violets are blue\"\"\"\nq = \"\"\"two \"\"quotes\"\"\"\"\"\n"
+    expect("m = \"\"\"\nRoses are red\\\n   Violets are blue\"\"\"\nq = \"\"\"two "
+           "\"\"quotes\"\"\"\"\"\n"
            "r = '''\nraw \\n\nline'''\n",
            "{\"m\": \"Roses are redViolets are blue\", \"q\": \"two \\\"\\\"quotes\\\"\\\"\","
            " \"r\": \"raw \\\\n\\nline\"}");
@@ -214,8 +214,7 @@ static void jsonc(void **state)
     json_error_t e;
     json_t *v = json_loads(text, 0, &e);
     assert_non_null(v);
-    json_t *w = json_loads("{\"a\": \"// not a comment\", \"b\": [1, 2], \"c\": \"x,]\"}", 0,
-                           NULL);
+    json_t *w = json_loads("{\"a\": \"// not a comment\", \"b\": [1, 2], \"c\": \"x,]\"}", 0, NULL);
     assert_true(json_equal(v, w));
     json_decref(v);
     json_decref(w);

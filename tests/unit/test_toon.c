@@ -112,9 +112,12 @@ static void too_deep(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(objects_and_primitives), cmocka_unit_test(quoting),
-        cmocka_unit_test(numbers),                cmocka_unit_test(arrays),
-        cmocka_unit_test(compat_payloads),        cmocka_unit_test(too_deep),
+        cmocka_unit_test(objects_and_primitives),
+        cmocka_unit_test(quoting),
+        cmocka_unit_test(numbers),
+        cmocka_unit_test(arrays),
+        cmocka_unit_test(compat_payloads),
+        cmocka_unit_test(too_deep),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
