@@ -2,7 +2,8 @@
 """`make bench`: sandboxd against the seed-style reference server, side by side in one run,
 on loopback with wrk. Prints a markdown table (p50/p99 latency, throughput, ratios), the
 isolation overhead of a cold spawn, memory figures, and sessions against a Jupyter kernel
-(bench/session_bench.py); writes them to bench/last-run.md.
+(bench/session_bench.py), `sandboxd mcp` against its --compat mode (bench/compat_bench.py);
+writes them to bench/last-run.md.
 
 Environment: BENCH_DURATION (seconds per load run, default 8), BENCH_SANDBOXD (binary).
 """
@@ -19,6 +20,7 @@ import sys
 import tempfile
 import time
 
+import compat_bench
 import session_bench
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -288,6 +290,8 @@ def main():
     text = "\n".join(lines + [""] + ratios + sweep_lines) + "\n"
     print("sessions against a Jupyter kernel ...", flush=True)
     text += "\n## Sessions\n\n" + session_bench.main(free_port())[0]
+    print("sandboxd mcp against --compat code-execution-mode ...", flush=True)
+    text += "\n## MCP server: native against --compat\n\n" + compat_bench.main()[0]
     print()
     print(text)
     (HERE / "last-run.md").write_text("Measured %s with `make bench` (BENCH_DURATION=%d)\n\n%s"
