@@ -190,7 +190,8 @@ static void toon_real(struct toon *t, double x)
             }
         }
         out[o] = '\0';
-        snprintf(text, sizeof(text), "%s", out);
+        toon_puts(t, out); /* shortest digits: no trailing zeros to trim */
+        return;
     } else if (e) {
         /* Outside the canonical range: JSON exponent form with a sign (1e+21, 1e-7). */
         int k = atoi(e + 1);
