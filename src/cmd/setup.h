@@ -112,10 +112,9 @@ enum {
     "                         files of Claude, Cursor, Windsurf, VS Code, Gemini CLI, Codex,\n"    \
     "                         OpenCode, Antigravity (docs/SESSIONS.md lists them)\n"               \
     "  --mcp-trust-project    also start servers of the current directory's files (./.mcp,\n"      \
-    "                         ./mcp-servers, ./.vscode/mcp.json, ./*_config.json; default: only\n" \
-    "                         when the directory is listed\n"                                      \
-    "                         in ~/.config/sandboxd/trusted-projects); `sandboxd servers` shows\n" \
-    "                         what was found and skipped\n"                                        \
+    "                         ./mcp-servers, ./.vscode/mcp.json, ./*_config.json; default:\n"      \
+    "                         only when it is listed in ~/.config/sandboxd/trusted-projects);\n"   \
+    "                         `sandboxd servers` shows what was found and skipped\n"               \
     "  --state-dir DIR        workspaces (memories, saved tools, files); default\n"                \
     "                         $XDG_STATE_HOME/sandboxd, ~/.local/state/sandboxd,\n"                \
     "                         $XDG_RUNTIME_DIR/sandboxd; it must be ours and private\n"            \
