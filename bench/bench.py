@@ -3,8 +3,9 @@
 on loopback with wrk. Prints a markdown table (p50/p99 latency, throughput, ratios), the
 isolation overhead of a cold spawn, memory figures, sessions against a Jupyter kernel
 (bench/session_bench.py), data work (pandas, a chart) against cold python and a Jupyter
-kernel (bench/data_bench.py) and the latency the egress proxy adds to one request
-(bench/egress_bench.py); writes them to bench/last-run.md.
+kernel (bench/data_bench.py), the latency the egress proxy adds to one request
+(bench/egress_bench.py) and `sandboxd mcp` against its --compat mode (bench/compat_bench.py);
+writes them to bench/last-run.md.
 
 Environment: BENCH_DURATION (seconds per load run, default 8), BENCH_SANDBOXD (binary).
 """
@@ -21,6 +22,7 @@ import sys
 import tempfile
 import time
 
+import compat_bench
 import data_bench
 import egress_bench
 import session_bench
@@ -296,6 +298,8 @@ def main():
     text += "\n## Data work\n\n" + data_bench.main(free_port())[0]
     print("network egress through the proxy ...", flush=True)
     text += "\n## Network egress (docs/NETWORK.md)\n\n" + egress_bench.main(free_port())[0]
+    print("sandboxd mcp against --compat code-execution-mode ...", flush=True)
+    text += "\n## MCP server: native against --compat\n\n" + compat_bench.main()[0]
     print()
     print(text)
     (HERE / "last-run.md").write_text("Measured %s with `make bench` (BENCH_DURATION=%d)\n\n%s"

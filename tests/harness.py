@@ -236,16 +236,21 @@ class McpStdio:
     line. Every line it writes to stdout must be JSON; close() insists on it, on a clean exit
     and (for sanitizer builds) on a clean log."""
 
-    def __init__(self, *args, env=None, initialize=True, version=MCP_VERSION, cwd=None):
+    def __init__(self, *args, env=None, initialize=True, version=MCP_VERSION, cwd=None,
+                 exact=False):
+        """exact: run `sandboxd` with args alone, as an MCP client's configuration would (no
+        log level, pool size, state directory or --no-mcp-discovery added; --cell-lib only when
+        the tests name one)."""
         import queue
         import threading
         self.log = tempfile.NamedTemporaryFile(prefix="sandboxd-mcp-", suffix=".txt", delete=False)
-        self.state_dir = tempfile.mkdtemp(prefix="sandboxd-state-")
-        cmd = [BIN, "mcp", "--log-level", "info", "--pool-size", "1", "--state-dir", self.state_dir]
-        if CELL_LIB:
-            cmd += ["--cell-lib", CELL_LIB]
+        self.state_dir = None if exact else tempfile.mkdtemp(prefix="sandboxd-state-")
+        cmd = [BIN] if exact else [BIN, "mcp", "--log-level", "info", "--pool-size", "1",
+                                   "--state-dir", self.state_dir]
         args = list(args)
-        if "--mcp-config" not in args and "--no-mcp-discovery" not in args:
+        if CELL_LIB:
+            args += ["--cell-lib", CELL_LIB]
+        if not exact and "--mcp-config" not in args and "--no-mcp-discovery" not in args:
             args.append("--no-mcp-discovery")
         full_env = dict(os.environ)
         full_env.setdefault("ASAN_OPTIONS", "detect_leaks=1")
@@ -350,7 +355,8 @@ class McpStdio:
         self.reader.join(10)
         logs = self.logs()
         os.unlink(self.log.name)
-        shutil.rmtree(self.state_dir, ignore_errors=True)
+        if self.state_dir:
+            shutil.rmtree(self.state_dir, ignore_errors=True)
         if check:
             assert self.proc.returncode == 0, "sandboxd mcp exited %s:\n%s" % (
                 self.proc.returncode, logs[-5000:])

@@ -292,6 +292,8 @@ class _SyncProxy:
 
 
 SERVERS = {}       # name -> info {name, alias, description, tools}
+DISCOVERED = []    # every configured server {name, alias, description}, from the init job
+COMPAT = {}        # {"mode": "code-execution-mode"} in sandboxd mcp --compat, from the init job
 
 
 async def call_tool(server, tool, **arguments):
@@ -533,6 +535,9 @@ def install_modules():
 
 def build_namespace(init):
     ns = {"__name__": "__main__", "__builtins__": builtins}
+    DISCOVERED[:] = init.get("discovered", [])
+    if init.get("compat"):
+        COMPAT["mode"] = init["compat"]
     pkg = install_modules()
     proxies = {}
     for info in init.get("servers", []):
@@ -622,6 +627,20 @@ def run_code(loop, ns, code, filename):
                 pass
         return "timeout", {"type": "TimeoutError", "message": "the execution was interrupted "
                            "at its time limit; the session is intact", "traceback": ""}, None
+    except SystemExit as exc:
+        # sys.exit() ends the execution, not the session: 0 or None is a success with its
+        # output, anything else an error that names the code (a message counts as 1, as in
+        # Python, and is printed to stderr the way Python prints it).
+        RUNNING = False
+        if task is not None and not task.done():
+            task.cancel()
+        if exc.code is None or exc.code == 0:
+            return "ok", None, None
+        code = exc.code if isinstance(exc.code, int) else 1
+        if not isinstance(exc.code, int):
+            print(exc.code, file=sys.stderr)
+        return "error", {"type": "SystemExit", "message": "exit code %d" % code,
+                         "traceback": "", "exitCode": code}, None
     except BaseException as exc:
         RUNNING = False
         if task is not None and not task.done():

@@ -22,6 +22,7 @@
 #include "api/files.h"
 #include "util/buf.h"
 #include "util/log.h"
+#include "util/utf8.h"
 #include "util/macros.h"
 #include "util/jdump.h"
 
@@ -257,6 +258,12 @@ static void api_session_execute(struct api *api, const char *id, const struct ht
         memchr(json_string_value(code), '\0', json_string_length(code))) {
         http_reply_error(reply, 400, "INVALID_REQUEST", "code",
                          "code: at most 1 MiB, without NUL bytes");
+        goto out;
+    }
+    if (utf8_blank(json_string_value(code))) {
+        /* Nothing would run: more likely code lost on the way than a wish to do nothing. */
+        http_reply_error(reply, 400, "INVALID_REQUEST", "code",
+                         "code: empty or only whitespace; nothing was run");
         goto out;
     }
     if (!api_opt_int(body, "timeoutMs", 1, &timeout_ms, reply))

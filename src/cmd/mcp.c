@@ -28,6 +28,7 @@
 
 #include "cmd/cmd.h"
 #include "cmd/common.h"
+#include "cmd/compat.h"
 #include "cmd/setup.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/registry.h"
@@ -44,7 +45,13 @@ static const char mcp_usage[] =
     "Usage: sandboxd mcp [options]\n"
     "An MCP server on stdin/stdout: tools run_python, list_servers, search_tool_docs and\n"
     "reset_session for MCP clients such as Claude Desktop (docs/MCP.md). Logs go to stderr.\n"
-    "\n" SETUP_HELP_POOL "\n" SETUP_HELP_SESSIONS "  -h, --help\n"
+    "\n" SETUP_HELP_POOL "\n" SETUP_HELP_SESSIONS "  --compat code-execution-mode\n"
+    "                         the drop-in for mcp-server-code-execution-mode (docs/MIGRATING.md):\n"
+    "                         one tool, run_python(code, servers, timeout), answered as that\n"
+    "                         bridge does; its MCP_BRIDGE_* variables are read (TIMEOUT,\n"
+    "                         MAX_TIMEOUT, MEMORY, PIDS, CPUS, STATE_DIR, OUTPUT_MODE,\n"
+    "                         LOG_LEVEL, RUNTIME_IDLE_TIMEOUT); options given here win\n"
+    "  -h, --help\n"
     "\n"
     "Here run_python's sessions come from the session pool (2); the JIT pool is off\n"
     "(--pool-size 0) unless asked for, as nothing here runs /execute jobs.\n"
@@ -238,16 +245,48 @@ static void mcp_loop(struct mcp_stdio *m, int in_fd, int sig_fd)
     buf_free(&line);
 }
 
-static int mcp_parse(int argc, char **argv, struct setup_opts *o, struct common_opts *common)
+enum { MCP_OPT_COMPAT = SETUP_OPT_LAST + 1 };
+
+/* --compat MODE, looked for before the other options are read: the mode changes defaults, and
+ * options on the command line must win over them. */
+static int mcp_compat_mode(int argc, char **argv, const struct option *opts, bool *ret)
+{
+    *ret = false;
+    int c, saved = opterr;
+    opterr = 0;
+    optind = 0; /* glibc: start over */
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        if (c != MCP_OPT_COMPAT)
+            continue;
+        if (strcmp(optarg, COMPAT_CODE_EXECUTION_MODE) != 0) {
+            fprintf(stderr, "sandboxd mcp: --compat: the one mode is %s, not '%s'\n",
+                    COMPAT_CODE_EXECUTION_MODE, optarg);
+            opterr = saved;
+            return -1;
+        }
+        *ret = true;
+    }
+    opterr = saved;
+    optind = 0;
+    return 0;
+}
+
+static int mcp_parse(int argc, char **argv, struct setup_opts *o, struct common_opts *common,
+                     struct compat_env *compat, bool *ret_compat)
 {
     static const struct option opts[] = {
         COMMON_LONG_OPTIONS,
         SETUP_LONG_OPTIONS,
+        {"compat", required_argument, NULL, MCP_OPT_COMPAT},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     setup_opts_init(o);
     o->pool_size = 0; /* only sessions run here: the session pool serves them */
+    if (mcp_compat_mode(argc, argv, opts, ret_compat) < 0)
+        return 2;
+    if (*ret_compat && compat_env_apply(environ, o, common, compat) < 0)
+        return 2;
     int c;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         int r = common_opt(common, c, optarg);
@@ -255,7 +294,7 @@ static int mcp_parse(int argc, char **argv, struct setup_opts *o, struct common_
             r = setup_opt(o, c, optarg);
         if (r < 0)
             return 2;
-        if (r > 0)
+        if (r > 0 || c == MCP_OPT_COMPAT)
             continue;
         if (c == 'h') {
             fputs(mcp_usage, stdout);
@@ -300,8 +339,11 @@ int cmd_mcp(int argc, char **argv)
 {
     struct setup_opts o;
     struct common_opts common = {0};
-    int status = mcp_parse(argc, argv, &o, &common);
+    struct compat_env compat = {0};
+    bool compat_mode = false;
+    int status = mcp_parse(argc, argv, &o, &common, &compat, &compat_mode);
     if (status >= 0) {
+        compat_env_done(&compat);
         common_done(&common);
         setup_opts_done(&o);
         return status;
@@ -309,6 +351,7 @@ int cmd_mcp(int argc, char **argv)
     status = 1;
     int in_fd = -1, out_fd = -1, sig_fd = -1;
     if (mcp_take_stdio(&in_fd, &out_fd) < 0) {
+        compat_env_done(&compat);
         common_done(&common);
         setup_opts_done(&o);
         return 1;
@@ -331,6 +374,11 @@ int cmd_mcp(int argc, char **argv)
         log_errno(LOG_ERROR, errno, "mcp: signalfd");
         goto out;
     }
+    if (compat_mode) {
+        log_info("compat: --compat %s: one tool, run_python(code, servers, timeout), %s answers",
+                 COMPAT_CODE_EXECUTION_MODE, compat.toon ? "TOON" : "compact");
+        compat_env_log(&compat);
+    }
     if (setup_start(&su, &o, &common, "mcp") < 0)
         goto out;
     struct mcp_server_options mso = {
@@ -342,6 +390,8 @@ int cmd_mcp(int argc, char **argv)
         .max_timeout_ms = su.so.max_timeout_ms,
         .lookup_timeout_ms = su.so.tool_timeout_ms,
         .transport = "stdio",
+        .compat = compat_mode,
+        .compat_toon = compat.toon,
     };
     if (mcp_server_new(&mso, su.sessions, su.mcp, &srv) < 0 ||
         mcp_server_conn_new(srv, &m.conn) < 0) {
@@ -371,6 +421,7 @@ out:
         close(sig_fd);
     close(in_fd);
     close(out_fd);
+    compat_env_done(&compat);
     common_done(&common);
     setup_opts_done(&o);
     return status;

@@ -25,13 +25,16 @@
 
 static const char servers_usage[] =
     "Usage: sandboxd servers [options]\n"
-    "The MCP servers sandboxd would use from here, the file each comes from, and what was\n"
-    "skipped and why (untrusted project file, shadowed, invalid entry, disabled).\n"
+    "The MCP servers sandboxd would use from here, the file each comes from (and whose file\n"
+    "it is: Claude, Cursor, Codex...), and what was skipped and why (untrusted project file,\n"
+    "shadowed, replaced by a later --mcp-config, invalid entry, disabled, one that would\n"
+    "start sandboxd itself).\n"
     "\n"
     "  --json                 one JSON object instead of text\n"
-    "  --mcp-config FILE      as for serve and mcp\n"
+    "  --mcp-config FILE      as for serve and mcp (repeatable)\n"
     "  --no-mcp-discovery     only --mcp-config\n"
-    "  --mcp-trust-project    read this directory's ./.mcp/*.json and ./.vscode/mcp.json too\n"
+    "  --mcp-trust-project    read this directory's files too (./.mcp, ./mcp-servers,\n"
+    "                         ./.vscode/mcp.json, ./*_config.json)\n"
     "                         (default: only when it is listed in\n"
     "                         ~/.config/sandboxd/trusted-projects)\n"
     "  --log-level LEVEL      debug|info|warn|error (default warn)\n"
@@ -52,9 +55,9 @@ static json_t *servers_describe(const struct mcp_config *cfg, const char *cwd,
     json_t *list = json_array();
     for (size_t i = 0; i < cfg->n; i++) {
         const struct mcp_server_config *s = &cfg->servers[i];
-        json_t *d = json_pack("{s:s, s:s, s:s, s:s?}", "name", s->name, "transport",
-                              s->url ? "http" : "stdio", "source", cfg->origins[i], "description",
-                              s->description);
+        json_t *d = json_pack("{s:s, s:s, s:s, s:s?, s:s?}", "name", s->name, "transport",
+                              s->url ? "http" : "stdio", "source", cfg->origins[i], "agent",
+                              cfg->agents ? cfg->agents[i] : NULL, "description", s->description);
         if (s->url) {
             char *shown = url_redact(s->url);
             json_object_set_new(d, "url", json_string(shown ? shown : "?"));
@@ -118,6 +121,12 @@ static void servers_print(json_t *doc)
         }
         printf("\n      from ");
         servers_put(json_string_value(json_object_get(d, "source")));
+        const char *agent = json_string_value(json_object_get(d, "agent"));
+        if (agent) {
+            printf(" (");
+            servers_put(agent);
+            putchar(')');
+        }
         putchar('\n');
     }
     printf("Skipped (%zu):\n", json_array_size(skipped));

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "app/metrics.h"
@@ -138,7 +139,11 @@ int setup_opt(struct setup_opts *o, int opt, const char *arg)
         o->egress_ca_file = arg;
         return 1;
     case SETUP_OPT_MCP_CONFIG:
-        o->mcp_config = arg;
+        if (o->n_mcp_configs == SETUP_MAX_MCP_CONFIGS) {
+            fprintf(stderr, "sandboxd: --mcp-config: at most %d files\n", SETUP_MAX_MCP_CONFIGS);
+            return -1;
+        }
+        o->mcp_configs[o->n_mcp_configs++] = arg;
         return 1;
     case SETUP_OPT_PROFILE: {
         char *why = NULL;
@@ -234,12 +239,30 @@ char *setup_trust_file(void)
     return NULL;
 }
 
+/* MCP_BRIDGE_ALLOW_SELF_SERVER (upstream's name) or SANDBOXD_ALLOW_SELF_SERVER: keep
+ * configured servers that would start sandboxd mcp (or the upstream bridge) again. */
+static bool setup_allow_self(void)
+{
+    static const char *const vars[] = {"MCP_BRIDGE_ALLOW_SELF_SERVER",
+                                       "SANDBOXD_ALLOW_SELF_SERVER"};
+    for (size_t i = 0; i < ARRAY_SIZE(vars); i++) {
+        const char *v = getenv(vars[i]);
+        if (v && (strcmp(v, "1") == 0 || strcasecmp(v, "true") == 0 || strcasecmp(v, "yes") == 0))
+            return true;
+    }
+    return false;
+}
+
 int setup_mcp_config(const struct setup_opts *o, struct mcp_config *ret)
 {
     char cwd[4096];
     _cleanup_free_ char *trust_file = setup_trust_file();
+    _cleanup_free_ char *self_exe = realpath("/proc/self/exe", NULL);
     struct mcp_config_options co = {
-        .explicit_path = o->mcp_config,
+        .explicit_paths = o->mcp_configs,
+        .env_path = getenv("MCP_SERVERS_CONFIG"),
+        .self_exe = self_exe,
+        .allow_self = setup_allow_self(),
         .discover = !o->no_discovery,
         .trust_project = o->trust_project,
         .cwd = getcwd(cwd, sizeof(cwd)),

@@ -28,12 +28,15 @@ struct mcp_registry;
 struct workspace_store;
 struct metrics;
 
+#define SETUP_MAX_MCP_CONFIGS 32 /* --mcp-config given more often is refused */
+
 /* The options of setup; filled by setup_opts_init() and setup_opt(). */
 struct setup_opts {
     uint64_t pool_size, zygotes, session_pool_size;
     const char *preimport;
     uint64_t max_memory, output_kb, procs, max_result_mb;
-    const char *mcp_config;
+    const char *mcp_configs[SETUP_MAX_MCP_CONFIGS + 1]; /* --mcp-config, NULL-terminated */
+    size_t n_mcp_configs;
     const char *state_dir;
     bool no_discovery;
     bool trust_project; /* --mcp-trust-project */
@@ -169,13 +172,15 @@ enum {
 
 #define SETUP_HELP_SESSIONS                                                                        \
     "Sessions and MCP servers:\n"                                                                  \
-    "  --mcp-config FILE      MCP servers, Claude Desktop format ({\"mcpServers\": {...}})\n"      \
-    "  --no-mcp-discovery     do not read ~/.config/mcp/servers, ~/.claude.json,\n"                \
-    "                         ~/.cursor/mcp.json, ./.mcp, ./.vscode/mcp.json\n"                    \
-    "  --mcp-trust-project    also start servers of the current directory's ./.mcp/*.json and\n"   \
-    "                         ./.vscode/mcp.json (default: only when the directory is listed\n"    \
-    "                         in ~/.config/sandboxd/trusted-projects); `sandboxd servers` shows\n" \
-    "                         what was found and skipped\n"                                        \
+    "  --mcp-config FILE      MCP servers, Claude Desktop format ({\"mcpServers\": {...}});\n"     \
+    "                         repeatable, a later file wins for a name it defines again\n"         \
+    "  --no-mcp-discovery     read only --mcp-config: not ~/MCPs, $MCP_SERVERS_CONFIG, nor the\n"  \
+    "                         files of Claude, Cursor, Windsurf, VS Code, Gemini CLI, Codex,\n"    \
+    "                         OpenCode, Antigravity (docs/SESSIONS.md lists them)\n"               \
+    "  --mcp-trust-project    also start servers of the current directory's files (./.mcp,\n"      \
+    "                         ./mcp-servers, ./.vscode/mcp.json, ./*_config.json; default:\n"      \
+    "                         only when it is listed in ~/.config/sandboxd/trusted-projects);\n"   \
+    "                         `sandboxd servers` shows what was found and skipped\n"               \
     "  --state-dir DIR        workspaces (memories, saved tools, files); default\n"                \
     "                         $XDG_STATE_HOME/sandboxd, ~/.local/state/sandboxd,\n"                \
     "                         $XDG_RUNTIME_DIR/sandboxd; it must be ours and private\n"            \

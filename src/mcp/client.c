@@ -33,7 +33,8 @@
 #define CLIENT_INVALID_LOGGED    10            /* invalid messages reported per connection */
 #define CLIENT_MAX_ERROR_MESSAGE 4096          /* bytes of a server's error message kept */
 
-static const char *const client_versions[] = {"2025-11-25", "2025-06-18", "2025-03-26"};
+static const char *const client_versions[] = {"2025-11-25", "2025-06-18", "2025-03-26",
+                                              "2024-11-05"};
 
 struct client_pending {
     json_int_t id;
@@ -474,7 +475,7 @@ static int client_handshake(struct mcp_client *c, int64_t deadline_us, struct mc
     } else if (!client_version_supported(version)) {
         mcp_error_set(err, MCP_ERR_PROTOCOL, NULL,
                       "MCP server '%s' speaks protocol version '%.40s'; sandboxd supports "
-                      "2025-11-25, 2025-06-18 and 2025-03-26",
+                      "2025-11-25, 2025-06-18, 2025-03-26 and 2024-11-05",
                       c->cfg.name, version);
         r = -EPROTONOSUPPORT;
     } else {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * client — one live, initialized connection to one MCP server (JSON-RPC 2.0,
- * protocol 2025-11-25, also 2025-06-18 and 2025-03-26) over a transport:
+ * protocol 2025-11-25, also 2025-06-18, 2025-03-26 and 2024-11-05) over a transport:
  * a child process on stdio (transport_stdio.c) or a Streamable HTTP
  * endpoint (transport_http.c). Any number of threads may issue requests at
  * once; answers are matched to their waiter by id, every wait has a
@@ -58,8 +58,8 @@ struct mcp_client;
  * client, except mcp_client_alive / mcp_client_tools_generation. */
 typedef void (*mcp_notify_fn)(void *userdata, const char *method, json_t *params);
 
-/* Start/connect and run the initialize handshake (protocol 2025-11-25 offered; 2025-06-18 and
- * 2025-03-26 accepted from the server; anything else: error), then send
+/* Start/connect and run the initialize handshake (protocol 2025-11-25 offered; 2025-06-18,
+ * 2025-03-26 and 2024-11-05 accepted from the server; anything else: error), then send
  * notifications/initialized. cfg is borrowed (copied). timeout_ms bounds the whole handshake.
  * 0 and a client in *ret; <0 (-errno) with err filled: MCP_ERR_TRANSPORT when the server cannot
  * be started or reached, MCP_ERR_TIMEOUT, MCP_ERR_PROTOCOL (bad answer, unsupported protocol

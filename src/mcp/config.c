@@ -16,10 +16,13 @@
 #include <string.h>
 #include <strings.h>
 
+#include "mcp/config_int.h"
 #include "util/fdio.h"
 #include "util/fmt.h"
+#include "util/jsonc.h"
 #include "util/log.h"
 #include "util/macros.h"
+#include "util/toml.h"
 #include "util/trust.h"
 
 #define CONFIG_MAX_SKIPPED 1024 /* records kept; more are only logged */
@@ -42,6 +45,7 @@ void mcp_config_done(struct mcp_config *cfg)
     }
     free(cfg->servers);
     free(cfg->origins);
+    free(cfg->agents);
     config_strv_free(cfg->sources);
     for (size_t i = 0; i < cfg->n_skipped; i++) {
         free(cfg->skipped[i].name);
@@ -61,10 +65,8 @@ static ssize_t config_find(const struct mcp_config *cfg, const char *name)
     return -1;
 }
 
-/* Record that name (NULL: the whole file) from source was left out; reason is taken (may be
- * NULL when out of memory). Only -ENOMEM fails. */
-static int config_skip(struct mcp_config *cfg, const char *name, const char *source,
-                       const char *kind, char *reason)
+int config_skip(struct mcp_config *cfg, const char *name, const char *source, const char *kind,
+                char *reason)
 {
     if (cfg->n_skipped >= CONFIG_MAX_SKIPPED) {
         free(reason);
@@ -84,7 +86,7 @@ static int config_skip(struct mcp_config *cfg, const char *name, const char *sou
     return (name && !k->name) || !k->source || !reason ? -ENOMEM : 0;
 }
 
-static int config_add_source(struct mcp_config *cfg, const char *path)
+int config_add_source(struct mcp_config *cfg, const char *path)
 {
     size_t n = 0;
     for (; cfg->sources && cfg->sources[n]; n++)
@@ -195,7 +197,8 @@ static const char *config_string(json_t *v, bool required, char **ret)
 
 /* Parse one entry. 1: *ret filled; 0: skipped on purpose (disabled); -EINVAL: invalid. Not 1:
  * *ret_why says why (caller frees; NULL when out of memory). */
-static int config_entry(const char *name, json_t *e, struct mcp_server_config *ret, char **ret_why)
+static int config_entry(const char *name, json_t *e, const char *default_desc,
+                        struct mcp_server_config *ret, char **ret_why)
 {
     if (!config_name_valid(name))
         return fmt_error(ret_why, EINVAL,
@@ -263,6 +266,9 @@ static int config_entry(const char *name, json_t *e, struct mcp_server_config *r
     }
     if (!why && (why = config_string(json_object_get(e, "description"), false, &s.description)))
         field = "description";
+    if (!why && !s.description && default_desc && *default_desc &&
+        !(s.description = strdup(default_desc)))
+        why = "out of memory";
     if (why) {
         mcp_server_config_done(&s);
         return field ? fmt_error(ret_why, EINVAL, "\"%s\" %s", field, why)
@@ -272,13 +278,30 @@ static int config_entry(const char *name, json_t *e, struct mcp_server_config *r
     return 1;
 }
 
-/* Where a source stands: the explicit file and the user's own are trusted; a project's files
- * were written by whoever wrote the project. */
-enum config_level { CONFIG_USER, CONFIG_PROJECT };
+/* Add entry name = s (taken) at the end; its origin is doc's. */
+static int config_append(struct mcp_config *cfg, const struct config_doc *doc,
+                         struct mcp_server_config *s)
+{
+    struct mcp_server_config *v = realloc(cfg->servers, (cfg->n + 1) * sizeof(*v));
+    if (v)
+        cfg->servers = v;
+    char **o = v ? realloc(cfg->origins, (cfg->n + 1) * sizeof(*o)) : NULL;
+    if (o)
+        cfg->origins = o;
+    const char **a = o ? realloc(cfg->agents, (cfg->n + 1) * sizeof(*a)) : NULL;
+    if (a)
+        cfg->agents = a;
+    if (!v || !o || !a || !(o[cfg->n] = strdup(doc->source))) {
+        mcp_server_config_done(s);
+        return -ENOMEM;
+    }
+    a[cfg->n] = doc->agent;
+    cfg->servers[cfg->n++] = *s;
+    return 0;
+}
 
-/* Add the entries of one "mcpServers"/"servers" object; returns how many were added. */
-static int config_add_servers(struct mcp_config *cfg, json_t *servers, const char *source,
-                              enum config_level level)
+int config_add_servers(struct mcp_config *cfg, const struct mcp_config_options *opt,
+                       const struct config_doc *doc, json_t *servers)
 {
     const char *name;
     json_t *e;
@@ -286,13 +309,13 @@ static int config_add_servers(struct mcp_config *cfg, json_t *servers, const cha
     json_object_foreach(servers, name, e)
     {
         ssize_t have = config_find(cfg, name);
-        if (have >= 0) {
+        if (have >= 0 && doc->level != CONFIG_EXPLICIT) {
             /* A project file naming a user-level server could put its own program under a
              * trusted name: say so loudly. */
-            log_msg(level == CONFIG_PROJECT ? LOG_WARN : LOG_INFO,
-                    "%s: MCP server '%s' is already defined by %s: ignored", source, name,
+            log_msg(doc->level == CONFIG_PROJECT ? LOG_WARN : LOG_INFO,
+                    "%s: MCP server '%s' is already defined by %s: ignored", doc->source, name,
                     cfg->origins[have]);
-            r = config_skip(cfg, name, source, "shadowed",
+            r = config_skip(cfg, name, doc->source, "shadowed",
                             fmt_str("shadowed by the definition in %s", cfg->origins[have]));
             if (r < 0)
                 return r;
@@ -300,65 +323,94 @@ static int config_add_servers(struct mcp_config *cfg, json_t *servers, const cha
         }
         struct mcp_server_config s;
         char *why = NULL;
-        int er = config_entry(name, e, &s, &why);
+        int er = config_entry(name, e, doc->description, &s, &why);
         if (er <= 0) {
-            log_msg(er == 0 ? LOG_INFO : LOG_WARN, "%s: MCP server '%.80s' %s: skipped", source,
-                    name, why ? why : "is invalid");
-            if ((r = config_skip(cfg, name, source, er == 0 ? "disabled" : "invalid", why)) < 0)
+            log_msg(er == 0 ? LOG_INFO : LOG_WARN, "%s: MCP server '%.80s' %s: skipped",
+                    doc->source, name, why ? why : "is invalid");
+            if ((r = config_skip(cfg, name, doc->source, er == 0 ? "disabled" : "invalid", why)) <
+                0)
                 return r;
             continue;
         }
+        if (!opt->allow_self && config_is_self(name, &s, opt->self_exe)) {
+            log_info(
+                "%s: MCP server '%.80s' would start sandboxd's MCP server (or "
+                "mcp-server-code-execution-mode) again: skipped (MCP_BRIDGE_ALLOW_SELF_SERVER=1 "
+                "allows it)",
+                doc->source, name);
+            mcp_server_config_done(&s);
+            r = config_skip(cfg, name, doc->source, "self",
+                            strdup("starts sandboxd mcp or the code-execution-mode bridge itself "
+                                   "(a loop); MCP_BRIDGE_ALLOW_SELF_SERVER=1 allows it"));
+            if (r < 0)
+                return r;
+            continue;
+        }
+        if (have >= 0) {
+            /* --mcp-config files: a later one wins. */
+            log_info("%s: MCP server '%s' replaces its definition in %s", doc->source, name,
+                     cfg->origins[have]);
+            r = config_skip(cfg, name, cfg->origins[have], "replaced",
+                            fmt_str("replaced by the definition in %s (a later --mcp-config wins)",
+                                    doc->source));
+            char *origin = strdup(doc->source);
+            if (r < 0 || !origin) {
+                free(origin);
+                mcp_server_config_done(&s);
+                return -ENOMEM;
+            }
+            mcp_server_config_done(&cfg->servers[have]);
+            cfg->servers[have] = s;
+            free(cfg->origins[have]);
+            cfg->origins[have] = origin;
+            cfg->agents[have] = doc->agent;
+            added++;
+            continue;
+        }
         if (cfg->n >= MCP_CONFIG_MAX_SERVERS) {
-            log_warn("%s: more than %d MCP servers: '%s' and the rest skipped", source,
+            log_warn("%s: more than %d MCP servers: '%s' and the rest skipped", doc->source,
                      MCP_CONFIG_MAX_SERVERS, name);
             mcp_server_config_done(&s);
-            r = config_skip(cfg, name, source, "limit",
+            r = config_skip(cfg, name, doc->source, "limit",
                             fmt_str("more than %d MCP servers", MCP_CONFIG_MAX_SERVERS));
             return r < 0 ? r : added;
         }
-        struct mcp_server_config *v = realloc(cfg->servers, (cfg->n + 1) * sizeof(*v));
-        char **o = v ? realloc(cfg->origins, (cfg->n + 1) * sizeof(*o)) : NULL;
-        if (v)
-            cfg->servers = v;
-        if (o)
-            cfg->origins = o;
-        if (!v || !o || !(o[cfg->n] = strdup(source))) {
-            mcp_server_config_done(&s);
-            return -ENOMEM;
-        }
-        cfg->servers[cfg->n++] = s;
+        if ((r = config_append(cfg, doc, &s)) < 0)
+            return r;
         added++;
     }
     return added;
 }
 
-static int config_add_document(struct mcp_config *cfg, json_t *doc, const char *source,
-                               enum config_level level)
+/* Add the servers of doc (borrowed) as spelled by format. -EINVAL (with *ret_why) when it is
+ * not a document of that format. */
+static int config_add_doc(struct mcp_config *cfg, const struct mcp_config_options *opt,
+                          struct config_doc *d, json_t *doc, char **ret_why)
 {
-    json_t *claude = json_object_get(doc, "mcpServers");
-    json_t *vscode = json_object_get(doc, "servers");
-    if (!json_is_object(claude) && !json_is_object(vscode))
-        return -EINVAL;
-    int added = 0;
-    json_t *parts[] = {claude, vscode};
-    for (size_t i = 0; i < ARRAY_SIZE(parts); i++) {
-        if (!json_is_object(parts[i]))
-            continue;
-        int r = config_add_servers(cfg, parts[i], source, level);
-        if (r < 0)
-            return r;
-        added += r;
-    }
-    return added;
+    json_t *servers = NULL;
+    int r = config_normalize(doc, d->format, opt->cwd, &servers, ret_why);
+    if (r < 0)
+        return r;
+    d->description = json_string_value(json_object_get(doc, "description"));
+    r = config_add_servers(cfg, opt, d, servers);
+    json_decref(servers);
+    return r;
 }
 
 int mcp_config_add_document(struct mcp_config *cfg, json_t *doc, const char *source)
 {
-    return config_add_document(cfg, doc, source, CONFIG_USER);
+    struct mcp_config_options opt = {.allow_self = true};
+    struct config_doc d = {.source = source, .level = CONFIG_USER, .format = CONFIG_JSON};
+    char *why = NULL;
+    int r = config_add_doc(cfg, &opt, &d, doc, &why);
+    free(why);
+    return r;
 }
 
-/* Read and parse path. Quiet for a missing file when !required; otherwise logs at level. */
-static int config_read(const char *path, bool required, enum log_level level, json_t **ret)
+/* Read and parse path (JSON with comments, or TOML). Quiet for a missing file when
+ * !required; otherwise logs at level, naming the file and the line. */
+static int config_read(const char *path, bool required, enum log_level level, bool toml,
+                       json_t **ret)
 {
     _cleanup_free_ char *text = NULL;
     size_t len;
@@ -370,6 +422,15 @@ static int config_read(const char *path, bool required, enum log_level level, js
                          MCP_CONFIG_MAX_FILE);
     if (r < 0)
         return log_errno(level, r, "cannot read MCP configuration %s", path);
+    if (toml) {
+        _cleanup_free_ char *why = NULL;
+        r = toml_parse(text, len, ret, &why);
+        if (r < 0)
+            log_msg(level, "MCP configuration %s is not valid TOML: %s", path,
+                    why ? why : "out of memory");
+        return r;
+    }
+    jsonc_strip(text, len); /* VS Code's files carry comments and trailing commas */
     json_error_t jerr;
     json_t *doc = json_loadb(text, len, 0, &jerr);
     if (!doc) {
@@ -383,54 +444,77 @@ static int config_read(const char *path, bool required, enum log_level level, js
 
 /* A project file of a project we do not trust: its servers are recorded as skipped, never
  * added. */
-static int config_untrusted(struct mcp_config *cfg, const char *path, json_t *doc,
-                            const char *trust_file)
+static int config_untrusted(struct mcp_config *cfg, const struct mcp_config_options *opt,
+                            const char *path, json_t *doc, enum config_format format)
 {
     log_warn("%s: project-level MCP configuration ignored: the project directory is not "
              "trusted (pass --mcp-trust-project, or list the directory in %s)",
-             path, trust_file ? trust_file : "the trust file");
+             path, opt->trust_file ? opt->trust_file : "the trust file");
     const char *why = "project file not trusted (--mcp-trust-project, or list the project "
                       "directory in the trust file)";
-    json_t *parts[] = {json_object_get(doc, "mcpServers"), json_object_get(doc, "servers")};
+    json_t *servers = NULL;
+    char *ignored = NULL;
+    (void)config_normalize(doc, format, opt->cwd, &servers, &ignored); /* names, if any */
+    free(ignored);
     int r = 0, n = 0;
-    for (size_t i = 0; i < ARRAY_SIZE(parts) && r >= 0; i++) {
-        const char *name;
-        json_t *e;
-        json_object_foreach(parts[i], name, e)
-        {
-            if (r >= 0)
-                r = config_skip(cfg, name, path, "untrusted", strdup(why));
-            n++;
-        }
+    const char *name;
+    json_t *e;
+    json_object_foreach(servers, name, e)
+    {
+        if (r >= 0)
+            r = config_skip(cfg, name, path, "untrusted", strdup(why));
+        n++;
     }
+    json_decref(servers);
     if (r >= 0 && n == 0)
         r = config_skip(cfg, NULL, path, "untrusted", strdup(why));
     return r;
 }
 
-/* A discovered file in the Claude/VS Code format. */
-static int config_discovered(struct mcp_config *cfg, const char *path, enum config_level level,
-                             const char *trust_file)
+int config_discovered(struct mcp_config *cfg, const struct mcp_config_options *opt,
+                      const char *path, enum config_level level, enum config_format format,
+                      const char *agent)
 {
     json_t *doc = NULL;
-    int r = config_read(path, false, LOG_WARN, &doc);
+    int r = config_read(path, false, LOG_WARN, format == CONFIG_CODEX, &doc);
     if (r == -ENOENT)
         return 0;
     if (r < 0) /* logged; a discovered file never stops start-up */
-        return config_skip(cfg, NULL, path, "invalid", strdup("unreadable or not JSON"));
+        return config_skip(
+            cfg, NULL, path, "invalid",
+            strdup(format == CONFIG_CODEX ? "unreadable or not TOML" : "unreadable or not JSON"));
     if (level == CONFIG_PROJECT && !cfg->project_trusted) {
-        r = config_untrusted(cfg, path, doc, trust_file);
+        r = config_untrusted(cfg, opt, path, doc, format);
         json_decref(doc);
         return r;
     }
-    r = config_add_document(cfg, doc, path, level);
+    size_t before = cfg->n;
+    char *why = NULL;
+    if (format == CONFIG_CLAUDE_CODE && opt->cwd) {
+        /* Claude Code keeps per-project servers under projects[<dir>].mcpServers and the
+         * user's at the top level; the project's win, as they do in Claude Code. Both are the
+         * user's own (the file is in their home). */
+        json_t *project = json_object_get(json_object_get(doc, "projects"), opt->cwd);
+        char *source = fmt_str("%s (project %s)", path, opt->cwd);
+        struct config_doc d = {
+            .source = source, .level = level, .format = CONFIG_JSON, .agent = agent};
+        r = !source ? -ENOMEM
+            : json_is_object(json_object_get(project, "mcpServers"))
+                ? config_add_servers(cfg, opt, &d, json_object_get(project, "mcpServers"))
+                : 0;
+        free(source);
+    }
+    struct config_doc d = {.source = path, .level = level, .format = format, .agent = agent};
+    if (r >= 0)
+        r = config_add_doc(cfg, opt, &d, doc, &why);
     json_decref(doc);
     if (r == -EINVAL) {
-        log_warn("MCP configuration %s has no \"mcpServers\" or \"servers\" object: skipped", path);
-        return config_skip(cfg, NULL, path, "invalid",
-                           strdup("no \"mcpServers\" or \"servers\" object"));
+        log_warn("MCP configuration %s: %s: skipped", path, why ? why : "no servers");
+        r = config_skip(cfg, NULL, path, "invalid", why);
+        why = NULL;
     }
-    if (r > 0)
+    free(why);
+    if (r >= 0 && cfg->n > before)
         r = config_add_source(cfg, path);
     return r < 0 ? r : 0;
 }
@@ -441,9 +525,8 @@ static int config_json_suffix(const struct dirent *d)
     return d->d_name[0] != '.' && n > 5 && strcmp(d->d_name + n - 5, ".json") == 0;
 }
 
-/* Every <dir>/<name>.json, in name order. */
-static int config_directory(struct mcp_config *cfg, const char *dir, enum config_level level,
-                            const char *trust_file)
+int config_directory(struct mcp_config *cfg, const struct mcp_config_options *opt, const char *dir,
+                     enum config_level level, const char *agent)
 {
     struct dirent **list = NULL;
     int n = scandir(dir, &list, config_json_suffix, alphasort);
@@ -458,44 +541,12 @@ static int config_directory(struct mcp_config *cfg, const char *dir, enum config
         if (r >= 0 && asprintf(&path, "%s/%s", dir, list[i]->d_name) < 0)
             r = -ENOMEM;
         else if (r >= 0)
-            r = config_discovered(cfg, path, level, trust_file);
+            r = config_discovered(cfg, opt, path, level, CONFIG_JSON, agent);
         free(path);
         free(list[i]);
     }
     free(list);
     return r;
-}
-
-/* ~/.claude.json: Claude Code keeps per-project servers under projects[<dir>].mcpServers and
- * user-wide ones at the top level; the project's win, as they do in Claude Code. Both are the
- * user's own (the file is in their home), so both are user-level. */
-static int config_claude_code(struct mcp_config *cfg, const char *path, const char *cwd)
-{
-    json_t *doc = NULL;
-    int r = config_read(path, false, LOG_WARN, &doc);
-    if (r < 0)
-        return r == -ENOENT
-                   ? 0
-                   : config_skip(cfg, NULL, path, "invalid", strdup("unreadable or not JSON"));
-    int added = 0;
-    r = 0;
-    json_t *project = cwd ? json_object_get(json_object_get(doc, "projects"), cwd) : NULL;
-    json_t *servers = json_object_get(project, "mcpServers");
-    if (json_is_object(servers)) {
-        char *source = fmt_str("%s (project %s)", path, cwd);
-        r = source ? config_add_servers(cfg, servers, source, CONFIG_USER) : -ENOMEM;
-        free(source);
-        added += r > 0 ? r : 0;
-    }
-    servers = json_object_get(doc, "mcpServers");
-    if (r >= 0 && json_is_object(servers)) {
-        r = config_add_servers(cfg, servers, path, CONFIG_USER);
-        added += r > 0 ? r : 0;
-    }
-    json_decref(doc);
-    if (r >= 0 && added > 0)
-        r = config_add_source(cfg, path);
-    return r < 0 ? r : 0;
 }
 
 /* Is cwd a directory listed in trust_file, or below one? The file counts only when nobody but
@@ -536,34 +587,32 @@ static bool config_project_trusted(const char *cwd, const char *trust_file)
     return trusted;
 }
 
-static int config_discover(struct mcp_config *cfg, const struct mcp_config_options *opt)
+int config_named(struct mcp_config *cfg, const struct mcp_config_options *opt, const char *path,
+                 bool env)
 {
-    const char *cwd = opt->cwd, *home = opt->home;
-    char *paths[5] = {NULL};
-    int r = 0;
-    if (home && asprintf(&paths[0], "%s/.config/mcp/servers", home) < 0)
-        r = -ENOMEM;
-    if (home && asprintf(&paths[1], "%s/.claude.json", home) < 0)
-        r = -ENOMEM;
-    if (home && asprintf(&paths[2], "%s/.cursor/mcp.json", home) < 0)
-        r = -ENOMEM;
-    if (cwd && asprintf(&paths[3], "%s/.mcp", cwd) < 0)
-        r = -ENOMEM;
-    if (cwd && asprintf(&paths[4], "%s/.vscode/mcp.json", cwd) < 0)
-        r = -ENOMEM;
-    /* The user's own files first: on a name clash they win over a project's. */
-    if (r >= 0 && paths[0])
-        r = config_directory(cfg, paths[0], CONFIG_USER, NULL);
-    if (r >= 0 && paths[1])
-        r = config_claude_code(cfg, paths[1], cwd);
-    if (r >= 0 && paths[2])
-        r = config_discovered(cfg, paths[2], CONFIG_USER, NULL);
-    if (r >= 0 && paths[3])
-        r = config_directory(cfg, paths[3], CONFIG_PROJECT, opt->trust_file);
-    if (r >= 0 && paths[4])
-        r = config_discovered(cfg, paths[4], CONFIG_PROJECT, opt->trust_file);
-    for (size_t i = 0; i < ARRAY_SIZE(paths); i++)
-        free(paths[i]);
+    json_t *doc = NULL;
+    int r = config_read(path, true, env ? LOG_WARN : LOG_ERROR, false, &doc);
+    if (r >= 0) {
+        char *why = NULL;
+        struct config_doc d = {.source = path,
+                               .level = env ? CONFIG_USER : CONFIG_EXPLICIT,
+                               .format = CONFIG_JSON,
+                               .agent = env ? "MCP_SERVERS_CONFIG" : NULL};
+        r = config_add_doc(cfg, opt, &d, doc, &why);
+        json_decref(doc);
+        if (r == -EINVAL)
+            log_msg(env ? LOG_WARN : LOG_ERROR,
+                    "MCP configuration %s has no \"mcpServers\" object (expected "
+                    "{\"mcpServers\": {\"name\": {\"command\": ...} | {\"url\": ...}}})",
+                    path);
+        free(why);
+        if (r >= 0)
+            r = config_add_source(cfg, path);
+    }
+    if (r < 0 && r != -ENOMEM && env)
+        return config_skip(cfg, NULL, path, "invalid",
+                           strdup("$MCP_SERVERS_CONFIG: unreadable, not JSON, or no "
+                                  "\"mcpServers\""));
     return r;
 }
 
@@ -571,25 +620,13 @@ int mcp_config_load(const struct mcp_config_options *opt, struct mcp_config *ret
 {
     struct mcp_config cfg = {0};
     int r = 0;
-    const char *explicit_path = opt->explicit_path;
-    if (explicit_path) {
-        json_t *doc = NULL;
-        r = config_read(explicit_path, true, LOG_ERROR, &doc);
-        if (r >= 0) {
-            r = mcp_config_add_document(&cfg, doc, explicit_path);
-            json_decref(doc);
-            if (r == -EINVAL)
-                log_error("MCP configuration %s has no \"mcpServers\" object (expected "
-                          "{\"mcpServers\": {\"name\": {\"command\": ...} | {\"url\": ...}}})",
-                          explicit_path);
-            else if (r >= 0)
-                r = config_add_source(&cfg, explicit_path);
-        }
-    }
+    for (const char *const *p = opt->explicit_paths; r >= 0 && p && *p; p++)
+        r = config_named(&cfg, opt, *p, false);
     cfg.project_trusted =
         opt->discover && (opt->trust_project || config_project_trusted(opt->cwd, opt->trust_file));
     if (r >= 0 && opt->discover)
         r = config_discover(&cfg, opt);
+
     if (r == -ENOMEM)
         log_error("out of memory while reading the MCP configuration");
     if (r < 0) {

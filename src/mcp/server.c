@@ -34,7 +34,8 @@
 #define SRV_CANCEL_GRACE_US 2000000 /* between interrupting and ending a cancelled run */
 #define SRV_CURSOR_PREFIX   "sandboxd-tools-"
 
-static const char *const srv_versions[] = {MCP_SERVER_VERSION_LATEST, "2025-06-18", "2025-03-26"};
+static const char *const srv_versions[] = {MCP_SERVER_VERSION_LATEST, "2025-06-18", "2025-03-26",
+                                           "2024-11-05"};
 
 /* A tools/call being handled. */
 struct srv_call {
@@ -55,14 +56,13 @@ bool mcp_server_version_supported(const char *version)
     return false;
 }
 
-bool srv_legacy(const struct mcp_server_conn *c)
+bool srv_since(const struct mcp_server_conn *c, const char *version)
 {
-    return c->version && strcmp(c->version, "2025-03-26") == 0;
+    /* Versions are dates: they compare as strings. Before initialize: the latest. */
+    return !c->version || strcmp(c->version, version) >= 0;
 }
 
-/* A JSON-RPC error response; data is stolen. */
-static json_t *srv_error(json_t *id, int code, json_t *data, const char *fmt, ...) _printf_(4, 5);
-static json_t *srv_error(json_t *id, int code, json_t *data, const char *fmt, ...)
+json_t *srv_error(json_t *id, int code, json_t *data, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -79,188 +79,6 @@ json_t *mcp_server_parse_error(const char *why)
     return srv_error(NULL, JSONRPC_PARSE_ERROR, NULL, "Parse error: %s", why ? why : "not JSON");
 }
 
-/* ---- the tools as tools/list shows them ---------------------------------------------------- */
-
-static json_t *srv_run_python_tool(struct mcp_server *s)
-{
-    json_t *names = mcp_registry_names(s->registry);
-    json_t *items = json_pack("{s:s}", "type", "string");
-    json_t *servers =
-        json_pack("{s:s, s:o, s:b}", "type", "array", "items", items, "uniqueItems", 1);
-    char *list = NULL;
-    if (json_array_size(names)) {
-        json_object_set(items, "enum", names);
-        char *dumped = jdump(names, JSON_COMPACT, NULL);
-        if (asprintf(&list,
-                     "MCP servers this code may call, as Python objects: \"everything\" "
-                     "becomes mcp_everything. Configured: %s.",
-                     dumped ? dumped : "?") < 0)
-            list = NULL;
-        free(dumped);
-    } else {
-        json_object_set_new(servers, "maxItems", json_integer(0));
-    }
-    json_object_set_new(servers, "description",
-                        json_string(list ? list
-                                         : "MCP servers this code may call; none are configured "
-                                           "(start sandboxd with --mcp-config FILE)."));
-    free(list);
-    json_decref(names);
-    char timeout_desc[200];
-    snprintf(timeout_desc, sizeof(timeout_desc),
-             "Time limit in seconds (default %g, at most %g; longer is clamped). At the limit the "
-             "code is interrupted and the session survives.",
-             (double)s->opt.default_timeout_ms / 1000.0, (double)s->opt.max_timeout_ms / 1000.0);
-    json_t *ceiling = sessions_network_ceiling(s->sessions);
-    char *ceiling_text = jdump(ceiling, JSON_COMPACT, NULL);
-    char *net_desc =
-        json_array_size(ceiling)
-            ? fmt_str("Hosts this code may reach over HTTP and HTTPS (urllib, requests, pip... go "
-                      "through sandboxd's proxy; nothing else is reachable), as patterns: host, "
-                      "host:port, *.domain (no port: 80 and 443). Only within what this server "
-                      "allows: %s. A session's list is fixed when it is created.",
-                      ceiling_text ? ceiling_text : "?")
-            : strdup("Network access for this code; this server allows none (it was started "
-                     "without --egress-allow), so leave it out.");
-    free(ceiling_text);
-    json_decref(ceiling);
-    json_t *network =
-        json_pack("{s:s, s:{s:{s:s, s:{s:s}, s:i, s:i}}, s:[s], s:b, s:s}", "type", "object",
-                  "properties", "allow", "type", "array", "items", "type", "string", "minItems", 1,
-                  "maxItems", 64, "required", "allow", "additionalProperties", 0, "description",
-                  net_desc ? net_desc : "network access");
-    free(net_desc);
-    json_t *files = json_pack(
-        "{s:s, s:s, s:{s:[{s:s}, {s:s, s:{s:{s:s}}, s:[s], s:b}]}}", "type", "object",
-        "description",
-        "Files to place in the session's working directory before the code runs: relative path "
-        "-> text, or {\"base64\": \"...\"} for binary content.",
-        "additionalProperties", "anyOf", "type", "string", "type", "object", "properties", "base64",
-        "type", "string", "required", "base64", "additionalProperties", 0);
-    json_t *input = json_pack(
-        "{s:s, s:{s:{s:s, s:s}, s:o, s:{s:s, s:f, s:s}, s:{s:s, s:s, s:s}, s:{s:s, s:[s,s], s:s},"
-        " s:o, s:o}, s:[s], s:b}",
-        "type", "object", "properties", "code", "type", "string", "description",
-        "Python 3 source. Variables, imports and functions persist between calls of the same "
-        "session; top-level await works; the value of a final expression is returned as "
-        "result.",
-        "servers", servers, "timeout", "type", "number", "exclusiveMinimum", 0.0, "description",
-        timeout_desc, "session_id", "type", "string", "pattern", "^[A-Za-z0-9._-]{1,64}$",
-        "description",
-        "A named session of this connection, created on first use. Without it, the "
-        "connection's default session is used.",
-        "output", "type", "string", "enum", "text", "json", "description",
-        "How the result is written: compact text (the server's default unless started with "
-        "--mcp-output json) or the JSON of structuredContent.",
-        "files", files, "network", network, "required", "code", "additionalProperties", 0);
-    json_t *nullable_str = json_pack("{s:[s,s]}", "type", "string", "null");
-    json_t *output = json_pack(
-        "{s:s, s:{s:{s:s, s:s}, s:{s:s}, s:{s:s}, s:{s:[s,s]}, s:O, s:{s:s}, s:{s:s}, s:{s:s},"
-        " s:{s:s}, s:{s:s}, s:{s:s, s:{s:s}}}, s:[s,s,s,s,s,s,s,s]}",
-        "type", "object", "properties", "status", "type", "string", "description",
-        "ok, error (an uncaught exception), timeout, memory_limit, output_limit, killed or "
-        "exited",
-        "stdout", "type", "string", "stderr", "type", "string", "error", "type", "object", "null",
-        "result", nullable_str, "durationMs", "type", "number", "truncated", "type", "boolean",
-        "sessionAlive", "type", "boolean", "session", "type", "string", "mcpCalls", "type",
-        "integer", "notes", "type", "array", "items", "type", "string", "required", "status",
-        "stdout", "stderr", "error", "result", "durationMs", "truncated", "sessionAlive");
-    json_decref(nullable_str);
-    json_object_set_new(
-        json_object_get(output, "properties"), "artifacts",
-        json_pack("{s:s, s:s, s:{s:s, s:{s:{s:s}, s:{s:s}, s:{s:s}}}}", "type", "array",
-                  "description",
-                  "Figures, displayed objects and the like the code produced; their content "
-                  "follows as image or resource content blocks",
-                  "items", "type", "object", "properties", "name", "type", "string", "mimeType",
-                  "type", "string", "size", "type", "integer"));
-    return json_pack(
-        "{s:s, s:s, s:s, s:o, s:o, s:{s:b, s:b, s:b, s:b}}", "name", "run_python", "title",
-        "Run Python in a sandbox", "description",
-        "Run Python 3 code in an isolated sandbox (no network unless `network` allows hosts; the "
-        "filesystem is read-only except /tmp) and get its stdout, stderr and the value of its "
-        "last expression. State persists between calls of one session. MCP servers named in "
-        "`servers` are Python objects whose tools are async methods: `await "
-        "mcp_everything.get_sum(a=1, b=2)` (dashes become underscores); find tools with "
-        "search_tool_docs. save_memory(key, value) and load_memory(key) keep JSON values across "
-        "sessions. Matplotlib figures (plt.show(), or left open) and display(obj) come back as "
-        "images or resources; `files` puts input files in the working directory.",
-        "inputSchema", input, "outputSchema", output, "annotations", "readOnlyHint", 0,
-        "destructiveHint", 0, "idempotentHint", 0, "openWorldHint", 0);
-}
-
-/* The schema of a `servers` argument: configured names, as an enum when there are any. */
-static json_t *srv_servers_arg(struct mcp_server *s, const char *description)
-{
-    json_t *names = mcp_registry_names(s->registry);
-    json_t *items = json_pack("{s:s}", "type", "string");
-    if (json_array_size(names))
-        json_object_set(items, "enum", names);
-    json_decref(names);
-    return json_pack("{s:s, s:o, s:b, s:s}", "type", "array", "items", items, "uniqueItems", 1,
-                     "description", description);
-}
-
-static json_t *srv_build_tools(struct mcp_server *s)
-{
-    json_t *tools = json_array();
-    json_array_append_new(tools, srv_run_python_tool(s));
-    json_array_append_new(
-        tools,
-        json_pack("{s:s, s:s, s:s, s:{s:s, s:{s:{s:s, s:s}, s:o}, s:b}, s:{s:b, s:b}}", "name",
-                  "list_servers", "title", "List MCP servers", "description",
-                  "The MCP servers run_python code may use (pass their names in run_python's "
-                  "`servers`), with their descriptions; with tools=true also the tool names of "
-                  "the servers that are running and of those named in `servers` (which starts "
-                  "them).",
-                  "inputSchema", "type", "object", "properties", "tools", "type", "boolean",
-                  "description", "Also list each server's tools.", "servers",
-                  srv_servers_arg(s, "Servers to start if needed and read the tools of."),
-                  "additionalProperties", 0, "annotations", "readOnlyHint", 1, "openWorldHint", 0));
-    json_array_append_new(
-        tools,
-        json_pack("{s:s, s:s, s:s, s:{s:s, s:{s:{s:s, s:s}, s:{s:s, s:i, s:i, s:s}, s:o}, s:[s], "
-                  "s:b}, s:{s:b, s:b}}",
-                  "name", "search_tool_docs", "title", "Search the tools of the MCP servers",
-                  "description",
-                  "Find tools of the running MCP servers, and of those named in `servers`, by "
-                  "keywords, best match first, with their parameters and the Python call that "
-                  "reaches them from run_python — without loading every schema.",
-                  "inputSchema", "type", "object", "properties", "query", "type", "string",
-                  "description", "Keywords, e.g. \"sum numbers\".", "limit", "type", "integer",
-                  "minimum", 1, "maximum", 50, "description", "Most results (default 5).",
-                  "servers",
-                  srv_servers_arg(s, "Servers to start if needed and search too (running ones "
-                                     "are always searched)."),
-                  "required", "query", "additionalProperties", 0, "annotations", "readOnlyHint", 1,
-                  "openWorldHint", 0));
-    json_array_append_new(
-        tools,
-        json_pack("{s:s, s:s, s:s, s:{s:s, s:{s:{s:s, s:s}}, s:b}, s:{s:b, s:b, s:b, s:b}}", "name",
-                  "reset_session", "title", "Reset a Python session", "description",
-                  "End a session of this connection: its variables are gone and the next "
-                  "run_python starts afresh. Without session_id, the default session (and the "
-                  "other automatic ones).",
-                  "inputSchema", "type", "object", "properties", "session_id", "type", "string",
-                  "description", "The named session to end.", "additionalProperties", 0,
-                  "annotations", "readOnlyHint", 0, "destructiveHint", 1, "idempotentHint", 1,
-                  "openWorldHint", 0));
-    return tools;
-}
-
-static json_t *srv_legacy_tools(json_t *tools)
-{
-    json_t *legacy = json_deep_copy(tools);
-    size_t i;
-    json_t *t;
-    json_array_foreach(legacy, i, t)
-    {
-        json_object_del(t, "title");
-        json_object_del(t, "outputSchema");
-    }
-    return legacy;
-}
-
 int mcp_server_new(const struct mcp_server_options *opt, struct sessions *sessions,
                    struct mcp_registry *registry, struct mcp_server **ret)
 {
@@ -273,11 +91,10 @@ int mcp_server_new(const struct mcp_server_options *opt, struct sessions *sessio
     s->workspace = strdup(opt->workspace ? opt->workspace : "default");
     s->sessions = sessions;
     s->registry = registry;
-    s->tools = srv_build_tools(s);
-    s->tools_legacy = s->tools ? srv_legacy_tools(s->tools) : NULL;
+    int r = srv_catalog_build(s);
     pthread_mutex_init(&s->bg_lock, NULL);
     pthread_cond_init(&s->bg_cond, NULL);
-    if (!s->workspace || json_array_size(s->tools) != 4 || !s->tools_legacy) {
+    if (!s->workspace || r < 0) {
         mcp_server_free(s);
         return -ENOMEM;
     }
@@ -295,8 +112,9 @@ void mcp_server_free(struct mcp_server *s)
     pthread_mutex_unlock(&s->bg_lock);
     pthread_mutex_destroy(&s->bg_lock);
     pthread_cond_destroy(&s->bg_cond);
-    json_decref(s->tools);
-    json_decref(s->tools_legacy);
+    for (size_t i = 0; i < ARRAY_SIZE(s->tools); i++)
+        json_decref(s->tools[i]);
+    json_decref(s->resources);
     free(s->workspace);
     free(s);
 }
@@ -592,10 +410,13 @@ static json_t *srv_initialize(struct mcp_server_conn *c, json_t *id, json_t *par
         json_t *supported = json_array();
         for (size_t i = 0; i < ARRAY_SIZE(srv_versions); i++)
             json_array_append_new(supported, json_string(srv_versions[i]));
-        return srv_error(id, JSONRPC_INVALID_PARAMS,
-                         json_pack("{s:o, s:s}", "supported", supported, "requested", asked),
-                         "Unsupported protocol version %.64s (supported: %s, %s, %s)", asked,
-                         srv_versions[0], srv_versions[1], srv_versions[2]);
+        char *list = srv_names_text(supported);
+        json_t *e = srv_error(id, JSONRPC_INVALID_PARAMS,
+                              json_pack("{s:o, s:s}", "supported", supported, "requested", asked),
+                              "Unsupported protocol version %.64s (supported: %s)", asked,
+                              list ? list : MCP_SERVER_VERSION_LATEST);
+        free(list);
+        return e;
     }
     pthread_mutex_lock(&c->lock);
     bool again = c->version != NULL;
@@ -612,11 +433,13 @@ static json_t *srv_initialize(struct mcp_server_conn *c, json_t *id, json_t *par
                          json_string_value(json_object_get(client, "name")), "clientVersion",
                          json_string_value(json_object_get(client, "version"))));
     json_t *info = json_pack("{s:s, s:s}", "name", "sandboxd", "version", SANDBOXD_VERSION);
-    if (info && !srv_legacy(c))
+    if (info && srv_since(c, "2025-06-18"))
         json_object_set_new(info, "title", json_string("sandboxd Python sandbox"));
     json_t *result =
-        json_pack("{s:s, s:{s:{s:b}}, s:o, s:s}", "protocolVersion", version, "capabilities",
-                  "tools", "listChanged", 0, "serverInfo", info, "instructions", srv_instructions);
+        json_pack("{s:s, s:{s:{s:b}, s:{s:b, s:b}}, s:o, s:s}", "protocolVersion", version,
+                  "capabilities", "tools", "listChanged", 0, "resources", "subscribe", 0,
+                  "listChanged", 0, "serverInfo", info, "instructions",
+                  c->srv->opt.compat ? srv_compat_instructions(c->srv) : srv_instructions);
     json_t *r = jsonrpc_result_new(id, result);
     json_decref(result);
     return r;
@@ -624,7 +447,7 @@ static json_t *srv_initialize(struct mcp_server_conn *c, json_t *id, json_t *par
 
 static json_t *srv_tools_list(struct mcp_server_conn *c, json_t *id, json_t *params)
 {
-    json_t *all = srv_legacy(c) ? c->srv->tools_legacy : c->srv->tools;
+    json_t *all = srv_tools(c);
     size_t n = json_array_size(all), start = 0;
     json_t *cursor = json_object_get(params, "cursor");
     if (cursor && !json_is_null(cursor)) {
@@ -674,14 +497,16 @@ static json_t *srv_tools_call(struct mcp_server_conn *c, json_t *id, json_t *par
     enum { T_RUN, T_LIST, T_SEARCH, T_RESET, T_NONE } tool = T_NONE;
     static const char *const names[] = {"run_python", "list_servers", "search_tool_docs",
                                         "reset_session"};
-    for (size_t i = 0; i < ARRAY_SIZE(names); i++)
+    bool compat = c->srv->opt.compat; /* one tool, run_python, as the upstream bridge has */
+    for (size_t i = 0; i < (compat ? 1 : ARRAY_SIZE(names)); i++)
         if (strcmp(name, names[i]) == 0)
             tool = (int)i;
     if (tool == T_NONE)
         return srv_error(id, JSONRPC_INVALID_PARAMS, NULL,
-                         "Invalid params: unknown tool '%.64s' (tools: run_python, "
-                         "list_servers, search_tool_docs, reset_session)",
-                         name);
+                         "Invalid params: unknown tool '%.64s' (%s)", name,
+                         compat ? "the one tool is run_python"
+                                : "tools: run_python, list_servers, search_tool_docs, "
+                                  "reset_session");
     json_t *token = json_object_get(json_object_get(params, "_meta"), "progressToken");
     if (!jsonrpc_id_valid(token))
         token = NULL; /* string or integer, like an id */
@@ -692,8 +517,9 @@ static json_t *srv_tools_call(struct mcp_server_conn *c, json_t *id, json_t *par
     json_t *empty = json_object();
     json_t *a = json_is_object(args) ? args : empty;
     int64_t start = clock_mono_us();
-    json_t *result = tool == T_RUN      ? srv_run_python(c, a, token, out, k)
-                     : tool == T_LIST   ? srv_list_servers(c, a)
+    json_t *result = tool == T_RUN      ? compat ? srv_compat_run(c, a, token, out, k)
+                                                 : srv_run_python(c, a, token, out, k)
+                          : tool == T_LIST ? srv_list_servers(c, a)
                      : tool == T_SEARCH ? srv_search(c, a)
                                         : srv_reset(c, a);
     json_decref(empty);
@@ -752,6 +578,9 @@ static json_t *srv_handle_one(struct mcp_server_conn *c, json_t *msg,
         return srv_tools_list(c, m.id, m.params);
     if (strcmp(m.method, "tools/call") == 0)
         return srv_tools_call(c, m.id, m.params, out);
+    json_t *answer = srv_resources(c, m.id, m.method, m.params);
+    if (answer)
+        return answer;
     return srv_error(m.id, JSONRPC_METHOD_NOT_FOUND, NULL, "Method not found: %.100s", m.method);
 }
 

@@ -4,8 +4,9 @@
  * both transports share (stdio in cmd/mcp.c, Streamable HTTP in
  * api/mcp_http.c). JSON-RPC 2.0 and MCP's lifecycle (initialize with
  * version negotiation, ping, tools/list with cursors, tools/call,
- * notifications/cancelled, progress), and the tools: run_python,
- * list_servers, search_tool_docs, reset_session.
+ * notifications/cancelled, progress, resources/list and read of the
+ * capability overview), and the tools: run_python, list_servers,
+ * search_tool_docs, reset_session — or, in compat mode, run_python alone.
  *
  * run_python runs in the sessions of session/session.h — the same
  * interpreters, jails and MCP bridge as /v1/sessions; there is no second
@@ -45,6 +46,10 @@ struct mcp_server_options {
     int64_t max_timeout_ms;     /* the sessions' maximum: larger timeouts are clamped */
     int64_t lookup_timeout_ms;  /* connecting a server for list_servers / search_tool_docs */
     const char *transport;      /* "stdio" or "streamable-http", for logs; static */
+    /* --compat code-execution-mode: the drop-in for mcp-server-code-execution-mode users (one
+     * tool, run_python(code, servers, timeout), its answers shaped as that bridge's). */
+    bool compat;
+    bool compat_toon; /* compat answers as TOON blocks (MCP_BRIDGE_OUTPUT_MODE=toon) */
 };
 
 struct mcp_server;

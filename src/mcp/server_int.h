@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
  * server_int — what the parts of the MCP server share: server.c (the
- * protocol core), server_tools.c (run_python, reset_session and the tool
- * helpers) and server_discovery.c (list_servers, search_tool_docs). Private:
- * included by those files only; everyone else uses mcp/server.h.
+ * protocol core), server_catalog.c (the tools as tools/list shows them, per
+ * mode and protocol version, and the capability resource), server_tools.c
+ * (run_python, reset_session and the tool helpers), server_discovery.c
+ * (list_servers, search_tool_docs) and server_compat.c (the run_python of
+ * --compat code-execution-mode). Private: included by those files only;
+ * everyone else uses mcp/server.h.
  */
 #ifndef SANDBOXD_MCP_SERVER_INT_H
 #define SANDBOXD_MCP_SERVER_INT_H
@@ -21,8 +24,8 @@ struct mcp_server {
     char *workspace;
     struct sessions *sessions;
     struct mcp_registry *registry;
-    json_t *tools;        /* tools/list entries */
-    json_t *tools_legacy; /* the same for 2025-03-26: no title, no outputSchema */
+    json_t *tools[3];  /* tools/list entries for 2025-06-18 and later, 2025-03-26, 2024-11-05 */
+    json_t *resources; /* resources/list entries */
     pthread_mutex_t bg_lock;
     pthread_cond_t bg_cond;
     unsigned bg_threads; /* cancellers running */
@@ -61,12 +64,29 @@ struct mcp_server_conn {
 
 /* ---- server.c ----------------------------------------------------------------------------- */
 
-/* The connection speaks 2025-03-26 (no titles, no structuredContent). */
-bool srv_legacy(const struct mcp_server_conn *c);
+/* The connection's protocol version is version or later (the latest before initialize):
+ * 2025-06-18 brought titles, outputSchema and structuredContent; 2025-03-26 tool annotations
+ * and the message of progress notifications. */
+bool srv_since(const struct mcp_server_conn *c, const char *version);
+/* A JSON-RPC error response (new reference); data is stolen. */
+json_t *srv_error(json_t *id, int code, json_t *data, const char *fmt, ...) _printf_(4, 5);
 /* Record which sandbox session the call executes in (NULL: none any more); false when it was
  * cancelled already. */
 bool srv_call_executing(struct mcp_server_conn *c, struct srv_call *k, const char *sandbox);
 bool srv_call_cancelled(struct mcp_server_conn *c, struct srv_call *k);
+
+/* ---- server_catalog.c --------------------------------------------------------------------- */
+
+/* Build s->tools and s->resources for s->opt. 0 or -ENOMEM. */
+int srv_catalog_build(struct mcp_server *s);
+/* The tools/list entries for the connection's version (borrowed). */
+json_t *srv_tools(const struct mcp_server_conn *c);
+/* The answer to a resources/... request (list, read, templates/list) as a response (new
+ * reference), or NULL when method is none of them. */
+json_t *srv_resources(struct mcp_server_conn *c, json_t *id, const char *method, json_t *params);
+/* What a model needs to know to use the sandbox from code: the helpers in one paragraph (the
+ * compat run_python's description carries it, the capability resource starts with it). */
+extern const char srv_helpers_summary[];
 
 /* ---- server_tools.c ----------------------------------------------------------------------- */
 
@@ -92,6 +112,29 @@ void srv_sandbox_free(struct srv_sandbox *b);
 json_t *srv_run_python(struct mcp_server_conn *c, json_t *args, json_t *token,
                        const struct mcp_server_out *out, struct srv_call *k);
 json_t *srv_reset(struct mcp_server_conn *c, json_t *args);
+
+/* What run_python ran, for the formatters of either mode. */
+struct srv_run {
+    json_t *st;         /* structuredContent of the native mode (status, stdout, ...), or NULL */
+    json_t *result;     /* the session's result (artifacts and all) when st is set */
+    char *error;        /* NULL, or why it did not run: a bad argument, no session (caller frees) */
+    bool invalid;       /* error is about the arguments */
+    int64_t timeout_ms; /* the time limit it ran with */
+};
+/* Run code as run_python does (sandbox session, files, progress, cancellation); args are the
+ * native run_python's (code, servers, timeout, session_id, files, network), already checked
+ * for unknown keys. 0 with ret filled (st and result, or error), or -ECANCELED when the call
+ * was cancelled (nothing to answer). */
+int srv_run_code(struct mcp_server_conn *c, json_t *args, json_t *token,
+                 const struct mcp_server_out *out, struct srv_call *k, struct srv_run *ret);
+void srv_run_done(struct srv_run *r);
+
+/* ---- server_compat.c ---------------------------------------------------------------------- */
+
+/* The run_python of --compat code-execution-mode: upstream's arguments and answers. */
+json_t *srv_compat_run(struct mcp_server_conn *c, json_t *args, json_t *token,
+                       const struct mcp_server_out *out, struct srv_call *k);
+const char *srv_compat_instructions(const struct mcp_server *s);
 
 /* ---- server_data.c ------------------------------------------------------------------------ */
 

@@ -28,6 +28,7 @@
 #include "util/macros.h"
 #include "util/fmt.h"
 #include "util/jdump.h"
+#include "util/utf8.h"
 
 #define SRV_MAX_CODE     (1u << 20) /* bytes of code in one run_python */
 #define SRV_MAX_SERVERS  64         /* entries of run_python's servers */
@@ -47,7 +48,7 @@ json_t *srv_tool_result(const struct mcp_server_conn *c, const char *text, json_
     json_t *r = json_pack("{s:[{s:s, s:s}]}", "content", "type", "text", "text", text);
     if (r && is_error)
         json_object_set_new(r, "isError", json_true());
-    if (r && structured && !srv_legacy(c)) /* structuredContent came with 2025-06-18 */
+    if (r && structured && srv_since(c, "2025-06-18")) /* structuredContent came with it */
         json_object_set_new(r, "structuredContent", json_incref(structured));
     json_decref(structured);
     return r;
@@ -277,7 +278,8 @@ static int srv_sandbox_get(struct mcp_server_conn *c, const char *name, json_t *
                                 .workspace = s->workspace,
                                 .tenant = c->tenant,
                                 .profile = s->opt.profile,
-                                .network = net};
+                                .network = net,
+                                .compat = s->opt.compat ? "code-execution-mode" : NULL};
     json_t *info = NULL;
     struct session_error err;
     r = sessions_create(s->sessions, &sc, &info, &err);
@@ -329,6 +331,7 @@ out:
 struct srv_progress {
     const struct mcp_server_out *out;
     json_t *token;
+    bool message;              /* progress notifications carry a message (2025-03-26 and later) */
     pthread_mutex_t send_lock; /* taken before lock: chunks leave in the order they came */
     pthread_mutex_t lock;
     pthread_cond_t cond;
@@ -370,8 +373,9 @@ static void srv_progress_flush(struct srv_progress *p, bool final)
     json_int_t count = chunk.len ? ++p->count : p->count;
     pthread_mutex_unlock(&p->lock);
     if (chunk.len) {
-        json_t *params = json_pack("{s:O, s:I, s:o}", "progressToken", p->token, "progress", count,
-                                   "message", response_text(&chunk));
+        /* Before 2025-03-26 progress had no message: a client still sees the call alive. */
+        json_t *params = json_pack("{s:O, s:I, s:o*}", "progressToken", p->token, "progress", count,
+                                   "message", p->message ? response_text(&chunk) : NULL);
         json_t *msg = params ? jsonrpc_notification_new("notifications/progress", params) : NULL;
         if (msg)
             p->out->notify(p->out->userdata, msg);
@@ -425,9 +429,9 @@ static void srv_progress_output(void *userdata, int stream, const char *data, si
 }
 
 static void srv_progress_start(struct srv_progress *p, const struct mcp_server_out *out,
-                               json_t *token)
+                               json_t *token, bool message)
 {
-    *p = (struct srv_progress){.out = out, .token = token};
+    *p = (struct srv_progress){.out = out, .token = token, .message = message};
     pthread_mutex_init(&p->send_lock, NULL);
     pthread_mutex_init(&p->lock, NULL);
     pthread_condattr_t ca;
@@ -491,10 +495,9 @@ static bool srv_session_name_ok(const char *n, size_t len)
     return true;
 }
 
-/* The optional session_id argument of tool: *ret_name is NULL when absent; a tool error
- * result when it is malformed, else NULL. */
-static json_t *srv_session_id_arg(const struct mcp_server_conn *c, const char *tool, json_t *args,
-                                  const char **ret_name)
+/* The optional session_id argument: *ret_name is NULL when absent; why it is malformed
+ * (caller frees), else NULL. */
+static char *srv_session_id_arg(json_t *args, const char **ret_name)
 {
     json_t *sid = json_object_get(args, "session_id");
     *ret_name = NULL;
@@ -502,10 +505,7 @@ static json_t *srv_session_id_arg(const struct mcp_server_conn *c, const char *t
         return NULL;
     if (!json_is_string(sid) ||
         !srv_session_name_ok(json_string_value(sid), json_string_length(sid)))
-        return srv_tool_error(c,
-                              "%s: session_id: 1 to 64 characters of A-Z, a-z, 0-9, '.', '_' "
-                              "and '-'",
-                              tool);
+        return strdup("session_id: 1 to 64 characters of A-Z, a-z, 0-9, '.', '_' and '-'");
     *ret_name = json_string_value(sid);
     return NULL;
 }
@@ -547,9 +547,9 @@ static json_t *srv_servers_arg(struct mcp_server *s, json_t *v, char **ret_error
 }
 
 /* run_python's network: {"allow": [patterns]} as a sorted array without duplicates in
- * *ret_allow (NULL when absent); a tool error when malformed. The patterns themselves are
- * checked against the ceiling when the session is made. */
-static json_t *srv_network_arg(const struct mcp_server_conn *c, json_t *v, json_t **ret_allow)
+ * *ret_allow (NULL when absent). NULL, or why it is malformed (caller frees). The patterns
+ * themselves are checked against the ceiling when the session is made. */
+static char *srv_network_arg(json_t *v, json_t **ret_allow)
 {
     *ret_allow = NULL;
     if (!v || json_is_null(v))
@@ -557,15 +557,14 @@ static json_t *srv_network_arg(const struct mcp_server_conn *c, json_t *v, json_
     json_t *allow = json_object_get(v, "allow");
     if (!json_is_object(v) || json_object_size(v) != 1 || !json_is_array(allow) ||
         json_array_size(allow) == 0 || json_array_size(allow) > EGRESS_POLICY_MAX)
-        return srv_tool_error(c, "run_python: network: {\"allow\": [1 to %d patterns]}",
-                              EGRESS_POLICY_MAX);
+        return fmt_str("network: {\"allow\": [1 to %d patterns]}", EGRESS_POLICY_MAX);
     const char *names[EGRESS_POLICY_MAX];
     size_t n = 0, i;
     json_t *e;
     json_array_foreach(allow, i, e)
     {
         if (!json_is_string(e))
-            return srv_tool_error(c, "run_python: network.allow[%zu]: must be a string", i);
+            return fmt_str("network.allow[%zu]: must be a string", i);
         names[n++] = json_string_value(e);
     }
     qsort(names, n, sizeof(names[0]), srv_cmp_str);
@@ -574,7 +573,7 @@ static json_t *srv_network_arg(const struct mcp_server_conn *c, json_t *v, json_
         if (k == 0 || strcmp(names[k], names[k - 1]) != 0)
             json_array_append_new(out, json_string(names[k]));
     *ret_allow = out;
-    return out ? NULL : srv_tool_error(c, "run_python: out of memory");
+    return out ? NULL : strdup("out of memory");
 }
 
 /* The compact text of a run_python answer; limit_ms is the time limit it ran with. */
@@ -638,80 +637,73 @@ static char *srv_run_text(json_t *st, int64_t limit_ms)
     return buf_take(&b, NULL);
 }
 
-json_t *srv_run_python(struct mcp_server_conn *c, json_t *args, json_t *token,
-                       const struct mcp_server_out *out, struct srv_call *k)
+void srv_run_done(struct srv_run *r)
+{
+    json_decref(r->st);
+    json_decref(r->result);
+    free(r->error);
+    *r = (struct srv_run){0};
+}
+
+static int srv_run_invalid(struct srv_run *ret, char *msg)
+{
+    ret->error = msg ? msg : strdup("out of memory");
+    ret->invalid = true;
+    return 0;
+}
+
+int srv_run_code(struct mcp_server_conn *c, json_t *args, json_t *token,
+                 const struct mcp_server_out *out, struct srv_call *k, struct srv_run *ret)
 {
     struct mcp_server *s = c->srv;
-    static const char *const allowed[] = {"code",   "servers", "timeout", "session_id",
-                                          "output", "files",   "network", NULL};
-    json_t *bad = srv_check_args(c, "run_python", args, allowed);
-    if (bad)
-        return bad;
+    *ret = (struct srv_run){0};
     json_t *code = json_object_get(args, "code");
     if (!json_is_string(code))
-        return srv_tool_error(c, "run_python: code: required, a string of Python source");
+        return srv_run_invalid(ret, strdup("code: required, a string of Python source"));
     if (json_string_length(code) > SRV_MAX_CODE ||
         strlen(json_string_value(code)) != json_string_length(code))
-        return srv_tool_error(c, "run_python: code: at most 1 MiB, without NUL characters");
+        return srv_run_invalid(ret, strdup("code: at most 1 MiB, without NUL characters"));
+    if (utf8_blank(json_string_value(code)))
+        return srv_run_invalid(ret, strdup("code: empty or only whitespace; nothing was run"));
     const char *name;
-    if ((bad = srv_session_id_arg(c, "run_python", args, &name)))
-        return bad;
-    bool as_json = s->opt.output_json;
-    json_t *mode = json_object_get(args, "output");
-    if (mode && !json_is_null(mode)) {
-        const char *m = json_string_value(mode);
-        if (!m || (strcmp(m, "text") != 0 && strcmp(m, "json") != 0))
-            return srv_tool_error(c, "run_python: output: \"text\" or \"json\"");
-        as_json = strcmp(m, "json") == 0;
-    }
-    json_t *files = NULL;
-    json_t *fa = json_object_get(args, "files");
-    if (fa && !json_is_null(fa)) {
-        char *why = NULL;
-        if (!(files = srv_files_arg(fa, &why))) {
-            json_t *e = srv_tool_error(c, "run_python: %s", why ? why : "files: invalid");
-            free(why);
-            return e;
-        }
-    }
-    json_t *notes = json_array();
+    char *why = srv_session_id_arg(args, &name);
+    if (why)
+        return srv_run_invalid(ret, why);
     int64_t timeout_ms = 0;
     json_t *t = json_object_get(args, "timeout");
+    double secs = 0;
     if (t && !json_is_null(t)) {
-        double secs = json_number_value(t);
-        if (!json_is_number(t) || !isfinite(secs) || secs <= 0) {
-            json_decref(notes);
-            json_decref(files);
-            return srv_tool_error(c, "run_python: timeout: a number of seconds greater than 0");
-        }
-        if (secs * 1000.0 > (double)s->opt.max_timeout_ms) {
-            timeout_ms = s->opt.max_timeout_ms;
-            srv_note(notes,
-                     "timeout %g s exceeds this server's limit; clamped to %g s (the session "
-                     "maximum, --session-max-timeout-ms)",
-                     secs, (double)timeout_ms / 1000.0);
-        } else {
-            timeout_ms = (int64_t)(secs * 1000.0 + 0.5); /* no libm: rounding by hand */
-            if (timeout_ms < 1)
-                timeout_ms = 1;
-        }
+        secs = json_number_value(t);
+        if (!json_is_number(t) || !isfinite(secs) || secs <= 0)
+            return srv_run_invalid(ret, strdup("timeout: a number of seconds greater than 0"));
     }
-    char *why = NULL;
+    json_t *files = NULL, *network = NULL;
+    json_t *fa = json_object_get(args, "files");
+    if (fa && !json_is_null(fa) && !(files = srv_files_arg(fa, &why)))
+        return srv_run_invalid(ret, why ? why : strdup("files: invalid"));
     json_t *servers = srv_servers_arg(s, json_object_get(args, "servers"), &why);
     if (!servers) {
-        json_decref(notes);
         json_decref(files);
-        json_t *r = srv_tool_error(c, "run_python: %s", why ? why : "servers: invalid");
-        free(why);
-        return r;
+        return srv_run_invalid(ret, why ? why : strdup("servers: invalid"));
     }
-    json_t *network = NULL;
-    if ((bad = srv_network_arg(c, json_object_get(args, "network"), &network))) {
+    if ((why = srv_network_arg(json_object_get(args, "network"), &network))) {
         json_decref(servers);
-        json_decref(notes);
         json_decref(files);
-        return bad;
+        return srv_run_invalid(ret, why);
     }
+    json_t *notes = json_array();
+    if (secs * 1000.0 > (double)s->opt.max_timeout_ms) {
+        timeout_ms = s->opt.max_timeout_ms;
+        srv_note(notes,
+                 "timeout %g s exceeds this server's limit; clamped to %g s (the session "
+                 "maximum, --session-max-timeout-ms)",
+                 secs, (double)timeout_ms / 1000.0);
+    } else if (secs > 0) {
+        timeout_ms = (int64_t)(secs * 1000.0 + 0.5); /* no libm: rounding by hand */
+        if (timeout_ms < 1)
+            timeout_ms = 1;
+    }
+    ret->timeout_ms = timeout_ms ? timeout_ms : s->opt.default_timeout_ms;
     json_t *result = NULL;
     char *label = NULL;
     char id[65] = "";
@@ -733,7 +725,7 @@ json_t *srv_run_python(struct mcp_server_conn *c, json_t *args, json_t *token,
             struct srv_progress prog;
             bool streaming = token && out && out->notify;
             if (streaming)
-                srv_progress_start(&prog, out, token);
+                srv_progress_start(&prog, out, token, srv_since(c, "2025-03-26"));
             struct session_stream stream = {.userdata = &prog, .on_output = srv_progress_output};
             r = sessions_execute(s->sessions, id, json_string_value(code), timeout_ms,
                                  streaming ? &stream : NULL, &result, &err);
@@ -769,18 +761,15 @@ json_t *srv_run_python(struct mcp_server_conn *c, json_t *args, json_t *token,
     if (r == -ECANCELED) {
         json_decref(notes);
         free(label);
-        return NULL;
+        free(why);
+        return -ECANCELED;
     }
     if (r < 0) {
-        json_t *e = srv_tool_error(c, "run_python: %s",
-                                   why           ? why
-                                   : err.message ? err.message
-                                                 : "the execution failed");
-        free(why);
+        ret->error = why ? why : strdup(err.message ? err.message : "the execution failed");
         session_error_done(&err);
         json_decref(notes);
         free(label);
-        return e;
+        return ret->error ? 0 : -ENOMEM;
     }
     bool alive = json_is_true(json_object_get(result, "sessionAlive"));
     /* A cancelled call is not answered: its session stays listed, so that the next call finds
@@ -797,7 +786,7 @@ json_t *srv_run_python(struct mcp_server_conn *c, json_t *args, json_t *token,
     if (json_is_true(json_object_get(result, "truncated")))
         srv_note(notes, "stdout/stderr were truncated at the server's output limit");
     json_t *res = json_object_get(result, "result");
-    json_t *st = json_pack(
+    ret->st = json_pack(
         "{s:O, s:O, s:O, s:O, s:O, s:O, s:O, s:b, s:s, s:O, s:O}", "status",
         json_object_get(result, "status"), "stdout", json_object_get(result, "stdout"), "stderr",
         json_object_get(result, "stderr"), "error", json_object_get(result, "error"), "result",
@@ -806,19 +795,51 @@ json_t *srv_run_python(struct mcp_server_conn *c, json_t *args, json_t *token,
         json_object_get(result, "mcpCalls"), "notes", notes);
     json_decref(notes);
     free(label);
-    if (!st) {
+    if (!ret->st) {
         json_decref(result);
-        return srv_tool_error(c, "run_python: out of memory");
+        return -ENOMEM;
     }
-    srv_artifacts_meta(st, result);
-    const char *status = json_string_value(json_object_get(st, "status"));
-    char *text = as_json ? jdump(st, JSON_COMPACT, NULL)
-                         : srv_run_text(st, timeout_ms ? timeout_ms : s->opt.default_timeout_ms);
-    json_t *reply = srv_tool_result(c, text ? text : "", st, !status || strcmp(status, "ok"));
+    ret->result = result;
+    return 0;
+}
+
+json_t *srv_run_python(struct mcp_server_conn *c, json_t *args, json_t *token,
+                       const struct mcp_server_out *out, struct srv_call *k)
+{
+    struct mcp_server *s = c->srv;
+    static const char *const allowed[] = {"code",   "servers", "timeout", "session_id",
+                                          "output", "files",   "network", NULL};
+    json_t *bad = srv_check_args(c, "run_python", args, allowed);
+    if (bad)
+        return bad;
+    bool as_json = s->opt.output_json;
+    json_t *mode = json_object_get(args, "output");
+    if (mode && !json_is_null(mode)) {
+        const char *m = json_string_value(mode);
+        if (!m || (strcmp(m, "text") != 0 && strcmp(m, "json") != 0))
+            return srv_tool_error(c, "run_python: output: \"text\" or \"json\"");
+        as_json = strcmp(m, "json") == 0;
+    }
+    struct srv_run run;
+    int r = srv_run_code(c, args, token, out, k, &run);
+    if (r == -ECANCELED)
+        return NULL;
+    if (r < 0)
+        return srv_tool_error(c, "run_python: out of memory");
+    if (run.error) {
+        json_t *e = srv_tool_error(c, "run_python: %s", run.error);
+        srv_run_done(&run);
+        return e;
+    }
+    srv_artifacts_meta(run.st, run.result);
+    const char *status = json_string_value(json_object_get(run.st, "status"));
+    char *text = as_json ? jdump(run.st, JSON_COMPACT, NULL) : srv_run_text(run.st, run.timeout_ms);
+    json_t *reply =
+        srv_tool_result(c, text ? text : "", json_incref(run.st), !status || strcmp(status, "ok"));
     free(text);
     if (reply)
-        srv_artifacts_blocks(reply, result);
-    json_decref(result);
+        srv_artifacts_blocks(reply, run.result);
+    srv_run_done(&run);
     return reply;
 }
 
@@ -829,10 +850,14 @@ json_t *srv_reset(struct mcp_server_conn *c, json_t *args)
     static const char *const allowed[] = {"session_id", NULL};
     const char *name;
     json_t *bad = srv_check_args(c, "reset_session", args, allowed);
-    if (!bad)
-        bad = srv_session_id_arg(c, "reset_session", args, &name);
     if (bad)
         return bad;
+    char *why = srv_session_id_arg(args, &name);
+    if (why) {
+        bad = srv_tool_error(c, "reset_session: %s", why);
+        free(why);
+        return bad;
+    }
     struct srv_sandbox *gone = NULL;
     unsigned n = 0;
     pthread_mutex_lock(&c->create_lock);

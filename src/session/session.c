@@ -261,6 +261,16 @@ static json_t *session_init_job(struct sessions *ss, json_t *names, struct works
                                                  mcp_alias_json(name), "description",
                                                  desc ? desc : "", "tools", tools));
     }
+    /* Every configured server, in the session or not (runtime.discovered_servers()). */
+    json_t *discovered = json_array();
+    json_array_foreach(described, i, v)
+    {
+        const char *name = json_string_value(json_object_get(v, "name"));
+        json_array_append_new(
+            discovered,
+            json_pack("{s:s, s:o*, s:s}", "name", name, "alias", mcp_alias_json(name),
+                      "description", json_string_value(json_object_get(v, "description")) ?: ""));
+    }
     json_decref(described);
     json_t *tools = NULL;
     char *why = NULL;
@@ -268,9 +278,11 @@ static json_t *session_init_job(struct sessions *ss, json_t *names, struct works
         session_err(err, 500, "INTERNAL", NULL, "%s", why ? why : "the workspace is unavailable");
         free(why);
         json_decref(servers);
+        json_decref(discovered);
         return NULL;
     }
-    return json_pack("{s:s, s:o, s:o}", "type", "session", "servers", servers, "tools", tools);
+    return json_pack("{s:s, s:o, s:o, s:o}", "type", "session", "servers", servers, "discovered",
+                     discovered, "tools", tools);
 }
 
 static void session_all_add(struct sessions *ss, struct session *s)
@@ -410,6 +422,8 @@ int sessions_create(struct sessions *ss, const struct session_create *c, json_t 
                                   (json_int_t)ss->opt.output_limit, "artifacts", "count",
                                   (json_int_t)ss->opt.artifacts.max_count, "bytes",
                                   (json_int_t)ss->opt.artifacts.max_bytes));
+    if (c->compat)
+        json_object_set_new(job, "compat", json_string(c->compat));
     struct jail_limits lim = jail_limits_default(ss->jail);
     lim.memory = memory_mb << 20;
     lim.nproc = ss->opt.nproc;

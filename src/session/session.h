@@ -83,6 +83,8 @@ struct session_create {
     struct tenant *tenant;  /* the owner (borrowed, outlives the session); NULL: the operator */
     const char *profile;    /* NULL or "default": the sessions' pool; else a profile's */
     json_t *network;        /* borrowed {"allow": [patterns]} (docs/NETWORK.md), may be NULL */
+    const char *compat;     /* NULL, or "code-execution-mode": the runtime answers as the
+                             * upstream bridge does (its init job says so); static */
 };
 
 /* Streaming of one execution; callbacks run on the executing thread. */

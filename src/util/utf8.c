@@ -79,3 +79,8 @@ size_t utf8_cut(const char *s, size_t len, size_t max)
         k--; /* s[k] is a continuation byte: the character started earlier */
     return k;
 }
+
+bool utf8_blank(const char *s)
+{
+    return s[strspn(s, " \t\n\v\f\r")] == '\0';
+}

@@ -9,6 +9,7 @@
 #ifndef SANDBOXD_UTIL_UTF8_H
 #define SANDBOXD_UTIL_UTF8_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* Length (1-4) of the well-formed sequence that starts at p (n bytes available), or 0. */
@@ -19,5 +20,8 @@ char *utf8_sanitize(const char *data, size_t len, size_t *ret_len);
 /* The largest length <= max at which valid UTF-8 text s (len bytes) can be cut without
  * splitting a character. */
 size_t utf8_cut(const char *s, size_t len, size_t max);
+/* s (NUL-terminated) holds nothing but ASCII whitespace (space, \t, \n, \v, \f, \r): blank
+ * code, which sandboxd refuses to run. */
+bool utf8_blank(const char *s);
 
 #endif

@@ -14,7 +14,7 @@ import pytest
 
 from harness import BIN, MCP_VERSION, McpHttp, McpStdio, Server
 
-VERSIONS = ["2025-11-25", "2025-06-18", "2025-03-26"]
+VERSIONS = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"]
 TOOLS = ["run_python", "list_servers", "search_tool_docs", "reset_session"]
 
 
@@ -69,7 +69,8 @@ def test_initialize_negotiates_each_supported_version(connect, version):
     c = connect(version=version)
     result = c.init["result"]
     assert result["protocolVersion"] == version
-    assert result["capabilities"] == {"tools": {"listChanged": False}}
+    assert result["capabilities"] == {"tools": {"listChanged": False},
+                                      "resources": {"subscribe": False, "listChanged": False}}
     assert result["serverInfo"]["name"] == "sandboxd" and result["serverInfo"]["version"]
     assert "run_python" in result["instructions"]
     assert c.request("ping") == {"jsonrpc": "2.0", "id": c.next_id, "result": {}}
@@ -151,7 +152,7 @@ def test_invalid_request(connect, msg, echoed_id):
 
 def test_unknown_method(connect):
     c = connect()
-    for method in ("resources/list", "no/such/method", "logging/setLevel"):
+    for method in ("prompts/list", "no/such/method", "logging/setLevel", "resources/subscribe"):
         r = c.request(method, {})
         assert r["error"]["code"] == -32601 and method in r["error"]["message"]
 
@@ -250,6 +251,61 @@ def test_legacy_version_gets_no_structured_content_and_may_batch(connect):
         answers = c.post(batch).json
     assert [a["id"] for a in answers] == ["b1", "b2"]
     assert answers[0]["result"] == {} and answers[1]["error"]["code"] == -32601
+
+
+def test_2024_11_05_gets_what_that_version_knows(connect):
+    c = connect(version="2024-11-05")
+    assert "title" not in c.init["result"]["serverInfo"]
+    tools = c.request("tools/list")["result"]["tools"]
+    assert len(tools) == 4
+    assert all(not {"outputSchema", "title", "annotations"} & set(t) for t in tools)
+    result = run(c, "print('old')")
+    assert "structuredContent" not in result and text_of(result).startswith("old")
+    batch = [{"jsonrpc": "2.0", "id": 1, "method": "ping"}]
+    status, answer = raw_exchange(c, connect.transport, json.dumps(batch))
+    assert answer["error"]["code"] == -32600  # batches came with 2025-03-26 and left after it
+
+
+def test_capability_resource(connect):
+    c = connect()
+    listed = c.request("resources/list")["result"]["resources"]
+    assert [r["uri"] for r in listed] == ["resource://sandboxd/capabilities"]
+    assert listed[0]["name"] == "sandboxd-capabilities" and listed[0]["mimeType"] == "text/markdown"
+    for uri in ("resource://sandboxd/capabilities",
+                "resource://mcp-server-code-execution-mode/capabilities"):
+        content = c.request("resources/read", {"uri": uri})["result"]["contents"][0]
+        assert content["uri"] == uri and "runtime.discovered_servers()" in content["text"]
+        assert len(content["text"].encode()) == listed[0]["size"]
+    err = c.request("resources/read", {"uri": "resource://sandboxd/nope"})["error"]
+    assert err["code"] == -32002 and err["data"] == {"uri": "resource://sandboxd/nope"}
+    assert c.request("resources/read", {})["error"]["code"] == -32602
+
+
+def test_blank_code_runs_nothing(connect):
+    c = connect()
+    for code in ("", "   ", "\n\t\n"):
+        r = run(c, code)
+        assert r["isError"] is True and "structuredContent" not in r
+        assert "nothing was run" in text_of(r)
+    # Nothing ran, so no session was started for it.
+    assert "started session" in " ".join(run(c, "1")["structuredContent"]["notes"])
+
+
+def test_sys_exit_ends_the_execution_not_the_session(connect):
+    c = connect()
+    r = run(c, "import sys\nkept = 1\nprint('bye')\nsys.exit(0)")
+    assert not r.get("isError") and r["structuredContent"]["status"] == "ok"
+    assert r["structuredContent"]["stdout"] == "bye\n"
+    assert run(c, "raise SystemExit(None)")["structuredContent"]["status"] == "ok"
+    r = run(c, "import sys\nsys.exit(4)")
+    st = r["structuredContent"]
+    assert r["isError"] is True and st["status"] == "error"
+    assert st["error"]["type"] == "SystemExit" and st["error"]["exitCode"] == 4
+    assert "4" in st["error"]["message"] and st["sessionAlive"] is True
+    r = run(c, "import sys\nsys.exit('giving up')")
+    assert r["structuredContent"]["error"]["exitCode"] == 1
+    assert r["structuredContent"]["stderr"] == "giving up\n"
+    assert run(c, "kept")["structuredContent"]["result"] == "1"
 
 
 def test_batches_are_refused_by_newer_versions(connect):
@@ -472,6 +528,21 @@ def test_progress_streams_stdout_over_stdio():
         values = [p["params"]["progress"] for p in progress]
         assert values == sorted(values) and len(set(values)) == len(values)
         assert response["result"]["structuredContent"]["result"] == "'done'"
+    finally:
+        c.close()
+
+
+def test_progress_has_no_message_before_2025_03_26():
+    c = McpStdio(version="2024-11-05")
+    try:
+        mid = c.new_id()
+        c.send({"jsonrpc": "2.0", "id": mid, "method": "tools/call",
+                "params": {"name": "run_python", "arguments": {"code": "print('x')"},
+                           "_meta": {"progressToken": 7}}})
+        response = c.wait_for(mid)
+        assert text_of(response["result"]).startswith("x")
+        assert c.notifications and all(
+            set(n["params"]) == {"progressToken", "progress"} for n in c.notifications)
     finally:
         c.close()
 

@@ -343,6 +343,21 @@ def test_validation(srv):
     assert r.status == 400 and r.json["error"]["field"] == "timeoutMs"
 
 
+def test_blank_code_is_refused_and_sys_exit_ends_only_the_execution(srv):
+    sid = create(srv)
+    for code in ("", " \n\t"):
+        r = srv.request("POST", "/v1/sessions/%s/execute" % sid, body={"code": code})
+        assert r.status == 400 and r.json["error"]["field"] == "code", r
+        assert "nothing was run" in r.json["error"]["message"]
+    assert srv.request("GET", "/v1/sessions/%s" % sid).json["executions"] == 0
+    out = ok(srv, sid, "import sys\nprint('done')\nsys.exit(0)")
+    assert out["stdout"] == "done\n" and out["error"] is None
+    out = run(srv, sid, "sys.exit(2)")
+    assert out["status"] == "error" and out["error"]["type"] == "SystemExit"
+    assert out["error"]["exitCode"] == 2 and out["sessionAlive"] is True
+    assert ok(srv, sid, "'still here'")["result"] == "'still here'"
+
+
 def test_executions_of_one_session_are_serialised(srv):
     sid = create(srv)
     ok(srv, sid, "import time\nlog = []")

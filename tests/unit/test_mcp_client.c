@@ -1027,7 +1027,8 @@ static int load_config(const char *explicit_path, bool discover, bool trust_proj
                        const char *cwd, const char *home, const char *trust_file,
                        struct mcp_config *cfg)
 {
-    struct mcp_config_options o = {.explicit_path = explicit_path,
+    const char *paths[] = {explicit_path, NULL};
+    struct mcp_config_options o = {.explicit_paths = paths,
                                    .discover = discover,
                                    .trust_project = trust_project,
                                    .cwd = cwd,
@@ -1135,6 +1136,116 @@ static size_t count_sources(const struct mcp_config *cfg)
     while (cfg->sources[n])
         n++;
     return n;
+}
+
+/* What mcp-server-code-execution-mode's users bring: several --mcp-config files (a later one
+ * wins), ~/MCPs and $MCP_SERVERS_CONFIG, the agents' files in their own spellings, a file-wide
+ * description, and entries that would start the bridge itself. */
+static const struct mcp_config_skip *find_skip_file(const struct mcp_config *cfg,
+                                                    const char *source_part)
+{
+    for (size_t i = 0; i < cfg->n_skipped; i++)
+        if (!cfg->skipped[i].name && strstr(cfg->skipped[i].source, source_part))
+            return &cfg->skipped[i];
+    return NULL;
+}
+
+static void config_compat_sources(void **state)
+{
+    fmt(tmpdir, sizeof(tmpdir), "/tmp/mcp-compat-XXXXXX");
+    assert_non_null(mkdtemp(tmpdir));
+    char home[PATH_MAX + 16], a[PATH_MAX + 32], b[PATH_MAX + 32], env[PATH_MAX + 32];
+    fmt(home, sizeof(home), "%s/home", tmpdir);
+    fmt(a, sizeof(a), "%s/a.json", tmpdir);
+    fmt(b, sizeof(b), "%s/b.json", tmpdir);
+    fmt(env, sizeof(env), "%s/env.json", tmpdir);
+    write_file("a.json", "{\"mcpServers\": {\"one\": {\"command\": \"a1\"},"
+                         " \"two\": {\"command\": \"a2\"}}}");
+    write_file("b.json", "{\"mcpServers\": {\"one\": {\"command\": \"b1\"},"
+                         " \"bad\": {\"command\": 3}}}");
+    write_file("env.json", "{\"mcpServers\": {\"envsrv\": {\"command\": \"e\"},"
+                           " \"mine\": {\"command\": \"from-env\"}}}");
+    write_file("home/MCPs/m.json",
+               "{\"description\": \"file-wide\", \"mcpServers\": {"
+               " \"mine\": {\"command\": \"m\"}, \"own\": {\"command\": \"o\","
+               " \"description\": \"its own\"},"
+               " \"bridge\": {\"command\": \"uvx\", \"args\": [\"--from\","
+               " \"git+https://github.com/elusznik/mcp-server-code-execution-mode\","
+               " \"mcp-server-code-execution-mode\", \"run\"]},"
+               " \"me\": {\"command\": \"/opt/bin/sandboxd\", \"args\": [\"mcp\"]},"
+               " \"serve\": {\"command\": \"/opt/bin/sandboxd\", \"args\": [\"serve\"]},"
+               " \"py\": {\"command\": \"python\", \"args\": "
+               "[\"/x/MCP_SERVER_CODE_EXECUTION_MODE.PY\"]}}}");
+    write_file("home/.codeium/windsurf/mcp_config.json",
+               "{\"mcpServers\": {\"surf\": {\"serverUrl\": \"http://localhost:1/mcp\"}}}");
+    write_file("home/.gemini/settings.json",
+               "{\"mcpServers\": {\"gem\": {\"httpUrl\": \"http://localhost:2/mcp\"},"
+               " \"gemsse\": {\"url\": \"http://localhost:2/sse\"}}}");
+    write_file("home/.config/Code/User/settings.json",
+               "{\n // comment\n \"mcp\": {\"servers\": {\"vsc\": {\"type\": \"stdio\","
+               " \"command\": \"node\",},},},\n}");
+    write_file("home/.codex/config.toml",
+               "[mcp_servers.cdx]\ncommand = \"c\"\nenv_vars = [\"SANDBOXD_TEST_PASS\","
+               " \"SANDBOXD_TEST_UNSET\"]\n[mcp_servers.cdxweb]\nurl = \"http://localhost:3/mcp\"\n"
+               "bearer_token_env_var = \"SANDBOXD_TEST_PASS\"\n"
+               "env_http_headers = { X-Key = \"SANDBOXD_TEST_UNSET\" }\n");
+    write_file("home/.opencode.json", "{\"theme\": \"dark\"}"); /* no servers: no noise */
+    assert_int_equal(setenv("SANDBOXD_TEST_PASS", "secret", 1), 0);
+    unsetenv("SANDBOXD_TEST_UNSET");
+
+    const char *paths[] = {a, b, NULL};
+    struct mcp_config_options o = {
+        .explicit_paths = paths, .env_path = env, .discover = true, .home = home};
+    struct mcp_config cfg = {0};
+    assert_int_equal(mcp_config_load(&o, &cfg), 0);
+    assert_string_equal(find_server(&cfg, "one")->command, "b1"); /* the later file wins */
+    assert_string_equal(cfg.servers[0].name, "one");              /* in its first place */
+    assert_string_equal(cfg.origins[0], b);
+    assert_string_equal(find_skip(&cfg, "one", "/a.json")->kind, "replaced");
+    assert_string_equal(find_server(&cfg, "two")->command, "a2");
+    assert_string_equal(find_skip(&cfg, "bad", "/b.json")->kind, "invalid");
+    /* ~/MCPs before $MCP_SERVERS_CONFIG; file-wide descriptions fill in. */
+    assert_string_equal(find_server(&cfg, "mine")->command, "m");
+    assert_string_equal(find_server(&cfg, "mine")->description, "file-wide");
+    assert_string_equal(find_server(&cfg, "own")->description, "its own");
+    assert_string_equal(find_skip(&cfg, "mine", "/env.json")->kind, "shadowed");
+    assert_non_null(find_server(&cfg, "envsrv"));
+    assert_null(find_server(&cfg, "bridge"));
+    assert_null(find_server(&cfg, "me"));
+    assert_null(find_server(&cfg, "py"));
+    assert_string_equal(find_skip(&cfg, "bridge", "/m.json")->kind, "self");
+    assert_string_equal(find_skip(&cfg, "me", "/m.json")->kind, "self");
+    assert_non_null(find_server(&cfg, "serve")); /* not an MCP server of ours: not a loop */
+    /* Spellings. */
+    assert_string_equal(find_server(&cfg, "surf")->url, "http://localhost:1/mcp");
+    assert_string_equal(find_server(&cfg, "gem")->url, "http://localhost:2/mcp");
+    assert_null(find_server(&cfg, "gemsse"));
+    assert_non_null(strstr(find_skip(&cfg, "gemsse", "settings.json")->reason, "SSE"));
+    assert_string_equal(find_server(&cfg, "vsc")->command, "node");
+    const struct mcp_server_config *cdx = find_server(&cfg, "cdx");
+    assert_string_equal(cdx->env[0], "SANDBOXD_TEST_PASS=secret");
+    assert_null(cdx->env[1]);
+    const struct mcp_server_config *web = find_server(&cfg, "cdxweb");
+    assert_string_equal(web->headers[0], "Authorization: Bearer secret");
+    assert_null(web->headers[1]);
+    for (size_t i = 0; i < cfg.n; i++)
+        if (strcmp(cfg.servers[i].name, "cdx") == 0)
+            assert_string_equal(cfg.agents[i], "Codex");
+    for (size_t i = 0; i < cfg.n_skipped; i++)
+        assert_null(strstr(cfg.skipped[i].source, ".opencode.json"));
+    mcp_config_done(&cfg);
+
+    /* The switch keeps them; a bad $MCP_SERVERS_CONFIG is recorded and stops nothing. */
+    write_file("env.json", "{\"mcpServers\": ");
+    o.allow_self = true;
+    assert_int_equal(mcp_config_load(&o, &cfg), 0);
+    assert_non_null(find_server(&cfg, "bridge"));
+    assert_non_null(find_server(&cfg, "me"));
+    assert_null(find_server(&cfg, "envsrv"));
+    assert_string_equal(find_skip_file(&cfg, "/env.json")->kind, "invalid");
+    mcp_config_done(&cfg);
+    unsetenv("SANDBOXD_TEST_PASS");
+    rm_rf(tmpdir);
 }
 
 static void config_discovery_precedence(void **state)
@@ -1550,6 +1661,7 @@ int main(void)
         cmocka_unit_test(http_close_deletes_session_and_bad_urls),
         cmocka_unit_test(config_formats_and_invalid_entries),
         cmocka_unit_test(config_discovery_precedence),
+        cmocka_unit_test(config_compat_sources),
         cmocka_unit_test(registry_lazy_shared_restart_and_cache),
         cmocka_unit_test(registry_one_process_for_all_and_backoff),
     };
