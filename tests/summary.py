@@ -8,8 +8,8 @@ import xml.etree.ElementTree as ET
 
 results = sys.argv[1]
 passed = failed = skipped = 0
-expected = {"format.json", "pyflakes.json", "unit-release.json", "unit-asan.json", "unit-valgrind.json", "e2e.xml",
-            "attacks-root.xml", "attacks-rootless.xml"}
+expected = {"format.json", "pyflakes.json", "unit-release.json", "unit-asan.json", "unit-valgrind.json", "fuzz.json",
+            "e2e.xml", "attacks-root.xml", "attacks-rootless.xml"}
 found = set(os.listdir(results))
 for name in sorted(expected - found):
     print("suite missing (did not run or crashed): %s" % name)

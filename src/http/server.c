@@ -295,6 +295,7 @@ static void http_completed(void *cls, struct MHD_Connection *conn, void **con_cl
     *con_cls = NULL;
 }
 
+static void http_mhd_log(void *cls, const char *fmt, va_list ap) _printf_(2, 0);
 static void http_mhd_log(void *cls, const char *fmt, va_list ap)
 {
     char *msg = NULL;
