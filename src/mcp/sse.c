@@ -24,7 +24,7 @@ void sse_reader_done(struct sse_reader *r)
 void sse_reader_rewind(struct sse_reader *r)
 {
     r->after_cr = false;
-    r->event[0] = '\0';
+    r->other_type = false;
     buf_reset(&r->line);
     buf_reset(&r->data);
 }
@@ -36,10 +36,10 @@ static int sse_dispatch(struct sse_reader *r, sse_event_fn fn, void *userdata)
     if (r->data.len > 0)
         r->data.data[--r->data.len] = '\0'; /* the last data line's "\n" */
     /* An event with empty data is a "priming" event (it only carries an id) or a keep-alive. */
-    if (r->data.len > 0 && (!r->event[0] || strcmp(r->event, "message") == 0))
+    if (r->data.len > 0 && !r->other_type)
         stop = fn(userdata, r->data.data, r->data.len);
     buf_reset(&r->data);
-    r->event[0] = '\0';
+    r->other_type = false;
     return stop ? 1 : 0;
 }
 
@@ -64,15 +64,17 @@ static int sse_line(struct sse_reader *r, sse_event_fn fn, void *userdata)
         if (buf_append(&r->data, value, vlen) < 0 || buf_append(&r->data, "\n", 1) < 0)
             return -E2BIG;
     } else if (flen == 5 && memcmp(line, "event", 5) == 0) {
-        snprintf(r->event, sizeof(r->event), "%.*s", (int)vlen, value);
+        /* compared by length: "message\0..." is another type */
+        r->other_type = vlen != 0 && !(vlen == 7 && memcmp(value, "message", 7) == 0);
     } else if (flen == 2 && memcmp(line, "id", 2) == 0) {
         if (vlen <= SSE_MAX_EVENT_ID && !memchr(value, '\0', vlen))
             snprintf(r->last_id, sizeof(r->last_id), "%.*s", (int)vlen, value);
     } else if (flen == 5 && memcmp(line, "retry", 5) == 0) {
+        /* Only ASCII digits set it; any number of them (a large one is cut to the cap). */
         long ms = 0;
         size_t i = 0;
-        while (i < vlen && value[i] >= '0' && value[i] <= '9' && ms <= SSE_MAX_RETRY_MS)
-            ms = ms * 10 + (value[i++] - '0');
+        for (; i < vlen && value[i] >= '0' && value[i] <= '9'; i++)
+            ms = ms > SSE_MAX_RETRY_MS ? ms : ms * 10 + (value[i] - '0');
         if (vlen && i == vlen)
             r->retry_ms = ms < SSE_MAX_RETRY_MS ? ms : SSE_MAX_RETRY_MS;
     }

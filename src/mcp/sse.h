@@ -23,7 +23,7 @@ struct sse_reader {
     struct buf line; /* the line being read */
     struct buf data; /* the event being read */
     bool after_cr;   /* the last piece ended with CR: a LF first in the next one ends nothing */
-    char event[32];
+    bool other_type; /* the event's type is neither empty nor "message" */
     char last_id[SSE_MAX_EVENT_ID + 1];
     long retry_ms; /* -1: the server sent none */
 };
