@@ -114,6 +114,21 @@ static void all_apps_share_a_byte_bound(void **state)
     json_decref(st);
     assert_int_equal(get_int(s, "app0", "k", 200), -1);
     assert_int_equal(get_int(s, "app199", "k", 200), 199);
+    /* Found by fuzz_state: one entry larger than the whole store emptied it and was kept over
+     * the bound; now it is refused and the store keeps what it had. */
+    char big[4000];
+    memset(big, 'a', sizeof(big) - 1);
+    big[sizeof(big) - 1] = '\0';
+    json_t *v = json_string(big + 3000); /* 999 bytes, within the value cap */
+    char *err = NULL;
+    assert_int_equal(state_store_set(s, big, "k", v, 201, &err), -E2BIG); /* a long app name */
+    assert_non_null(strstr(err, "the store holds 4096"));
+    free(err);
+    json_decref(v);
+    st = state_store_stats(s);
+    assert_true(json_integer_value(json_object_get(st, "bytes")) <= 4096);
+    json_decref(st);
+    assert_int_equal(get_int(s, "app199", "k", 201), 199);
     state_store_free(s);
 }
 
