@@ -212,7 +212,8 @@ json_t *state_store_get(struct state_store *s, const char *app, const char *key,
     struct state_entry *e = NULL;
     HASH_FIND(hh, s->entries, id, len, e);
     json_error_t jerr;
-    json_t *v = e ? json_loads(e->text, JSON_DECODE_ANY, &jerr) : NULL;
+    /* The text is jdump's: \u0000 in a string is written escaped and must read back. */
+    json_t *v = e ? json_loads(e->text, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr) : NULL;
     pthread_mutex_unlock(&s->lock);
     free(id);
     return v;

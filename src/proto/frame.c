@@ -55,7 +55,9 @@ int frame_reader_next(struct frame_reader *fr, json_t **ret, const char **ret_er
     if (fr->in.len - FRAME_HEADER_SIZE < len)
         return 0;
     json_error_t jerr;
-    json_t *v = json_loadb(fr->in.data + FRAME_HEADER_SIZE, len, JSON_REJECT_DUPLICATES, &jerr);
+    /* \u0000 is valid JSON: a function may return a string holding it, as a request may. */
+    json_t *v = json_loadb(fr->in.data + FRAME_HEADER_SIZE, len,
+                           JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
     buf_consume(&fr->in, FRAME_HEADER_SIZE + (size_t)len);
     if (!v) {
         *ret_error = "frame is not valid JSON";

@@ -230,7 +230,7 @@ static int ws_read_json(int dirfd_, const char *name, size_t max, json_t **ret)
     if (r < 0)
         return r;
     json_error_t err;
-    *ret = json_loadb(data, len, 0, &err);
+    *ret = json_loadb(data, len, JSON_ALLOW_NUL, &err); /* what jdump wrote, \u0000 included */
     free(data);
     return *ret ? 0 : -EBADMSG;
 }
