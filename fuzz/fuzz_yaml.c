@@ -4,8 +4,9 @@
  * files and LLM templates fetched from an app's definitions. A document is
  * either refused with a message (-EINVAL, or -E2BIG over a cap) or becomes a
  * JSON value that jdump writes and jansson reads back equal: never a value
- * JSON cannot carry, never nested deeper than a JSON parser takes, never
- * larger than the caps counted (an alias counting as what it repeats).
+ * JSON cannot carry, never nested deeper than the depth cap (aliases
+ * expanded; a JSON parser must read it), never larger than the caps counted
+ * (an alias counting as what it repeats).
  *
  * Input: a byte choosing the caps, then the YAML text.
  */
@@ -16,8 +17,27 @@
 #include "fuzz.h"
 #include "util/jdump.h"
 
-/* jansson's parser refuses deeper documents (JSON_PARSER_MAX_DEPTH in its load.c). */
-#define JSON_PARSER_DEPTH 2048
+/* Levels of containers in v (the expanded document: at most the node cap to walk). */
+static size_t height(const json_t *v)
+{
+    size_t h = 0, i;
+    const char *k;
+    json_t *m;
+    if (json_is_array(v)) {
+        json_array_foreach(v, i, m)
+        {
+            size_t c = height(m);
+            h = c > h ? c : h;
+        }
+    } else if (json_is_object(v)) {
+        json_object_foreach((json_t *)v, k, m)
+        {
+            size_t c = height(m);
+            h = c > h ? c : h;
+        }
+    }
+    return json_is_array(v) || json_is_object(v) ? h + 1 : 0;
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -42,6 +62,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     }
     FUZZ_CHECK(v && !why && info.bytes <= max_bytes);
+    FUZZ_CHECK(height(v) <= FLOW_YAML_MAX_DEPTH); /* aliases included: JSON parsers read it */
     size_t len;
     char *text = jdump(v, JSON_COMPACT, &len);
     FUZZ_CHECK(text != NULL);

@@ -165,6 +165,30 @@ def test_alias_bomb_by_bytes_is_refused_cheaply(server, fw, handler):
     assert grown_mb < 200, "sandboxd grew by %.0f MB" % grown_mb
 
 
+@pytest.mark.parametrize("handler", ["WORKFLOW", "LLM"])
+def test_aliases_cannot_nest_beyond_the_depth_cap(server, fw, handler):
+    """Found by fuzz_yaml: a chain of anchors, each 60 levels deep holding the one before,
+    expanded to a document 2700 levels deep, which no JSON parser on the way (jansson,
+    Python's json in the sandbox, the client's) reads back. The 64-level cap now counts
+    what an alias repeats."""
+    lines = ["a0: &a0 %sx%s" % ("[" * 60, "]" * 60)]
+    lines += ["a%d: &a%d %s*a%d%s" % (i, i, "[" * 60, i - 1, "]" * 60) for i in range(1, 45)]
+    doc = "\n".join(lines) + "\n"
+    if handler == "WORKFLOW":
+        fw.add(APP, "flows/deep.yaml", doc + "startAt: a\nsteps: {a: {type: control, end: true,"
+                                             " output: *a44}}\n")
+        r = execute(server, fw, handler, workflowInfo={"workflowId": "flows/deep.yaml"})
+        code = "WORKFLOW_ERROR"
+    else:
+        fw.add(APP, "prompts/deep.yaml", doc + "template: x\n")
+        r = execute(server, fw, handler, taskDetails={"promptTemplate": "prompts/deep.yaml"})
+        code = "TEMPLATE_ERROR"
+    assert r.json is not None, "the answer cannot be read as JSON: %r" % r.raw[:200]
+    d = r.json["data"]
+    assert d["code"] == code and "alias *a0 at line 2 nests deeper than 64 levels" in \
+        d["message"], d
+
+
 def test_values_json_cannot_carry_are_errors(server, fw):
     fw.add(APP, "flows/inf.yaml", "startAt: a\nsteps:\n  a: {type: control, end: true, "
                                   "output: .inf}\n")
