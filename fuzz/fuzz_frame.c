@@ -44,8 +44,9 @@ static void check_response(json_t *final, enum verdict_status status, size_t out
     json_t *resp = response_build("r-1", executor ? RESPONSE_EXECUTOR : RESPONSE_JIT, &o, &lim,
                                   status == VERDICT_PROTOCOL ? NULL : &m);
     if (status == VERDICT_INTERNAL) {
-        FUZZ_CHECK(resp == NULL);
-    } else if (resp) {
+        FUZZ_CHECK(resp == NULL); /* the caller answers 500 */
+    } else {
+        FUZZ_CHECK(resp != NULL);
         const char *rt = json_string_value(json_object_get(resp, "resultType"));
         FUZZ_CHECK(rt && (strcmp(rt, "generic") == 0 || strcmp(rt, "httpResponse") == 0 ||
                           strcmp(rt, "error") == 0));

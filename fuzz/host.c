@@ -64,6 +64,7 @@ void fuzz_host_init(struct fuzz_host *h)
                 .output_limit = 4096,
                 .max_frame = 1 << 20,
                 .llm_timeout_ms = 1000,
+                .workflow_max_built = 1 << 20, /* reached fast: the fuzzer explores past it */
             },
         .fw = h->fw,
         .defs = h->defs,

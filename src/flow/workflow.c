@@ -259,9 +259,10 @@ struct wf_run {
     struct app *a;
     const struct request_spec *s;
     json_t *wf;
-    json_t *root;  /* {requestData, context, steps, state} */
-    json_t *trace; /* [{stepId, type, status, durationMs}] */
-    size_t budget; /* what references may still copy (WORKFLOW_MAX_BUILT_BYTES) */
+    json_t *root;     /* {requestData, context, steps, state} */
+    json_t *trace;    /* [{stepId, type, status, durationMs}] */
+    size_t built_max; /* what references may copy in all (WORKFLOW_MAX_BUILT_BYTES) */
+    size_t budget;    /* what they may still copy */
     struct framework_stats fst;
     struct flow_tokens tokens;
     int64_t start_us;
@@ -332,10 +333,10 @@ static json_t *wf_build_error(struct wf_run *w, const char *id, int r)
 {
     if (r == -E2BIG)
         return wf_error_body(w, "WORKFLOW_ERROR", id,
-                             json_pack("{s:I}", "limitBytes", (json_int_t)WORKFLOW_MAX_BUILT_BYTES),
-                             "step %s: the values this workflow builds exceed %u MiB (every "
+                             json_pack("{s:I}", "limitBytes", (json_int_t)w->built_max),
+                             "step %s: the values this workflow builds exceed %g MiB (every "
                              "$. reference copies what it points to)",
-                             id, WORKFLOW_MAX_BUILT_BYTES >> 20);
+                             id, (double)w->built_max / (1 << 20));
     return wf_error_body(w, "WORKFLOW_ERROR", id, NULL, "step %s: out of memory", id);
 }
 
@@ -591,7 +592,9 @@ void flow_workflow_execute(struct app *a, const struct request_spec *s, struct a
                        .s = s,
                        .start_us = clock_mono_us(),
                        .trace = json_array(),
-                       .budget = WORKFLOW_MAX_BUILT_BYTES};
+                       .built_max = a->opt.workflow_max_built ? a->opt.workflow_max_built
+                                                              : WORKFLOW_MAX_BUILT_BYTES};
+    w.budget = w.built_max;
     struct defs_result def;
     defs_get(a->defs, s->endpoint, s->app_id, s->workflow_id, &w.fst, &def);
     if (def.status != DEFS_OK) {
