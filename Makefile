@@ -1,10 +1,15 @@
 # SPDX-License-Identifier: MIT
 # The front door: make deps | build | run | test | bench  (CONTRACT §1)
+# and: make fuzz [FUZZ_SECONDS=N] | soak [SOAK_SECONDS=N]  (docs/internals/fuzzing.md,
+# docs/PERFORMANCE.md)
 BUILD      ?= build
 BUILD_ASAN ?= build-asan
+BUILD_FUZZ ?= build-fuzz
 PORT       ?= 8080
+FUZZ_SECONDS ?= 60
+SOAK_SECONDS ?= 300
 
-.PHONY: all deps build build-asan run test test-cgroup2 bench image format format-check clean
+.PHONY: all deps build build-asan build-fuzz run test test-cgroup2 bench fuzz soak image format format-check clean
 
 all: build
 
@@ -23,15 +28,31 @@ $(BUILD_ASAN)/build.ninja:
 build-asan: deps $(BUILD_ASAN)/build.ninja
 	ninja -C $(BUILD_ASAN)
 
+# libFuzzer targets: clang, ASan+UBSan and coverage on every object, apart from the gcc builds.
+$(BUILD_FUZZ)/build.ninja:
+	CC=clang meson setup $(BUILD_FUZZ) --buildtype=debugoptimized -Dfuzzing=true \
+	  -Db_sanitize=address,undefined -Db_lundef=false -Dwerror=true
+
+build-fuzz: deps $(BUILD_FUZZ)/build.ninja
+	ninja -C $(BUILD_FUZZ) fuzz
+
 run: build
 	./$(BUILD)/sandboxd serve --port $(PORT) --definitions examples/apps
 
-test: build build-asan
+test: build build-asan build-fuzz
 	@tests/run.sh
 
 # sandboxd on a pure cgroup v2 host: a Debian 12 VM built once into .cache/cgroup2/
 test-cgroup2: build
 	@tests/cgroup2/run.sh
+
+# Every fuzz target for FUZZ_SECONDS each; fails on any finding.
+fuzz: build-fuzz
+	@fuzz/run.sh $(FUZZ_SECONDS)
+
+# Mixed load against the release build for SOAK_SECONDS; fails when resources grow.
+soak: build
+	@/usr/bin/python3 bench/soak.py --seconds $(SOAK_SECONDS)
 
 bench: build
 	@bench/run.sh
@@ -41,10 +62,10 @@ image: build
 	@deploy/image/build.sh $(BUILD)
 
 format:
-	clang-format -i $$(git ls-files 'src/*.c' 'src/*.h' 'tests/*.c')
+	clang-format -i $$(git ls-files 'src/*.c' 'src/*.h' 'tests/*.c' 'fuzz/*.c' 'fuzz/*.h')
 
 format-check:
-	@clang-format --dry-run --Werror $$(git ls-files 'src/*.c' 'src/*.h' 'tests/*.c')
+	@clang-format --dry-run --Werror $$(git ls-files 'src/*.c' 'src/*.h' 'tests/*.c' 'fuzz/*.c' 'fuzz/*.h')
 
 clean:
-	rm -rf $(BUILD) $(BUILD_ASAN)
+	rm -rf $(BUILD) $(BUILD_ASAN) $(BUILD_FUZZ)

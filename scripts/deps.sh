@@ -9,6 +9,8 @@ PACKAGES=(
   gcc make meson ninja-build pkg-config clang-format
   libmicrohttpd-dev libcurl4-openssl-dev libjansson-dev libseccomp-dev libyaml-dev
   libsodium-dev uthash-dev libcmocka-dev libhttp-parser-dev
+  # fuzz targets (make build-fuzz): clang and its libFuzzer/sanitizer runtimes
+  clang libclang-rt-14-dev
   # the interpreter inside the jail and the libraries templates use there
   python3 python3-jinja2 python3-jsonschema python3-yaml
   # data work in the jail (the datascience profile); they pull in BLAS, fonts and their data

@@ -2,10 +2,11 @@
 # SPDX-License-Identifier: MIT
 # Every test suite of sandboxd, ending with one summary line:
 #   N passed, N failed, N skipped
-# Suites: C unit tests (release build, ASan/UBSan build, valgrind), end-to-end tests
-# against a real `sandboxd serve` (ASan build), the attack suite as root and again as an
-# unprivileged user (rootless mode), the deployment files (container image, Kubernetes), and a
-# real cgroup v2 host (a VM).
+# Suites: C unit tests (release build, ASan/UBSan build, valgrind), every libFuzzer target
+# for a few seconds (FUZZ_TEST_SECONDS, default 4), end-to-end tests against a real
+# `sandboxd serve` (ASan build), the attack suite as root and again as an unprivileged user
+# (rootless mode), the deployment files (container image, Kubernetes), and a real cgroup v2
+# host (a VM).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -23,7 +24,8 @@ suite "test peers (npm: MCP servers and clients, Node 22)"
   fi ) || echo "npm ci failed: the tests that need MCP peers will fail"
 
 suite "format (clang-format)"
-if clang-format --dry-run --Werror $(git ls-files 'src/*.c' 'src/*.h' 'tests/*.c') 2>"$RESULTS/format.txt"; then
+if clang-format --dry-run --Werror $(git ls-files 'src/*.c' 'src/*.h' 'tests/*.c' 'fuzz/*.c' 'fuzz/*.h') \
+  2>"$RESULTS/format.txt"; then
   echo '{"name": "clang-format", "result": "OK"}' >"$RESULTS/format.json"
 else
   cat "$RESULTS/format.txt" | head -20
@@ -31,7 +33,8 @@ else
 fi
 
 suite "lint (pyflakes: the runtime, tests, benchmarks)"
-if $PY -m pyflakes runtime tests/*.py tests/e2e/*.py tests/e2e/mcp tests/attacks tests/deploy tests/cgroup2 bench >"$RESULTS/pyflakes.txt" 2>&1; then
+if $PY -m pyflakes runtime tests/*.py tests/e2e/*.py tests/e2e/mcp tests/attacks tests/deploy tests/cgroup2 \
+  bench fuzz >"$RESULTS/pyflakes.txt" 2>&1; then
   echo '{"name": "pyflakes", "result": "OK"}' >"$RESULTS/pyflakes.json"
 else
   head -20 "$RESULTS/pyflakes.txt"
@@ -54,6 +57,9 @@ suite "unit tests (valgrind)"
 meson test -C build --print-errorlogs --no-rebuild \
   --wrap='valgrind --quiet --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite'
 cp build/meson-logs/testlog-valgrind.json "$RESULTS/unit-valgrind.json" 2>/dev/null
+
+suite "fuzz targets (libFuzzer, ${FUZZ_TEST_SECONDS:-4} s each; make fuzz runs them longer)"
+fuzz/run.sh --json "$RESULTS/fuzz.json" "${FUZZ_TEST_SECONDS:-4}"
 
 suite "end-to-end (sandboxd serve, ASan build)"
 SANDBOXD_BIN=$ROOT/build-asan/sandboxd SANDBOXD_CELL_LIB=$ROOT/build/libsbxcell.so \

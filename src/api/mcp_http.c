@@ -313,8 +313,8 @@ static void mh_post(struct mcp_http *h, const struct http_request *req, struct t
         return;
     }
     json_error_t jerr;
-    json_t *msg =
-        json_loadb(req->body, req->body_len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &jerr);
+    json_t *msg = json_loadb(req->body, req->body_len,
+                             JSON_DECODE_ANY | JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
     if (!msg) {
         mh_json(reply, 400, mcp_server_parse_error(jerr.text));
         return;

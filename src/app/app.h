@@ -38,6 +38,7 @@ struct app_options {
     size_t max_frame;       /* largest result a sandbox may send */
     int64_t llm_timeout_ms; /* one core.llm.generate call */
     unsigned max_workflow_steps;
+    size_t workflow_max_built; /* WORKFLOW_MAX_BUILT_BYTES when 0 */
     uint64_t nproc;
     uint64_t nofile;
     struct artifact_caps artifacts; /* per execution */

@@ -85,29 +85,91 @@ static bool wf_is_ref(json_t *v)
     return s && s[0] == '$' && s[1] == '.';
 }
 
-json_t *workflow_resolve(json_t *root, json_t *value)
+/* What v costs against a budget (a node WORKFLOW_NODE_BYTES, plus its text and its keys);
+ * SIZE_MAX as soon as it exceeds max, so that a large value is not walked to its end. */
+static size_t wf_cost(const json_t *v, size_t max)
 {
-    if (!value)
-        return json_null();
-    if (wf_is_ref(value)) {
-        json_t *found = workflow_path(root, json_string_value(value));
-        return found ? json_deep_copy(found) : json_null();
+    size_t cost = WORKFLOW_NODE_BYTES;
+    if (json_is_string(v))
+        cost += json_string_length(v);
+    const char *k;
+    size_t klen, i;
+    json_t *m;
+    if (json_is_object(v)) {
+        json_object_keylen_foreach((json_t *)v, k, klen, m)
+        {
+            size_t c = cost > max ? SIZE_MAX : wf_cost(m, max - cost);
+            if (c == SIZE_MAX || klen > max - cost - c)
+                return SIZE_MAX;
+            cost += c + klen;
+        }
+    } else if (json_is_array(v)) {
+        json_array_foreach(v, i, m)
+        {
+            size_t c = cost > max ? SIZE_MAX : wf_cost(m, max - cost);
+            if (c == SIZE_MAX || c > max - cost)
+                return SIZE_MAX;
+            cost += c;
+        }
     }
-    if (json_is_object(value)) {
-        json_t *out = json_object();
+    return cost > max ? SIZE_MAX : cost;
+}
+
+static int wf_take(size_t *budget, size_t cost)
+{
+    if (cost > *budget)
+        return -E2BIG;
+    *budget -= cost;
+    return 0;
+}
+
+int workflow_resolve(json_t *root, json_t *value, size_t *budget, json_t **ret)
+{
+    *ret = NULL;
+    json_t *out = NULL;
+    int r = 0;
+    if (!value || wf_is_ref(value)) {
+        json_t *found = value ? workflow_path(root, json_string_value(value)) : NULL;
+        r = wf_take(budget, found ? wf_cost(found, *budget) : WORKFLOW_NODE_BYTES);
+        if (r == 0)
+            out = found ? json_deep_copy(found) : json_null();
+    } else if (json_is_object(value)) {
         const char *k;
-        json_t *v;
-        json_object_foreach(value, k, v) json_object_set_new(out, k, workflow_resolve(root, v));
-        return out;
-    }
-    if (json_is_array(value)) {
-        json_t *out = json_array();
+        size_t klen;
+        json_t *v, *c;
+        r = wf_take(budget, WORKFLOW_NODE_BYTES);
+        out = r == 0 ? json_object() : NULL;
+        json_object_keylen_foreach(value, k, klen, v)
+        {
+            if (!out || (r = wf_take(budget, klen)) < 0 ||
+                (r = workflow_resolve(root, v, budget, &c)) < 0)
+                break;
+            json_object_setn_new_nocheck(out, k, klen, c);
+        }
+    } else if (json_is_array(value)) {
         size_t i;
-        json_t *v;
-        json_array_foreach(value, i, v) json_array_append_new(out, workflow_resolve(root, v));
-        return out;
+        json_t *v, *c;
+        r = wf_take(budget, WORKFLOW_NODE_BYTES);
+        out = r == 0 ? json_array() : NULL;
+        json_array_foreach(value, i, v)
+        {
+            if (!out || (r = workflow_resolve(root, v, budget, &c)) < 0)
+                break;
+            json_array_append_new(out, c);
+        }
+    } else {
+        r = wf_take(budget, wf_cost(value, *budget));
+        if (r == 0)
+            out = json_deep_copy(value);
     }
-    return json_deep_copy(value);
+    if (r == 0 && !out)
+        r = -ENOMEM;
+    if (r < 0) {
+        json_decref(out);
+        return r;
+    }
+    *ret = out;
+    return 0;
 }
 
 static bool wf_equal(json_t *a, json_t *b)
@@ -197,8 +259,10 @@ struct wf_run {
     struct app *a;
     const struct request_spec *s;
     json_t *wf;
-    json_t *root;  /* {requestData, context, steps, state} */
-    json_t *trace; /* [{stepId, type, status, durationMs}] */
+    json_t *root;     /* {requestData, context, steps, state} */
+    json_t *trace;    /* [{stepId, type, status, durationMs}] */
+    size_t built_max; /* what references may copy in all (WORKFLOW_MAX_BUILT_BYTES) */
+    size_t budget;    /* what they may still copy */
     struct framework_stats fst;
     struct flow_tokens tokens;
     int64_t start_us;
@@ -264,12 +328,29 @@ static void wf_from_reply(struct wf_run *w, const char *id, struct app_reply *re
     rep->body = NULL;
 }
 
+/* A reference could not be copied: over the budget, or out of memory. */
+static json_t *wf_build_error(struct wf_run *w, const char *id, int r)
+{
+    if (r == -E2BIG)
+        return wf_error_body(w, "WORKFLOW_ERROR", id,
+                             json_pack("{s:I}", "limitBytes", (json_int_t)w->built_max),
+                             "step %s: the values this workflow builds exceed %g MiB (every "
+                             "$. reference copies what it points to)",
+                             id, (double)w->built_max / (1 << 20));
+    return wf_error_body(w, "WORKFLOW_ERROR", id, NULL, "step %s: out of memory", id);
+}
+
 static void wf_run_step(struct wf_run *w, const char *id, json_t *step, struct wf_step_result *res)
 {
     *res = (struct wf_step_result){.status = 200};
     const char *type = json_string_value(json_object_get(step, "type"));
     json_t *mapping = json_object_get(step, "inputMapping");
-    json_t *input = mapping ? workflow_resolve(w->root, mapping) : NULL;
+    json_t *input = NULL;
+    int r = mapping ? workflow_resolve(w->root, mapping, &w->budget, &input) : 0;
+    if (r < 0) {
+        res->error = wf_build_error(w, id, r);
+        return;
+    }
     struct app_reply rep = {0};
     if (strcmp(type, "jit") == 0) {
         json_t *ctx = wf_step_context(w, id);
@@ -285,15 +366,18 @@ static void wf_run_step(struct wf_run *w, const char *id, json_t *step, struct w
         wf_from_reply(w, id, &rep, res);
     } else if (strcmp(type, "mcp") == 0) {
         const char *tool = json_string_value(json_object_get(step, "tool"));
-        json_t *params = workflow_resolve(w->root, json_object_get(step, "params"));
-        if (json_is_null(params)) {
+        json_t *params = NULL;
+        r = workflow_resolve(w->root, json_object_get(step, "params"), &w->budget, &params);
+        if (r == 0 && json_is_null(params)) {
             json_decref(params);
             params = json_object();
         }
         json_t *result = NULL;
         struct mcp_error err = {0};
-        if (framework_call(w->a->fw, w->s->endpoint, w->s->app_id, tool, params, &result, &err,
-                           &w->fst) < 0)
+        if (r < 0)
+            res->error = wf_build_error(w, id, r);
+        else if (framework_call(w->a->fw, w->s->endpoint, w->s->app_id, tool, params, &result, &err,
+                                &w->fst) < 0)
             res->error =
                 wf_error_body(w, "MCP_ERROR", id, mcp_error_details(&err, tool),
                               "step %s: %s failed: %s", id, tool, err.message ? err.message : "?");
@@ -303,8 +387,11 @@ static void wf_run_step(struct wf_run *w, const char *id, json_t *step, struct w
         json_decref(params);
     } else { /* control */
         json_t *out = json_object_get(step, "output");
-        res->output =
-            out ? workflow_resolve(w->root, out) : (input ? json_incref(input) : json_null());
+        r = out ? workflow_resolve(w->root, out, &w->budget, &res->output) : 0;
+        if (r < 0)
+            res->error = wf_build_error(w, id, r);
+        else if (!out)
+            res->output = input ? json_incref(input) : json_null();
     }
     json_decref(input);
 }
@@ -501,7 +588,13 @@ static void wf_execute(struct wf_run *w, struct app_reply *ret)
 void flow_workflow_execute(struct app *a, const struct request_spec *s, struct app_reply *ret)
 {
     *ret = (struct app_reply){.status = 200};
-    struct wf_run w = {.a = a, .s = s, .start_us = clock_mono_us(), .trace = json_array()};
+    struct wf_run w = {.a = a,
+                       .s = s,
+                       .start_us = clock_mono_us(),
+                       .trace = json_array(),
+                       .built_max = a->opt.workflow_max_built ? a->opt.workflow_max_built
+                                                              : WORKFLOW_MAX_BUILT_BYTES};
+    w.budget = w.built_max;
     struct defs_result def;
     defs_get(a->defs, s->endpoint, s->app_id, s->workflow_id, &w.fst, &def);
     if (def.status != DEFS_OK) {

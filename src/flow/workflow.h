@@ -27,7 +27,15 @@ void flow_workflow_execute(struct app *a, const struct request_spec *s, struct a
 json_t *workflow_path(json_t *root, const char *path);
 /* Evaluate a transition condition; -EINVAL for a malformed one. */
 int workflow_when(json_t *root, json_t *cond, bool *ret);
-/* Copy of value with every string starting with "$." replaced by what it points to. */
-json_t *workflow_resolve(json_t *root, json_t *value);
+/* The values one execution builds from references (inputs, control outputs, mcp params:
+ * a "$." string is replaced by a copy of what it points to) hold at most this much, counting
+ * a node as WORKFLOW_NODE_BYTES (about what jansson takes for one) plus its text and keys:
+ * references to references would otherwise double a value at every step. */
+#define WORKFLOW_MAX_BUILT_BYTES (64u << 20)
+#define WORKFLOW_NODE_BYTES      64
+/* Copy of value (NULL: null) with every string starting with "$." replaced by a copy of what it
+ * points to (null when nothing). What the copy costs is taken from *budget. 0 and *ret (new
+ * reference), or -E2BIG when the budget runs out (*budget is then smaller, *ret NULL), -ENOMEM. */
+int workflow_resolve(json_t *root, json_t *value, size_t *budget, json_t **ret);
 
 #endif

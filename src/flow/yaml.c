@@ -31,12 +31,14 @@ struct yaml_frame {
     size_t key_len;
     char *anchor;
     size_t nodes, bytes; /* of the subtree, aliases expanded */
+    size_t height;       /* levels of containers below it (its children's greatest height) */
 };
 
 struct yaml_anchor {
     char *name;
     json_t *value;
     size_t nodes, bytes;
+    size_t height; /* levels of containers in value: 0 for a scalar */
     UT_hash_handle hh;
 };
 
@@ -243,7 +245,7 @@ static int yaml_count(struct yaml_state *st, size_t nodes, size_t bytes)
 }
 
 static int yaml_remember(struct yaml_state *st, const char *name, json_t *value, size_t nodes,
-                         size_t bytes)
+                         size_t bytes, size_t height)
 {
     struct yaml_anchor *a = NULL;
     HASH_FIND_STR(st->anchors, name, a);
@@ -262,14 +264,16 @@ static int yaml_remember(struct yaml_state *st, const char *name, json_t *value,
     a->value = json_incref(value);
     a->nodes = nodes;
     a->bytes = bytes;
+    a->height = height;
     return 0;
 }
 
-/* A completed node (value stolen) goes into the open container, or becomes the root. */
-static int yaml_add(struct yaml_state *st, json_t *value, size_t nodes, size_t bytes,
+/* A completed node (value stolen; height levels of containers) goes into the open container,
+ * or becomes the root. */
+static int yaml_add(struct yaml_state *st, json_t *value, size_t nodes, size_t bytes, size_t height,
                     const char *anchor)
 {
-    int r = anchor ? yaml_remember(st, anchor, value, nodes, bytes) : 0;
+    int r = anchor ? yaml_remember(st, anchor, value, nodes, bytes, height) : 0;
     if (r < 0 || st->depth == 0) {
         if (r == 0 && !st->root)
             st->root = TAKE_PTR(value);
@@ -279,6 +283,8 @@ static int yaml_add(struct yaml_state *st, json_t *value, size_t nodes, size_t b
     struct yaml_frame *top = &st->stack[st->depth - 1];
     top->nodes += nodes;
     top->bytes += bytes;
+    if (height > top->height)
+        top->height = height;
     if (json_is_array(top->node))
         return json_array_append_new(top->node, value) == 0 ? 0
                                                             : fmt_error(st->error, ENOMEM, "oom");
@@ -351,8 +357,15 @@ static int yaml_alias(struct yaml_state *st, const yaml_event_t *ev)
     if (!a) /* also an alias inside its own anchor's node: that node is not complete yet */
         return fmt_error(st->error, EINVAL, "YAML alias *%s at line %zu names no earlier anchor",
                          name, st->line);
+    /* What an alias repeats nests as deep where it is repeated: the depth cap holds for the
+     * expanded document, which JSON parsers (jansson's, Python's) must be able to read. */
+    if (st->depth + a->height > FLOW_YAML_MAX_DEPTH)
+        return fmt_error(st->error, E2BIG,
+                         "YAML alias *%s at line %zu nests deeper than %d levels where it is "
+                         "repeated",
+                         name, st->line, FLOW_YAML_MAX_DEPTH);
     int r = yaml_count(st, a->nodes, a->bytes);
-    return r < 0 ? r : yaml_add(st, json_incref(a->value), a->nodes, a->bytes, NULL);
+    return r < 0 ? r : yaml_add(st, json_incref(a->value), a->nodes, a->bytes, a->height, NULL);
 }
 
 static int yaml_event(struct yaml_state *st, const yaml_event_t *ev, size_t *documents, bool *done)
@@ -373,7 +386,7 @@ static int yaml_event(struct yaml_state *st, const yaml_event_t *ev, size_t *doc
     case YAML_SEQUENCE_END_EVENT: {
         struct yaml_frame f = st->stack[--st->depth];
         free(f.key);
-        int r = yaml_add(st, f.node, f.nodes, f.bytes, f.anchor);
+        int r = yaml_add(st, f.node, f.nodes, f.bytes, f.height + 1, f.anchor);
         free(f.anchor);
         return r;
     }
@@ -383,7 +396,7 @@ static int yaml_event(struct yaml_state *st, const yaml_event_t *ev, size_t *doc
         if (r == 0)
             r = yaml_scalar(st, ev, &v);
         if (r == 0)
-            r = yaml_add(st, v, 1, ev->data.scalar.length + YAML_NODE_OVERHEAD,
+            r = yaml_add(st, v, 1, ev->data.scalar.length + YAML_NODE_OVERHEAD, 0,
                          (const char *)ev->data.scalar.anchor);
         return r;
     }

@@ -438,6 +438,7 @@ static void http_notify_connection(void *cls, struct MHD_Connection *conn, void 
     }
 }
 
+static void http_mhd_log(void *cls, const char *fmt, va_list ap) _printf_(2, 0);
 static void http_mhd_log(void *cls, const char *fmt, va_list ap)
 {
     struct http_server *s = cls;

@@ -171,8 +171,10 @@ const char *jsonrpc_error_text(int code)
 int jsonrpc_parse(const char *text, size_t len, json_t **ret)
 {
     /* JSON_DECODE_ANY: a bare value is a valid (if useless) message; the classifier rejects it
-     * with a better reason than the parser would. */
-    json_t *v = json_loadb(text, len, JSON_DECODE_ANY, NULL);
+     * with a better reason than the parser would. JSON_ALLOW_NUL: \u0000 is valid JSON, and a
+     * tool result holding it must not be dropped as "not JSON" (its caller would wait for the
+     * answer until its timeout); strings used as names are checked by length where it matters. */
+    json_t *v = json_loadb(text, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
     if (!v)
         return -EBADMSG;
     *ret = v;

@@ -151,7 +151,7 @@ static int llm_remote(struct llm *l, const char *prompt, const char *system, con
         return r;
     }
     json_error_t je;
-    json_t *doc = json_loadb(res.body.data ? res.body.data : "", res.body.len, 0, &je);
+    json_t *doc = json_loadb(res.body.data ? res.body.data : "", res.body.len, JSON_ALLOW_NUL, &je);
     if (res.http_status < 200 || res.http_status > 299 || !doc) {
         mcp_error_set(err, MCP_ERR_HTTP, "LLM_ERROR", "LLM endpoint answered HTTP %ld",
                       res.http_status);

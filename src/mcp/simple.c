@@ -62,7 +62,7 @@ json_t *mcp_error_details(const struct mcp_error *e, const char *tool)
 static int simple_parse(const struct buf *body, json_t **ret, struct mcp_error *err)
 {
     json_error_t jerr;
-    json_t *doc = json_loadb(body->data ? body->data : "", body->len, 0, &jerr);
+    json_t *doc = json_loadb(body->data ? body->data : "", body->len, JSON_ALLOW_NUL, &jerr);
     if (!doc || !json_is_object(doc)) {
         json_decref(doc);
         mcp_error_set(err, MCP_ERR_PROTOCOL, NULL, "the endpoint did not answer a JSON object");

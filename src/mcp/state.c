@@ -154,6 +154,14 @@ int state_store_set(struct state_store *s, const char *app, const char *key, jso
         return -ENOMEM;
     }
     e->size += e->id_len + STATE_ENTRY_OVERHEAD;
+    if (e->size > s->lim.max_bytes) { /* it would not fit even in an empty store */
+        size_t size = e->size;
+        free(e->id);
+        free(e->text);
+        free(e);
+        return fmt_error(ret_error, E2BIG, "the value takes %zu bytes, the store holds %zu", size,
+                         s->lim.max_bytes);
+    }
     e->written_us = now_us;
     pthread_mutex_lock(&s->lock);
     state_expire(s, now_us);
@@ -204,7 +212,8 @@ json_t *state_store_get(struct state_store *s, const char *app, const char *key,
     struct state_entry *e = NULL;
     HASH_FIND(hh, s->entries, id, len, e);
     json_error_t jerr;
-    json_t *v = e ? json_loads(e->text, JSON_DECODE_ANY, &jerr) : NULL;
+    /* The text is jdump's: \u0000 in a string is written escaped and must read back. */
+    json_t *v = e ? json_loads(e->text, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr) : NULL;
     pthread_mutex_unlock(&s->lock);
     free(id);
     return v;

@@ -35,6 +35,7 @@
 #include <time.h>
 
 #include "mcp/jsonrpc.h"
+#include "mcp/sse.h"
 #include "util/buf.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -44,12 +45,10 @@
 #define HTTP_CONNECT_TIMEOUT_MS 5000
 #define HTTP_DELETE_TIMEOUT_MS  2000
 #define HTTP_MAX_SESSION_ID     1024 /* visible ASCII, per the spec */
-#define HTTP_MAX_EVENT_ID       1024
 #define HTTP_MAX_ERROR_BODY     4096 /* kept from a non-2xx answer, for the message */
 #define HTTP_MAX_RESUMES        32   /* GET + Last-Event-ID per request */
 #define HTTP_DEFAULT_RETRY_MS   500  /* when the server closed a stream without saying */
-#define HTTP_MAX_RETRY_MS       60000
-#define HTTP_IDLE_HANDLES       4 /* kept with their open connections for the next request */
+#define HTTP_IDLE_HANDLES       4    /* kept with their open connections for the next request */
 
 struct http_transport {
     struct mcp_transport base;
@@ -104,30 +103,22 @@ struct http_exchange {
     enum http_body mode;
     struct buf body; /* JSON answer, or the start of an error page */
     bool overflow;
-    /* SSE parser */
-    struct buf line;
-    struct buf data;
-    bool after_cr;
-    char event[32];
-    char last_id[HTTP_MAX_EVENT_ID + 1];
-    long retry_ms; /* -1: not sent */
+    struct sse_reader sse;
     unsigned bad_events;
 };
 
 static void http_exchange_init(struct http_exchange *ex, struct http_transport *t,
                                const json_t *request_id)
 {
-    *ex = (struct http_exchange){.t = t, .request_id = request_id, .retry_ms = -1};
+    *ex = (struct http_exchange){.t = t, .request_id = request_id};
     buf_init(&ex->body, MCP_CLIENT_MAX_MESSAGE);
-    buf_init(&ex->line, MCP_CLIENT_MAX_MESSAGE);
-    buf_init(&ex->data, MCP_CLIENT_MAX_MESSAGE);
+    sse_reader_init(&ex->sse, MCP_CLIENT_MAX_MESSAGE);
 }
 
 static void http_exchange_done(struct http_exchange *ex)
 {
     buf_free(&ex->body);
-    buf_free(&ex->line);
-    buf_free(&ex->data);
+    sse_reader_done(&ex->sse);
 }
 
 /* Forget one HTTP answer but keep what resuming the stream needs (event id, retry). */
@@ -138,11 +129,8 @@ static void http_exchange_rewind(struct http_exchange *ex)
     ex->session_id[0] = '\0';
     ex->mode = HTTP_BODY_UNKNOWN;
     ex->overflow = false;
-    ex->after_cr = false;
-    ex->event[0] = '\0';
     buf_reset(&ex->body);
-    buf_reset(&ex->line);
-    buf_reset(&ex->data);
+    sse_reader_rewind(&ex->sse);
 }
 
 /* ---- incoming messages ---- */
@@ -177,84 +165,12 @@ static void http_deliver(struct http_exchange *ex, const char *text, size_t len)
         ex->answered = true;
 }
 
-/* ---- SSE (https://html.spec.whatwg.org/multipage/server-sent-events.html) ---- */
-
-static void http_sse_dispatch(struct http_exchange *ex)
+/* An SSE event (mcp/sse.h): true when it was the answer, which ends the exchange. */
+static bool http_sse_event(void *userdata, const char *data, size_t len)
 {
-    if (ex->data.len > 0)
-        ex->data.data[--ex->data.len] = '\0'; /* the last data line's "\n" */
-    /* An event with empty data is a "priming" event (it only carries an id) or a keep-alive. */
-    if (ex->data.len > 0 && (!ex->event[0] || strcmp(ex->event, "message") == 0))
-        http_deliver(ex, ex->data.data, ex->data.len);
-    buf_reset(&ex->data);
-    ex->event[0] = '\0';
-}
-
-static void http_sse_line(struct http_exchange *ex)
-{
-    const char *line = ex->line.data ? ex->line.data : "";
-    size_t len = ex->line.len;
-    if (len == 0) {
-        http_sse_dispatch(ex);
-        return;
-    }
-    if (line[0] == ':')
-        return; /* comment */
-    const char *colon = memchr(line, ':', len);
-    size_t flen = colon ? (size_t)(colon - line) : len;
-    const char *value = colon ? colon + 1 : line + len;
-    size_t vlen = len - (size_t)(value - line);
-    if (vlen && *value == ' ') {
-        value++;
-        vlen--;
-    }
-    if (flen == 4 && memcmp(line, "data", 4) == 0) {
-        if (buf_append(&ex->data, value, vlen) < 0 || buf_append(&ex->data, "\n", 1) < 0)
-            ex->overflow = true;
-    } else if (flen == 5 && memcmp(line, "event", 5) == 0) {
-        snprintf(ex->event, sizeof(ex->event), "%.*s", (int)vlen, value);
-    } else if (flen == 2 && memcmp(line, "id", 2) == 0) {
-        if (vlen <= HTTP_MAX_EVENT_ID && !memchr(value, '\0', vlen))
-            snprintf(ex->last_id, sizeof(ex->last_id), "%.*s", (int)vlen, value);
-    } else if (flen == 5 && memcmp(line, "retry", 5) == 0) {
-        long ms = 0;
-        size_t i = 0;
-        while (i < vlen && value[i] >= '0' && value[i] <= '9' && ms <= HTTP_MAX_RETRY_MS)
-            ms = ms * 10 + (value[i++] - '0');
-        if (vlen && i == vlen)
-            ex->retry_ms = ms < HTTP_MAX_RETRY_MS ? ms : HTTP_MAX_RETRY_MS;
-    }
-}
-
-/* Feed bytes of the stream; false when a line or event exceeds the cap. Lines end with CRLF,
- * LF or CR, and a CRLF may be split between two calls. */
-static bool http_sse_feed(struct http_exchange *ex, const char *p, size_t n)
-{
-    while (n > 0 && !ex->answered) {
-        if (ex->after_cr) {
-            ex->after_cr = false;
-            if (*p == '\n') {
-                p++;
-                n--;
-                continue;
-            }
-        }
-        size_t i = 0;
-        while (i < n && p[i] != '\r' && p[i] != '\n')
-            i++;
-        if (buf_append(&ex->line, p, i) < 0)
-            return false;
-        if (i == n)
-            return true;
-        ex->after_cr = p[i] == '\r';
-        http_sse_line(ex);
-        buf_reset(&ex->line);
-        if (ex->overflow)
-            return false;
-        p += i + 1;
-        n -= i + 1;
-    }
-    return true;
+    struct http_exchange *ex = userdata;
+    http_deliver(ex, data, len);
+    return ex->answered;
 }
 
 /* ---- libcurl callbacks ---- */
@@ -324,7 +240,9 @@ static size_t http_write_cb(char *data, size_t size, size_t nmemb, void *userdat
         return full ? 0 : len; /* enough for a message: stop reading */
     }
     case HTTP_BODY_SSE:
-        if (!http_sse_feed(ex, data, len)) {
+        if (ex->answered)
+            return 0;
+        if (sse_reader_feed(&ex->sse, data, len, http_sse_event, ex) < 0) {
             ex->overflow = true;
             return 0;
         }
@@ -487,12 +405,12 @@ static int http_resume(struct http_transport *t, struct http_exchange *ex, struc
                        const char *what, char *errbuf, struct mcp_error *err)
 {
     for (unsigned attempt = 0; attempt < HTTP_MAX_RESUMES; attempt++) {
-        long wait = ex->retry_ms >= 0 ? ex->retry_ms : HTTP_DEFAULT_RETRY_MS;
+        long wait = ex->sse.retry_ms >= 0 ? ex->sse.retry_ms : HTTP_DEFAULT_RETRY_MS;
         if (clock_mono_us() + wait * 1000 >= call->deadline_us)
             return http_failure(t, ex, -2, errbuf, what, err);
         http_sleep_ms(wait);
-        char last_id[sizeof(ex->last_id)];
-        memcpy(last_id, ex->last_id, sizeof(last_id));
+        char last_id[sizeof(ex->sse.last_id)];
+        memcpy(last_id, ex->sse.last_id, sizeof(last_id));
         http_exchange_rewind(ex);
         call->method = "GET";
         call->last_event_id = last_id;
@@ -585,7 +503,7 @@ static int http_send(struct mcp_transport *base, json_t *msg, int64_t deadline_u
             http_deliver(&ex, ex.body.data, ex.body.len);
         if (!is_request || ex.answered)
             r = 0;
-        else if (ex.mode == HTTP_BODY_SSE && ex.last_id[0])
+        else if (ex.mode == HTTP_BODY_SSE && ex.sse.last_id[0])
             r = http_resume(t, &ex, &call, what, errbuf, err);
         else {
             mcp_error_set(err, MCP_ERR_PROTOCOL, NULL,

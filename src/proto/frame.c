@@ -106,7 +106,7 @@ int frame_reader_next_raw(struct frame_reader *fr, const char *const *raw_path, 
     }
     json_error_t jerr;
     json_t *v = sr.found ? jsonscan_load_without(text, len, sr.start, sr.end)
-                         : json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+                         : json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
     if (v && json_is_object(v) && sr.found) {
         /* The text of the member: the whole buffer when it holds just this frame (a final
          * frame, usually), else a copy. */

@@ -167,8 +167,8 @@ static int scan_string(struct scan *s, unsigned char *out, size_t cap, size_t *r
                     return scan_fail(s, "invalid surrogate pair in a \\u escape");
                 cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
             }
-            if (cp == 0)
-                return scan_fail(s, "\\u0000 is not allowed");
+            if (cp == 0 && out) /* a value may hold U+0000 (RFC 8259); jansson refuses it in names */
+                return scan_fail(s, "\\u0000 in a member name is not allowed");
             scan_put_utf8(out, cap, &len, cp);
             continue;
         }
@@ -413,7 +413,7 @@ json_t *jsonscan_load_without(const char *text, size_t len, size_t start, size_t
     memcpy(copy + start, "null", 4);
     memcpy(copy + start + 4, text + end, len - end);
     json_error_t jerr;
-    json_t *v = json_loadb(copy, n, JSON_REJECT_DUPLICATES, &jerr);
+    json_t *v = json_loadb(copy, n, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
     free(copy);
     return v;
 }

@@ -104,6 +104,7 @@ out:
     json_decref(fields);
 }
 
+static void log_vmsg(enum log_level level, int err, const char *fmt, va_list ap) _printf_(3, 0);
 static void log_vmsg(enum log_level level, int err, const char *fmt, va_list ap)
 {
     char *msg = NULL;

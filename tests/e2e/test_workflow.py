@@ -314,3 +314,37 @@ def test_transitions_per_step_are_capped(server, fw):
     d = server.execute(wf_request(fw, "flows/wide.yaml")).json["data"]
     assert d["code"] == "WORKFLOW_ERROR" and "has 65 transitions, at most 64" in d["message"], d
     assert d["details"]["stepId"] == "s0"
+
+
+def rss_kb(pid):
+    with open("/proc/%d/status" % pid) as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+
+
+DOUBLING = """\
+startAt: a
+maxSteps: 40
+steps:
+  a:
+    type: control
+    output: [$.steps.a.output, $.steps.a.output]
+    transitions:
+      - when: {path: $.steps.a.output, equals: never}
+        next: b
+      - next: a
+  b: {type: control, end: true}
+"""
+
+
+def test_references_cannot_grow_a_value_without_bound(server, fw):
+    """Found by fuzz_workflow: a control step holding its own output twice doubled it at each
+    step, on the host (20 steps took 200 MB and 2.6 s; 40 would take the host's memory).
+    What references copy is bounded per execution."""
+    fw.add(APP, "flows/doubling.yaml", DOUBLING)
+    before = rss_kb(server.proc.pid)
+    r = server.execute(wf_request(fw, "flows/doubling.yaml"))
+    d = r.json["data"]
+    assert d["code"] == "WORKFLOW_ERROR" and "exceed 64 MiB" in d["message"], d
+    assert d["details"]["stepId"] == "a" and d["details"]["limitBytes"] == 64 << 20, d
+    grown_mb = (rss_kb(server.proc.pid) - before) / 1024
+    assert grown_mb < 400, "sandboxd grew by %.0f MB" % grown_mb

@@ -140,6 +140,19 @@ def test_yaml_1_1_values_in_a_template_follow_1_2(server, fw):
     assert r.json["resultType"] == "generic", r
 
 
+def run_document(server, fw, handler, name, doc):
+    """doc, completed as a workflow (one control step) or as a template, run by handler:
+    (the response, the error code a bad document gets)."""
+    if handler == "WORKFLOW":
+        fw.add(APP, "flows/%s.yaml" % name, doc + "startAt: a\nsteps: {a: {type: control, "
+                                                 "end: true}}\n")
+        return (execute(server, fw, handler, workflowInfo={"workflowId": "flows/%s.yaml" % name}),
+                "WORKFLOW_ERROR")
+    fw.add(APP, "prompts/%s.yaml" % name, doc + "template: x\n")
+    return (execute(server, fw, handler, taskDetails={"promptTemplate": "prompts/%s.yaml" % name}),
+            "TEMPLATE_ERROR")
+
+
 def rss_kb(pid):
     with open("/proc/%d/status" % pid) as f:
         return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
@@ -151,18 +164,26 @@ def test_alias_bomb_by_bytes_is_refused_cheaply(server, fw, handler):
     sandboxd before (13.8 s, 3.9 GB kept afterwards)."""
     doc = 'blob: &x "%s"\nlist:\n%s' % ("A" * (1 << 20), "- *x\n" * 4000)
     before = rss_kb(server.proc.pid)
-    if handler == "WORKFLOW":
-        fw.add(APP, "flows/bomb.yaml", doc + "startAt: a\nsteps: {a: {type: control, end: true}}\n")
-        r = execute(server, fw, handler, workflowInfo={"workflowId": "flows/bomb.yaml"})
-        code = "WORKFLOW_ERROR"
-    else:
-        fw.add(APP, "prompts/bomb.yaml", doc + "template: x\n")
-        r = execute(server, fw, handler, taskDetails={"promptTemplate": "prompts/bomb.yaml"})
-        code = "TEMPLATE_ERROR"
+    r, code = run_document(server, fw, handler, "bomb", doc)
     d = r.json["data"]
     assert d["code"] == code and "expands beyond" in d["message"] and "bytes" in d["message"], d
     grown_mb = (rss_kb(server.proc.pid) - before) / 1024
     assert grown_mb < 200, "sandboxd grew by %.0f MB" % grown_mb
+
+
+@pytest.mark.parametrize("handler", ["WORKFLOW", "LLM"])
+def test_aliases_cannot_nest_beyond_the_depth_cap(server, fw, handler):
+    """Found by fuzz_yaml: a chain of anchors, each 60 levels deep holding the one before,
+    expanded to a document 2700 levels deep, which no JSON parser on the way (jansson,
+    Python's json in the sandbox, the client's) reads back. The 64-level cap now counts
+    what an alias repeats."""
+    lines = ["a0: &a0 %sx%s" % ("[" * 60, "]" * 60)]
+    lines += ["a%d: &a%d %s*a%d%s" % (i, i, "[" * 60, i - 1, "]" * 60) for i in range(1, 45)]
+    r, code = run_document(server, fw, handler, "deep", "\n".join(lines) + "\n")
+    assert r.json is not None, "the answer cannot be read as JSON: %r" % r.raw[:200]
+    d = r.json["data"]
+    assert d["code"] == code and "alias *a0 at line 2 nests deeper than 64 levels" in \
+        d["message"], d
 
 
 def test_values_json_cannot_carry_are_errors(server, fw):

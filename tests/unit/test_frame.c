@@ -38,6 +38,27 @@ static void frame_roundtrip_byte_by_byte(void **state)
     frame_reader_done(&fr);
 }
 
+/* Found by fuzz_request: a frame holding U+0000 ("\u0000", valid JSON, which /execute accepts in
+ * a request) was refused, so a function could not give back what it was given. */
+static void frame_holding_nul_reads_back(void **state)
+{
+    json_t *msg = json_pack("{s:s, s:s%}", "type", "result", "data", "a\0b", (size_t)3);
+    char *data;
+    size_t len;
+    assert_int_equal(frame_encode(msg, &data, &len), 0);
+    struct frame_reader fr;
+    frame_reader_init(&fr, 1024);
+    assert_int_equal(frame_reader_feed(&fr, data, len), 0);
+    json_t *out = NULL;
+    const char *why = NULL;
+    assert_int_equal(frame_reader_next(&fr, &out, &why), 1);
+    assert_true(json_equal(out, msg));
+    json_decref(out);
+    json_decref(msg);
+    free(data);
+    frame_reader_done(&fr);
+}
+
 static void frame_several_in_one_chunk(void **state)
 {
     struct frame_reader fr;
@@ -118,6 +139,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(frame_roundtrip_byte_by_byte),
+        cmocka_unit_test(frame_holding_nul_reads_back),
         cmocka_unit_test(frame_several_in_one_chunk),
         cmocka_unit_test(frame_oversized_is_refused_before_buffering),
         cmocka_unit_test(frame_garbage_and_non_objects),

@@ -69,7 +69,7 @@ static void jsonscan_agrees_with_jansson(void **state)
         "\"abc",
         "\"\\x\"",
         "\"\\u12\"",
-        "\"\\u0000\"",
+        "{\"\\u0000\": 1}",
         "\"\\ud800\"",
         "\"\\udc00\"",
         "\"\\ud800\\u0041\"",

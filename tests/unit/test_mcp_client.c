@@ -468,6 +468,29 @@ static void stdio_tool_results_and_errors(void **state)
     mcp_client_close(NULL);
 }
 
+/* Found by fuzz_mcp_server: U+0000 is valid JSON, and an answer holding it ("\u0000") was
+ * dropped as "not JSON", so the call waited until its timeout. Over stdio, over HTTP (a JSON
+ * answer) and over SSE; the servers echo the arguments as structuredContent. */
+static void answers_holding_nul_arrive(void **state)
+{
+    struct mcp_client *clients[] = {connect_stdio("normal"), connect_http()};
+    const char *const tools[] = {"echo", "sse_echo"};
+    json_t *args = json_pack("{s:s%}", "k", "a\0b", (size_t)3);
+    for (size_t i = 0; i < 2; i++)
+        for (size_t t = 0; t < (i ? 2u : 1u); t++) {
+            struct mcp_error err = {0};
+            json_t *res = NULL;
+            if (mcp_client_call_tool(clients[i], tools[t], args, 20000, &res, &err) < 0)
+                fail_msg("%s over %s: %s", tools[t], i ? "http" : "stdio",
+                         err.message ? err.message : "?");
+            assert_true(json_equal(json_object_get(res, "structuredContent"), args));
+            json_decref(res);
+        }
+    json_decref(args);
+    for (size_t i = 0; i < 2; i++)
+        mcp_client_close(clients[i]);
+}
+
 static void stdio_notifications_and_server_requests(void **state)
 {
     struct mcp_client *c = connect_stdio("normal");
@@ -1644,6 +1667,7 @@ int main(void)
         cmocka_unit_test(jsonrpc_builds_and_classifies),
         cmocka_unit_test(stdio_handshake_and_paginated_tools),
         cmocka_unit_test(stdio_tool_results_and_errors),
+        cmocka_unit_test(answers_holding_nul_arrive),
         cmocka_unit_test(stdio_notifications_and_server_requests),
         cmocka_unit_test(stdio_timeout_cancels_and_drops_late_answer),
         cmocka_unit_test(stdio_crash_fails_pending_at_once),

@@ -52,6 +52,23 @@ static void apps_are_separate_and_values_round_trip(void **state)
     state_store_free(s);
 }
 
+/* Found by fuzz_state: a value holding U+0000 was kept (its JSON text escapes it) but could not
+ * be read back, so it was lost: a workflow in step mode lost the outputs of earlier steps. */
+static void values_holding_nul_read_back(void **state)
+{
+    struct state_store *s;
+    assert_int_equal(state_store_new(NULL, &s), 0);
+    json_t *v = json_pack("{s:s%, s:[s%]}", "x", "a\0b", (size_t)3, "l", "\0", (size_t)1);
+    char *err = NULL;
+    assert_int_equal(state_store_set(s, "a", "k", v, 0, &err), 0);
+    json_t *back = state_store_get(s, "a", "k", 0);
+    assert_non_null(back);
+    assert_true(json_equal(v, back));
+    json_decref(back);
+    json_decref(v);
+    state_store_free(s);
+}
+
 static void keys_and_values_are_capped(void **state)
 {
     struct state_limits lim = {.max_key = 8, .max_value = 16};
@@ -114,6 +131,21 @@ static void all_apps_share_a_byte_bound(void **state)
     json_decref(st);
     assert_int_equal(get_int(s, "app0", "k", 200), -1);
     assert_int_equal(get_int(s, "app199", "k", 200), 199);
+    /* Found by fuzz_state: one entry larger than the whole store emptied it and was kept over
+     * the bound; now it is refused and the store keeps what it had. */
+    char big[4000];
+    memset(big, 'a', sizeof(big) - 1);
+    big[sizeof(big) - 1] = '\0';
+    json_t *v = json_string(big + 3000); /* 999 bytes, within the value cap */
+    char *err = NULL;
+    assert_int_equal(state_store_set(s, big, "k", v, 201, &err), -E2BIG); /* a long app name */
+    assert_non_null(strstr(err, "the store holds 4096"));
+    free(err);
+    json_decref(v);
+    st = state_store_stats(s);
+    assert_true(json_integer_value(json_object_get(st, "bytes")) <= 4096);
+    json_decref(st);
+    assert_int_equal(get_int(s, "app199", "k", 201), 199);
     state_store_free(s);
 }
 
@@ -137,6 +169,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(apps_are_separate_and_values_round_trip),
+        cmocka_unit_test(values_holding_nul_read_back),
         cmocka_unit_test(keys_and_values_are_capped),
         cmocka_unit_test(each_app_keeps_its_newest_values),
         cmocka_unit_test(all_apps_share_a_byte_bound),

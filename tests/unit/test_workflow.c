@@ -38,12 +38,43 @@ static void paths(void **state)
     json_t *v = json_loads("{\"x\": \"$.steps.a.output.items[0]\", \"lit\": \"$not\", "
                            "\"l\": [\"$.steps.a.output['k k']\"]}",
                            0, NULL);
-    json_t *r = workflow_resolve(root, v);
+    size_t budget = WORKFLOW_MAX_BUILT_BYTES;
+    json_t *r = NULL;
+    assert_int_equal(workflow_resolve(root, v, &budget, &r), 0);
+    assert_true(budget < WORKFLOW_MAX_BUILT_BYTES);
     assert_int_equal(json_integer_value(json_object_get(json_object_get(r, "x"), "n")), 1);
     assert_string_equal(json_string_value(json_object_get(r, "lit")), "$not");
     assert_int_equal(json_integer_value(json_array_get(json_object_get(r, "l"), 0)), 3);
     json_decref(r);
     json_decref(v);
+    json_decref(root);
+}
+
+/* Found by fuzz_workflow: a control step whose output holds its own output twice doubled it at
+ * every step, and sandboxd's memory with it (20 steps: 200 MB, 30: the host). What references
+ * copy is taken from one budget per execution. */
+static void references_copy_within_a_budget(void **state)
+{
+    json_t *root = json_pack("{s:{s:{s:s}}}", "steps", "a", "output", "0123456789");
+    json_t *twice = json_pack("[s, s]", "$.steps.a.output", "$.steps.a.output");
+    size_t budget = 100000, rounds = 0;
+    int r = 0;
+    while (r == 0 && rounds < 64) {
+        json_t *out = NULL;
+        r = workflow_resolve(root, twice, &budget, &out);
+        if (r == 0) {
+            json_object_set_new(json_object_get(json_object_get(root, "steps"), "a"), "output",
+                                out);
+            rounds++;
+        }
+    }
+    assert_int_equal(r, -E2BIG);
+    /* doubling, a node 64 bytes: 212 bytes, 488, 1040, ... 35264: 69868 in all */
+    assert_int_equal(rounds, 8);
+    json_t *out = json_true(); /* a constant: overwritten, not leaked */
+    assert_int_equal(workflow_resolve(root, twice, &budget, &out), -E2BIG);
+    assert_null(out);
+    json_decref(twice);
     json_decref(root);
 }
 
@@ -206,6 +237,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(paths),
+        cmocka_unit_test(references_copy_within_a_budget),
         cmocka_unit_test(conditions),
         cmocka_unit_test(validation),
         cmocka_unit_test(validation_is_linear),

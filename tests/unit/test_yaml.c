@@ -223,12 +223,39 @@ static void depth_and_anchor_caps(void **state)
     free(doc);
 }
 
+/* Found by fuzz_yaml: an alias nests what it repeats as deep as where it is repeated, so a
+ * chain of anchors (each 60 levels deep, each holding the previous one) made a document
+ * thousands of levels deep, which neither jansson (2048) nor Python's json can read back.
+ * The depth cap holds for the expanded document. */
+static void aliases_cannot_nest_deeper(void **state)
+{
+    char doc[2048] = "", open_[64] = "", close_[64] = "";
+    memset(open_, '[', 30);
+    memset(close_, ']', 30);
+    snprintf(doc, sizeof(doc), "a: &a %sx%s\nb: &b %s*a%s\n", open_, close_, open_, close_);
+    json_t *v = load(doc); /* 60 levels: within the cap */
+    size_t levels = 0;
+    for (json_t *n = json_object_get(v, "b"); json_is_array(n); n = json_array_get(n, 0))
+        levels++;
+    assert_int_equal(levels, 60);
+    json_decref(v);
+    size_t n = strlen(doc);
+    snprintf(doc + n, sizeof(doc) - n, "c: [[[[[[*b]]]]]]\n"); /* 1 + 6 + 60 levels */
+    char *msg = failure(doc, E2BIG);
+    assert_non_null(strstr(msg, "alias *b at line 3 nests deeper than 64 levels"));
+    free(msg);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(core_schema_scalars),     cmocka_unit_test(keys_and_merge),
-        cmocka_unit_test(errors_name_the_line),    cmocka_unit_test(aliases_are_shared_and_counted),
-        cmocka_unit_test(alias_bombs_are_refused), cmocka_unit_test(depth_and_anchor_caps),
+        cmocka_unit_test(core_schema_scalars),
+        cmocka_unit_test(keys_and_merge),
+        cmocka_unit_test(errors_name_the_line),
+        cmocka_unit_test(aliases_are_shared_and_counted),
+        cmocka_unit_test(alias_bombs_are_refused),
+        cmocka_unit_test(depth_and_anchor_caps),
+        cmocka_unit_test(aliases_cannot_nest_deeper),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
