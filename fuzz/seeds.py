@@ -153,6 +153,65 @@ SSE = [
 ]
 
 
+JSON_DOCS = [
+    b'{"type": "result", "data": {"result": [1, 2.5, "x\\u0000y"], "stdout": ""}}',
+    b'{"data": "\\ud83d\\ude00", "data2": [], "n": -0.0e+1}',
+    b'[{"a": null}, true, false, 12345678901234567890]',
+    b'{"data": 1, "data": 2}',
+    b'"lone \\ud800"',
+]
+
+TOML = b"""# Codex
+model = "o3"
+[mcp_servers.fs]
+command = "npx"
+args = ["-y", "@modelcontextprotocol/server-filesystem", '/tmp']
+env = { "KEY" = "v", nested.deep = 1.5e3 }
+[[profiles]]
+name = 'x'
+when = 1979-05-27T07:32:00Z
+big = 0x7fff_ffff
+"""
+
+JSONC = b"""{
+  // VS Code settings
+  "mcp": {"servers": {"x": {"command": "node", "args": ["a//b", "/* not */"],},},},
+  /* block
+     comment */
+  "editor.tabSize": 2,
+}
+"""
+
+TOON_DOCS = [
+    {"users": [{"id": 1, "name": "Ada", "admin": True}, {"id": 2, "name": "Bob", "admin": False}]},
+    {"content": [{"type": "text", "text": "line\nbreak, \"quoted\""}], "isError": False,
+     "structuredContent": {"tags": ["a", "b,c", "", " pad "], "n": 1e-7, "empty": {}, "list": []}},
+    [1, [2, 3], {"k": None}, "-", "#x", "true"],
+]
+
+HEADS = [
+    b"GET http://api.example.com/v1/x?q=1 HTTP/1.1\r\nHost: evil\r\nProxy-Authorization: Basic eA==\r\n"
+    b"Connection: keep-alive, X-Hop\r\nX-Hop: 1\r\n\r\n",
+    b"POST http://api.test:8080/p HTTP/1.1\r\nHost: api.test:8080\r\nTransfer-Encoding: chunked\r\n\r\n"
+    b"5\r\nhello\r\n0\r\n\r\nGET http://other/ HTTP/1.1\r\n\r\n",
+    b"CONNECT api.example.com:443 HTTP/1.1\r\nHost: api.example.com:443\r\n\r\n",
+    b"PUT http://[::1]:81/ HTTP/1.0\r\nContent-Length: 3\r\n\r\nabcdef",
+]
+
+
+def client_hello(name):
+    """The first bytes a TLS client sends (Python's own ssl, so a real ClientHello)."""
+    import ssl
+    ctx = ssl.create_default_context()
+    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+    tls = ctx.wrap_bio(incoming, outgoing, server_hostname=name)
+    try:
+        tls.do_handshake()
+    except ssl.SSLWantReadError:
+        pass
+    return outgoing.read()
+
+
 def write(target, name, data):
     d = os.path.join(HERE, "corpus", target)
     os.makedirs(d, exist_ok=True)
@@ -200,6 +259,18 @@ def main():
         write("mcp_config", "%d" % i, bytes([i]) + json.dumps(cfg).encode())
     for i, msgs in enumerate(MCP_SESSIONS):
         write("mcp_server", "%d" % i, b"\n".join(json.dumps(m).encode() for m in msgs) + b"\nnot json\n")
+    for i, doc in enumerate(JSON_DOCS):
+        write("jsonscan", "%d" % i, bytes([i]) + doc)
+    write("config_text", "toml", b"\x00" + TOML)
+    write("config_text", "jsonc", b"\x01" + JSONC)
+    for i, doc in enumerate(TOON_DOCS):
+        write("toon", "%d" % i, json.dumps(doc).encode())
+    for i, name in enumerate(["api.example.com", "xn--bcher-kva.example"]):
+        write("egress", "hello-%d" % i, b"\x00\x01\x00" + client_hello(name))
+    for i, head in enumerate(HEADS):
+        write("egress", "head-%d" % i, b"\x01" + head)
+    for i, pat in enumerate([b"*.example.com", b"api.test:8080", b"[::1]:443", b"10.0.0.1"]):
+        write("egress", "pattern-%d" % i, b"\x02" + pat)
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ struct head_ctx {
     size_t url_len;
     bool in_value;
     bool overflow;
+    bool folded; /* a field continued on another line (obs-fold) */
     bool done;
 };
 
@@ -49,7 +50,12 @@ static int head_on_field(http_parser *p, const char *at, size_t len)
         h->fields[h->n_fields++] = (struct egress_field){.name = at};
         c->in_value = false;
     }
-    h->fields[h->n_fields - 1].name_len += len;
+    struct egress_field *f = &h->fields[h->n_fields - 1];
+    if (f->name + f->name_len != at) {
+        c->folded = true; /* only adjacent pieces make one name */
+        return 1;
+    }
+    f->name_len += len;
     return 0;
 }
 
@@ -57,8 +63,15 @@ static int head_on_value(http_parser *p, const char *at, size_t len)
 {
     struct head_ctx *c = p->data;
     struct egress_field *f = &c->h->fields[c->h->n_fields - 1];
-    if (!c->in_value)
+    if (!c->in_value) {
         f->value = at;
+    } else if (f->value + f->value_len != at) {
+        /* A value folded onto the next line (RFC 9112 5.2's obs-fold): the pieces are not
+         * adjacent, and forwarding the span between them would pass the line break on. A proxy
+         * must reject it or unfold it; this one rejects. */
+        c->folded = true;
+        return 1;
+    }
     f->value_len += len;
     c->in_value = true;
     return 0;
@@ -160,6 +173,10 @@ int egress_head_parse(http_parser *parser, const char *buf, size_t len, struct e
     if (ctx.overflow) {
         *ret_why = "the request has too many header fields";
         return 431;
+    }
+    if (ctx.folded) {
+        *ret_why = "a header field is folded over several lines (obs-fold), which is not accepted";
+        return 400;
     }
     if (r < 0 || !ctx.url) {
         *ret_why =

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * jsonscan — validate JSON text without building it. One pass over the
- * bytes checks RFC 8259 syntax, UTF-8, escapes (no \u0000, no lone
+ * bytes checks RFC 8259 syntax, UTF-8, escapes (\u0000 only in values, no lone
  * surrogates: the rules jansson applies) and a nesting cap; it counts what a
  * parser would allocate, so a caller can refuse a document whose parsed form
  * would be far larger than its text, and it finds the span of one member

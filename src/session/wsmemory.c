@@ -203,7 +203,9 @@ static int wsm_load(struct workspace *w, const char *key, const char *file, json
     bool same = strcmp(json_string_value(json_object_get(head, "key")), key) == 0;
     json_decref(head);
     json_error_t jerr;
-    json_t *v = same ? json_loadb(text + start, end - start, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr) : NULL;
+    json_t *v = same
+                    ? json_loadb(text + start, end - start, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr)
+                    : NULL;
     free(text);
     if (!v)
         return -ENOENT;

@@ -228,9 +228,12 @@ static int toml_string(struct toml *t, bool allow_multi, struct buf *out)
                 s++;
             if (s < t->end && (*s == '\n' || (*s == '\r' && s + 1 < t->end && s[1] == '\n'))) {
                 t->p = s;
-                while (t->p < t->end && (*t->p == ' ' || *t->p == '\t' || toml_newline(t)))
+                while (t->p < t->end) {
                     if (*t->p == ' ' || *t->p == '\t')
                         t->p++;
+                    else if (!toml_newline(t))
+                        break;
+                }
                 continue;
             }
         }

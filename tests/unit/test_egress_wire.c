@@ -292,6 +292,11 @@ static void head_refusals(void **state)
          400, NULL},
         {"POST http://example.com/ HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n", 400, NULL},
         {"BREW http://example.com/ HTTP/1.1\r\n\r\n", 400, NULL},
+        /* Found by fuzz_egress: a folded value was forwarded with its line breaks, so the
+         * upstream got lines the proxy never checked (a dropped header could ride in one). */
+        {"GET http://example.com/ HTTP/1.1\r\nX-A: a\r\n Proxy-Authorization: x\r\n\r\n", 400,
+         "obs-fold"},
+        {"GET http://example.com/ HTTP/1.1\r\nX-A: a\r\n\tb\r\n\r\n", 400, "obs-fold"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         int status = parse(&p, cases[i].req, &h, &why);
