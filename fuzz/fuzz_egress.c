@@ -11,10 +11,9 @@
  * head: a complete head parses or is answered with 400/431/501; a parsed one
  * is rebuilt for the upstream as one head (no CR or LF inside a line, one
  * blank line, at its end) with one Host, the injected header present once
- * for its host (a client's own header of that name dropped) and never a Proxy-Authorization; the body that
- * follows is consumed within what was given.
- * pattern: parse, format and parse again give the same pattern, which is
- * within itself.
+ * for its host (a client's own header of that name dropped) and never a Proxy-Authorization; the
+ * body that follows is consumed within what was given. pattern: parse, format and parse again give
+ * the same pattern, which is within itself.
  *
  * Input: one byte choosing the part, then its bytes.
  */
@@ -118,8 +117,7 @@ static void check_pattern(const char *data, size_t len)
     char text[EGRESS_PATTERN_MAX];
     egress_pattern_format(&p, text, sizeof(text));
     FUZZ_CHECK(egress_pattern_parse(text, strlen(text), &q) == NULL);
-    FUZZ_CHECK(egress_host_equal(&p.host, &q.host) && p.wildcard == q.wildcard &&
-               p.port == q.port);
+    FUZZ_CHECK(egress_host_equal(&p.host, &q.host) && p.wildcard == q.wildcard && p.port == q.port);
     FUZZ_CHECK(egress_pattern_within(&p, &q) && egress_pattern_within(&q, &p));
 }
 

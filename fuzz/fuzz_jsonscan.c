@@ -84,8 +84,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     FUZZ_CHECK(jsonscan_tree_cost(&sr.total) > 0);
 
     /* Without duplicate names, the member found is the one jansson kept. */
-    json_t *strict = json_loadb(text, len, JSON_DECODE_ANY | JSON_ALLOW_NUL |
-                                               JSON_REJECT_DUPLICATES, &jerr);
+    json_t *strict =
+        json_loadb(text, len, JSON_DECODE_ANY | JSON_ALLOW_NUL | JSON_REJECT_DUPLICATES, &jerr);
     json_t *want = json_is_object(strict) ? json_object_get(strict, "data") : NULL;
     if (strict) {
         FUZZ_CHECK(sr.found == (want != NULL));
@@ -93,8 +93,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     if (strict && sr.found) {
         FUZZ_CHECK(sr.start < sr.end && sr.end <= len);
-        json_t *span = json_loadb(text + sr.start, sr.end - sr.start,
-                                  JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
+        json_t *span =
+            json_loadb(text + sr.start, sr.end - sr.start, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
         FUZZ_CHECK(span && fuzz_json_equal(span, want));
         json_decref(span);
         json_t *rest = jsonscan_load_without(text, len, sr.start, sr.end);

@@ -167,8 +167,8 @@ static int scan_string(struct scan *s, unsigned char *out, size_t cap, size_t *r
                     return scan_fail(s, "invalid surrogate pair in a \\u escape");
                 cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
             }
-            if (cp == 0 &&
-                out) /* a value may hold U+0000 (RFC 8259); jansson refuses it in names */
+            /* A value may hold U+0000 (RFC 8259); jansson refuses it in member names. */
+            if (cp == 0 && out)
                 return scan_fail(s, "\\u0000 in a member name is not allowed");
             scan_put_utf8(out, cap, &len, cp);
             continue;
