@@ -49,20 +49,19 @@ static json_t *session_server_infos(struct sessions *ss, json_t *names, struct s
         }
         mcp_alias_tools(tools); /* the sandbox uses these aliases, never its own */
         const char *alias = json_string_value(json_object_get(d, "alias"));
-        json_array_append_new(
-            servers,
-            json_pack("{s:s, s:o*, s:O*, s:s, s:o*, s:o}", "name", name, "alias",
-                      alias ? json_string(alias) : mcp_alias_json(name), "aliases",
-                      json_object_get(d, "aliases"), "description",
-                      json_string_value(json_object_get(d, "description")) ?: "", "cwd",
-                      mcp_registry_cwd(ss->mcp, name), "tools", tools));
+        json_array_append_new(servers,
+                              json_pack("{s:s, s:o*, s:O*, s:s, s:o*, s:o}", "name", name, "alias",
+                                        alias ? json_string(alias) : mcp_alias_json(name),
+                                        "aliases", json_object_get(d, "aliases"), "description",
+                                        json_string_value(json_object_get(d, "description")) ?: "",
+                                        "cwd", mcp_registry_cwd(ss->mcp, name), "tools", tools));
     }
     json_decref(described);
     return servers;
 }
 
 json_t *session_init_job(struct sessions *ss, json_t *names, struct workspace *wsh,
-                                struct session_error *err)
+                         struct session_error *err)
 {
     json_t *servers = session_server_infos(ss, names, err);
     if (!servers)
@@ -76,10 +75,9 @@ json_t *session_init_job(struct sessions *ss, json_t *names, struct workspace *w
     json_array_foreach(described, i, v)
     {
         json_array_append_new(
-            discovered,
-            json_pack("{s:O, s:O, s:s}", "name", json_object_get(v, "name"), "alias",
-                      json_object_get(v, "alias"), "description",
-                      json_string_value(json_object_get(v, "description")) ?: ""));
+            discovered, json_pack("{s:O, s:O, s:s}", "name", json_object_get(v, "name"), "alias",
+                                  json_object_get(v, "alias"), "description",
+                                  json_string_value(json_object_get(v, "description")) ?: ""));
     }
     json_decref(described);
     json_t *tools = NULL;
@@ -147,14 +145,13 @@ int sessions_add_servers(struct sessions *ss, const char *id, json_t *names,
     int r = 0;
     if (json_array_size(missing)) {
         json_t *infos = session_server_infos(ss, missing, err);
-        json_t *frame = infos ? json_pack("{s:s, s:o}", "type", "add_servers", "servers", infos)
-                              : NULL;
+        json_t *frame =
+            infos ? json_pack("{s:s, s:o}", "type", "add_servers", "servers", infos) : NULL;
         r = !infos ? -EIO : !frame ? -ENOMEM : session_send(s, frame);
         json_decref(frame);
         if (r < 0 && infos)
             session_err(err, r == -EPIPE ? 410 : 500, r == -EPIPE ? "SESSION_DEAD" : "INTERNAL",
-                        NULL, "the servers could not be sent to session %s: %s", id,
-                        strerror(-r));
+                        NULL, "the servers could not be sent to session %s: %s", id, strerror(-r));
     }
     if (r == 0 && json_array_size(missing)) {
         /* Listed once the frame is on its way: a tool call can only come after it. */

@@ -288,3 +288,39 @@ def test_variables_survive_a_call_naming_more_servers(home, mode):
         assert out(r) == "42 ['demo-server', 'other'] True\n"
     finally:
         c.close()
+
+
+# ---- shelling out (the toolbox) ------------------------------------------------------------------
+
+SHELL_CODE = """\
+import shutil, subprocess
+print(subprocess.run(["sh", "-c", "echo hi"], capture_output=True, text=True).stdout.strip())
+print(shutil.which("ls"), shutil.which("bash"))
+p = subprocess.run("printf 'b,2\\\\na,1\\\\n' | sort | cut -d, -f2 | tr '\\\\n' ' '; "
+                   "echo x | sed s/x/y/ | awk '{print toupper($0)}'; "
+                   "mkdir -p d && echo data > d/f && tar czf d.tgz d && tar tzf d.tgz | sort; "
+                   "find d -name f; grep -c data d/f; echo q | gzip | zcat",
+                   shell=True, capture_output=True, text=True)
+print(p.stdout + "rc=%d stderr=%r" % (p.returncode, p.stderr))
+"""
+
+
+def test_upstream_code_that_shells_out_runs(home):
+    """upstream sells 'sandboxed access to Bash and Python' in a python:3-slim container: sh,
+    bash, coreutils, grep, sed, awk, find, tar and gzip are there in the jail too."""
+    text = out(once(home, SHELL_CODE))
+    assert text == "hi\n/usr/bin/ls /usr/bin/bash\n1 2 Y\nd/\nd/f\nd/f\n1\nq\nrc=0 stderr=''\n", \
+        text
+
+
+def test_toolbox_none_leaves_only_the_interpreter(home):
+    c = McpStdio("mcp", "--compat", "code-execution-mode", "--toolbox", "none",
+                 "--session-pool-size", "1", "--state-dir", str(home / ".state"),
+                 env={"HOME": str(home)}, exact=True)
+    try:
+        r = run(c, "import shutil, subprocess\nprint(shutil.which('ls'), shutil.which('sh'))\n"
+                   "try:\n    subprocess.run(['sh', '-c', 'echo hi'])\n"
+                   "except FileNotFoundError as e:\n    print('no', e.filename)")
+        assert out(r) == "None None\nno sh\n"
+    finally:
+        c.close()
