@@ -38,7 +38,7 @@ import signal
 import sys
 import time
 
-from sandboxd_runtime import artifacts, errors, mcpapi, network, proto
+from sandboxd_runtime import artifacts, errors, helpers, mcpapi, network, proto
 from sandboxd_runtime.mcpapi import COMPAT, DISCOVERED, SERVERS, MCPError  # noqa: F401
 
 
@@ -181,43 +181,6 @@ def _host(payload):
     return CHANNEL.call_sync(payload)
 
 
-def save_memory(key, value, *, metadata=None):
-    """Store value under key; metadata replaces the stored metadata when given."""
-    request = {"type": "memory", "op": "save", "key": key, "value": value}
-    if metadata is not None:
-        request["metadata"] = metadata
-    _host(request)
-    return "Memory %r saved." % key
-
-
-def load_memory(key, *, default=None):
-    reply = _host({"type": "memory", "op": "load", "key": key})
-    return reply["value"] if reply.get("found") else default
-
-
-def delete_memory(key):
-    return bool(_host({"type": "memory", "op": "delete", "key": key}).get("deleted"))
-
-
-def memory_exists(key):
-    return bool(_host({"type": "memory", "op": "info", "key": key}).get("found"))
-
-
-def get_memory_info(key):
-    reply = _host({"type": "memory", "op": "info", "key": key})
-    return reply.get("info") if reply.get("found") else None
-
-
-def list_memories():
-    return _host({"type": "memory", "op": "list"}).get("memories", [])
-
-
-def update_memory(key, updater, *, default=None):
-    value = updater(load_memory(key, default=default))
-    save_memory(key, value)
-    return value
-
-
 RESERVED_TOOL_NAMES = {"mcp", "mcp_servers", "LOADED_MCP_SERVERS", "MCPError"}
 
 
@@ -263,7 +226,11 @@ def save_tool(func):
     return "Tool %r saved." % func.__name__
 
 
-def save_file(name, content):
+def save_file(name, content, **kwargs):
+    """Keep a file in the workspace (its name back); in compat mode the fork's: into this
+    run's execution folder, its file:// URL back."""
+    if mcpapi.compat():
+        return helpers.save_file(name, content, **kwargs)
     data = content.encode() if isinstance(content, str) else bytes(content)
     reply = _host({"type": "save_file", "name": name,
                    "content": base64.b64encode(data).decode("ascii")})
@@ -271,16 +238,22 @@ def save_file(name, content):
 
 
 def list_execution_files():
+    """The workspace's files; in compat mode the fork's {images, data, other} of this run."""
+    if mcpapi.compat():
+        return helpers.list_execution_files()
     return _host({"type": "list_files"}).get("files", [])
 
 
 # ---- the namespace ------------------------------------------------------------------------
 
 HELPERS = {
-    "save_memory": save_memory, "load_memory": load_memory, "delete_memory": delete_memory,
-    "list_memories": list_memories, "update_memory": update_memory,
-    "memory_exists": memory_exists, "get_memory_info": get_memory_info,
-    "save_tool": save_tool, "save_file": save_file, "list_execution_files": list_execution_files,
+    "save_memory": helpers.save_memory, "load_memory": helpers.load_memory,
+    "delete_memory": helpers.delete_memory, "list_memories": helpers.list_memories,
+    "update_memory": helpers.update_memory, "memory_exists": helpers.memory_exists,
+    "get_memory_info": helpers.get_memory_info, "now": helpers.now,
+    "convert_time": helpers.convert_time, "list_timezones": helpers.list_timezones,
+    "execution_folder": helpers.execution_folder, "save_image": helpers.save_image,
+    "render_chart": helpers.render_chart, "save_tool": save_tool, "save_file": save_file, "list_execution_files": list_execution_files,
     "list_tools": mcpapi.list_tools, "search_tool_docs": mcpapi.search_tool_docs,
     "query_tool_docs": mcpapi.query_tool_docs, "list_servers": mcpapi.list_servers,
     "describe_server": mcpapi.describe_server,
@@ -414,6 +387,8 @@ def serve(init):
             pass
     CHANNEL = Channel(proto.FD)
     mcpapi.CHANNEL = CHANNEL
+    helpers.HOST = CHANNEL.call_sync
+    helpers.STATE["host_workdir"] = init.get("hostWorkdir")
     network.apply(init.get("network"))
     ns, failed = build_namespace(init)
     signal.signal(signal.SIGINT, _on_sigint)
@@ -436,8 +411,10 @@ def serve(init):
         start = time.perf_counter()
         # Figures and display() go out as "display" frames while the code runs.
         artifacts.begin(init.get("limits"), send=CHANNEL.send)
+        helpers.begin_run(code)
         status, error, result = run_code(loop, ns, code, filename)
         dropped = artifacts.finish()  # figures still open
+        helpers.end_run()
         for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
             try:
                 stream.flush()

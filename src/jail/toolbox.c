@@ -21,14 +21,17 @@
 
 /* What python:3-slim gives a script: POSIX shells, coreutils, the text tools, archives. */
 const char *const toolbox_default[] = {
-    "sh", "dash", "bash", "cat", "chmod", "cp", "date", "dd", "df", "echo", "false", "ln", "ls",
-    "mkdir", "mktemp", "mv", "pwd", "readlink", "rm", "rmdir", "sleep", "sync", "touch", "true",
-    "uname", "[", "base64", "basename", "cksum", "comm", "cut", "dirname", "du", "env", "expand",
-    "expr", "fmt", "fold", "head", "id", "install", "join", "md5sum", "mkfifo", "nl", "nohup",
-    "nproc", "od", "paste", "printenv", "printf", "realpath", "seq", "sha1sum", "sha256sum",
-    "sha512sum", "shuf", "sort", "split", "stat", "tac", "tail", "tee", "test", "timeout", "tr",
-    "truncate", "tsort", "uniq", "unlink", "wc", "whoami", "yes", "grep", "egrep", "fgrep",
-    "sed", "awk", "find", "xargs", "tar", "gzip", "gunzip", "zcat", "cmp", "diff", "which", NULL};
+    "sh",      "dash",     "bash",     "cat",      "chmod", "cp",      "date",      "dd",
+    "df",      "echo",     "false",    "ln",       "ls",    "mkdir",   "mktemp",    "mv",
+    "pwd",     "readlink", "rm",       "rmdir",    "sleep", "sync",    "touch",     "true",
+    "uname",   "[",        "base64",   "basename", "cksum", "comm",    "cut",       "dirname",
+    "du",      "env",      "expand",   "expr",     "fmt",   "fold",    "head",      "id",
+    "install", "join",     "md5sum",   "mkfifo",   "nl",    "nohup",   "nproc",     "od",
+    "paste",   "printenv", "printf",   "realpath", "seq",   "sha1sum", "sha256sum", "sha512sum",
+    "shuf",    "sort",     "split",    "stat",     "tac",   "tail",    "tee",       "test",
+    "timeout", "tr",       "truncate", "tsort",    "uniq",  "unlink",  "wc",        "whoami",
+    "yes",     "grep",     "egrep",    "fgrep",    "sed",   "awk",     "find",      "xargs",
+    "tar",     "gzip",     "gunzip",   "zcat",     "cmp",   "diff",    "which",     NULL};
 
 void toolbox_strv_free(char **v)
 {
@@ -134,12 +137,11 @@ int toolbox_elf_needed(const char *file, char ***ret_needed, char **ret_runpath)
         *ret_needed = calloc(1, sizeof(char *));
         return *ret_needed ? 0 : -ENOMEM;
     }
-    bool native_data = eh.e_ident[EI_DATA] == (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-                                                   ? ELFDATA2LSB
-                                                   : ELFDATA2MSB);
-    if ((size_t)n < sizeof(eh) || eh.e_ident[EI_CLASS] != (sizeof(void *) == 8 ? ELFCLASS64
-                                                                                : ELFCLASS32) ||
-        !native_data || eh.e_phentsize != sizeof(ElfW(Phdr)) || eh.e_phnum > 256)
+    bool native_data = eh.e_ident[EI_DATA] ==
+                       (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? ELFDATA2LSB : ELFDATA2MSB);
+    if ((size_t)n < sizeof(eh) ||
+        eh.e_ident[EI_CLASS] != (sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32) || !native_data ||
+        eh.e_phentsize != sizeof(ElfW(Phdr)) || eh.e_phnum > 256)
         return -ENOEXEC;
     _cleanup_free_ ElfW(Phdr) *ph = calloc(eh.e_phnum + 1u, sizeof(*ph));
     if (!ph)

@@ -394,6 +394,9 @@ int sessions_create(struct sessions *ss, const struct session_create *c, json_t 
         r = -ESHUTDOWN;
         goto fail;
     }
+    /* Where its working directory is on the host (while it lives): the file:// URLs of the
+     * files it saves (runtime/sandboxd_runtime/helpers.py). */
+    json_object_set_new(job, "hostWorkdir", json_sprintf("/proc/%d/root/tmp", (int)cell->pid));
     struct exec_request req = {
         .job = job,
         .timeout_us = SESSION_READY_TIMEOUT_US,

@@ -25,6 +25,18 @@
 
 #define WSM_OVERHEAD 8192 /* a file's bytes besides value and metadata (key, times, names) */
 
+/* The current time, ISO 8601 UTC with milliseconds ("2026-11-23T19:53:12.123Z"): two saves
+ * of one second keep their order in createdAt and updatedAt. */
+static void wsm_now(char out[40])
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    struct tm tm;
+    gmtime_r(&ts.tv_sec, &tm);
+    size_t n = strftime(out, 40, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(out + n, 40 - n, ".%03ldZ", ts.tv_nsec / 1000000);
+}
+
 /* "<up to 40 safe chars>-<16 hex of BLAKE2b(key)>.json" */
 static void wsm_key_file(const char *key, char out[96])
 {
@@ -163,8 +175,8 @@ static int wsm_save(struct workspace *w, const char *key, const char *file, json
         if (r < 0)
             return fmt_error(ret_error, ENOMEM, "memory: out of memory");
     }
-    char now[32];
-    ws_timestamp(time(NULL), now);
+    char now[40];
+    wsm_now(now);
     struct ws_entry *e = ws_find(w, WS_MEMORY, file);
     json_t *old = e ? wsm_info(w, e) : NULL;
     json_t *created = json_object_get(old, "createdAt");

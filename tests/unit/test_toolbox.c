@@ -65,21 +65,23 @@ static void build_elf(const char *path, uint64_t strsz, uint64_t needed_off)
     memset(&f, 0, sizeof(f));
     memcpy(f.eh.e_ident, ELFMAG, SELFMAG);
     f.eh.e_ident[EI_CLASS] = sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32;
-    f.eh.e_ident[EI_DATA] =
-        __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? ELFDATA2LSB : ELFDATA2MSB;
+    f.eh.e_ident[EI_DATA] = __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? ELFDATA2LSB : ELFDATA2MSB;
     f.eh.e_ident[EI_VERSION] = EV_CURRENT;
     f.eh.e_type = ET_DYN;
     f.eh.e_phoff = offsetof(__typeof__(f), ph);
     f.eh.e_phentsize = sizeof(ElfW(Phdr));
     f.eh.e_phnum = 2;
     f.eh.e_ehsize = sizeof(ElfW(Ehdr));
-    f.ph[0] = (ElfW(Phdr)){.p_type = PT_LOAD, .p_offset = 0, .p_vaddr = 0x1000,
-                           .p_filesz = sizeof(f), .p_memsz = sizeof(f)};
-    f.ph[1] = (ElfW(Phdr)){.p_type = PT_DYNAMIC, .p_offset = offsetof(__typeof__(f), dyn),
+    f.ph[0] = (ElfW(Phdr)){.p_type = PT_LOAD,
+                           .p_offset = 0,
+                           .p_vaddr = 0x1000,
+                           .p_filesz = sizeof(f),
+                           .p_memsz = sizeof(f)};
+    f.ph[1] = (ElfW(Phdr)){.p_type = PT_DYNAMIC,
+                           .p_offset = offsetof(__typeof__(f), dyn),
                            .p_vaddr = 0x1000 + offsetof(__typeof__(f), dyn),
                            .p_filesz = sizeof(f.dyn)};
-    f.dyn[0] = (ElfW(Dyn)){.d_tag = DT_STRTAB,
-                           .d_un.d_ptr = 0x1000 + offsetof(__typeof__(f), str)};
+    f.dyn[0] = (ElfW(Dyn)){.d_tag = DT_STRTAB, .d_un.d_ptr = 0x1000 + offsetof(__typeof__(f), str)};
     f.dyn[1] = (ElfW(Dyn)){.d_tag = DT_STRSZ, .d_un.d_val = strsz};
     f.dyn[2] = (ElfW(Dyn)){.d_tag = DT_NEEDED, .d_un.d_val = needed_off};
     f.dyn[3] = (ElfW(Dyn)){.d_tag = DT_NEEDED, .d_un.d_val = 13};
@@ -142,8 +144,12 @@ static void places_programs_links_and_libraries(void **state)
     struct mount_plan p;
     mount_plan_init(&p);
     struct hostdeps_binds b = {0};
-    const char *libdirs[] = {"/usr/lib/x86_64-linux-gnu", "/lib/x86_64-linux-gnu",
-                             "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/lib64", NULL};
+    const char *libdirs[] = {"/usr/lib/x86_64-linux-gnu",
+                             "/lib/x86_64-linux-gnu",
+                             "/usr/lib/aarch64-linux-gnu",
+                             "/usr/lib64",
+                             "/lib64",
+                             NULL};
     const char *extra[] = {"/usr/bin/sh", "bash", suid, "no-such-program-anywhere", NULL};
     assert_int_equal(toolbox_add(&p, &b, false, extra, libdirs), 0);
     char sh[PATH_MAX], bash[PATH_MAX];
