@@ -23,7 +23,7 @@ RUNS_KEPT = 20               # execution folders kept in the working directory
 OUTPUT_KEPT = 1 << 20        # bytes of stdout and stderr output.txt keeps of one run
 EXEC_BASE = "/tmp/executions"
 STATE = {"host_workdir": None, "folder": None, "serial": 0, "charts": 0, "tee": None,
-         "code": None}
+         "code": None, "began": 0.0, "made": []}
 HOST = None                  # session.py's synchronous RPC to the host
 
 
@@ -133,56 +133,72 @@ def list_timezones(region=None):
 # ---- the execution folder ---------------------------------------------------------------------
 
 class _Tee:
-    """A text stream that also keeps (the first OUTPUT_KEPT bytes of) what is written."""
+    """A text stream that also keeps (about the first OUTPUT_KEPT characters of) what is
+    written. Kept lean: print() calls write twice a line."""
 
     def __init__(self, stream, kept):
         self._stream = stream
-        self._kept = kept
+        self._write = stream.write
+        self._parts = kept["parts"]
+        self._left = OUTPUT_KEPT
 
     def write(self, s):
-        if self._kept["size"] < OUTPUT_KEPT and isinstance(s, str):
-            piece = s[:OUTPUT_KEPT - self._kept["size"]]
-            self._kept["parts"].append(piece)
-            self._kept["size"] += len(piece)
-        return self._stream.write(s)
+        if self._left > 0 and s.__class__ is str:
+            self._parts.append(s if len(s) <= self._left else s[:self._left])
+            self._left -= len(s)
+        return self._write(s)
 
     def __getattr__(self, name):
         return getattr(self._stream, name)
 
 
 def _new_folder():
+    """This run's folder, made now (named for the time the run began); the oldest of the
+    session's folders beyond RUNS_KEPT are removed."""
     STATE["serial"] += 1
-    name = "%04d-%s" % (STATE["serial"], time.strftime("%Y%m%d-%H%M%S", time.gmtime()))
+    name = "%04d-%s" % (STATE["serial"], time.strftime("%Y%m%d-%H%M%S",
+                                                        time.gmtime(STATE["began"])))
     folder = os.path.join(EXEC_BASE, name)
-    os.makedirs(folder, exist_ok=True)
-    runs = sorted(d for d in os.listdir(EXEC_BASE) if d[:4].isdigit())
-    for old in runs[:-RUNS_KEPT]:
-        shutil.rmtree(os.path.join(EXEC_BASE, old), ignore_errors=True)
+    try:
+        os.mkdir(folder)
+    except FileNotFoundError:
+        os.makedirs(folder)  # the first one, or the code removed them
+    except FileExistsError:
+        pass
+    made = STATE["made"]
+    made.append(folder)
+    while len(made) > RUNS_KEPT:
+        shutil.rmtree(made.pop(0), ignore_errors=True)
     STATE["folder"] = folder
     return folder
 
 
+def _write(path, text):
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+    try:
+        os.write(fd, text.encode("utf-8", "replace"))
+    finally:
+        os.close(fd)
+
+
 def begin_run(code):
-    """Before an execution: forget the last run's folder; in compat mode make this run's, with
-    code.py, and keep its output for output.txt."""
+    """Before an execution: forget the last run's folder; in compat mode keep this run's
+    output for output.txt. Nothing touches the file system here: the folder is made when the
+    code asks for it, or after the answer has left (end_run)."""
     STATE["folder"] = None
     STATE["code"] = code
+    STATE["began"] = time.time()
     if not mcpapi.compat():
         return
-    try:
-        folder = _new_folder()
-        with open(os.path.join(folder, "code.py"), "w") as f:
-            f.write(code)
-    except OSError:
-        return  # a full /tmp is the code's to find out; the run goes on
-    kept = {"parts": [], "size": 0}
+    kept = {"parts": []}
     STATE["tee"] = (kept, sys.stdout, sys.stderr)
     sys.stdout = _Tee(sys.stdout, kept)
     sys.stderr = _Tee(sys.stderr, kept)
 
 
 def end_run():
-    """After an execution: output.txt (stdout and stderr as they came) in the run's folder."""
+    """After an execution has been answered: in compat mode its folder with code.py and
+    output.txt (stdout and stderr as they came)."""
     tee, STATE["tee"] = STATE["tee"], None
     if tee is None:
         return
@@ -191,21 +207,21 @@ def end_run():
         sys.stdout = out
     if isinstance(sys.stderr, _Tee):
         sys.stderr = err
-    if STATE["folder"]:
-        try:
-            with open(os.path.join(STATE["folder"], "output.txt"), "w") as f:
-                f.write("".join(kept["parts"]))
-        except OSError:
-            pass
+    try:
+        folder = execution_folder()
+        _write(os.path.join(folder, "output.txt"), "".join(kept["parts"]))
+    except OSError:
+        pass  # a full /tmp is the code's to find out
 
 
 def execution_folder():
     """This run's folder (a pathlib.Path in the working directory), made on first use."""
     import pathlib
-    folder = STATE["folder"] or _new_folder()
-    if STATE["code"] is not None and not os.path.exists(os.path.join(folder, "code.py")):
-        with open(os.path.join(folder, "code.py"), "w") as f:
-            f.write(STATE["code"])
+    folder = STATE["folder"]
+    if not folder:
+        folder = _new_folder()
+        if STATE["code"] is not None:
+            _write(os.path.join(folder, "code.py"), STATE["code"])
     return pathlib.Path(folder)
 
 

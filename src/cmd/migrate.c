@@ -163,8 +163,8 @@ static void migrate_tools(struct workspace *w, const char *python, const char *r
         bool exists = false;
         json_array_foreach(have, k, t)
         {
-            exists = exists ||
-                     (name && strcmp(json_string_value(json_object_get(t, "name")) ?: "", name) == 0);
+            exists = exists || (name && strcmp(json_string_value(json_object_get(t, "name")) ?: "",
+                                               name) == 0);
         }
         if (!source || skipped || exists) {
             migrate_item(n, "tool", label ? label : "?",
@@ -204,11 +204,11 @@ static void migrate_memory(struct workspace *w, int dirfd, const char *fname,
 {
     char *text = NULL;
     size_t len = 0;
-    int r = fd_read_file_flags(dirfd, fname, O_NOFOLLOW | O_NONBLOCK, MIGRATE_MAX_MEMORY, &text,
-                               &len);
+    int r =
+        fd_read_file_flags(dirfd, fname, O_NOFOLLOW | O_NONBLOCK, MIGRATE_MAX_MEMORY, &text, &len);
     if (r < 0) {
         migrate_item(n, "memory", fname,
-                     r == -ELOOP    ? "a symbolic link"
+                     r == -ELOOP   ? "a symbolic link"
                      : r == -EFBIG ? "over 4 MiB"
                                    : strerror(-r));
         return;
@@ -232,8 +232,7 @@ static void migrate_memory(struct workspace *w, int dirfd, const char *fname,
                                        json_is_object(meta) ? meta : NULL, created, updated, &err)
              : -ENOMEM;
     _cleanup_free_ char *label = fmt_str("%s (%s)", key ? key : stem ? stem : "?", fname);
-    migrate_item(n, "memory", label ? label : fname,
-                 r < 0 ? (err ? err : strerror(-r)) : NULL);
+    migrate_item(n, "memory", label ? label : fname, r < 0 ? (err ? err : strerror(-r)) : NULL);
     free(err);
     json_decref(doc);
 }
@@ -320,17 +319,18 @@ int cmd_migrate(int argc, char **argv)
         bridge && *bridge
             ? (bridge[0] == '~' && home ? fmt_str("%s%s", home, bridge + 1) : strdup(bridge))
             : NULL;
-    _cleanup_free_ char *src =
-        from ? strdup(from) : bridge_dir ? strdup(bridge_dir) : home ? fmt_str("%s/MCPs", home)
-                                                                     : NULL;
+    _cleanup_free_ char *src = from         ? strdup(from)
+                               : bridge_dir ? strdup(bridge_dir)
+                               : home       ? fmt_str("%s/MCPs", home)
+                                            : NULL;
     _cleanup_free_ char *state = setup_state_dir(state_opt ? state_opt : bridge_dir);
     struct jail_options jo;
     if (!src || !state || common_resolve(&common, &jo) < 0) {
         common_done(&common);
         return 1;
     }
-    _cleanup_free_ char *tools = migrate_find(src, "user_tools.py", "user_tools/user_tools.py",
-                                              S_IFREG);
+    _cleanup_free_ char *tools =
+        migrate_find(src, "user_tools.py", "user_tools/user_tools.py", S_IFREG);
     _cleanup_free_ char *memdir = migrate_find(src, "memory", "user_tools/memory", S_IFDIR);
     if (!tools && !memdir) {
         fprintf(stderr,
@@ -343,23 +343,19 @@ int cmd_migrate(int argc, char **argv)
     _cleanup_free_ char *why = NULL;
     struct workspace_store *store = NULL;
     struct workspace *w = NULL;
-    struct workspace_limits wl = {.max_value = 1u << 20,
-                                  .max_bytes = 64u << 20,
-                                  .max_entries = 10000,
-                                  .max_file = 16u << 20};
+    struct workspace_limits wl = {
+        .max_value = 1u << 20, .max_bytes = 64u << 20, .max_entries = 10000, .max_file = 16u << 20};
     int r = trust_make_dir(state, &why);
     if (r < 0)
         log_error("migrate: refusing the state directory %s: %s", state, why ? why : "unsafe");
     else if ((r = workspace_store_new(state, &wl, &store)) < 0 ||
              (r = workspace_open(store, workspace, true, &w)) < 0)
-        log_errno(LOG_ERROR, r, "migrate: the workspace %s in %s is unavailable", workspace,
-                  state);
+        log_errno(LOG_ERROR, r, "migrate: the workspace %s in %s is unavailable", workspace, state);
     struct migrate_count n = {0};
     if (r == 0) {
         printf("from %s into workspace %s of %s\n", src, workspace, state);
         if (tools)
-            migrate_tools(w, jo.python ? jo.python : "/usr/bin/python3", jo.runtime_dir, tools,
-                          &n);
+            migrate_tools(w, jo.python ? jo.python : "/usr/bin/python3", jo.runtime_dir, tools, &n);
         if (memdir)
             migrate_memories(w, memdir, &n);
         printf("%u imported, %u skipped\n", n.imported, n.skipped);

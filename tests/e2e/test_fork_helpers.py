@@ -209,7 +209,25 @@ def test_oldest_execution_folders_are_dropped(bridge):
         run(bridge, "x = %d" % i)
     folders = value(bridge, "sorted(__import__('os').listdir('/tmp/executions'))")
     assert len(folders) == 20
-    newest = value(bridge, "open(str(execution_folder().parent / %r / 'code.py')).read()"
-                   % folders[-2])
+    # this run's own folder is made after its answer: the newest is the last x = ... run's
+    newest = value(bridge, "open('/tmp/executions/%s/code.py').read()" % folders[-1])
     assert newest == "x = 21"
     assert os.sep not in folders[0]
+
+
+def test_native_mode_gains_the_image_helpers(tmp_path):
+    """In the native mode save_image and render_chart are gains: the URL, and the image as an
+    artifact of the execution (an image block of run_python's answer); save_file keeps saving
+    into the workspace."""
+    c = McpStdio("--session-pool-size", "1")
+    try:
+        r = c.call("run_python", {"code": "u = save_image('dot.png', bytes.fromhex("
+                                          "'89504e470d0a1a0a'))\n"
+                                          "print(u, save_file('notes.txt', 'n'))"})
+        assert not r.get("isError"), r
+        url, saved = r["structuredContent"]["stdout"].split()
+        assert host_path(url).read_bytes() == bytes.fromhex("89504e470d0a1a0a")
+        assert saved == "notes.txt"
+        assert [c["type"] for c in r["content"]].count("image") == 1, r["content"]
+    finally:
+        c.close()
