@@ -5,6 +5,7 @@ memories with the fork's return values and timestamps, time zones, the execution
 run (code.py, output.txt), and save_file / save_image / render_chart answering file:// URLs of
 real host paths. Tests marked "fork: tests/X.py::name" port the assertions of that test of the
 fork."""
+import ast
 import json
 import os
 import pathlib
@@ -231,3 +232,26 @@ def test_native_mode_gains_the_image_helpers(tmp_path):
         assert [c["type"] for c in r["content"]].count("image") == 1, r["content"]
     finally:
         c.close()
+
+
+def test_saved_images_download_over_http(make_server):
+    """The execution folder is the session's: what save_image and render_chart wrote is served
+    by GET /v1/sessions/{id}/files/executions/..., the same bytes as at the URL's host path."""
+    s = make_server("--session-pool-size", "1")
+    r = s.request("POST", "/v1/sessions", {})
+    assert r.status == 201, r
+    sid = r.json["sessionId"]
+    code = ("u = save_image('dot.bin', b'\\x89PNG-bytes')\n"
+            "u2 = render_chart([{'a': 'x', 'b': 1}, {'a': 'y', 'b': 2}], 'line', 'a', 'b')\n"
+            "rel = str(execution_folder().relative_to('/tmp'))\n(u, rel)")
+    r = s.request("POST", "/v1/sessions/%s/execute" % sid, {"code": code})
+    assert r.json["status"] == "ok", r.json
+    url, rel = ast.literal_eval(r.json["result"])
+    got = s.request("GET", "/v1/sessions/%s/files/%s/images/dot.bin" % (sid, rel))
+    assert got.status == 200 and got.raw == b"\x89PNG-bytes"
+    assert host_path(url).read_bytes() == got.raw
+    chart = s.request("GET", "/v1/sessions/%s/files/%s/images/chart_1.png" % (sid, rel))
+    assert chart.status == 200 and chart.raw[:8] == b"\x89PNG\r\n\x1a\n"
+    listing = s.request("GET", "/v1/sessions/%s/files" % sid).json["files"]
+    assert sorted(f["path"] for f in listing) == [rel + "/code.py", rel + "/images/chart_1.png",
+                                                 rel + "/images/dot.bin"]
