@@ -413,15 +413,14 @@ def add_servers(infos, ns):
     for info in infos:
         name = info["name"]
         SERVERS[name] = info
-        proxy = ServerProxy(info)
+        proxy = ServerProxy(info)  # the module mcp.servers.<alias> as well
         proxies[name] = proxy
-        module = proxy
         for i, a in enumerate(spellings(info)):
             if i and ("mcp_" + a in ns or a in servers.__dict__):
                 continue  # an earlier spelling never hides another server's alias
             ns["mcp_" + a] = proxy
-            setattr(servers, a, module)
-            sys.modules["mcp.servers." + a] = module
+            setattr(servers, a, proxy)
+            sys.modules["mcp.servers." + a] = proxy
             if i == 0 and a not in servers.__all__:
                 servers.__all__.append(a)
     ns["LOADED_MCP_SERVERS"] = tuple(proxies)
