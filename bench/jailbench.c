@@ -4,6 +4,7 @@
  * `-I -S -c pass`, plainly (posix_spawn) and through jail_spawn() with every layer. Prints
  * one JSON object with median, p99 and mean in milliseconds for each.
  *   jailbench RUNTIME_DIR N
+ * With JAILBENCH_TOOLBOX=none the jail is built without the shell toolbox (jail/toolbox.h).
  */
 #include <errno.h>
 #include <spawn.h>
@@ -47,7 +48,10 @@ int main(int argc, char **argv)
         return 2;
     log_set_level(LOG_WARN);
     struct jail_options o = {
-        .runtime_dir = argv[1], .tmp_bytes = 64u << 20, .cgroup = {.want = true}};
+        .runtime_dir = argv[1],
+        .tmp_bytes = 64u << 20,
+        .cgroup = {.want = true},
+        .no_toolbox = getenv("JAILBENCH_TOOLBOX") && strcmp(getenv("JAILBENCH_TOOLBOX"), "none") == 0};
     struct jail_config cfg;
     if (jail_config_init(&cfg, &o) < 0)
         return 1;

@@ -22,6 +22,8 @@ static const char main_usage[] = "Usage: sandboxd COMMAND [options]\n"
                                  "clients)\n"
                                  "  servers the MCP servers sandboxd would use from here, and what "
                                  "it skipped\n"
+                                 "  migrate import mcp-server-code-execution-mode's saved tools "
+                                 "and memories\n"
 
                                  "\n"
                                  "  sandboxd COMMAND --help   options of a command\n"
@@ -52,6 +54,8 @@ int main(int argc, char **argv)
         return cmd_mcp(argc - 1, argv + 1);
     if (strcmp(cmd, "servers") == 0)
         return cmd_servers(argc - 1, argv + 1);
+    if (strcmp(cmd, "migrate") == 0)
+        return cmd_migrate(argc - 1, argv + 1);
     fprintf(stderr, "sandboxd: unknown command '%s'\n\n%s", cmd, main_usage);
     return 2;
 }

@@ -33,32 +33,17 @@ import json
 import keyword
 import linecache
 import os
-import re
 import select
 import signal
 import sys
 import time
-import types
 
-from sandboxd_runtime import artifacts, errors, network, proto
+from sandboxd_runtime import artifacts, errors, helpers, mcpapi, network, proto
+from sandboxd_runtime.mcpapi import COMPAT, DISCOVERED, SERVERS, MCPError  # noqa: F401
 
 
 class ExecutionTimeout(BaseException):
     """Raised into running code when the host interrupts it (time limit)."""
-
-
-class MCPError(Exception):
-    """An MCP tool or server reported an error (the message is the server's)."""
-
-    def __init__(self, message, *, server=None, tool=None, kind=None):
-        super().__init__(message)
-        self.server = server
-        self.tool = tool
-        self.kind = kind
-
-
-# Shown to user code (and in tracebacks) as a name of its namespace, not of the runtime.
-MCPError.__module__ = "builtins"
 
 
 # ---- the channel to the host ----------------------------------------------------------------
@@ -140,6 +125,10 @@ class Channel:
             self.commands.append(msg)
             if self.command_waiter is not None and not self.command_waiter.done():
                 self.command_waiter.set_result(None)
+        elif kind == "add_servers" and NAMESPACE:
+            # More servers for this session (a later call named them): proxies join the
+            # namespace; the host sends this before the execution that needs them.
+            mcpapi.add_servers(msg.get("servers") or [], NAMESPACE["ns"])
         elif kind == "shutdown":
             os._exit(0)
 
@@ -186,258 +175,10 @@ def _answer(msg, payload):
 CHANNEL = None
 
 
-# ---- values that work both awaited and not --------------------------------------------------
-
-class _AwaitableList(list):
-    def __await__(self):
-        return _ready(list(self)).__await__()
-
-
-class _AwaitableDict(dict):
-    def __await__(self):
-        return _ready(dict(self)).__await__()
-
-
-class _AwaitableStr(str):
-    def __await__(self):
-        return _ready(str(self)).__await__()
-
-
-async def _ready(value):
-    return value
-
-
-# ---- MCP servers as Python objects ----------------------------------------------------------
-
-def alias_of(info):
-    """The Python identifier of a server or tool ("get-sum" -> "get_sum"). The host computes
-    it (one rule, src/mcp/alias.c) and sends it with the description; a name is its own
-    alias only if the host sent none."""
-    return info.get("alias") or info["name"]
-
-
-def convert_result(result, server, tool):
-    """A CallToolResult as a Python value: structuredContent when present, text that holds
-    JSON parsed, an error raised as MCPError."""
-    if not isinstance(result, dict):
-        return result
-    texts = [c.get("text", "") for c in result.get("content") or [] if c.get("type") == "text"]
-    if result.get("isError"):
-        raise MCPError("\n".join(texts) or "the tool reported an error", server=server, tool=tool,
-                       kind="tool")
-    if result.get("structuredContent") is not None:
-        return result["structuredContent"]
-    values = []
-    for item in result.get("content") or []:
-        if item.get("type") == "text":
-            text = item.get("text", "")
-            try:
-                values.append(json.loads(text))
-            except ValueError:
-                values.append(text)
-        else:
-            values.append(item)
-    if len(values) == 1:
-        return values[0]
-    return values
-
-
-class ServerProxy:
-    """``mcp_<alias>``: each tool is an async method; ``.sync`` has blocking variants."""
-
-    def __init__(self, info):
-        self._info = info
-        self._name = info["name"]
-        self._tools = {alias_of(t): t for t in info.get("tools", [])}
-        self.sync = _SyncProxy(self)
-
-    def __getattr__(self, alias):
-        if alias.startswith("__"):
-            raise AttributeError(alias)
-        tool = self._tools.get(alias)
-        target = tool["name"] if tool else alias
-        server = self._name
-
-        async def invoke(**arguments):
-            return await call_tool(server, target, **arguments)
-
-        invoke.__name__ = alias
-        invoke.__doc__ = (tool or {}).get("description")
-        return invoke
-
-    def __dir__(self):
-        return sorted(self._tools) + ["list_tools", "sync"]
-
-    def __repr__(self):
-        return "<MCP server %r: %d tools>" % (self._name, len(self._tools))
-
-    async def list_tools(self):
-        return await list_tools_live(self._name)
-
-
-class _SyncProxy:
-    def __init__(self, proxy):
-        self._proxy = proxy
-
-    def __getattr__(self, alias):
-        tool = self._proxy._tools.get(alias)
-        target = tool["name"] if tool else alias
-        server = self._proxy._name
-
-        def invoke(**arguments):
-            return call_tool_sync(server, target, **arguments)
-
-        invoke.__name__ = alias
-        return invoke
-
-
-SERVERS = {}       # name -> info {name, alias, description, tools}
-DISCOVERED = []    # every configured server {name, alias, description}, from the init job
-COMPAT = {}        # {"mode": "code-execution-mode"} in sandboxd mcp --compat, from the init job
-
-
-async def call_tool(server, tool, **arguments):
-    result = await CHANNEL.call({"type": "call_tool", "server": server, "tool": tool,
-                                 "arguments": arguments})
-    return convert_result(result, server, tool)
-
-
-def call_tool_sync(server, tool, **arguments):
-    result = CHANNEL.call_sync({"type": "call_tool", "server": server, "tool": tool,
-                                "arguments": arguments})
-    return convert_result(result, server, tool)
-
-
-async def list_tools_live(server):
-    """Ask the server again (after it changed its tools)."""
-    reply = await CHANNEL.call({"type": "list_tools", "server": server})
-    tools = reply.get("tools", [])
-    if server in SERVERS:
-        SERVERS[server]["tools"] = tools
-    return tools
-
-
-def list_servers():
-    return _AwaitableList(SERVERS)
-
-
-def discovered_servers(detailed=False):
-    if detailed:
-        return _AwaitableList({"name": n, "description": s.get("description") or ""}
-                              for n, s in SERVERS.items())
-    return _AwaitableList(SERVERS)
-
-
-def _tool_doc(server, tool, detail):
-    doc = {"server": server, "tool": tool["name"], "alias": alias_of(tool),
-           "description": tool.get("description") or ""}
-    if detail == "full":
-        doc["inputSchema"] = tool.get("inputSchema")
-        if tool.get("outputSchema") is not None:
-            doc["outputSchema"] = tool["outputSchema"]
-    return doc
-
-
-def list_tools(server=None):
-    """Tools of one server (or of all), as {server, tool, alias, description}."""
-    names = [server] if server else list(SERVERS)
-    out = _AwaitableList()
-    for name in names:
-        if name not in SERVERS:
-            raise MCPError("no server %r in this session (have: %s)" % (name, ", ".join(SERVERS)),
-                           server=name)
-        out.extend(_tool_doc(name, t, "summary") for t in SERVERS[name].get("tools", []))
-    return out
-
-
-def query_tool_docs(server, tool=None, detail="summary"):
-    if server not in SERVERS:
-        raise MCPError("no server %r in this session" % server, server=server)
-    tools = SERVERS[server].get("tools", [])
-    if tool is not None:
-        tools = [t for t in tools if t["name"] == tool or alias_of(t) == tool]
-        if not tools:
-            raise MCPError("server %r has no tool %r" % (server, tool), server=server, tool=tool)
-    return _AwaitableList(_tool_doc(server, t, detail) for t in tools)
-
-
-def search_tool_docs(query, *, limit=5, detail="summary"):
-    """Tools whose name or description matches the words of query, best first."""
-    words = [w for w in re.split(r"\W+", query.lower()) if w]
-    scored = []
-    for name, info in SERVERS.items():
-        for t in info.get("tools", []):
-            hay = (t["name"] + " " + (t.get("description") or "")).lower()
-            score = sum(hay.count(w) for w in words) + sum(3 for w in words if w in t["name"].lower())
-            if score:
-                scored.append((-score, name, t["name"], t))
-    scored.sort(key=lambda x: x[:3])
-    return _AwaitableList(_tool_doc(s, t, detail) for _, s, _, t in scored[:limit])
-
-
-def describe_server(name):
-    if name not in SERVERS:
-        raise MCPError("no server %r in this session" % name, server=name)
-    info = SERVERS[name]
-    return _AwaitableDict({"name": name, "alias": alias_of(info),
-                           "description": info.get("description") or "",
-                           "tools": [t["name"] for t in info.get("tools", [])]})
-
-
-def capability_summary():
-    lines = ["MCP servers in this session (call with `await mcp_<alias>.<tool>(**args)`):"]
-    for name, info in SERVERS.items():
-        tools = ", ".join(alias_of(t) for t in info.get("tools", []))
-        desc = info.get("description") or ""
-        lines.append("- mcp_%s%s: %s" % (alias_of(info), " (%s)" % desc if desc else "", tools))
-    if not SERVERS:
-        lines.append("- (none)")
-    lines.append("Helpers: save_memory/load_memory/list_memories/update_memory/delete_memory, "
-                 "save_tool, save_file/list_execution_files, search_tool_docs(query).")
-    return _AwaitableStr("\n".join(lines))
-
-
 # ---- memory, tools, files (stored by the host, per workspace) -------------------------------
 
 def _host(payload):
     return CHANNEL.call_sync(payload)
-
-
-def save_memory(key, value, *, metadata=None):
-    """Store value under key; metadata replaces the stored metadata when given."""
-    request = {"type": "memory", "op": "save", "key": key, "value": value}
-    if metadata is not None:
-        request["metadata"] = metadata
-    _host(request)
-    return "Memory %r saved." % key
-
-
-def load_memory(key, *, default=None):
-    reply = _host({"type": "memory", "op": "load", "key": key})
-    return reply["value"] if reply.get("found") else default
-
-
-def delete_memory(key):
-    return bool(_host({"type": "memory", "op": "delete", "key": key}).get("deleted"))
-
-
-def memory_exists(key):
-    return bool(_host({"type": "memory", "op": "info", "key": key}).get("found"))
-
-
-def get_memory_info(key):
-    reply = _host({"type": "memory", "op": "info", "key": key})
-    return reply.get("info") if reply.get("found") else None
-
-
-def list_memories():
-    return _host({"type": "memory", "op": "list"}).get("memories", [])
-
-
-def update_memory(key, updater, *, default=None):
-    value = updater(load_memory(key, default=default))
-    save_memory(key, value)
-    return value
 
 
 RESERVED_TOOL_NAMES = {"mcp", "mcp_servers", "LOADED_MCP_SERVERS", "MCPError"}
@@ -485,7 +226,11 @@ def save_tool(func):
     return "Tool %r saved." % func.__name__
 
 
-def save_file(name, content):
+def save_file(name, content, **kwargs):
+    """Keep a file in the workspace (its name back); in compat mode the fork's: into this
+    run's execution folder, its file:// URL back."""
+    if mcpapi.compat():
+        return helpers.save_file(name, content, **kwargs)
     data = content.encode() if isinstance(content, str) else bytes(content)
     reply = _host({"type": "save_file", "name": name,
                    "content": base64.b64encode(data).decode("ascii")})
@@ -493,44 +238,29 @@ def save_file(name, content):
 
 
 def list_execution_files():
+    """The workspace's files; in compat mode the fork's {images, data, other} of this run."""
+    if mcpapi.compat():
+        return helpers.list_execution_files()
     return _host({"type": "list_files"}).get("files", [])
 
 
 # ---- the namespace ------------------------------------------------------------------------
 
 HELPERS = {
-    "save_memory": save_memory, "load_memory": load_memory, "delete_memory": delete_memory,
-    "list_memories": list_memories, "update_memory": update_memory,
-    "memory_exists": memory_exists, "get_memory_info": get_memory_info,
-    "save_tool": save_tool, "save_file": save_file, "list_execution_files": list_execution_files,
-    "list_tools": list_tools, "search_tool_docs": search_tool_docs,
-    "query_tool_docs": query_tool_docs, "list_servers": list_servers,
-    "describe_server": describe_server, "capability_summary": capability_summary,
-    "MCPError": MCPError,
+    "save_memory": helpers.save_memory, "load_memory": helpers.load_memory,
+    "delete_memory": helpers.delete_memory, "list_memories": helpers.list_memories,
+    "update_memory": helpers.update_memory, "memory_exists": helpers.memory_exists,
+    "get_memory_info": helpers.get_memory_info, "now": helpers.now,
+    "convert_time": helpers.convert_time, "list_timezones": helpers.list_timezones,
+    "execution_folder": helpers.execution_folder, "save_image": helpers.save_image,
+    "render_chart": helpers.render_chart, "save_tool": save_tool, "save_file": save_file, "list_execution_files": list_execution_files,
+    "list_tools": mcpapi.list_tools, "search_tool_docs": mcpapi.search_tool_docs,
+    "query_tool_docs": mcpapi.query_tool_docs, "list_servers": mcpapi.list_servers,
+    "describe_server": mcpapi.describe_server,
+    "capability_summary": mcpapi.capability_summary, "MCPError": MCPError,
 }
 
-
-def install_modules():
-    """``import mcp.runtime`` and ``mcp.servers.<alias>``."""
-    pkg = types.ModuleType("mcp")
-    pkg.__path__ = []
-    rt = types.ModuleType("mcp.runtime")
-    servers = types.ModuleType("mcp.servers")
-    pkg.runtime = rt
-    pkg.servers = servers
-    for name, fn in HELPERS.items():
-        setattr(rt, name, fn)
-    rt.call_tool = call_tool
-    rt.call_tool_sync = call_tool_sync
-    rt.list_tools_live = list_tools_live
-    rt.discovered_servers = discovered_servers
-    for suffix in ("list_tools", "search_tool_docs", "query_tool_docs", "list_servers",
-                   "describe_server", "capability_summary"):
-        setattr(rt, suffix + "_sync", HELPERS[suffix])
-    sys.modules["mcp"] = pkg
-    sys.modules["mcp.runtime"] = rt
-    sys.modules["mcp.servers"] = servers
-    return pkg
+NAMESPACE = {}  # the session's globals, once built (add_servers frames extend it)
 
 
 def build_namespace(init):
@@ -538,17 +268,9 @@ def build_namespace(init):
     DISCOVERED[:] = init.get("discovered", [])
     if init.get("compat"):
         COMPAT["mode"] = init["compat"]
-    pkg = install_modules()
-    proxies = {}
-    for info in init.get("servers", []):
-        SERVERS[info["name"]] = info
-        proxy = ServerProxy(info)
-        proxies[info["name"]] = proxy
-        ns["mcp_" + alias_of(info)] = proxy
-        setattr(pkg.servers, alias_of(info), proxy)
-    ns["mcp"] = pkg
-    ns["mcp_servers"] = proxies
-    ns["LOADED_MCP_SERVERS"] = tuple(proxies)
+    ns["mcp"] = mcpapi.install_modules({n: f for n, f in HELPERS.items()
+                                        if not hasattr(mcpapi, n)})
+    mcpapi.add_servers(init.get("servers", []), ns)
     ns.update(HELPERS)
     failed = []
     for tool in init.get("tools", []):
@@ -562,6 +284,8 @@ def build_namespace(init):
             exec(code, ns)
         except Exception as exc:
             failed.append({"name": str(name), "error": "%s: %s" % (type(exc).__name__, exc)})
+    NAMESPACE.clear()
+    NAMESPACE["ns"] = ns
     return ns, failed
 
 
@@ -662,6 +386,9 @@ def serve(init):
         except (AttributeError, io.UnsupportedOperation):
             pass
     CHANNEL = Channel(proto.FD)
+    mcpapi.CHANNEL = CHANNEL
+    helpers.HOST = CHANNEL.call_sync
+    helpers.STATE["host_workdir"] = init.get("hostWorkdir")
     network.apply(init.get("network"))
     ns, failed = build_namespace(init)
     signal.signal(signal.SIGINT, _on_sigint)
@@ -684,6 +411,7 @@ def serve(init):
         start = time.perf_counter()
         # Figures and display() go out as "display" frames while the code runs.
         artifacts.begin(init.get("limits"), send=CHANNEL.send)
+        helpers.begin_run(code)
         status, error, result = run_code(loop, ns, code, filename)
         dropped = artifacts.finish()  # figures still open
         for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
@@ -694,3 +422,4 @@ def serve(init):
         CHANNEL.send({"type": "execution_done", "id": cmd.get("id"), "status": status,
                       "error": error, "result": result,
                       "durationMs": round((time.perf_counter() - start) * 1000, 3), **dropped})
+        helpers.end_run()  # the run's folder, after the answer: off the caller's clock

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "jail/toolbox.h"
 #include "util/log.h"
 #include "util/macros.h"
 
@@ -99,6 +100,23 @@ int common_opt(struct common_opts *c, int opt, const char *arg)
             return -1;
         }
         return common_list_add(&c->site_packages, &c->n_site_packages, arg);
+    case COMMON_OPT_TOOLBOX:
+        if (strcmp(arg, "none") != 0 && strcmp(arg, "default") != 0) {
+            fprintf(stderr, "sandboxd: --toolbox: 'default' or 'none', not '%s'\n", arg);
+            return -1;
+        }
+        c->no_toolbox = strcmp(arg, "none") == 0;
+        return 1;
+    case COMMON_OPT_TOOLBOX_ADD:
+        if (!*arg || c->n_toolbox_add >= TOOLBOX_MAX_EXTRA) {
+            if (*arg)
+                fprintf(stderr, "sandboxd: --toolbox-add: at most %d programs\n",
+                        TOOLBOX_MAX_EXTRA);
+            else
+                fprintf(stderr, "sandboxd: --toolbox-add: a program name or path, not ''\n");
+            return -1;
+        }
+        return common_list_add(&c->toolbox_add, &c->n_toolbox_add, arg);
     case COMMON_OPT_TMP_MB:
         return common_parse_u64("tmp-size-mb", arg, 1, 1 << 20, &c->tmp_mb) < 0 ? -1 : 1;
     case COMMON_OPT_SANDBOX_UID:
@@ -213,6 +231,8 @@ int common_resolve(struct common_opts *c, struct jail_options *ret)
                 .cpus_milli = c->cpus_milli,
             },
         .insecure = c->insecure_no_seccomp ? JAIL_INSECURE_NO_SECCOMP : 0,
+        .no_toolbox = c->no_toolbox,
+        .toolbox = c->toolbox_add,
     };
     return 0;
 }
@@ -221,6 +241,7 @@ void common_done(struct common_opts *c)
 {
     free(c->binds);
     free(c->site_packages);
+    free(c->toolbox_add);
     free(c->runtime_dir_buf);
     free(c->cell_lib_buf);
     *c = (struct common_opts){0};

@@ -30,6 +30,9 @@ struct common_opts {
     uint64_t cells_memory_mb; /* 0: the default budget */
     uint32_t cpus_milli;      /* --cpus x 1000; 0: no quota */
     bool insecure_no_seccomp;
+    bool no_toolbox;          /* --toolbox none */
+    const char **toolbox_add; /* NULL-terminated, grown by --toolbox-add */
+    size_t n_toolbox_add;
     /* resolved by common_resolve() */
     char *runtime_dir_buf;
     char *cell_lib_buf;
@@ -50,6 +53,8 @@ enum {
     COMMON_OPT_INSECURE_NO_SECCOMP,
     COMMON_OPT_LOG_LEVEL,
     COMMON_OPT_SITE_PACKAGES,
+    COMMON_OPT_TOOLBOX,
+    COMMON_OPT_TOOLBOX_ADD,
     COMMON_OPT_LAST,
 };
 
@@ -67,6 +72,8 @@ enum {
         {"cpus", required_argument, NULL, COMMON_OPT_CPUS},                                        \
         {"insecure-no-seccomp", no_argument, NULL, COMMON_OPT_INSECURE_NO_SECCOMP},                \
         {"site-packages", required_argument, NULL, COMMON_OPT_SITE_PACKAGES},                      \
+        {"toolbox", required_argument, NULL, COMMON_OPT_TOOLBOX},                                  \
+        {"toolbox-add", required_argument, NULL, COMMON_OPT_TOOLBOX_ADD},                          \
     {                                                                                              \
         "log-level", required_argument, NULL, COMMON_OPT_LOG_LEVEL                                 \
     }
@@ -79,6 +86,11 @@ enum {
     "  --bind SRC[:DST]       extra read-only bind mount (repeatable)\n"                           \
     "  --site-packages DIR    also import from DIR (a virtualenv's site-packages), bound\n"        \
     "                         read-only with what its symlinks reach (repeatable)\n"               \
+    "  --toolbox MODE         default: bind sh, bash, coreutils, grep, sed, awk, find, tar,\n"     \
+    "                         gzip and the libraries they need read-only, for code that\n"         \
+    "                         shells out; none: only the interpreter\n"                            \
+    "  --toolbox-add PROG     also bind PROG (a name on the host's PATH or an absolute path)\n"    \
+    "                         and its libraries (repeatable; never a setuid program)\n"            \
     "  --tmp-size-mb N        size of the sandbox's writable /tmp (default 64)\n"                  \
     "  --sandbox-uid N        host uid sandboxes run as when sandboxd is root (default 65534)\n"   \
     "  --no-cgroups           do not use cgroups (rlimits only)\n"                                 \

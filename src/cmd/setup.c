@@ -210,7 +210,7 @@ void setup_opts_finish(struct setup_opts *o)
  * (root), $XDG_RUNTIME_DIR/sandboxd (private to the user by design), and only then
  * /tmp/sandboxd-<uid>, where anyone could have made that directory first: whichever it is,
  * it must pass trust_make_dir() (ours, not writable by others, nor any level above). */
-static char *setup_state_dir(const char *opt)
+char *setup_state_dir(const char *opt)
 {
     const char *xdg = getenv("XDG_STATE_HOME");
     const char *home = getenv("HOME");

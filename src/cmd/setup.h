@@ -262,6 +262,10 @@ int setup_mcp_config(const struct setup_opts *o, struct mcp_config *ret);
 /* The list of trusted project directories: $XDG_CONFIG_HOME/sandboxd/trusted-projects, else
  * ~/.config/sandboxd/trusted-projects (caller frees; NULL without either variable). */
 char *setup_trust_file(void);
+/* The state directory: opt (--state-dir) when given, else $XDG_STATE_HOME/sandboxd,
+ * ~/.local/state/sandboxd, /var/lib/sandboxd (root), $XDG_RUNTIME_DIR/sandboxd,
+ * /tmp/sandboxd-<uid>. Caller frees; NULL when out of memory. Not checked: trust_make_dir(). */
+char *setup_state_dir(const char *opt);
 
 /* Build everything in order, logging what fails with the name of cmd ("serve", "mcp"); common
  * is borrowed and must outlive *s. The state directory comes first, and must be ours (see

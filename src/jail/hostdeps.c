@@ -230,9 +230,9 @@ static bool hostdeps_present(const struct mount_plan *p, const struct hostdeps_b
     return hostdeps_covered(b, path) || mount_plan_has(p, path);
 }
 
-static int hostdeps_apply_chain(struct mount_plan *p, struct hostdeps_binds *b,
-                                const struct hostdeps_chain *c, struct hostdeps_stats *st,
-                                bool *ret_new_dir)
+int hostdeps_apply_chain(struct mount_plan *p, struct hostdeps_binds *b,
+                         const struct hostdeps_chain *c, struct hostdeps_stats *st,
+                         bool *ret_new_dir)
 {
     *ret_new_dir = false;
     bool dir = false;

@@ -61,6 +61,14 @@ struct hostdeps_stats {
     bool truncated;  /* the walk stopped at its entry limit */
 };
 
+/* Make the chain c (hostdeps_resolve) resolve inside the sandbox as on the host: the links
+ * recreated, what it ends at bound read-only at its path — unless that is not world-readable,
+ * or would cover a bind or sit where the plan has something else (counted as skipped). Nothing
+ * when it is all there already. *ret_new_dir: a directory was bound. 0 or -ENOMEM. */
+int hostdeps_apply_chain(struct mount_plan *p, struct hostdeps_binds *b,
+                         const struct hostdeps_chain *c, struct hostdeps_stats *st,
+                         bool *ret_new_dir);
+
 /* Walk roots (canonical directories already bound) for symlinks whose chain leaves the binds,
  * and add what makes each resolve inside the sandbox as it does on the host. At most
  * max_entries directory entries are walked in all. 0 or -errno (out of memory). */

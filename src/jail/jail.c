@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "jail/hostdeps.h"
+#include "jail/toolbox.h"
 #include "jail/seccomp.h"
 #include "jail/steps.h"
 #include "util/buf.h"
@@ -239,6 +240,23 @@ static int jail_plan_dev(struct jail_config *cfg)
     return mount_plan_seal(&cfg->plan, "/dev", MS_NOSUID | MS_NOEXEC);
 }
 
+#define JAIL_LIB_DIRS 6
+
+/* The directories of the system's shared libraries (bound whole): the multiarch ones first.
+ * Returns how many were written to libs. */
+static size_t jail_lib_dirs(json_t *info, char libs[JAIL_LIB_DIRS][PATH_MAX])
+{
+    const char *multiarch = json_string_value(json_object_get(info, "multiarch"));
+    size_t n = 0;
+    if (multiarch && *multiarch) {
+        snprintf(libs[n++], PATH_MAX, "/usr/lib/%s", multiarch);
+        snprintf(libs[n++], PATH_MAX, "/lib/%s", multiarch);
+    }
+    snprintf(libs[n++], PATH_MAX, "/usr/lib64");
+    snprintf(libs[n++], PATH_MAX, "/lib64");
+    return n;
+}
+
 static int jail_plan_python(struct jail_config *cfg, struct hostdeps_binds *b, json_t *info,
                             const char *const *extra_site)
 {
@@ -264,15 +282,8 @@ static int jail_plan_python(struct jail_config *cfg, struct hostdeps_binds *b, j
             return r;
     }
 
-    const char *multiarch = json_string_value(json_object_get(info, "multiarch"));
-    char libs[4][PATH_MAX];
-    size_t nlibs = 0;
-    if (multiarch && *multiarch) {
-        snprintf(libs[nlibs++], PATH_MAX, "/usr/lib/%s", multiarch);
-        snprintf(libs[nlibs++], PATH_MAX, "/lib/%s", multiarch);
-    }
-    snprintf(libs[nlibs++], PATH_MAX, "/usr/lib64");
-    snprintf(libs[nlibs++], PATH_MAX, "/lib64");
+    char libs[JAIL_LIB_DIRS][PATH_MAX];
+    size_t nlibs = jail_lib_dirs(info, libs);
     int r;
     for (size_t i = 0; i < nlibs; i++)
         if ((r = jail_bind_dir(cfg, b, libs[i])) < 0)
@@ -370,6 +381,14 @@ static int jail_plan_build(struct jail_config *cfg, const struct jail_options *o
     /* After /etc, /dev, /proc and /tmp are planned: nothing may be bound under those. */
     if ((r = hostdeps_add(&cfg->plan, &b, opt->dpkg_dir ? opt->dpkg_dir : "/var/lib/dpkg",
                           cfg->site_dirs)) < 0)
+        goto out;
+    /* The shell toolbox after the interpreter's packages: what they bound is not bound twice. */
+    char libs[JAIL_LIB_DIRS][PATH_MAX];
+    size_t nlibs = jail_lib_dirs(pyinfo, libs);
+    const char *libdirs[JAIL_LIB_DIRS + 1] = {0};
+    for (size_t i = 0; i < nlibs; i++)
+        libdirs[i] = libs[i];
+    if ((r = toolbox_add(&cfg->plan, &b, !opt->no_toolbox, opt->toolbox, libdirs)) < 0)
         goto out;
     for (const char **e = opt->binds; e && *e; e++) {
         _cleanup_free_ char *spec = strdup(*e);

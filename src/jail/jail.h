@@ -59,6 +59,10 @@ struct jail_options {
      * variant of the filter, and every sandbox finds JAIL_CA_BUNDLE */
     bool egress;
     const char *ca_file; /* PEM certificates trusted besides the host's; may be NULL */
+    /* the shell toolbox (jail/toolbox.h): off with no_toolbox; toolbox lists programs added
+     * to it (names or absolute paths, NULL-terminated, may be NULL) */
+    bool no_toolbox;
+    const char *const *toolbox;
 };
 
 struct jail_config {

@@ -302,6 +302,12 @@ json_t *mcp_registry_describe(struct mcp_registry *r)
     return list;
 }
 
+json_t *mcp_registry_cwd(struct mcp_registry *r, const char *name)
+{
+    struct reg_server *s = reg_find(r, name); /* the configuration never changes */
+    return s && s->cfg.cwd ? json_string(s->cfg.cwd) : json_null();
+}
+
 int mcp_registry_tools(struct mcp_registry *r, const char *name, int64_t timeout_ms,
                        json_t **ret_tools, struct mcp_error *err)
 {

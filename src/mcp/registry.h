@@ -38,6 +38,9 @@ json_t *mcp_registry_names(struct mcp_registry *r);
 /* New reference: [{name, transport: "stdio"|"http", description, connected: bool, serverInfo?}].
  * Never waits for a connection in progress. */
 json_t *mcp_registry_describe(struct mcp_registry *r);
+/* The working directory server name is started in, as configured (a JSON string, new
+ * reference), or JSON null when it has none or is unknown; NULL when out of memory. */
+json_t *mcp_registry_cwd(struct mcp_registry *r, const char *name);
 /* The server's tools (array of Tool objects as the server sent them, a new reference), from a
  * cache refreshed when the server sent tools/list_changed or was restarted. Connects (or
  * reconnects a dead server) on demand; timeout_ms bounds connecting and listing together.

@@ -75,6 +75,7 @@ json_t *srv_list_servers(struct mcp_server_conn *c, json_t *args)
     if ((bad = srv_named(c, "list_servers", args, &named)))
         return bad;
     json_t *servers = mcp_registry_describe(s->registry);
+    mcp_alias_tools(servers); /* the aliases a session gives them */
     struct buf b;
     buf_init(&b, 4u << 20);
     size_t i;
@@ -83,14 +84,11 @@ json_t *srv_list_servers(struct mcp_server_conn *c, json_t *args)
     {
         const char *name = json_string_value(json_object_get(d, "name"));
         const char *desc = json_string_value(json_object_get(d, "description"));
-        struct buf alias;
-        buf_init(&alias, 256);
-        (void)mcp_alias(name, &alias);
         (void)buf_printf(&b, "%s (%s%s) — Python: mcp_%s%s%s\n", name,
                          json_string_value(json_object_get(d, "transport")),
                          json_is_true(json_object_get(d, "connected")) ? ", running" : "",
-                         alias.data ? alias.data : "", desc && *desc ? "; " : "", desc ? desc : "");
-        buf_free(&alias);
+                         json_string_value(json_object_get(d, "alias")) ?: "",
+                         desc && *desc ? "; " : "", desc ? desc : "");
         if (!json_is_true(want))
             continue;
         if (!srv_may_read(d, named)) {
@@ -241,6 +239,7 @@ json_t *srv_search(struct mcp_server_conn *c, json_t *args)
             json_array_append_new(words, json_stringn(start, (size_t)(p - start)));
     }
     json_t *described = mcp_registry_describe(s->registry);
+    mcp_alias_tools(described);  /* the aliases a session gives them */
     json_t *all = json_object(); /* server -> tools, keeps them alive while hits point in */
     json_t *unavailable = json_array();
     json_t *not_started = json_array();
@@ -263,6 +262,7 @@ json_t *srv_search(struct mcp_server_conn *c, json_t *args)
             mcp_error_clear(&me);
             continue;
         }
+        mcp_alias_tools(tools);
         json_object_set_new(all, server, tools);
         size_t k;
         json_t *t;
@@ -299,10 +299,9 @@ json_t *srv_search(struct mcp_server_conn *c, json_t *args)
         buf_init(&alias, 1024);
         buf_init(&params, 64u << 10);
         buf_init(&args_text, 16u << 10);
-        (void)buf_appends(&alias, "await mcp_");
-        (void)mcp_alias(hits[h].server, &alias);
-        (void)buf_appends(&alias, ".");
-        (void)mcp_alias(tn, &alias);
+        (void)buf_printf(&alias, "await mcp_%s.%s",
+                         mcp_alias_of(described, hits[h].server) ?: hits[h].server,
+                         json_string_value(json_object_get(t, "alias")) ?: tn);
         srv_params_text(json_object_get(t, "inputSchema"), &params, &args_text);
         (void)buf_printf(&alias, "(%s)", args_text.data ? args_text.data : "");
         json_array_append_new(

@@ -67,12 +67,11 @@ json_t *srv_tool_error(const struct mcp_server_conn *c, const char *fmt, ...)
 
 /* ---- the sandbox sessions of a connection -------------------------------------------------- */
 
-/* run_python without session_id uses the connection's automatic sessions: the first one
- * created is "default"; a call whose servers it lacks uses the first automatic session that
- * has them all, or a new one keyed by that server set (a session's servers are fixed at
- * creation, see session.h). With session_id, a named session of this connection (created on
- * first use). A session that ended (idle, killed) is replaced on the next call, and the
- * answer says so. */
+/* run_python without session_id uses the connection's automatic session ("default"; one more
+ * per network allow list); with session_id, a named session of this connection (created on
+ * first use). A call naming servers its session lacks loads them into it (the variables
+ * stay). A session that ended (idle, killed) is replaced on the next call, and the answer
+ * says so. */
 
 void srv_sandbox_free(struct srv_sandbox *b)
 {
@@ -162,6 +161,77 @@ static void srv_sandbox_forget(struct mcp_server_conn *c, const char *id)
     srv_sandbox_free(b);
 }
 
+/* The names of a and b (both sorted), sorted, once each (new reference; NULL: no memory). */
+static json_t *srv_union(json_t *a, json_t *b)
+{
+    json_t *u = json_array();
+    size_t i = 0, j = 0, na = json_array_size(a), nb = json_array_size(b);
+    while (u && (i < na || j < nb)) {
+        json_t *x = i < na ? json_array_get(a, i) : NULL, *y = j < nb ? json_array_get(b, j) : NULL;
+        int cmp = !x ? 1 : !y ? -1 : strcmp(json_string_value(x), json_string_value(y));
+        if (json_array_append(u, cmp <= 0 ? x : y) < 0) {
+            json_decref(u);
+            return NULL;
+        }
+        i += cmp <= 0;
+        j += cmp >= 0;
+    }
+    return u;
+}
+
+/* Load the servers b lacks into its live session, so that a call naming more servers keeps
+ * the variables (c->lock and create_lock held; c->lock is let go meanwhile: connecting a
+ * server may take its time, and b stays because create_lock keeps it from being reset —
+ * a closing connection takes the list, so b is found again by id). 0, or <0 with
+ * *ret_error. */
+static int srv_sandbox_load(struct mcp_server_conn *c, struct srv_sandbox *b, json_t *servers,
+                            json_t *notes, char **ret_error)
+{
+    char id[sizeof(b->id)];
+    memcpy(id, b->id, sizeof(id));
+    char *label = strdup(b->label);
+    json_t *missing = json_array();
+    size_t i;
+    json_t *v;
+    json_array_foreach(servers, i, v)
+    {
+        json_t *one = json_pack("[O]", v);
+        if (one && !srv_subset(one, b->servers))
+            json_array_append(missing, v);
+        json_decref(one);
+    }
+    pthread_mutex_unlock(&c->lock);
+    struct session_error err = {0};
+    int r = label ? sessions_add_servers(c->srv->sessions, id, missing, &err) : -ENOMEM;
+    pthread_mutex_lock(&c->lock);
+    char *names = srv_names_text(missing);
+    if (r < 0) {
+        *ret_error =
+            fmt_str("could not load the MCP servers %s into session '%s': %s", names ? names : "?",
+                    label ? label : "?", err.message ? err.message : strerror(-r));
+    } else {
+        struct srv_sandbox *k = c->sandboxes;
+        while (k && strcmp(k->id, id) != 0)
+            k = k->next;
+        json_t *both = k ? srv_union(k->servers, missing) : NULL;
+        if (!k) {
+            *ret_error = strdup("the MCP connection is closed"); /* b was freed with it */
+            r = -ESHUTDOWN;
+        } else if (both) {
+            json_decref(k->servers);
+            k->servers = both;
+        }
+    }
+    if (r == 0)
+        srv_note(notes, "loaded the MCP servers %s into session '%s' (its variables stay)",
+                 names ? names : "?", label);
+    session_error_done(&err);
+    free(names);
+    free(label);
+    json_decref(missing);
+    return r;
+}
+
 /* The sandbox session run_python uses: named (name) or automatic (NULL) with at least the
  * servers asked for (sorted), created when needed. 0 with ret_id and *ret_label (caller frees),
  * or -errno with *ret_error (caller frees). create_lock is held across the creation, so two
@@ -199,34 +269,28 @@ static int srv_sandbox_get(struct mcp_server_conn *c, const char *name, json_t *
             automatic_left = true;
             continue;
         }
-        if (name && !srv_subset(servers, b->servers)) {
-            char *have = srv_names_text(b->servers), *asked = srv_names_text(servers);
-            if (asprintf(ret_error,
-                         "session '%s' was created with the servers %s; it cannot get %s. Use "
-                         "another session_id, or reset_session it first.",
-                         name, have ? have : "?", asked ? asked : "?") < 0)
-                *ret_error = NULL;
-            free(have);
-            free(asked);
-            r = -EINVAL;
-            goto out;
-        }
-        if (!name && !srv_subset(servers, b->servers)) {
-            automatic_left = true;
-            continue;
-        }
         if (sessions_exists(s->sessions, b->id))
             break;
         srv_note_ended(notes, b->label);
         if (name) {
+            json_t *both = srv_union(b->servers, servers); /* a named session keeps its servers */
+            if (!both) {
+                r = -ENOMEM;
+                goto out;
+            }
             json_decref(want);
-            want = json_incref(b->servers); /* a named session keeps its servers */
+            want = both;
         }
         srv_sandbox_unlink(c, b);
         srv_sandbox_free(b);
     }
     for (struct srv_sandbox *k = c->sandboxes; k && !automatic_left; k = k->next)
         automatic_left = k->name == NULL;
+    if (b && !srv_subset(servers, b->servers)) {
+        r = srv_sandbox_load(c, b, servers, notes, ret_error);
+        if (r < 0)
+            goto out;
+    }
     if (b) {
         memcpy(ret_id, b->id, sizeof(b->id));
         *ret_label = strdup(b->label);

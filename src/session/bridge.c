@@ -144,18 +144,6 @@ static void bridge_reply(struct session *s, json_t *id, json_t *payload, const c
     json_decref(msg);
 }
 
-static bool bridge_has_server(struct session *s, const char *name)
-{
-    size_t i;
-    json_t *v;
-    json_array_foreach(s->servers, i, v)
-    {
-        if (strcmp(json_string_value(v), name) == 0)
-            return true;
-    }
-    return false;
-}
-
 /* ---- tool calls, on the worker pool -------------------------------------------------------- */
 
 struct bridge_call {
@@ -327,7 +315,7 @@ int session_on_message(void *userdata, struct cell *c, json_t *msg)
         return 0;
     }
     const char *server = json_string_value(json_object_get(payload, "server"));
-    if (!server || !bridge_has_server(s, server)) {
+    if (!server || !session_has_server(s, server)) {
         char *why =
             fmt_str("server '%.200s' is not available in this session", server ? server : "?");
         bridge_reply(s, id, NULL, why ? why : "unknown server", "unknown_server", 0);

@@ -46,10 +46,8 @@
 
 #define SESSION_READY_TIMEOUT_US (30 * 1000000)
 
-static void session_err(struct session_error *e, int status, const char *code, const char *field,
-                        const char *fmt, ...) _printf_(5, 6);
-static void session_err(struct session_error *e, int status, const char *code, const char *field,
-                        const char *fmt, ...)
+void session_err(struct session_error *e, int status, const char *code, const char *field,
+                 const char *fmt, ...)
 {
     e->status = status;
     e->code = code;
@@ -109,6 +107,7 @@ void session_unref(struct session *s)
     json_decref(s->servers);
     free(s->workspace);
     pthread_mutex_destroy(&s->exec_lock);
+    pthread_mutex_destroy(&s->servers_lock);
     free(s);
     pthread_mutex_lock(&ss->lock);
     ss->allocated--;
@@ -150,7 +149,7 @@ void session_end(struct session *s)
     session_unref(s);
 }
 
-static struct session *sessions_lookup(struct sessions *ss, const char *id)
+struct session *sessions_lookup(struct sessions *ss, const char *id)
 {
     struct session *s = NULL;
     pthread_mutex_lock(&ss->lock);
@@ -226,63 +225,6 @@ static int session_egress_cell(struct sessions *ss, struct session *s,
     json_object_set_new(job, "network",
                         egress_proxy_job(ss->jail->ca_bundle ? JAIL_CA_BUNDLE : NULL));
     return 0;
-}
-
-static json_t *session_init_job(struct sessions *ss, json_t *names, struct workspace *wsh,
-                                struct session_error *err)
-{
-    json_t *servers = json_array();
-    json_t *described = mcp_registry_describe(ss->mcp);
-    size_t i;
-    json_t *v;
-    json_array_foreach(names, i, v)
-    {
-        const char *name = json_string_value(v);
-        json_t *tools = NULL;
-        struct mcp_error me = {0};
-        if (mcp_registry_tools(ss->mcp, name, ss->opt.tool_timeout_ms, &tools, &me) < 0) {
-            session_err(err, 502, "MCP_ERROR", "servers", "MCP server '%s' is unavailable: %s",
-                        name, me.message ? me.message : "failed");
-            mcp_error_clear(&me);
-            json_decref(servers);
-            json_decref(described);
-            return NULL;
-        }
-        const char *desc = NULL;
-        size_t k;
-        json_t *d;
-        json_array_foreach(described, k, d)
-        {
-            if (strcmp(json_string_value(json_object_get(d, "name")) ?: "", name) == 0)
-                desc = json_string_value(json_object_get(d, "description"));
-        }
-        mcp_alias_tools(tools); /* the sandbox uses these aliases, never its own */
-        json_array_append_new(servers, json_pack("{s:s, s:o*, s:s, s:o}", "name", name, "alias",
-                                                 mcp_alias_json(name), "description",
-                                                 desc ? desc : "", "tools", tools));
-    }
-    /* Every configured server, in the session or not (runtime.discovered_servers()). */
-    json_t *discovered = json_array();
-    json_array_foreach(described, i, v)
-    {
-        const char *name = json_string_value(json_object_get(v, "name"));
-        json_array_append_new(
-            discovered,
-            json_pack("{s:s, s:o*, s:s}", "name", name, "alias", mcp_alias_json(name),
-                      "description", json_string_value(json_object_get(v, "description")) ?: ""));
-    }
-    json_decref(described);
-    json_t *tools = NULL;
-    char *why = NULL;
-    if (workspace_tools(wsh, &tools, &why) < 0) {
-        session_err(err, 500, "INTERNAL", NULL, "%s", why ? why : "the workspace is unavailable");
-        free(why);
-        json_decref(servers);
-        json_decref(discovered);
-        return NULL;
-    }
-    return json_pack("{s:s, s:o, s:o, s:o}", "type", "session", "servers", servers, "discovered",
-                     discovered, "tools", tools);
 }
 
 static void session_all_add(struct sessions *ss, struct session *s)
@@ -392,6 +334,7 @@ int sessions_create(struct sessions *ss, const struct session_create *c, json_t 
     atomic_init(&s->host_cpu_ns, 0);
     atomic_init(&s->host_cpu_cap, 0); /* no workspace call outside an execution */
     pthread_mutex_init(&s->exec_lock, NULL);
+    pthread_mutex_init(&s->servers_lock, NULL);
     pthread_mutex_lock(&ss->lock);
     s->serial = ++ss->next_serial;
     session_all_add(ss, s);
@@ -451,6 +394,9 @@ int sessions_create(struct sessions *ss, const struct session_create *c, json_t 
         r = -ESHUTDOWN;
         goto fail;
     }
+    /* Where its working directory is on the host (while it lives): the file:// URLs of the
+     * files it saves (runtime/sandboxd_runtime/helpers.py). */
+    json_object_set_new(job, "hostWorkdir", json_sprintf("/proc/%d/root/tmp", (int)cell->pid));
     struct exec_request req = {
         .job = job,
         .timeout_us = SESSION_READY_TIMEOUT_US,

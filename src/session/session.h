@@ -120,6 +120,12 @@ void session_error_done(struct session_error *e);
  * that name. */
 int sessions_create(struct sessions *s, const struct session_create *c, json_t **ret_info,
                     struct session_error *err);
+/* Make the MCP servers names (borrowed array of names) reachable from live session id as well:
+ * their descriptions go to its interpreter, whose namespace gains their proxies before the
+ * next execution starts (variables stay). Names it has already are skipped. 0; <0 with *err
+ * filled: an unconfigured (400) or unavailable (502) server, an unknown (404) or dead session. */
+int sessions_add_servers(struct sessions *s, const char *id, json_t *names,
+                         struct session_error *err);
 /* -ENOENT for an unknown id. */
 int sessions_info(struct sessions *s, const char *id, json_t **ret_info);
 /* The sessions tenant may see: its own, or with tenant NULL (the operator) all of them. */

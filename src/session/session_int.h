@@ -24,6 +24,9 @@
 #include "session/rpcpool.h"
 #include "session/session.h"
 #include "util/buf.h"
+#include "util/macros.h"
+
+struct workspace;
 
 #define SESSION_ID_LEN      32          /* hex digits, after the instance prefix */
 #define SESSION_ID_MAX      64          /* "ID." (instance.h: at most 31 + 1) + SESSION_ID_LEN */
@@ -37,10 +40,11 @@ struct session {
     char id[SESSION_ID_MAX + 1];
     uint64_t serial; /* unique in this process: how the CPU watchdog names the session */
     struct sessions *owner;
-    struct tenant *tenant; /* NULL: the operator's */
-    char *workspace;       /* the store's key: "name", or "tenant/name" (workspace_key()) */
-    struct workspace *wsh; /* open while the session lives */
-    json_t *servers;       /* names */
+    struct tenant *tenant;        /* NULL: the operator's */
+    char *workspace;              /* the store's key: "name", or "tenant/name" (workspace_key()) */
+    struct workspace *wsh;        /* open while the session lives */
+    json_t *servers;              /* names (grows under owner->lock: sessions_add_servers) */
+    pthread_mutex_t servers_lock; /* one sessions_add_servers at a time */
     struct cell *cell;
     struct egress_tap *tap; /* a network policy: the proxy's hold on the cell's listener */
     json_t *network;        /* its allow list, for the description; NULL: no network */
@@ -117,6 +121,20 @@ const char *sessions_why_ended(const struct sessions *ss, const char *id);
 /* End s, unlisted: its interpreter is killed at once (a running execution then reports it) and
  * its queued tool calls are dropped; drops the table's reference. */
 void session_end(struct session *s);
+/* Fill *e (its message formatted; a message it held is freed). */
+void session_err(struct session_error *e, int status, const char *code, const char *field,
+                 const char *fmt, ...) _printf_(5, 6);
+/* The listed session id with a reference the caller drops (session_unref), or NULL. */
+struct session *sessions_lookup(struct sessions *ss, const char *id);
+
+/* ---- servers.c ---- */
+/* The init job of a session with the MCP servers names and the saved tools of wsh: {type:
+ * "session", servers, discovered, tools} (new reference), or NULL with *err filled. */
+json_t *session_init_job(struct sessions *ss, json_t *names, struct workspace *wsh,
+                         struct session_error *err);
+/* name is one of s's servers (takes owner->lock). */
+bool session_has_server(struct session *s, const char *name);
+
 /* {sessionId, workspace, servers, ...} of GET /v1/sessions/ID (lock held; new reference). */
 json_t *session_describe(struct session *s, const struct sessions *ss);
 

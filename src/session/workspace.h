@@ -78,6 +78,11 @@ const char *workspace_name(const struct workspace *w);
 /* A memory request from a session: {"op": save|load|delete|info|list, "key", "value",
  * "metadata"}. 0 and *ret_payload on success; -errno and *ret_error (caller frees) when not. */
 int workspace_memory(struct workspace *w, json_t *req, json_t **ret_payload, char **ret_error);
+/* Store a memory brought from elsewhere (sandboxd migrate) with its own times (ISO 8601 UTC
+ * strings; NULL: now). value and metadata are borrowed. -EEXIST (and *ret_error) when the
+ * workspace has that key already: nothing is replaced; other errors as workspace_memory. */
+int workspace_import_memory(struct workspace *w, const char *key, json_t *value, json_t *metadata,
+                            const char *created_at, const char *updated_at, char **ret_error);
 /* {"memories": [{key, metadata, createdAt, updatedAt, size}]} by key, from the index. */
 int workspace_list_memories(struct workspace *w, json_t **ret_payload, char **ret_error);
 /* -ENOENT when there is no such memory. */

@@ -25,6 +25,18 @@
 
 #define WSM_OVERHEAD 8192 /* a file's bytes besides value and metadata (key, times, names) */
 
+/* The current time, ISO 8601 UTC with milliseconds ("2026-11-23T19:53:12.123Z"): two saves
+ * of one second keep their order in createdAt and updatedAt. */
+static void wsm_now(char out[40])
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    struct tm tm;
+    gmtime_r(&ts.tv_sec, &tm);
+    size_t n = strftime(out, 40, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(out + n, 40 - n, ".%03ldZ", ts.tv_nsec / 1000000);
+}
+
 /* "<up to 40 safe chars>-<16 hex of BLAKE2b(key)>.json" */
 static void wsm_key_file(const char *key, char out[96])
 {
@@ -136,8 +148,11 @@ static int wsm_fits(const json_t *v, size_t cap)
     return r;
 }
 
+/* Save value under key; created and updated (ISO 8601 strings) are the times to record, NULL:
+ * now, and the first save's time kept as createdAt. */
 static int wsm_save(struct workspace *w, const char *key, const char *file, json_t *value,
-                    json_t *meta, json_t **ret_payload, char **ret_error)
+                    json_t *meta, const char *created_at, const char *updated_at,
+                    json_t **ret_payload, char **ret_error)
 {
     const struct workspace_limits *lim = ws_limits(w);
     if (!value)
@@ -163,8 +178,8 @@ static int wsm_save(struct workspace *w, const char *key, const char *file, json
         if (r < 0)
             return fmt_error(ret_error, ENOMEM, "memory: out of memory");
     }
-    char now[32];
-    ws_timestamp(time(NULL), now);
+    char now[40];
+    wsm_now(now);
     struct ws_entry *e = ws_find(w, WS_MEMORY, file);
     json_t *old = e ? wsm_info(w, e) : NULL;
     json_t *created = json_object_get(old, "createdAt");
@@ -172,7 +187,10 @@ static int wsm_save(struct workspace *w, const char *key, const char *file, json
         meta = json_object_get(old, "metadata"); /* kept unless replaced */
     json_t *doc = json_pack("{s:s, s:O, s:o, s:o, s:s}", "key", key, "value", value, "metadata",
                             json_is_object(meta) ? json_incref(meta) : json_object(), "createdAt",
-                            created ? json_incref(created) : json_string(now), "updatedAt", now);
+                            created_at ? json_string(created_at)
+                            : created  ? json_incref(created)
+                                       : json_string(now),
+                            "updatedAt", updated_at ? updated_at : now);
     size_t tlen = 0;
     char *text = doc ? jdump(doc, JSON_COMPACT, &tlen) : NULL;
     if (!text) {
@@ -290,7 +308,7 @@ int workspace_memory(struct workspace *w, json_t *req, json_t **ret_payload, cha
     struct ws_entry *e = ws_find(w, WS_MEMORY, file);
     if (strcmp(op, "save") == 0) {
         r = wsm_save(w, key, file, json_object_get(req, "value"), json_object_get(req, "metadata"),
-                     ret_payload, ret_error);
+                     NULL, NULL, ret_payload, ret_error);
     } else if (strcmp(op, "info") == 0) {
         json_t *info = e ? wsm_info(w, e) : NULL;
         *ret_payload = json_pack("{s:b, s:o?}", "found", info != NULL, "info",
@@ -307,5 +325,28 @@ int workspace_memory(struct workspace *w, json_t *req, json_t **ret_payload, cha
         r = fmt_error(ret_error, EINVAL, "memory: unknown operation '%s'", op);
     }
     pthread_mutex_unlock(&w->lock);
+    return r;
+}
+
+int workspace_import_memory(struct workspace *w, const char *key, json_t *value, json_t *metadata,
+                            const char *created_at, const char *updated_at, char **ret_error)
+{
+    *ret_error = NULL;
+    if (!*key || strlen(key) > WORKSPACE_MAX_KEY)
+        return fmt_error(ret_error, EINVAL, "memory: the key must be a string of 1-%d bytes",
+                         WORKSPACE_MAX_KEY);
+    char file[96];
+    wsm_key_file(key, file);
+    pthread_mutex_lock(&w->lock);
+    int r = ws_index(w);
+    json_t *payload = NULL;
+    if (r < 0)
+        r = fmt_error(ret_error, -r, "memory: workspace unavailable: %s", strerror(-r));
+    else if (ws_find(w, WS_MEMORY, file))
+        r = fmt_error(ret_error, EEXIST, "the workspace has a memory %s already", key);
+    else
+        r = wsm_save(w, key, file, value, metadata, created_at, updated_at, &payload, ret_error);
+    pthread_mutex_unlock(&w->lock);
+    json_decref(payload);
     return r;
 }

@@ -32,7 +32,9 @@ def _suid_helper_dir():
         return ready
     if os.geteuid() != 0:
         pytest.fail("rootless run without SANDBOXD_SUID_DIR (tests/rootless.sh prepares it)")
-    d = tempfile.mkdtemp(prefix="sandboxd-suid-")
+    # Not under /tmp, which every jail has its own of: the toolbox could bind a program from
+    # here, and must refuse this one (test_toolbox.py).
+    d = tempfile.mkdtemp(prefix="sandboxd-suid-", dir="/var/tmp")
     os.chmod(d, 0o755)
     src = os.path.join(d, "whoami.c")
     with open(src, "w") as f:
@@ -44,7 +46,10 @@ def _suid_helper_dir():
 
 @pytest.fixture(scope="session")
 def suid_dir():
-    return _suid_helper_dir()
+    d = _suid_helper_dir()
+    yield d
+    if not os.environ.get("SANDBOXD_SUID_DIR"):
+        shutil.rmtree(d, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
@@ -61,8 +66,10 @@ def secret_dir():
 
 
 def _jail_args(suid_dir, secret_dir):
+    # The toolbox is asked for the setuid helper too: it must refuse it (test_toolbox.py).
     return ["--tmp-size-mb", str(TMP_MB), "--bind", "%s:/opt/suid" % suid_dir,
-            "--bind", "%s:/opt/secret" % secret_dir]
+            "--bind", "%s:/opt/secret" % secret_dir,
+            "--toolbox-add", os.path.join(suid_dir, "whoami")]
 
 
 class Cold:
@@ -112,6 +119,16 @@ def attack(request, suid_dir, secret_dir):
     if request.param == "cold":
         return Cold(_jail_args(suid_dir, secret_dir))
     return Warm(request.getfixturevalue("warm_server"))
+
+
+def loopback_listener(timeout):
+    """A TCP listener on the host's 127.0.0.1 (the caller closes it), and its port."""
+    import socket
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(8)
+    srv.settimeout(timeout)
+    return srv, srv.getsockname()[1]
 
 
 def result(resp):

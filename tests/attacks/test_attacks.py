@@ -9,18 +9,14 @@ import time
 
 import pytest
 
-from conftest import TMP_MB, error_code, result
+from conftest import TMP_MB, error_code, loopback_listener, result
 from harness import ROOTLESS
 
 
 # ---- network -------------------------------------------------------------------------------
 
 def test_tcp_to_a_host_loopback_server_fails(attack):
-    srv = socket.socket()
-    srv.bind(("127.0.0.1", 0))
-    srv.listen(8)
-    srv.settimeout(0.2)
-    port = srv.getsockname()[1]
+    srv, port = loopback_listener(0.2)
     accepted = []
 
     def accept():

@@ -466,7 +466,7 @@ def test_generates_runtime_modules(home):
                    "assert 'stub' in mcp_servers and 'stub' in LOADED_MCP_SERVERS\n"
                    "assert mcp.runtime is runtime\n"
                    "assert 'stub' in runtime.discovered_servers()\n"
-                   "assert runtime.list_servers_sync() == ['stub']\n"
+                   "assert runtime.list_servers_sync() == ('stub',)\n"
                    "docs = runtime.query_tool_docs_sync('stub')\n"
                    "assert docs and docs[0]['tool'] == 'echo'\n"
                    "found = runtime.search_tool_docs_sync('echo')\n"
@@ -510,9 +510,10 @@ def test_a_2024_11_05_server_over_streamable_http(home, tmp_path):
         try:
             r = run(c, "r = await mcp_old_http.echo(message='over http')\n"
                        "print(r['content'][0]['text'] if isinstance(r, dict) else r)\n"
-                       "try:\n    await mcp_old_http.boom()\nexcept Exception as e:\n"
-                       "    print('boom:', e)", servers=["old-http"])
-            assert r["content"][0]["text"] == "over http\nboom: boom failed on purpose", r
+                       "b = await mcp_old_http.boom()\n"  # returned, as upstream does
+                       "print('boom:', b['isError'], b['content'][0]['text'])",
+                    servers=["old-http"])
+            assert r["content"][0]["text"] == "over http\nboom: True boom failed on purpose", r
         finally:
             c.close()
     finally:

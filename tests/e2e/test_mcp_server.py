@@ -425,23 +425,28 @@ def test_named_sessions_belong_to_their_connection(connect):
     assert r["structuredContent"]["error"]["type"] == "NameError"
 
 
-def test_servers_pick_a_session_that_has_them(connect):
+def test_servers_load_into_the_live_session(connect):
+    """A call naming servers its session lacks loads them into it: the variables stay."""
     c = connect()
     run(c, "here = 'default'")
-    r = run(c, "got = await mcp_flaky.ok()\ngot['pid'] > 0", servers=["flaky"])
-    assert r["structuredContent"]["result"] == "True", r
-    assert r["structuredContent"]["session"] == "servers:flaky"
+    r = run(c, "got = await mcp_flaky.ok()\n(got['pid'] > 0, here)", servers=["flaky"])
+    assert r["structuredContent"]["result"] == "(True, 'default')", r
+    assert r["structuredContent"]["session"] == "default"
     assert r["structuredContent"]["mcpCalls"] == 1
-    assert "started session 'servers:flaky' (servers: flaky)" in text_of(r)
-    assert run(c, "here")["structuredContent"]["result"] == "'default'"
-    r = run(c, "'got' in dir()", servers=["flaky"])
-    assert r["structuredContent"]["result"] == "True"  # the same keyed session again
-    # a named session keeps the servers it was created with
+    assert "loaded the MCP servers flaky into session 'default' (its variables stay)" in \
+        text_of(r)
+    r = run(c, "('got' in dir(), sorted(LOADED_MCP_SERVERS))")
+    assert r["structuredContent"]["result"] == "(True, ['flaky'])"  # still there, no new one
+    assert "loaded" not in text_of(r) and "started" not in text_of(r)
+    # a named session gains servers the same way
     run(c, "n = 1", session_id="n", servers=["flaky"])
-    r = run(c, "n", session_id="n", servers=["everything"])
-    assert r["isError"] is True and "cannot get everything" in text_of(r)
+    r = run(c, "(n, sorted(mcp_servers))", session_id="n", servers=["everything"])
+    assert r["structuredContent"]["result"] == "(1, ['everything', 'flaky'])", r
+    assert "into session 'n'" in text_of(r)
     r = c.call("reset_session")
-    assert "2 sessions ended" in text_of(r)
+    assert "1 session ended" in text_of(r)
+    r = run(c, "x = 1", servers=["no-such-server"])
+    assert r["isError"] is True and "not a configured MCP server" in text_of(r)
 
 
 def test_a_session_that_ended_is_replaced_and_the_answer_says_so(connect):

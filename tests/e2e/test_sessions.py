@@ -227,12 +227,12 @@ def test_namespace_helpers(srv):
     out = ok(srv, sid, "import mcp.runtime as rt\n"
                        "(sorted(mcp_servers), LOADED_MCP_SERVERS, rt.list_servers(), "
                        "mcp.servers.everything is mcp_everything)")
-    assert out["result"] == "(['everything'], ('everything',), ['everything'], True)"
+    assert out["result"] == "(['everything'], ('everything',), ('everything',), True)"
     out = ok(srv, sid, "[t['tool'] for t in search_tool_docs('sum of two numbers', limit=3)][0]")
     assert out["result"] == "'get-sum'"
     out = ok(srv, sid, "tools = await list_tools('everything')\nsorted(t['alias'] for t in tools)[:3]")
     assert "echo" in out["result"]
-    out = ok(srv, sid, "d = rt.query_tool_docs('everything', 'get-sum', detail='full')[0]\n"
+    out = ok(srv, sid, "d = rt.query_tool_docs('everything', 'get-sum', detail='full')\n"
                        "sorted(d['inputSchema']['properties'])")
     assert out["result"] == "['a', 'b']"
     out = ok(srv, sid, "capability_summary()")

@@ -32,6 +32,17 @@ def text(t, error=False):
     return result
 
 
+def call(name, args):
+    """The CallToolResult of tool name."""
+    if name == "echo":
+        return text(str(args.get("message", "")))
+    if name == "cwd":
+        return text(os.getcwd())
+    if name == "boom":
+        return text("boom failed on purpose", error=True)
+    return text("Unknown tool: %s" % name, error=True)
+
+
 def handle(msg):
     """The answer to one message (None for notifications)."""
     mid, method = msg.get("id"), msg.get("method")
@@ -46,15 +57,7 @@ def handle(msg):
     elif method == "tools/list":
         result = {"tools": TOOLS}
     elif method == "tools/call":
-        name, args = params.get("name"), params.get("arguments") or {}
-        if name == "echo":
-            result = text(str(args.get("message", "")))
-        elif name == "cwd":
-            result = text(os.getcwd())
-        elif name == "boom":
-            result = text("boom failed on purpose", error=True)
-        else:
-            result = text("Unknown tool: %s" % name, error=True)
+        result = call(params.get("name"), params.get("arguments") or {})
     else:
         return {"jsonrpc": "2.0", "id": mid,
                 "error": {"code": -32601, "message": "Method not found: %s" % method}}

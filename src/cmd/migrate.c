@@ -1,0 +1,367 @@
+// SPDX-License-Identifier: MIT
+/*
+ * migrate — `sandboxd migrate`: bring the state of mcp-server-code-execution-mode (upstream,
+ * and its fork) into a sandboxd workspace: the functions of its user_tools.py become saved
+ * tools, its memory JSON files memories (with their created_at and updated_at). Each item is
+ * reported imported or skipped with the reason. The source is only read (O_NOFOLLOW, never
+ * written); nothing in the workspace is replaced. user_tools.py is parsed (never run) by the
+ * runtime's migrate.py under the host's interpreter, with the rules a session applies to
+ * saved tools (docs/SESSIONS.md); the memory files are read here.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <math.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cmd/cmd.h"
+#include "cmd/common.h"
+#include "cmd/setup.h"
+#include "session/workspace.h"
+#include "util/fdio.h"
+#include "util/fmt.h"
+#include "util/log.h"
+#include "util/macros.h"
+#include "util/trust.h"
+
+#define MIGRATE_MAX_REPORT (64u << 20) /* bytes of migrate.py's answer */
+#define MIGRATE_MAX_MEMORY (4u << 20)  /* bytes of one memory file */
+#define MIGRATE_MAX_FILES  10000       /* memory files looked at */
+
+enum { MIGRATE_OPT_FROM = COMMON_OPT_LAST + 1, MIGRATE_OPT_WORKSPACE, MIGRATE_OPT_STATE_DIR };
+
+static const char migrate_usage[] =
+    "Usage: sandboxd migrate [--from DIR] [--workspace NAME] [--state-dir DIR]\n"
+    "\n"
+    "Import the state of mcp-server-code-execution-mode into a sandboxd workspace: the\n"
+    "functions of its user_tools.py as saved tools, its memory/*.json files as memories\n"
+    "(their times kept). Prints each item imported or skipped, and why. DIR is only read;\n"
+    "nothing already in the workspace is replaced.\n"
+    "\n"
+    "  --from DIR        upstream's state directory: $MCP_BRIDGE_STATE_DIR, else ~/MCPs;\n"
+    "                    DIR/user_tools.py or DIR/user_tools/user_tools.py, DIR/memory/ or\n"
+    "                    DIR/user_tools/memory/\n"
+    "  --workspace NAME  the workspace to import into (default: default, the one\n"
+    "                    `sandboxd mcp` uses)\n"
+    "  --state-dir DIR   sandboxd's state directory (default: $MCP_BRIDGE_STATE_DIR as\n"
+    "                    `sandboxd mcp --compat code-execution-mode` uses it, else the\n"
+    "                    usual one, see docs/SESSIONS.md)\n"
+    "  --python PATH     the interpreter that reads user_tools.py (default /usr/bin/python3)\n"
+    "  --runtime-dir DIR sandboxd's Python runtime (default: found next to the binary)\n"
+    "  --log-level LEVEL debug|info|warn|error\n";
+
+struct migrate_count {
+    unsigned imported, skipped;
+};
+
+static void migrate_item(struct migrate_count *n, const char *kind, const char *name,
+                         const char *why)
+{
+    if (why) {
+        printf("skipped %s %s: %s\n", kind, name, why);
+        n->skipped++;
+    } else {
+        printf("imported %s %s\n", kind, name);
+        n->imported++;
+    }
+}
+
+/* The first of DIR/a, DIR/b that exists as kind (S_IFREG or S_IFDIR), not through a symlink
+ * at its last component; caller frees; NULL when none. */
+static char *migrate_find(const char *dir, const char *a, const char *b, mode_t kind)
+{
+    const char *rels[] = {a, b};
+    for (size_t i = 0; i < ARRAY_SIZE(rels); i++) {
+        char *p = fmt_str("%s/%s", dir, rels[i]);
+        struct stat st;
+        if (p && lstat(p, &st) == 0 && (st.st_mode & S_IFMT) == kind)
+            return p;
+        free(p);
+    }
+    return NULL;
+}
+
+/* migrate.py's report on file: a JSON array (new reference), or NULL (logged). */
+static json_t *migrate_read_tools(const char *python, const char *runtime_dir, const char *file)
+{
+    _cleanup_free_ char *script = fmt_str("%s/sandboxd_runtime/migrate.py", runtime_dir);
+    int pipefd[2];
+    if (!script || pipe2(pipefd, O_CLOEXEC) < 0)
+        return NULL;
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, pipefd[1], STDOUT_FILENO);
+    char *argv[] = {(char *)python, "-I", "-S", "-B", script, (char *)file, NULL};
+    char *envp[] = {"LANG=C.UTF-8", NULL};
+    pid_t pid;
+    int r = posix_spawn(&pid, python, &fa, NULL, argv, envp);
+    posix_spawn_file_actions_destroy(&fa);
+    close(pipefd[1]);
+    if (r != 0) {
+        close(pipefd[0]);
+        log_errno(LOG_ERROR, r, "migrate: cannot start %s", python);
+        return NULL;
+    }
+    char path[64], *out = NULL;
+    size_t len = 0;
+    snprintf(path, sizeof(path), "/proc/self/fd/%d", pipefd[0]);
+    r = fd_read_file(AT_FDCWD, path, MIGRATE_MAX_REPORT, &out, &len);
+    close(pipefd[0]);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    json_error_t jerr;
+    json_t *report = r == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0
+                         ? json_loadb(out, len, 0, &jerr)
+                         : NULL;
+    free(out);
+    if (!json_is_array(report)) {
+        log_error("migrate: %s could not read %s (%s)", script, file,
+                  r < 0 ? strerror(-r) : "it failed; see above");
+        json_decref(report);
+        return NULL;
+    }
+    return report;
+}
+
+static void migrate_tools(struct workspace *w, const char *python, const char *runtime_dir,
+                          const char *file, struct migrate_count *n)
+{
+    json_t *report = migrate_read_tools(python, runtime_dir, file);
+    if (!report) {
+        migrate_item(n, "file", file, "it could not be read");
+        return;
+    }
+    json_t *have = NULL;
+    char *err = NULL;
+    if (workspace_tools(w, &have, &err) < 0) {
+        migrate_item(n, "file", file, err ? err : "the workspace cannot be read");
+        free(err);
+        json_decref(report);
+        return;
+    }
+    size_t i, k;
+    json_t *item, *t;
+    json_array_foreach(report, i, item)
+    {
+        const char *name = json_string_value(json_object_get(item, "name"));
+        const char *source = json_string_value(json_object_get(item, "source"));
+        const char *skipped = json_string_value(json_object_get(item, "skipped"));
+        _cleanup_free_ char *label =
+            name ? fmt_str("%s (line %lld)", name,
+                           (long long)json_integer_value(json_object_get(item, "line")))
+                 : fmt_str("at line %lld of %s",
+                           (long long)json_integer_value(json_object_get(item, "line")), file);
+        bool exists = false;
+        json_array_foreach(have, k, t)
+        {
+            exists = exists || (name && strcmp(json_string_value(json_object_get(t, "name")) ?: "",
+                                               name) == 0);
+        }
+        if (!source || skipped || exists) {
+            migrate_item(n, "tool", label ? label : "?",
+                         skipped  ? skipped
+                         : exists ? "the workspace has a saved tool of that name already"
+                                  : "no source");
+            continue;
+        }
+        err = NULL;
+        int r = workspace_save_tool(w, name, source, &err);
+        migrate_item(n, "tool", label ? label : name, r < 0 ? (err ? err : strerror(-r)) : NULL);
+        free(err);
+    }
+    json_decref(have);
+    json_decref(report);
+}
+
+/* A time of the fork (seconds since the epoch, a JSON number) as the workspace writes times;
+ * NULL when it is none. */
+static char *migrate_time(json_t *v)
+{
+    if (!json_is_number(v))
+        return NULL;
+    double t = json_number_value(v);
+    if (!isfinite(t) || t < 0 || t > 253402300799.0) /* up to 9999-12-31 */
+        return NULL;
+    time_t s = (time_t)t;
+    struct tm tm;
+    gmtime_r(&s, &tm);
+    char day[32];
+    strftime(day, sizeof(day), "%Y-%m-%dT%H:%M:%S", &tm);
+    return fmt_str("%s.%03dZ", day, (int)((t - (double)s) * 1000.0) % 1000);
+}
+
+static void migrate_memory(struct workspace *w, int dirfd, const char *fname,
+                           struct migrate_count *n)
+{
+    char *text = NULL;
+    size_t len = 0;
+    int r =
+        fd_read_file_flags(dirfd, fname, O_NOFOLLOW | O_NONBLOCK, MIGRATE_MAX_MEMORY, &text, &len);
+    if (r < 0) {
+        migrate_item(n, "memory", fname,
+                     r == -ELOOP   ? "a symbolic link"
+                     : r == -EFBIG ? "over 4 MiB"
+                                   : strerror(-r));
+        return;
+    }
+    json_error_t jerr;
+    json_t *doc = json_loadb(text, len, 0, &jerr);
+    free(text);
+    if (!json_is_object(doc) || !json_object_get(doc, "value")) {
+        migrate_item(n, "memory", fname, "not a memory of the fork ({key, value, ...} as JSON)");
+        json_decref(doc);
+        return;
+    }
+    /* As the fork reads it: the key inside, else the file's name without .json. */
+    const char *key = json_string_value(json_object_get(doc, "key"));
+    _cleanup_free_ char *stem = strndup(fname, strlen(fname) - 5);
+    _cleanup_free_ char *created = migrate_time(json_object_get(doc, "created_at"));
+    _cleanup_free_ char *updated = migrate_time(json_object_get(doc, "updated_at"));
+    json_t *meta = json_object_get(doc, "metadata");
+    char *err = NULL;
+    r = stem ? workspace_import_memory(w, key ? key : stem, json_object_get(doc, "value"),
+                                       json_is_object(meta) ? meta : NULL, created, updated, &err)
+             : -ENOMEM;
+    _cleanup_free_ char *label = fmt_str("%s (%s)", key ? key : stem ? stem : "?", fname);
+    migrate_item(n, "memory", label ? label : fname, r < 0 ? (err ? err : strerror(-r)) : NULL);
+    free(err);
+    json_decref(doc);
+}
+
+static int migrate_name_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void migrate_memories(struct workspace *w, const char *dir, struct migrate_count *n)
+{
+    _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    int dup_fd = dfd >= 0 ? fcntl(dfd, F_DUPFD_CLOEXEC, 0) : -1;
+    DIR *d = dup_fd >= 0 ? fdopendir(dup_fd) : NULL;
+    if (!d) {
+        if (dup_fd >= 0)
+            close(dup_fd);
+        migrate_item(n, "directory", dir, strerror(errno));
+        return;
+    }
+    char **names = NULL;
+    size_t count = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) && count < MIGRATE_MAX_FILES) {
+        size_t l = strlen(e->d_name);
+        if (l <= 5 || strcmp(e->d_name + l - 5, ".json") != 0 || e->d_name[0] == '.')
+            continue;
+        char **grown = realloc(names, (count + 1) * sizeof(*names));
+        if (!grown || !(grown[count] = strdup(e->d_name))) {
+            names = grown ? grown : names;
+            break;
+        }
+        names = grown;
+        count++;
+    }
+    closedir(d);
+    if (count)
+        qsort(names, count, sizeof(*names), migrate_name_cmp);
+    for (size_t i = 0; i < count; i++) {
+        migrate_memory(w, dfd, names[i], n);
+        free(names[i]);
+    }
+    free(names);
+}
+
+int cmd_migrate(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"from", required_argument, NULL, MIGRATE_OPT_FROM},
+        {"workspace", required_argument, NULL, MIGRATE_OPT_WORKSPACE},
+        {"state-dir", required_argument, NULL, MIGRATE_OPT_STATE_DIR},
+        {"python", required_argument, NULL, COMMON_OPT_PYTHON},
+        {"runtime-dir", required_argument, NULL, COMMON_OPT_RUNTIME_DIR},
+        {"log-level", required_argument, NULL, COMMON_OPT_LOG_LEVEL},
+        {"help", no_argument, NULL, 'h'},
+        {0},
+    };
+    struct common_opts common = {0};
+    const char *from = NULL, *workspace = "default", *state_opt = NULL;
+    int opt;
+    while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        if (opt == 'h') {
+            fputs(migrate_usage, stdout);
+            return 0;
+        }
+        if (opt == MIGRATE_OPT_FROM)
+            from = optarg;
+        else if (opt == MIGRATE_OPT_WORKSPACE)
+            workspace = optarg;
+        else if (opt == MIGRATE_OPT_STATE_DIR)
+            state_opt = optarg;
+        else if (common_opt(&common, opt, optarg) != 1) {
+            fputs(migrate_usage, stderr);
+            return 2;
+        }
+    }
+    if (optind < argc || workspace_check_name(workspace)) {
+        fprintf(stderr, "sandboxd migrate: %s\n",
+                optind < argc ? "unexpected arguments" : "--workspace: not a workspace name");
+        return 2;
+    }
+    const char *bridge = getenv("MCP_BRIDGE_STATE_DIR"), *home = getenv("HOME");
+    _cleanup_free_ char *bridge_dir =
+        bridge && *bridge
+            ? (bridge[0] == '~' && home ? fmt_str("%s%s", home, bridge + 1) : strdup(bridge))
+            : NULL;
+    _cleanup_free_ char *src = from         ? strdup(from)
+                               : bridge_dir ? strdup(bridge_dir)
+                               : home       ? fmt_str("%s/MCPs", home)
+                                            : NULL;
+    _cleanup_free_ char *state = setup_state_dir(state_opt ? state_opt : bridge_dir);
+    struct jail_options jo;
+    if (!src || !state || common_resolve(&common, &jo) < 0) {
+        common_done(&common);
+        return 1;
+    }
+    _cleanup_free_ char *tools =
+        migrate_find(src, "user_tools.py", "user_tools/user_tools.py", S_IFREG);
+    _cleanup_free_ char *memdir = migrate_find(src, "memory", "user_tools/memory", S_IFDIR);
+    if (!tools && !memdir) {
+        fprintf(stderr,
+                "sandboxd migrate: %s holds no user_tools.py and no memory directory of "
+                "mcp-server-code-execution-mode; name the directory with --from\n",
+                src);
+        common_done(&common);
+        return 1;
+    }
+    _cleanup_free_ char *why = NULL;
+    struct workspace_store *store = NULL;
+    struct workspace *w = NULL;
+    struct workspace_limits wl = {
+        .max_value = 1u << 20, .max_bytes = 64u << 20, .max_entries = 10000, .max_file = 16u << 20};
+    int r = trust_make_dir(state, &why);
+    if (r < 0)
+        log_error("migrate: refusing the state directory %s: %s", state, why ? why : "unsafe");
+    else if ((r = workspace_store_new(state, &wl, &store)) < 0 ||
+             (r = workspace_open(store, workspace, true, &w)) < 0)
+        log_errno(LOG_ERROR, r, "migrate: the workspace %s in %s is unavailable", workspace, state);
+    struct migrate_count n = {0};
+    if (r == 0) {
+        printf("from %s into workspace %s of %s\n", src, workspace, state);
+        if (tools)
+            migrate_tools(w, jo.python ? jo.python : "/usr/bin/python3", jo.runtime_dir, tools, &n);
+        if (memdir)
+            migrate_memories(w, memdir, &n);
+        printf("%u imported, %u skipped\n", n.imported, n.skipped);
+    }
+    workspace_close(w);
+    workspace_store_free(store);
+    common_done(&common);
+    return r < 0 ? 1 : 0;
+}

@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: MIT
+/*
+ * toolbox — the programs a shell script expects (/bin/sh, bash, coreutils,
+ * grep, sed, awk, find, tar, gzip, ...), bound read-only into every jail at
+ * their host paths so that code written for a container (upstream's
+ * python:3-slim) that shells out works. Each program is found on the host
+ * (/usr/local/bin, /usr/bin, /bin), its symlinks recreated (/usr/bin/awk ->
+ * /etc/alternatives/awk -> mawk) and the shared libraries it needs, read from
+ * its ELF dynamic section, and theirs, bound when the jail lacks them
+ * (usually they lie in the library directories it binds already).
+ *
+ * It never binds a setuid or setgid program, nor anything that is not
+ * world-readable; programs run under the same jail, limits and seccomp
+ * filter as the interpreter (no_new_privs and nosuid hold for them). Parent
+ * side, at start-up (jail_config_init); logs what it skipped.
+ */
+#ifndef SANDBOXD_JAIL_TOOLBOX_H
+#define SANDBOXD_JAIL_TOOLBOX_H
+
+#include <stddef.h>
+
+#include "jail/hostdeps.h"
+#include "jail/mount.h"
+
+#define TOOLBOX_MAX_LIBS  512        /* shared libraries looked at per start, at most */
+#define TOOLBOX_MAX_EXTRA 256        /* --toolbox-add entries */
+#define TOOLBOX_ELF_MAX   (1u << 20) /* bytes of headers and dynamic section read per file */
+
+/* The names of the default toolbox (NULL-terminated, static). */
+extern const char *const toolbox_default[];
+
+/* The sonames file needs (DT_NEEDED, in order) and its RUNPATH or RPATH, read from its ELF
+ * headers: 0 with *ret_needed (NULL-terminated; caller frees with toolbox_strv_free) and
+ * *ret_runpath (caller frees; NULL when none); -ENOEXEC when file is not an ELF file of this
+ * machine, or a dynamic section that does not fit; -errno when it cannot be read. A static
+ * program or a script gives an empty list. */
+int toolbox_elf_needed(const char *file, char ***ret_needed, char **ret_runpath);
+void toolbox_strv_free(char **v);
+
+/* Add the default toolbox (unless with_default is false) and the programs extra (names looked
+ * up on the host, or absolute paths; NULL-terminated, may be NULL) to plan p, whose binds b
+ * hold the interpreter's directories; libdirs (NULL-terminated) are where a library is looked
+ * for besides a program's RUNPATH. A default program the host lacks is skipped quietly, an
+ * extra one with a warning; a setuid or setgid one is refused with a warning. 0 or -ENOMEM. */
+int toolbox_add(struct mount_plan *p, struct hostdeps_binds *b, bool with_default,
+                const char *const *extra, const char *const *libdirs);
+
+#endif
