@@ -339,6 +339,25 @@ static int setup_enable_base(struct cgroup_env *env, const char *base, const cha
 }
 
 /* A cells directory left by an earlier instance: take it over when nothing runs in it. */
+/* Remove the cell directories a dead sandboxd left in dir (empty ones: rmdir refuses the
+ * others, which are logged and skipped, so their names are not reused). */
+static int setup_sweep_stale(struct cgroup_env *env, const char *dir, char **why)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return fmt_error(why, errno, "cannot list %s: %s", dir, strerror(errno));
+    for (struct dirent *e; (e = readdir(d));) {
+        if (e->d_type != DT_DIR || e->d_name[0] == '.')
+            continue;
+        _cleanup_free_ char *stale = cgroup_join(dir, e->d_name);
+        int r = stale ? env->fs.rmdir(env->fs.ctx, stale) : -ENOMEM;
+        if (r < 0)
+            log_errno(LOG_WARN, r, "cgroup: cannot remove the stale cell %s", stale);
+    }
+    closedir(d);
+    return 0;
+}
+
 static int setup_reuse_cells(struct cgroup_env *env, const char *cells, char **why)
 {
     uint64_t populated = 0;
@@ -347,19 +366,7 @@ static int setup_reuse_cells(struct cgroup_env *env, const char *cells, char **w
                          "%s holds processes: another sandboxd (or what is left of one) uses "
                          "this cgroup; stop it, or give each instance its own --cgroup-root",
                          cells);
-    DIR *d = opendir(cells);
-    if (!d)
-        return fmt_error(why, errno, "cannot list %s: %s", cells, strerror(errno));
-    for (struct dirent *e; (e = readdir(d));) {
-        if (e->d_type != DT_DIR || e->d_name[0] == '.')
-            continue;
-        _cleanup_free_ char *stale = cgroup_join(cells, e->d_name);
-        int r = stale ? env->fs.rmdir(env->fs.ctx, stale) : -ENOMEM;
-        if (r < 0)
-            log_errno(LOG_WARN, r, "cgroup: cannot remove the stale cell %s", stale);
-    }
-    closedir(d);
-    return 0;
+    return setup_sweep_stale(env, cells, why);
 }
 
 static bool setup_exists(struct cgroup_env *env, const char *dir, const char *knob, int flags)
@@ -475,6 +482,12 @@ static int setup_v1_base(struct cgroup_env *env, const char *proc, const char *c
     r = env->fs.mkdir(env->fs.ctx, base);
     if (r < 0 && r != -EEXIST) {
         fmt_error(why, -r, "cannot create %s: %s%s", base, strerror(-r), setup_hint(-r));
+        free(base);
+        return r;
+    }
+    /* It exists when an earlier sandboxd with our pid was killed before it could clean up:
+     * its cells' names would collide with ours. */
+    if (r == -EEXIST && (r = setup_sweep_stale(env, base, why)) < 0) {
         free(base);
         return r;
     }

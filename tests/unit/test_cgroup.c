@@ -666,17 +666,19 @@ static void v2_old_kernel_without_memory_peak(void **state)
 /* A hybrid host (like one with systemd's legacy layout): cgroup2 offers no memory, the v1
  * hierarchies do. v1 is used, with the budget on sandboxd-<pid> and the quota per cell; and
  * when v1 is unwritable too, the reason names both. */
-static void v1_on_a_hybrid_host(void **state)
+/* A hybrid host as this project's CI machine is: memory, pids, cpuacct and cpu on cgroup v1
+ * (under f->tmp/v1, returned), an empty cgroup v2 mount, our cgroups at the v1 roots. Returns
+ * the memory hierarchy's directory; *ret_shell the v2 cgroup (caller frees both). */
+static char *v1_host(struct fake *f, char *v1, size_t v1_size, char **ret_shell)
 {
-    struct fake *f = *state;
     put(f->root, "cgroup.controllers", "hugetlb\n");
-    char *shell = path_of(f->root, "user.slice/shell");
+    *ret_shell = path_of(f->root, "user.slice/shell");
     char *slice = path_of(f->root, "user.slice");
     put(slice, "cgroup.subtree_control", "");
     free(slice);
-    char self[PATH_MAX], v1[PATH_MAX], mi[8192] = "";
+    char self[PATH_MAX], mi[8192] = "";
     snprintf(self, sizeof(self), "%s/self", f->proc);
-    snprintf(v1, sizeof(v1), "%s/v1", f->tmp);
+    snprintf(v1, v1_size, "%s/v1", f->tmp);
     assert_int_equal(mkdir(v1, 0755), 0);
     const char *hier[] = {"memory", "pids", "cpuacct", "cpu"};
     for (size_t i = 0; i < 4; i++) {
@@ -692,6 +694,14 @@ static void v1_on_a_hybrid_host(void **state)
     put(self, "cgroup", "5:memory:/\n4:pids:/\n3:cpuacct:/\n2:cpu:/\n0::/user.slice/shell\n");
     char *mem = path_of(v1, "memory");
     put(mem, "memory.limit_in_bytes", "2147483648\n");
+    return mem;
+}
+
+static void v1_on_a_hybrid_host(void **state)
+{
+    struct fake *f = *state;
+    char v1[PATH_MAX], *shell;
+    char *mem = v1_host(f, v1, sizeof(v1), &shell);
 
     struct cgroup_env env;
     struct cgroup_options o = {.cpus_milli = 250};
@@ -746,6 +756,40 @@ static void v1_on_a_hybrid_host(void **state)
     free(shell);
 }
 
+/* A sandboxd killed before it cleaned up left sandboxd-<pid> with its cells; a later one that
+ * gets the same pid removes them instead of failing on names that are taken. */
+static void v1_stale_base_of_a_dead_namesake(void **state)
+{
+    struct fake *f = *state;
+    char v1[PATH_MAX], *shell;
+    char *mem = v1_host(f, v1, sizeof(v1), &shell);
+    const char *hier[] = {"memory", "pids"};
+    for (size_t h = 0; h < ARRAY_SIZE(hier); h++)
+        for (int i = 0; i < 12; i++) { /* more than cgroup.c's tries at a free name */
+            char *dir = NULL;
+            assert_true(asprintf(&dir, "%s/%s/sandboxd-%d/c%d", v1, hier[h], (int)getpid(), i) > 0);
+            char *parent = strndup(dir, strrchr(dir, '/') - dir);
+            (void)fake_mkdir(f, parent); /* with the knobs the kernel would give them */
+            assert_int_equal(fake_mkdir(f, dir), 0);
+            free(parent);
+            free(dir);
+        }
+    struct cgroup_env env;
+    struct cgroup_options o = {0};
+    struct cgroup_fs fs;
+    assert_int_equal(init_env(f, &env, &o, &fs), 0);
+    assert_int_equal(env.mode, CGROUP_V1);
+    assert_false(exists(env.v1_memory, "c5"));
+    assert_false(exists(env.v1_pids, "c11"));
+    struct cgroup_cell *c;
+    assert_int_equal(cgroup_cell_new(&env, &c), 0);
+    assert_non_null(c);
+    cgroup_cell_free(c);
+    cgroup_env_done(&env);
+    free(mem);
+    free(shell);
+}
+
 int main(void)
 {
     log_set_level(LOG_OFF);
@@ -761,6 +805,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(v2_cpus_without_cpu_controller, setup, teardown),
         cmocka_unit_test_setup_teardown(v2_old_kernel_without_memory_peak, setup, teardown),
         cmocka_unit_test_setup_teardown(v1_on_a_hybrid_host, setup, teardown),
+        cmocka_unit_test_setup_teardown(v1_stale_base_of_a_dead_namesake, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
