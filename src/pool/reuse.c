@@ -114,8 +114,8 @@ static int reuse_parse_apps(struct reuse *r, const char *csv, char **ret_error)
     for (const char *s = csv; *s;) {
         size_t n = strcspn(s, ",");
         if (n == 0 || n > REUSE_APP_MAX) {
-            *ret_error = fmt_str("--warm-reuse: an appId must have 1 to %d characters",
-                                 REUSE_APP_MAX);
+            *ret_error =
+                fmt_str("--warm-reuse: an appId must have 1 to %d characters", REUSE_APP_MAX);
             return -EINVAL;
         }
         if (r->n_apps >= REUSE_MAX_APPS) {
@@ -205,8 +205,8 @@ char *reuse_key(const char *app_id, const char *script, const char *content_b64,
 {
     unsigned char h[REUSE_HASH_BYTES];
     char hex[2 * REUSE_HASH_BYTES + 1];
-    crypto_generichash(h, sizeof(h), (const unsigned char *)content_b64, strlen(content_b64),
-                       NULL, 0);
+    crypto_generichash(h, sizeof(h), (const unsigned char *)content_b64, strlen(content_b64), NULL,
+                       0);
     sodium_bin2hex(hex, sizeof(hex), h, sizeof(h));
     /* NUL-separated parts could not be told apart from a name holding the separator; the
      * lengths make the key unambiguous. */
@@ -259,8 +259,7 @@ struct cell *reuse_take(struct reuse *r, const char *key, unsigned *ret_uses)
     return c;
 }
 
-void reuse_put(struct reuse *r, const char *app_id, const char *key, struct cell *c,
-               unsigned uses)
+void reuse_put(struct reuse *r, const char *app_id, const char *key, struct cell *c, unsigned uses)
 {
     if (uses >= r->max_executions || !r->max_idle) {
         pthread_mutex_lock(&r->lock);
@@ -331,14 +330,14 @@ json_t *reuse_stats(struct reuse *r)
     for (size_t i = 0; i < r->n_apps; i++)
         json_array_append_new(apps, json_string(r->apps[i]));
     pthread_mutex_lock(&r->lock);
-    json_t *o = json_pack(
-        "{s:b, s:o, s:I, s:I, s:I, s:I, s:I, s:{s:I, s:I, s:I, s:I, s:I, s:I}}", "enabled", 1,
-        "apps", apps, "idle", (json_int_t)r->n_idle, "maxIdle", (json_int_t)r->max_idle,
-        "reused", (json_int_t)r->reused, "misses", (json_int_t)r->misses, "maxExecutions",
-        (json_int_t)r->max_executions, "retired", "executions",
-        (json_int_t)r->retired_executions, "idle", (json_int_t)r->retired_idle, "lru",
-        (json_int_t)r->retired_lru, "loadCode", (json_int_t)r->retired_load_code, "error",
-        (json_int_t)r->retired_error, "dead", (json_int_t)r->retired_dead);
+    json_t *o = json_pack("{s:b, s:o, s:I, s:I, s:I, s:I, s:I, s:{s:I, s:I, s:I, s:I, s:I, s:I}}",
+                          "enabled", 1, "apps", apps, "idle", (json_int_t)r->n_idle, "maxIdle",
+                          (json_int_t)r->max_idle, "reused", (json_int_t)r->reused, "misses",
+                          (json_int_t)r->misses, "maxExecutions", (json_int_t)r->max_executions,
+                          "retired", "executions", (json_int_t)r->retired_executions, "idle",
+                          (json_int_t)r->retired_idle, "lru", (json_int_t)r->retired_lru,
+                          "loadCode", (json_int_t)r->retired_load_code, "error",
+                          (json_int_t)r->retired_error, "dead", (json_int_t)r->retired_dead);
     pthread_mutex_unlock(&r->lock);
     return o;
 }

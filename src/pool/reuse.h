@@ -55,8 +55,7 @@ char *reuse_key_limits(const char *key, uint64_t memory_mb);
 struct cell *reuse_take(struct reuse *r, const char *key, unsigned *ret_uses);
 /* Keep c (ownership passes; it served uses executions) for key, or free it when it has served
  * --reuse-max-executions. May retire the least recently used idle interpreter. */
-void reuse_put(struct reuse *r, const char *app_id, const char *key, struct cell *c,
-               unsigned uses);
+void reuse_put(struct reuse *r, const char *app_id, const char *key, struct cell *c, unsigned uses);
 /* Count an interpreter retired after an execution that did not end in a clean result (an
  * error, a timeout, a limit). */
 void reuse_note_retired_error(struct reuse *r);
