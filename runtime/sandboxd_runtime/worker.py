@@ -177,7 +177,8 @@ def serve_one(warm=True, profile=None):
     os.set_inheritable(proto.FD, False)  # user subprocesses must not hold the channel
     if warm:
         warm_up(profile)
-    proto.write({"type": "ready", "pid": os.getpid()})
+    # The faults so far (fork, confinement, warm-up) go to the pool's statistics.
+    proto.write({"type": "ready", "pid": os.getpid(), "minFlt": faults()})
     while True:
         job = proto.read()
         before = faults()

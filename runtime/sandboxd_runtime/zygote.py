@@ -10,7 +10,8 @@ fds passed with SCM_RIGHTS):
   zygote -> host  {"op": "ready"}
                   {"op": "forked", "token": N, "pid": P} + [pidfd]
                   {"op": "fork_failed", "token": N, "error": "..."}
-                  {"op": "exit", "token": N, "status": S, "cpuUs": C, "maxRssKb": M}
+                  {"op": "exit", "token": N, "status": S, "cpuUs": C, "maxRssKb": M,
+                   "minFlt": F}
 
 The zygote never runs untrusted code. Each cell leaves sbx_cell_enter() in
 namespaces of its own with every privilege gone, then serves exactly one
@@ -205,7 +206,7 @@ class Zygote:
                 continue
             cpu = int((ru.ru_utime + ru.ru_stime) * 1e6)
             self.send({"op": "exit", "token": token, "status": status, "cpuUs": cpu,
-                       "maxRssKb": ru.ru_maxrss})
+                       "maxRssKb": ru.ru_maxrss, "minFlt": ru.ru_minflt})
 
     def serve(self):
         rfd, wfd = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)

@@ -535,7 +535,7 @@ int cmd_serve(int argc, char **argv)
     /* Templates import jinja2 and jsonschema (~100 ms): a pool of its own has them
      * imported, as the sessions' pool has asyncio. */
     if (o.template_pool_size &&
-        setup_pool(&su, &o.setup, (unsigned)o.template_pool_size, 1,
+        setup_pool(&su, &o.setup, (unsigned)o.template_pool_size, 0, 1,
                    "jinja2,jinja2.sandbox,jsonschema,sandboxd_runtime.template",
                    &template_pool) < 0) {
         log_error("serve: the template pool could not start (use --template-pool-size 0 to "
