@@ -4,7 +4,8 @@ on loopback with wrk. Prints a markdown table (p50/p99 latency, throughput, rati
 isolation overhead of a cold spawn, memory figures, sessions against a Jupyter kernel
 (bench/session_bench.py), data work (pandas, a chart) against cold python and a Jupyter
 kernel (bench/data_bench.py), the latency the egress proxy adds to one request
-(bench/egress_bench.py) and `sandboxd mcp` against its --compat mode (bench/compat_bench.py);
+(bench/egress_bench.py), `sandboxd mcp` against its --compat mode (bench/compat_bench.py) and
+fresh interpreters against warm reuse with their cost per execution (bench/perf_bench.py);
 writes them to bench/last-run.md.
 
 Environment: BENCH_DURATION (seconds per load run, default 8), BENCH_SANDBOXD (binary).
@@ -21,6 +22,7 @@ import time
 import compat_bench
 import data_bench
 import egress_bench
+import perf_bench
 import session_bench
 
 from benchlib import APPS, BIN, DURATION, HERE, ROOT, Proc, check, free_port, jit, post, wrk
@@ -202,6 +204,8 @@ def main():
     for factor, r in sweep:
         sweep_lines.append("| %d (%d × cores) | 16 | %.2f | %.2f | %.0f |" % (factor * ncpu, factor, r["p50"], r["p99"], r["rps"]))
     text = "\n".join(lines + [""] + ratios + sweep_lines) + "\n"
+    print("fresh against warm reuse, cost per execution, cores, a burst ...", flush=True)
+    text += "\n## Fresh interpreters against warm reuse, cost per execution, cores, bursts\n\n" + perf_bench.main()[0]
     print("sessions against a Jupyter kernel ...", flush=True)
     text += "\n## Sessions\n\n" + session_bench.main(free_port())[0]
     print("data work: pandas and a chart against cold python and a Jupyter kernel ...", flush=True)

@@ -26,6 +26,7 @@ import json
 import os
 import selectors
 import signal
+import _signal
 import socket
 import sys
 
@@ -41,6 +42,11 @@ STEP_NAMES = [
 # Every module preimported makes each cell's fork and exit a little dearer (page tables:
 # ~10 us per MB of zygote) and saves its import (1-5 ms, numpy ~100 ms) in every script
 # that uses it.
+
+
+# signal.signal() would turn the old handler (a function) into a Handlers enum, fail, and
+# build the exception it then catches: ~60 copied pages in every cell. _signal's does not.
+_SIGCHLD, _SIG_DFL = int(signal.SIGCHLD), int(signal.SIG_DFL)
 
 
 class Zygote:
@@ -169,7 +175,7 @@ class Zygote:
         """In the forked child: confine, then serve one job. Never returns."""
         try:
             signal.set_wakeup_fd(-1)
-            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            _signal.signal(_SIGCHLD, _SIG_DFL)
             step = ctypes.c_int(-1)
             proto_fd, out_fd, err_fd = fds
             r = self.lib.sbx_cell_enter(
