@@ -101,9 +101,9 @@ int app_run_job(struct app *a, struct app_run *run)
                                   "outputBytes", (json_int_t)o->output_limit, "artifacts", "count",
                                   (json_int_t)o->artifacts.max_count, "bytes",
                                   (json_int_t)o->artifacts.max_bytes));
-    _cleanup_free_ char *reuse_key =
+    _cleanup_free_ char *kept_key =
         run->reuse_key && a->reuse ? reuse_key_limits(run->reuse_key, (uint64_t)memory_mb) : NULL;
-    if (reuse_key)
+    if (kept_key)
         json_object_set_new(run->job, "reuse", json_true());
 
     int64_t start = clock_mono_us();
@@ -119,7 +119,7 @@ int app_run_job(struct app *a, struct app_run *run)
     struct pool *pool = run->pool ? run->pool : a->pool;
     unsigned uses = 0;
     /* A kept interpreter has its cgroup limits already: they are part of its key. */
-    if (reuse_key && (cell = reuse_take(a->reuse, reuse_key, &uses)))
+    if (kept_key && (cell = reuse_take(a->reuse, kept_key, &uses)))
         run->outcome.verdict.reused = true;
     else if (run->egress)
         r = app_egress_cell(a, run, &lim, &cell, &tap);
@@ -139,7 +139,7 @@ int app_run_job(struct app *a, struct app_run *run)
         .timeout_us = (left_ms > 1 ? left_ms : 1) * 1000,
         .cpu_limit_us = (uint64_t)cpu_s * 1000000,
         .output_limit = o->output_limit,
-        .keep_alive = reuse_key != NULL,
+        .keep_alive = kept_key != NULL,
         .raw_path = run->raw_path,
         .hooks = run->hooks,
         .artifacts = o->artifacts,
@@ -153,8 +153,8 @@ int app_run_job(struct app *a, struct app_run *run)
     }
     run->outcome.verdict.reused = reused; /* exec_run filled the verdict afresh */
     manager_leave(a->mgr);
-    if (reuse_key)
-        app_reuse_keep(a, run, reuse_key, TAKE_PTR(cell), uses, r);
+    if (kept_key)
+        app_reuse_keep(a, run, kept_key, TAKE_PTR(cell), uses, r);
     cell_free(cell);
     if (tap) {
         egress_tap_free(tap, &run->egress_stats);
