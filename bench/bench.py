@@ -4,7 +4,8 @@ on loopback with wrk. Prints a markdown table (p50/p99 latency, throughput, rati
 isolation overhead of a cold spawn, memory figures, sessions against a Jupyter kernel
 (bench/session_bench.py), data work (pandas, a chart) against cold python and a Jupyter
 kernel (bench/data_bench.py), the latency the egress proxy adds to one request
-(bench/egress_bench.py) and `sandboxd mcp` against its --compat mode (bench/compat_bench.py);
+(bench/egress_bench.py), `sandboxd mcp` against its --compat mode (bench/compat_bench.py) and
+fresh interpreters against warm reuse with their cost per execution (bench/perf_bench.py);
 writes them to bench/last-run.md.
 
 Environment: BENCH_DURATION (seconds per load run, default 8), BENCH_SANDBOXD (binary).
@@ -12,74 +13,19 @@ Environment: BENCH_DURATION (seconds per load run, default 8), BENCH_SANDBOXD (b
 import http.client
 import json
 import os
-import pathlib
 import re
-import signal
-import socket
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 
 import compat_bench
 import data_bench
 import egress_bench
+import perf_bench
 import session_bench
 
-HERE = pathlib.Path(__file__).resolve().parent
-ROOT = HERE.parent
-BIN = os.environ.get("BENCH_SANDBOXD", str(ROOT / "build" / "sandboxd"))
-DURATION = int(os.environ.get("BENCH_DURATION", "8"))
-APPS = HERE / "apps"
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Proc:
-    def __init__(self, cmd, port):
-        self.port = port
-        self.log = tempfile.TemporaryFile()
-        self.p = subprocess.Popen(cmd, stdout=self.log, stderr=self.log)
-
-    def wait_up(self, body):
-        for _ in range(600):
-            try:
-                st, resp = post(self.port, body)
-                if st == 200:
-                    return resp
-            except OSError:
-                pass
-            time.sleep(0.05)
-        self.log.seek(0)
-        raise RuntimeError("server did not start:\n" + self.log.read().decode(errors="replace"))
-
-    def stop(self):
-        self.p.send_signal(signal.SIGTERM)
-        try:
-            self.p.wait(30)
-        except subprocess.TimeoutExpired:
-            self.p.kill()
-
-
-def post(port, body):
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    c.request("POST", "/execute", json.dumps(body), {"Content-Type": "application/json"})
-    r = c.getresponse()
-    data = json.loads(r.read())
-    c.close()
-    return r.status, data
-
-
-def jit(script, function, body):
-    return {"requestId": "bench", "requestData": {"source": "bench", "body": body},
-            "context": {"appId": "bench", "handlerType": "JIT", "mcp_endpoint": "local",
-                        "taskDetails": {"script": script, "function": function,
-                                        "timeoutMs": 10000}}}
+from benchlib import APPS, BIN, DURATION, HERE, ROOT, Proc, check, free_port, jit, post, wrk
 
 
 EXECUTOR = {"requestId": "bench", "requestData": {"source": "bench"},
@@ -92,35 +38,6 @@ TEMPLATE = {"requestId": "bench", "requestData": {"source": "bench", "body": {"t
             "context": {"appId": "bench", "handlerType": "LLM", "mcp_endpoint": "local",
                         "taskDetails": {"promptTemplate": "prompts/classify.yaml"}}}
 WORK = jit("handlers/work.py", "work", {})
-
-
-def to_ms(v, unit):
-    return float(v) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
-
-
-def wrk(port, body, conns):
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
-        json.dump(body, f)
-    env = dict(os.environ, BENCH_BODY=f.name)
-    out = subprocess.run(["wrk", "-t", str(min(conns, 2)), "-c", str(conns), "-d", "%ds" % DURATION,
-                          "--latency", "-s", str(HERE / "post.lua"), "http://127.0.0.1:%d/execute" % port],
-                         capture_output=True, text=True, env=env).stdout
-    os.unlink(f.name)
-    lat = dict(re.findall(r"^\s+(50|99)%\s+([\d.]+\w+)", out, re.M))
-
-    def parse(s):
-        m = re.match(r"([\d.]+)(\w+)", s)
-        return to_ms(m.group(1), m.group(2))
-
-    errors = 0
-    m = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
-    if m:
-        errors += int(m.group(1))
-    m = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
-    if m:
-        errors += sum(int(x) for x in m.groups())
-    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
-    return {"p50": parse(lat["50"]), "p99": parse(lat["99"]), "rps": rps, "errors": errors}
 
 
 def paced(port, body, rate, n):
@@ -140,11 +57,6 @@ def paced(port, body, rate, n):
     c.close()
     lat.sort()
     return {"p50": lat[len(lat) // 2], "p99": lat[int(len(lat) * 0.99)], "rps": rate, "errors": 0}
-
-
-def check(resp, expect):
-    assert resp.get("resultType") == "generic", resp
-    assert resp["data"] == expect, resp
 
 
 def rss_kb(pid):
@@ -292,6 +204,8 @@ def main():
     for factor, r in sweep:
         sweep_lines.append("| %d (%d × cores) | 16 | %.2f | %.2f | %.0f |" % (factor * ncpu, factor, r["p50"], r["p99"], r["rps"]))
     text = "\n".join(lines + [""] + ratios + sweep_lines) + "\n"
+    print("fresh against warm reuse, cost per execution, cores, a burst ...", flush=True)
+    text += "\n## Fresh interpreters against warm reuse, cost per execution, cores, bursts\n\n" + perf_bench.main()[0]
     print("sessions against a Jupyter kernel ...", flush=True)
     text += "\n## Sessions\n\n" + session_bench.main(free_port())[0]
     print("data work: pandas and a chart against cold python and a Jupyter kernel ...", flush=True)

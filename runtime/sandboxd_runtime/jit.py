@@ -90,8 +90,18 @@ def module_name(path):
     return "sandbox_" + name
 
 
+# Warm reuse: the module a reuse job loaded, kept for the next job of this process, as
+# (path, source, module). The host sends a process only jobs of one app, script and
+# definition; the source is compared all the same.
+_kept = None
+
+
 def run(job):
+    global _kept
     path = job["path"]
+    reuse = job.get("reuse") is True
+    if reuse and _kept is not None and _kept[0] == path and _kept[1] == job["source"]:
+        return call_function(job, path, _kept[2])
     try:
         source = base64.b64decode(job["source"], validate=True)
     except (binascii.Error, ValueError, TypeError):
@@ -110,6 +120,12 @@ def run(job):
         module = load_module(text, path, module_name(path))
     except BaseException as exc:
         return errors.from_exception(exc)
+    if reuse:
+        _kept = (path, job["source"], module)
+    return call_function(job, path, module)
+
+
+def call_function(job, path, module):
     name = job["function"]
     fn = module.__dict__.get(name)
     if fn is None or not callable(fn):

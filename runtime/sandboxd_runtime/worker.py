@@ -5,7 +5,10 @@ answer, exit.
 Used both by a cold jailed interpreter and by a cell forked from the
 zygote. The process exits with os._exit() right after answering, so no
 atexit hook, finaliser or non-daemon thread of user code can delay or alter
-the answer.
+the answer. A JIT job marked "reuse" (warm reuse, --warm-reuse) is the
+exception: after a clean result the process waits for the next job of the
+same app and script, whose module stays imported (jit.py); after anything
+else it exits as always.
 """
 import gc
 import os
@@ -15,15 +18,27 @@ import sys
 from sandboxd_runtime import artifacts, errors, network, proto
 
 
-def apply_limits(limits):
+# The address space the interpreter had mapped before its first job: a reused interpreter's
+# limit stays "what it started with + the job's memory", not "what it grew to + the memory".
+_mapped_base = None
+
+
+def apply_limits(limits, reuse=False):
     """Per-job limits the process sets on itself before any user code runs."""
+    global _mapped_base
     memory = limits.get("memoryBytes")
     if memory:
         # The address-space limit counts what is already mapped (the
         # interpreter and its libraries) plus what the job may add.
-        with open("/proc/self/statm") as f:
-            mapped = int(f.read().split()[0]) * resource.getpagesize()
-        cap = mapped + int(memory)
+        if _mapped_base is None:
+            # os-level I/O: open() would build three file objects and an encoder, copying
+            # pages in every cell for one number.
+            fd = os.open("/proc/self/statm", os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                _mapped_base = int(os.read(fd, 256).split()[0]) * resource.getpagesize()
+            finally:
+                os.close(fd)
+        cap = _mapped_base + int(memory)
         resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
     output = limits.get("outputBytes")
     if output:
@@ -31,8 +46,19 @@ def apply_limits(limits):
     cpu = limits.get("cpuSeconds")
     if cpu:
         cpu = int(cpu)
-        # soft: SIGXCPU; hard one second later: SIGKILL if SIGXCPU was caught
-        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+        if reuse:
+            # RLIMIT_CPU counts the process's whole life and a hard limit cannot be raised
+            # again: a reused interpreter gets the job's seconds on top of what it used, as a
+            # soft limit (SIGXCPU, which ends it); its wall-clock deadline still kills it.
+            me = resource.getrusage(resource.RUSAGE_SELF)
+            soft = int(me.ru_utime + me.ru_stime) + cpu + 1
+            hard = resource.getrlimit(resource.RLIMIT_CPU)[1]
+            if hard != resource.RLIM_INFINITY and soft > hard:
+                soft = hard
+            resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
+        else:
+            # soft: SIGXCPU; hard one second later: SIGKILL if SIGXCPU was caught
+            resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
 
 
 def flush_stdio():
@@ -43,17 +69,25 @@ def flush_stdio():
             pass
 
 
-def usage():
+def faults():
+    """Minor page faults of this process so far (its children's are not counted)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
+def usage(faults_before=None):
     me = resource.getrusage(resource.RUSAGE_SELF)
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
-    return {"cpuUs": int(cpu * 1e6), "maxRssKb": max(me.ru_maxrss, kids.ru_maxrss)}
+    out = {"cpuUs": int(cpu * 1e6), "maxRssKb": max(me.ru_maxrss, kids.ru_maxrss)}
+    if faults_before is not None:
+        out["minFlt"] = me.ru_minflt - faults_before
+    return out
 
 
 def handle(job):
     kind = job.get("type")
     try:
-        apply_limits(job.get("limits") or {})
+        apply_limits(job.get("limits") or {}, reuse=kind == "jit" and job.get("reuse") is True)
     except (OSError, ValueError) as exc:
         return errors.error("INTERNAL", "cannot apply limits: %s" % exc)
     network.apply(job.get("network"))
@@ -85,10 +119,10 @@ def run_code_job(job):
     return reply
 
 
-def answer(reply):
+def answer(reply, faults_before=None):
     """Send the final frame; a value JSON cannot carry becomes INVALID_RESULT."""
     flush_stdio()
-    reply["usage"] = usage()
+    reply["usage"] = usage(faults_before)
     try:
         body = proto.encode(reply)
     except (TypeError, ValueError, RecursionError, UnicodeError) as exc:
@@ -146,15 +180,27 @@ def serve_one(warm=True, profile=None):
     os.set_inheritable(proto.FD, False)  # user subprocesses must not hold the channel
     if warm:
         warm_up(profile)
-    proto.write({"type": "ready", "pid": os.getpid()})
-    job = proto.read()
-    try:
-        reply = handle(job)
-    except MemoryError as exc:
-        reply = errors.from_exception(exc)
-    except BaseException as exc:  # the runtime itself failed: still answer
-        reply = errors.error("INTERNAL", "runtime failure: %r" % (exc,))
-    try:
-        answer(reply)
-    finally:
-        os._exit(0)
+    # The faults so far (fork, confinement, warm-up) go to the pool's statistics.
+    proto.write({"type": "ready", "pid": os.getpid(), "minFlt": faults()})
+    while True:
+        job = proto.read()
+        before = faults()
+        try:
+            reply = handle(job)
+        except MemoryError as exc:
+            reply = errors.from_exception(exc)
+        except BaseException as exc:  # the runtime itself failed: still answer
+            reply = errors.error("INTERNAL", "runtime failure: %r" % (exc,))
+        # Only a clean result of a reuse job keeps the process (the host retires it otherwise
+        # as well): an error may have left it in any state.
+        keep = (
+            job.get("type") == "jit"
+            and job.get("reuse") is True
+            and reply.get("type") == "result"
+        )
+        try:
+            answer(reply, before)
+        except BaseException:
+            os._exit(0)
+        if not keep:
+            os._exit(0)

@@ -10,7 +10,8 @@ fds passed with SCM_RIGHTS):
   zygote -> host  {"op": "ready"}
                   {"op": "forked", "token": N, "pid": P} + [pidfd]
                   {"op": "fork_failed", "token": N, "error": "..."}
-                  {"op": "exit", "token": N, "status": S, "cpuUs": C, "maxRssKb": M}
+                  {"op": "exit", "token": N, "status": S, "cpuUs": C, "maxRssKb": M,
+                   "minFlt": F}
 
 The zygote never runs untrusted code. Each cell leaves sbx_cell_enter() in
 namespaces of its own with every privilege gone, then serves exactly one
@@ -25,6 +26,7 @@ import json
 import os
 import selectors
 import signal
+import _signal
 import socket
 import sys
 
@@ -40,6 +42,11 @@ STEP_NAMES = [
 # Every module preimported makes each cell's fork and exit a little dearer (page tables:
 # ~10 us per MB of zygote) and saves its import (1-5 ms, numpy ~100 ms) in every script
 # that uses it.
+
+
+# signal.signal() would turn the old handler (a function) into a Handlers enum, fail, and
+# build the exception it then catches: ~60 copied pages in every cell. _signal's does not.
+_SIGCHLD, _SIG_DFL = int(signal.SIGCHLD), int(signal.SIG_DFL)
 
 
 class Zygote:
@@ -168,7 +175,7 @@ class Zygote:
         """In the forked child: confine, then serve one job. Never returns."""
         try:
             signal.set_wakeup_fd(-1)
-            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            _signal.signal(_SIGCHLD, _SIG_DFL)
             step = ctypes.c_int(-1)
             proto_fd, out_fd, err_fd = fds
             r = self.lib.sbx_cell_enter(
@@ -205,7 +212,7 @@ class Zygote:
                 continue
             cpu = int((ru.ru_utime + ru.ru_stime) * 1e6)
             self.send({"op": "exit", "token": token, "status": status, "cpuUs": cpu,
-                       "maxRssKb": ru.ru_maxrss})
+                       "maxRssKb": ru.ru_maxrss, "minFlt": ru.ru_minflt})
 
     def serve(self):
         rfd, wfd = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)

@@ -18,6 +18,7 @@
 #include "egress/proxy.h"
 #include "pool/pool.h"
 #include "pool/profile.h"
+#include "pool/reuse.h"
 #include "util/buf.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -215,6 +216,7 @@ static void api_healthz(struct api *api, const struct http_request *req, struct 
     if (reply->body) {
         json_object_set_new(reply->body, "workflows", flow_cache_stats(a->wf_cache));
         json_object_set_new(reply->body, "profiles", profiles_stats(a->profiles));
+        json_object_set_new(reply->body, "reuse", reuse_stats(a->reuse));
         json_object_set_new(reply->body, "egress",
                             a->egress ? egress_proxy_describe(a->egress)
                                       : json_pack("{s:o}", "allow", json_array()));
@@ -308,7 +310,10 @@ static void api_load_code(struct api *api, const struct http_request *req, struc
     }
     size_t dropped = defs_invalidate(api->app->defs, app_id, paths, n);
     free(paths);
-    log_info("load_code: dropped %zu cached definitions of app %s", dropped, app_id);
+    /* New code: the app's kept interpreters hold the old modules (warm reuse). */
+    size_t retired = reuse_retire_app(api->app->reuse, app_id);
+    log_info("load_code: dropped %zu cached definitions and %zu reused interpreters of app %s",
+             dropped, retired, app_id);
     reply->status = 200;
     reply->body = json_pack("{s:I}", "invalidated", (json_int_t)dropped);
     json_decref(body);

@@ -28,6 +28,7 @@
 struct flow_cache;
 struct pool;
 struct profiles;
+struct reuse;
 
 struct app_options {
     int64_t default_timeout_ms;
@@ -59,6 +60,7 @@ struct app {
     json_t *isolation;           /* what the start-up self-test observed */
     int64_t started_us;
     struct egress_proxy *egress; /* NULL: no --egress-allow, no network for anyone */
+    struct reuse *reuse;         /* --warm-reuse; NULL: every execution gets a fresh interpreter */
 };
 
 struct app_run {
@@ -72,6 +74,9 @@ struct app_run {
     uint64_t default_memory_mb;         /* when none is requested; 0: the server's default */
     const struct egress_policy *egress; /* a network policy: a cold cell with the proxy */
     const char *label;                  /* the request id, for the egress log */
+    const char *app_id;                 /* with reuse_key: whose interpreter it is */
+    const char *reuse_key;              /* reuse_key() of a JIT execution that may run in a kept
+                                         * interpreter (pool/reuse.h); NULL: a fresh one */
     struct exec_outcome outcome;        /* filled; release with app_run_done */
     struct response_limits limits;
     int64_t queue_wait_us;

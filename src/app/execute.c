@@ -15,6 +15,7 @@
 #include "egress/proxy.h"
 #include "pool/pool.h"
 #include "pool/profile.h"
+#include "pool/reuse.h"
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/macros.h"
@@ -56,6 +57,28 @@ static int app_egress_cell(struct app *a, struct app_run *run, const struct jail
     return 0;
 }
 
+/* The final frame is a result (not an error frame) and the verdict OK. */
+static bool app_run_ok(const struct app_run *run)
+{
+    const struct verdict *v = &run->outcome.verdict;
+    return v->status == VERDICT_OK && run->outcome.final &&
+           strcmp(json_string_value(json_object_get(run->outcome.final, "type")) ?: "", "result") ==
+               0;
+}
+
+/* After an execution that may be reused: keep its interpreter when it ended in a clean result
+ * and left nothing unread; otherwise retire it (any error, timeout, limit). Takes c. */
+static void app_reuse_keep(struct app *a, struct app_run *run, const char *key, struct cell *c,
+                           unsigned uses, int r)
+{
+    if (r == 0 && run->outcome.cell_alive && app_run_ok(run) && !frame_reader_ready(&c->reader)) {
+        reuse_put(a->reuse, run->app_id, key, c, uses + 1);
+        return;
+    }
+    reuse_note_retired_error(a->reuse);
+    cell_free(c);
+}
+
 int app_run_job(struct app *a, struct app_run *run)
 {
     const struct app_options *o = &a->opt;
@@ -78,6 +101,10 @@ int app_run_job(struct app *a, struct app_run *run)
                                   "outputBytes", (json_int_t)o->output_limit, "artifacts", "count",
                                   (json_int_t)o->artifacts.max_count, "bytes",
                                   (json_int_t)o->artifacts.max_bytes));
+    _cleanup_free_ char *kept_key =
+        run->reuse_key && a->reuse ? reuse_key_limits(run->reuse_key, (uint64_t)memory_mb) : NULL;
+    if (kept_key)
+        json_object_set_new(run->job, "reuse", json_true());
 
     int64_t start = clock_mono_us();
     int r = manager_enter(a->mgr, start + timeout_ms * 1000, &run->queue_wait_us);
@@ -90,7 +117,11 @@ int app_run_job(struct app *a, struct app_run *run)
     struct cell *cell = NULL;
     struct egress_tap *tap = NULL;
     struct pool *pool = run->pool ? run->pool : a->pool;
-    if (run->egress)
+    unsigned uses = 0;
+    /* A kept interpreter has its cgroup limits already: they are part of its key. */
+    if (kept_key && (cell = reuse_take(a->reuse, kept_key, &uses)))
+        run->outcome.verdict.reused = true;
+    else if (run->egress)
         r = app_egress_cell(a, run, &lim, &cell, &tap);
     else if (pool)
         r = pool_acquire(pool, &lim, start + timeout_ms * 1000, &cell, &run->pool_hit);
@@ -101,12 +132,14 @@ int app_run_job(struct app *a, struct app_run *run)
         metrics_isolation_failure(a->metrics);
         return r;
     }
+    bool reused = run->outcome.verdict.reused;
     int64_t left_ms = timeout_ms - (clock_mono_us() - start) / 1000;
     struct exec_request req = {
         .job = run->job,
         .timeout_us = (left_ms > 1 ? left_ms : 1) * 1000,
         .cpu_limit_us = (uint64_t)cpu_s * 1000000,
         .output_limit = o->output_limit,
+        .keep_alive = kept_key != NULL,
         .raw_path = run->raw_path,
         .hooks = run->hooks,
         .artifacts = o->artifacts,
@@ -118,18 +151,17 @@ int app_run_job(struct app *a, struct app_run *run)
         if (manager_detach(a->mgr, &mr))
             r = -ESHUTDOWN; /* killed by the server's shutdown, not by what it ran */
     }
+    run->outcome.verdict.reused = reused; /* exec_run filled the verdict afresh */
     manager_leave(a->mgr);
+    if (kept_key)
+        app_reuse_keep(a, run, kept_key, TAKE_PTR(cell), uses, r);
     cell_free(cell);
     if (tap) {
         egress_tap_free(tap, &run->egress_stats);
         run->egress_used = true;
         metrics_egress(a->metrics, &run->egress_stats);
     }
-    const struct verdict *v = &run->outcome.verdict;
-    bool ok =
-        v->status == VERDICT_OK && run->outcome.final &&
-        strcmp(json_string_value(json_object_get(run->outcome.final, "type")) ?: "", "result") == 0;
-    manager_record(a->mgr, run->history_key, v->wall_us, ok);
+    manager_record(a->mgr, run->history_key, run->outcome.verdict.wall_us, app_run_ok(run));
     return r < 0 ? r : 0;
 }
 
@@ -312,6 +344,11 @@ static void app_jit_run(struct app *a, const struct request_spec *s, const char 
                             def.content_b64, "path", script, "function", function, "requestData",
                             request_data ? request_data : json_null(), "context",
                             context ? context : json_null());
+    /* Warm reuse (CONTRACT §14): only a plain JIT execution of an app that opted in; files
+     * and a network policy need a cell of their own. */
+    char *reuse = reuse_wants(a->reuse, s->app_id) && !s->egress && !s->files && !s->collect
+                      ? reuse_key(s->app_id, script, def.content_b64, s->profile)
+                      : NULL;
     defs_result_done(&def);
     char *key = NULL;
     if (asprintf(&key, "%s/%s#%s", s->app_id, script, function) < 0)
@@ -324,6 +361,8 @@ static void app_jit_run(struct app *a, const struct request_spec *s, const char 
         .raw_path = pass_through ? response_raw_path(RESPONSE_JIT) : NULL,
         .egress = s->egress,
         .label = s->request_id,
+        .app_id = s->app_id,
+        .reuse_key = reuse,
     };
     if (job)
         app_data_work(a, s, job, &run);
@@ -332,6 +371,7 @@ static void app_jit_run(struct app *a, const struct request_spec *s, const char 
     app_run_done(&run);
     json_decref(job);
     free(key);
+    free(reuse);
 }
 
 void app_jit_call(struct app *a, const struct request_spec *s, const char *script,

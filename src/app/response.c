@@ -229,6 +229,9 @@ json_t *response_build(const char *rid, enum response_kind kind, const struct ex
     if (m) {
         response_metric(metrics, "sandbox.queue_wait", "ms", (double)m->queue_wait_us / 1000.0);
         response_metric(metrics, "sandbox.pool_hit", "1", m->pool_hit ? 1 : 0);
+        response_metric(metrics, "sandbox.reused", "1", v->reused ? 1 : 0);
+        if (v->have_faults)
+            response_metric(metrics, "sandbox.minor_faults", "1", (double)v->minor_faults);
         response_metric(metrics, "mcp.calls", "1", m->mcp_calls);
         response_metric(metrics, "mcp.duration", "ms", (double)m->mcp_us / 1000.0);
         if (m->egress)

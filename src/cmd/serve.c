@@ -33,6 +33,7 @@
 #include "mcp/registry.h"
 #include "mcp/server.h"
 #include "pool/pool.h"
+#include "pool/reuse.h"
 #include "session/session.h"
 #include "util/clock.h"
 #include "util/instance.h"
@@ -130,6 +131,10 @@ enum {
     SERVE_BODY_TIMEOUT,
     SERVE_IDLE_TIMEOUT,
     SERVE_DRAIN_TIMEOUT,
+    SERVE_WARM_REUSE,
+    SERVE_REUSE_MAX_EXECUTIONS,
+    SERVE_REUSE_MAX_IDLE,
+    SERVE_REUSE_IDLE,
 };
 
 #define SERVE_MAX_ALLOWED    32 /* --allowed-host / --allowed-origin entries */
@@ -150,6 +155,8 @@ struct serve_opts {
     uint64_t max_connections, header_timeout_s, body_timeout_s, idle_timeout_s, drain_timeout_s;
     bool def_timeout_set, def_memory_set;
     uint64_t mcp_max_sessions;
+    const char *warm_reuse; /* NULL: no warm reuse */
+    uint64_t reuse_max_executions, reuse_max_idle, reuse_idle_s;
     const char *allowed_hosts[SERVE_MAX_ALLOWED + 1];
     const char *allowed_origins[SERVE_MAX_ALLOWED + 1];
     size_t n_allowed_hosts, n_allowed_origins;
@@ -226,6 +233,10 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o, struct commo
         {"mcp-allowed-origin", required_argument, NULL, SERVE_ALLOWED_ORIGIN},
         {"mcp-token", required_argument, NULL, SERVE_API_TOKEN},
         {"instance-id", required_argument, NULL, SERVE_INSTANCE_ID},
+        {"warm-reuse", required_argument, NULL, SERVE_WARM_REUSE},
+        {"reuse-max-executions", required_argument, NULL, SERVE_REUSE_MAX_EXECUTIONS},
+        {"reuse-max-idle", required_argument, NULL, SERVE_REUSE_MAX_IDLE},
+        {"reuse-idle-s", required_argument, NULL, SERVE_REUSE_IDLE},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -251,6 +262,9 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o, struct commo
         .body_timeout_s = HTTP_DEFAULT_BODY_TIMEOUT_S,
         .idle_timeout_s = HTTP_DEFAULT_IDLE_TIMEOUT_S,
         .drain_timeout_s = 30,
+        .reuse_max_executions = 1000,
+        .reuse_max_idle = 64,
+        .reuse_idle_s = 60,
     };
     setup_opts_init(&o->setup);
     const char *env_port = getenv("UHLP_SANDBOX_PORT");
@@ -287,6 +301,10 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o, struct commo
             {SERVE_BODY_TIMEOUT, "body-timeout-s", 1, 86400, &o->body_timeout_s},
             {SERVE_IDLE_TIMEOUT, "idle-timeout-s", 1, 86400, &o->idle_timeout_s},
             {SERVE_DRAIN_TIMEOUT, "drain-timeout-s", 0, 3600, &o->drain_timeout_s},
+            {SERVE_REUSE_MAX_EXECUTIONS, "reuse-max-executions", 1, 1000000,
+             &o->reuse_max_executions},
+            {SERVE_REUSE_MAX_IDLE, "reuse-max-idle", 0, 4096, &o->reuse_max_idle},
+            {SERVE_REUSE_IDLE, "reuse-idle-s", 1, 86400, &o->reuse_idle_s},
         };
         bool done = false;
         for (size_t i = 0; i < ARRAY_SIZE(nums) && !done; i++)
@@ -329,6 +347,9 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o, struct commo
             break;
         case SERVE_TENANTS:
             o->tenants = optarg;
+            break;
+        case SERVE_WARM_REUSE:
+            o->warm_reuse = optarg;
             break;
         case SERVE_INSECURE_NO_AUTH:
             o->insecure_no_auth = true;
@@ -481,6 +502,7 @@ int cmd_serve(int argc, char **argv)
     struct mcp_http *mcph = NULL;
     struct pool *template_pool = NULL;
     struct policy *policy = NULL;
+    struct reuse *reuse = NULL;
     struct app app = {0};
     /* Who may call is settled first: a start that would be refused should not build pools. */
     struct policy_options pol = {
@@ -493,12 +515,27 @@ int cmd_serve(int argc, char **argv)
     };
     if (policy_new(&pol, &policy) < 0)
         goto out;
+    if (o.warm_reuse) {
+        struct reuse_options ro = {
+            .apps = o.warm_reuse,
+            .max_executions = (unsigned)o.reuse_max_executions,
+            .max_idle = (unsigned)o.reuse_max_idle,
+            .idle_us = (int64_t)o.reuse_idle_s * 1000000,
+        };
+        char *why = NULL;
+        int r = reuse_new(&ro, &reuse, &why);
+        if (r < 0) {
+            log_error("serve: %s", why ? why : strerror(-r));
+            free(why);
+            goto out;
+        }
+    }
     if (setup_start(&su, &o.setup, &common, "serve") < 0)
         goto out;
     /* Templates import jinja2 and jsonschema (~100 ms): a pool of its own has them
      * imported, as the sessions' pool has asyncio. */
     if (o.template_pool_size &&
-        setup_pool(&su, &o.setup, (unsigned)o.template_pool_size, 1,
+        setup_pool(&su, &o.setup, (unsigned)o.template_pool_size, 0, 1,
                    "jinja2,jinja2.sandbox,jsonschema,sandboxd_runtime.template",
                    &template_pool) < 0) {
         log_error("serve: the template pool could not start (use --template-pool-size 0 to "
@@ -576,6 +613,7 @@ int cmd_serve(int argc, char **argv)
         .isolation = su.isolation,
         .started_us = clock_mono_us(),
         .egress = su.egress,
+        .reuse = reuse,
     };
     struct api api = {
         .app = &app, .policy = policy, .sessions = su.sessions, .mcp = mcph, .wstore = su.wstore};
@@ -633,6 +671,7 @@ out:
     defs_free(defs);
     flow_cache_free(wf_cache);
     framework_free(fw);
+    reuse_free(reuse); /* before the pools: a kept warm cell is released to its pool */
     pool_free(template_pool);
     setup_stop(&su);
     policy_free(policy);

@@ -92,6 +92,7 @@ int setup_opt(struct setup_opts *o, int opt, const char *arg)
     } nums[] = {
         {SETUP_OPT_POOL, "pool-size", 0, 4096, &o->pool_size},
         {SETUP_OPT_ZYGOTES, "zygotes", 1, 64, &o->zygotes},
+        {SETUP_OPT_POOL_MAX, "pool-max", 1, 4096, &o->pool_max},
         {SETUP_OPT_SESSION_POOL, "session-pool-size", 0, 1024, &o->session_pool_size},
         {SETUP_OPT_MAX_MEMORY, "max-memory-mb", 16, 1 << 20, &o->max_memory},
         {SETUP_OPT_OUTPUT, "output-limit-kb", 1, 1 << 20, &o->output_kb},
@@ -272,8 +273,8 @@ int setup_mcp_config(const struct setup_opts *o, struct mcp_config *ret)
     return mcp_config_load(&co, ret);
 }
 
-int setup_pool(struct setup *s, const struct setup_opts *o, unsigned size, unsigned zygotes,
-               const char *extra, struct pool **ret)
+int setup_pool(struct setup *s, const struct setup_opts *o, unsigned size, unsigned max_size,
+               unsigned zygotes, const char *extra, struct pool **ret)
 {
     if (!s->jopt.cell_lib) {
         log_error("libsbxcell.so not found next to the binary (use --cell-lib, or set the "
@@ -285,6 +286,7 @@ int setup_pool(struct setup *s, const struct setup_opts *o, unsigned size, unsig
         return -ENOMEM;
     struct pool_options po = {
         .size = size,
+        .max_size = max_size,
         .zygotes = zygotes,
         .max_frame = (size_t)o->max_result_mb << 20,
         .nproc = o->procs,
@@ -379,8 +381,9 @@ int setup_start(struct setup *s, const struct setup_opts *o, struct common_opts 
         if ((r = egress_proxy_new(&eo, &s->egress)) < 0 || (r = setup_egress_probe(s, cmd)) < 0)
             return r;
     }
-    if (o->pool_size &&
-        (r = setup_pool(s, o, (unsigned)o->pool_size, (unsigned)o->zygotes, NULL, &s->pool)) < 0) {
+    if (o->pool_size && (r = setup_pool(s, o, (unsigned)o->pool_size,
+                                        (unsigned)(o->pool_max ? o->pool_max : 2 * o->pool_size),
+                                        (unsigned)o->zygotes, NULL, &s->pool)) < 0) {
         log_error("%s: the warm pool could not start (use --pool-size 0 to run without)", cmd);
         return r;
     }
@@ -408,7 +411,7 @@ int setup_start(struct setup *s, const struct setup_opts *o, struct common_opts 
      * own has them imported, so that a session is ready in a few milliseconds without
      * making every JIT interpreter's fork and exit dearer. */
     if (o->session_pool_size &&
-        (r = setup_pool(s, o, (unsigned)o->session_pool_size, 1, "sandboxd_runtime.session",
+        (r = setup_pool(s, o, (unsigned)o->session_pool_size, 0, 1, "sandboxd_runtime.session",
                         &s->session_pool)) < 0) {
         log_error("%s: the session pool could not start (use --session-pool-size 0 to run "
                   "without)",

@@ -33,6 +33,7 @@ struct metrics;
 /* The options of setup; filled by setup_opts_init() and setup_opt(). */
 struct setup_opts {
     uint64_t pool_size, zygotes, session_pool_size;
+    uint64_t pool_max; /* the main pool grows on misses up to this (0: 2 x pool_size) */
     const char *preimport;
     uint64_t max_memory, output_kb, procs, max_result_mb;
     const char *mcp_configs[SETUP_MAX_MCP_CONFIGS + 1]; /* --mcp-config, NULL-terminated */
@@ -67,6 +68,7 @@ struct setup_opts {
 enum {
     SETUP_OPT_POOL = COMMON_OPT_LAST + 100,
     SETUP_OPT_ZYGOTES,
+    SETUP_OPT_POOL_MAX,
     SETUP_OPT_PREIMPORT,
     SETUP_OPT_MAX_MEMORY,
     SETUP_OPT_OUTPUT,
@@ -110,6 +112,7 @@ enum {
 #define SETUP_LONG_OPTIONS                                                                         \
     {"pool-size", required_argument, NULL, SETUP_OPT_POOL},                                        \
         {"zygotes", required_argument, NULL, SETUP_OPT_ZYGOTES},                                   \
+        {"pool-max", required_argument, NULL, SETUP_OPT_POOL_MAX},                                 \
         {"preimport", required_argument, NULL, SETUP_OPT_PREIMPORT},                               \
         {"max-memory-mb", required_argument, NULL, SETUP_OPT_MAX_MEMORY},                          \
         {"output-limit-kb", required_argument, NULL, SETUP_OPT_OUTPUT},                            \
@@ -152,6 +155,9 @@ enum {
 
 #define SETUP_HELP_POOL                                                                            \
     "  --pool-size N          warm interpreters kept ready (default 16; 0 disables the pool)\n"    \
+    "  --pool-max N           the pool grows on misses (doubling) up to N ready interpreters "     \
+    "and\n"                                                                                        \
+    "                         shrinks back to --pool-size after 5 s without one (2 x pool-size)\n" \
     "  --zygotes N            processes forking warm interpreters (default 2)\n"                   \
     "  --preimport MODS       comma-separated modules every warm interpreter starts with\n"        \
     "                         (default datetime,math,random)\n"                                    \
@@ -274,8 +280,8 @@ int setup_start(struct setup *s, const struct setup_opts *o, struct common_opts 
                 const char *cmd);
 /* A warm pool of size cells from zygotes zygotes that import --preimport plus extra
  * (comma-separated, may be NULL) before forking; after setup_start() built the jail. */
-int setup_pool(struct setup *s, const struct setup_opts *o, unsigned size, unsigned zygotes,
-               const char *extra, struct pool **ret);
+int setup_pool(struct setup *s, const struct setup_opts *o, unsigned size, unsigned max_size,
+               unsigned zygotes, const char *extra, struct pool **ret);
 /* Tear down in reverse order; safe on a zeroed or partly built struct. */
 void setup_stop(struct setup *s);
 

@@ -221,6 +221,12 @@ static void exec_accounting(struct exec_state *s, const struct cell_exit *ex)
     struct verdict *v = &s->o->verdict;
     struct cgroup_usage u;
     json_t *usage = s->o->final ? json_object_get(s->o->final, "usage") : NULL;
+    json_t *faults = json_object_get(usage, "minFlt");
+    if (json_is_integer(faults) && json_integer_value(faults) >= 0) {
+        /* What the sandbox says about itself: informative, never used for a limit. */
+        v->minor_faults = (uint64_t)json_integer_value(faults);
+        v->have_faults = true;
+    }
     if (s->c->cgroup && cgroup_cell_usage(s->c->cgroup, &u) == 0 && u.have_cpu) {
         v->cpu_us = u.cpu_ns / 1000;
         v->accounting_from_cgroup = true;

@@ -33,12 +33,14 @@ const char *verdict_status_name(enum verdict_status s)
 json_t *verdict_to_json(const struct verdict *v)
 {
     json_t *o = json_pack(
-        "{s:s, s:f, s:f, s:I, s:b, s:s}", "status", verdict_status_name(v->status), "wallMs",
+        "{s:s, s:f, s:f, s:I, s:b, s:s, s:b}", "status", verdict_status_name(v->status), "wallMs",
         (double)v->wall_us / 1000.0, "cpuMs", (double)v->cpu_us / 1000.0, "memoryPeakBytes",
         (json_int_t)v->memory_peak, "truncated", v->stdout_truncated || v->stderr_truncated,
-        "accounting", v->accounting_from_cgroup ? "cgroup" : "rusage");
+        "accounting", v->accounting_from_cgroup ? "cgroup" : "rusage", "reused", v->reused);
     if (!o)
         return NULL;
+    if (v->have_faults)
+        json_object_set_new(o, "minorFaults", json_integer((json_int_t)v->minor_faults));
     if (v->accounting_from_cgroup && v->memory_from_rusage)
         json_object_set_new(o, "memoryAccounting", json_string("rusage"));
     if (v->status == VERDICT_KILLED) {

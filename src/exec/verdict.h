@@ -34,10 +34,14 @@ struct verdict {
     bool stderr_truncated;
     bool accounting_from_cgroup; /* cpu/memory measured by the kernel, not reported */
     bool memory_from_rusage;     /* ... but the peak from rusage (no cgroup v2 memory.peak) */
+    bool reused;                 /* ran in a kept interpreter (warm reuse, CONTRACT §14) */
+    bool have_faults;            /* minor_faults is known (the runtime reported it) */
+    uint64_t minor_faults;       /* page faults of the sandbox from the job to the answer */
 };
 
 const char *verdict_status_name(enum verdict_status s);
-/* {"status", "signal"?, "exitCode"?, "wallMs", "cpuMs", "memoryPeakBytes", "truncated"} */
+/* {"status", "signal"?, "exitCode"?, "wallMs", "cpuMs", "memoryPeakBytes", "truncated",
+ *  "accounting", "reused", "minorFaults"?} */
 json_t *verdict_to_json(const struct verdict *v);
 
 #endif

@@ -39,6 +39,10 @@
 #include "util/macros.h"
 #include "util/jdump.h"
 
+/* Demand: a pool shrinks after this long without a miss, one step per POOL_SHRINK_STEP_US. */
+#define POOL_SHRINK_AFTER_US 5000000
+#define POOL_SHRINK_STEP_US  1000000
+
 enum pool_watch_kind { WATCH_WAKE, WATCH_ZCTL, WATCH_ZOUT, WATCH_ZPID, WATCH_CELL };
 
 struct pool_watch {
@@ -99,7 +103,11 @@ struct pool {
     json_t *preimport; /* array of module names for the zygotes' config */
     char *warmup;      /* code the zygotes run before forking, or NULL */
     bool started;      /* false while a lazy pool waits for its first acquire */
-    uint64_t hits, misses, created, failed, died_idle;
+    unsigned target;   /* ready + starting cells wanted now: opt.size .. opt.max_size */
+    int64_t last_miss_us, last_shrink_us;
+    uint64_t hits, misses, created, failed, died_idle, retired;
+    uint64_t exits, exit_minflt; /* cells reaped, and their minor faults from fork to exit */
+    uint64_t ready_minflt;       /* the faults of the cells that became ready, until then */
 };
 
 static void pool_wake(struct pool *p)
@@ -534,6 +542,7 @@ static struct cell *pool_cell_readable(struct pool *p, struct pool_cell *pc)
         const char *type = json_string_value(json_object_get(msg, "type"));
         if (type && strcmp(type, "ready") == 0) {
             pc->got_ready = true;
+            p->ready_minflt += (uint64_t)json_integer_value(json_object_get(msg, "minFlt"));
             json_decref(msg);
             pool_maybe_ready(p, pc);
             return NULL;
@@ -623,6 +632,8 @@ static struct cell *pool_on_exit(struct pool *p, json_t *msg)
         .cpu_us = (uint64_t)json_integer_value(json_object_get(msg, "cpuUs")),
         .maxrss_kb = (uint64_t)json_integer_value(json_object_get(msg, "maxRssKb")),
     };
+    p->exits++;
+    p->exit_minflt += (uint64_t)json_integer_value(json_object_get(msg, "minFlt"));
     pthread_cond_broadcast(&p->cond);
     if (pc->state != PC_TAKEN)
         return pool_discard_starting(p, pc);
@@ -744,7 +755,7 @@ static void pool_refill(struct pool *p)
             z->restart_at_us = 0;
         }
     }
-    while (p->n_ready + p->n_starting < p->opt.size) {
+    while (p->n_ready + p->n_starting < p->target) {
         struct zygote *best = NULL;
         for (unsigned i = 0; i < p->opt.zygotes; i++) {
             struct zygote *z = &p->zygotes[i];
@@ -753,6 +764,25 @@ static void pool_refill(struct pool *p)
         }
         if (!best || pool_request_fork(p, best) < 0)
             break;
+    }
+}
+
+/* Without misses for a while, halve the target towards the floor and retire the ready cells
+ * beyond it (the oldest first). Lock held; the cells go to fl. */
+static void pool_shrink(struct pool *p, struct pool_freelist *fl)
+{
+    int64_t now = clock_mono_us();
+    if (p->target <= p->opt.size || now - p->last_miss_us < POOL_SHRINK_AFTER_US ||
+        now - p->last_shrink_us < POOL_SHRINK_STEP_US)
+        return;
+    p->last_shrink_us = now;
+    p->target = p->opt.size + (p->target - p->opt.size) / 2;
+    while (p->n_ready + p->n_starting > p->target && p->ready_head) {
+        struct pool_cell *pc = p->ready_head;
+        pool_ready_remove(p, pc);
+        pc->state = PC_TAKEN; /* released through warm_release, like a used cell */
+        p->retired++;
+        pool_defer_free(fl, TAKE_PTR(pc->cell));
     }
 }
 
@@ -768,6 +798,7 @@ static void *pool_thread(void *arg)
             pthread_mutex_unlock(&p->lock);
             break;
         }
+        pool_shrink(p, &fl);
         pool_refill(p);
         pthread_mutex_unlock(&p->lock);
         int n = epoll_wait(p->epfd, evs, (int)ARRAY_SIZE(evs), 1000);
@@ -844,6 +875,9 @@ int pool_new(const struct jail_config *jail, const struct pool_options *opt, str
         return -ENOMEM;
     p->jail = jail;
     p->opt = *opt;
+    if (p->opt.max_size < p->opt.size)
+        p->opt.max_size = p->opt.size;
+    p->target = p->opt.size;
     if (!p->opt.zygotes)
         p->opt.zygotes = 1;
     p->epfd = p->evfd = p->filter_fd = -1;
@@ -989,6 +1023,9 @@ int pool_acquire(struct pool *p, const struct jail_limits *lim, int64_t deadline
         p->hits++;
     else {
         p->misses++;
+        /* Demand outgrew the pool: double it (up to max_size) while the miss is served. */
+        p->last_miss_us = clock_mono_us();
+        p->target = p->target * 2 < p->opt.max_size ? p->target * 2 : p->opt.max_size;
         pool_wake(p);
     }
     while (!p->ready_head && !p->stop)
@@ -1028,12 +1065,17 @@ json_t *pool_stats(struct pool *p)
                                             "alive", z->alive, "forks", (json_int_t)z->forks,
                                             "restarts", (json_int_t)z->restarts));
     }
-    json_t *o = json_pack("{s:b, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o}", "enabled", 1,
-                          "started", p->started, "target", (json_int_t)p->opt.size, "ready",
-                          (json_int_t)p->n_ready, "starting", (json_int_t)p->n_starting, "hits",
-                          (json_int_t)p->hits, "misses", (json_int_t)p->misses, "created",
-                          (json_int_t)(p->next_token), "failed", (json_int_t)p->failed, "diedIdle",
-                          (json_int_t)p->died_idle, "zygotes", zs);
+    json_t *o =
+        json_pack("{s:b, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
+                  "s:I, s:I, s:o}",
+                  "enabled", 1, "started", p->started, "target", (json_int_t)p->target, "minSize",
+                  (json_int_t)p->opt.size, "maxSize", (json_int_t)p->opt.max_size, "retiredIdle",
+                  (json_int_t)p->retired, "ready", (json_int_t)p->n_ready, "starting",
+                  (json_int_t)p->n_starting, "hits", (json_int_t)p->hits, "misses",
+                  (json_int_t)p->misses, "created", (json_int_t)(p->next_token), "failed",
+                  (json_int_t)p->failed, "diedIdle", (json_int_t)p->died_idle, "cellExits",
+                  (json_int_t)p->exits, "cellMinorFaults", (json_int_t)p->exit_minflt,
+                  "cellReadyMinorFaults", (json_int_t)p->ready_minflt, "zygotes", zs);
     pthread_mutex_unlock(&p->lock);
     return o;
 }

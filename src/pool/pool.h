@@ -8,6 +8,10 @@
  * and the used cell is killed afterwards: nothing of one request is visible
  * to the next. A pool thread owns the zygotes' sockets, attaches new cells
  * to their cgroups, reaps exits and restarts a zygote that dies.
+ *
+ * The number of ready cells follows demand: a miss (an acquirer found none ready) doubles the
+ * target, up to max_size; after POOL_SHRINK_AFTER_US without a miss it halves towards size,
+ * and ready cells beyond it are retired.
  */
 #ifndef SANDBOXD_POOL_POOL_H
 #define SANDBOXD_POOL_POOL_H
@@ -20,10 +24,11 @@
 #include "jail/jail.h"
 
 struct pool_options {
-    unsigned size;    /* ready cells to keep */
-    unsigned zygotes; /* forking processes */
-    size_t max_frame; /* largest frame a cell may send */
-    uint64_t nproc;   /* per-cell process/thread rlimit */
+    unsigned size;     /* ready cells to keep when idle (the floor) */
+    unsigned max_size; /* the most it grows to on misses (<= size: fixed at size) */
+    unsigned zygotes;  /* forking processes */
+    size_t max_frame;  /* largest frame a cell may send */
+    uint64_t nproc;    /* per-cell process/thread rlimit */
     uint64_t nofile;
     const char *preimport; /* comma-separated modules the zygotes import (may be NULL;
                             * copied) */
