@@ -373,19 +373,36 @@ static int zygote_wait_ready(struct zygote *z, int64_t timeout_ms)
 
 /* ---- cells ----------------------------------------------------------------------------- */
 
+/* Cells to free once the lock is dropped (cell_free waits for the process). It grows: a zygote
+ * that dies takes every one of its cells with it, up to --pool-size of them. */
 struct pool_freelist {
-    struct cell *items[64];
-    size_t n;
+    struct cell **items;
+    size_t n, cap;
 };
 
 static void pool_defer_free(struct pool_freelist *fl, struct cell *c)
 {
     if (!c)
         return;
-    if (fl->n < ARRAY_SIZE(fl->items))
-        fl->items[fl->n++] = c;
-    else
-        log_error("pool: free list overflow; leaking a cell");
+    if (fl->n == fl->cap) {
+        size_t cap = fl->cap ? 2 * fl->cap : 16;
+        struct cell **items = realloc(fl->items, cap * sizeof(*items));
+        if (!items) {
+            cell_free(c); /* out of memory: free it now, under the lock, rather than leak it */
+            return;
+        }
+        fl->items = items;
+        fl->cap = cap;
+    }
+    fl->items[fl->n++] = c;
+}
+
+/* Free what was deferred (lock not held) and empty the list, keeping its memory. */
+static void pool_free_deferred(struct pool_freelist *fl)
+{
+    for (size_t i = 0; i < fl->n; i++)
+        cell_free(fl->items[i]);
+    fl->n = 0;
 }
 
 struct pool_attach {
@@ -619,21 +636,15 @@ static void pool_attach(struct pool *p, struct pool_attachlist *al, struct pool_
     al->n = 0;
 }
 
-static struct cell *pool_on_exit(struct pool *p, json_t *msg)
+/* Cell pc exited (lock held): record how, wake whoever waits for it; the cell to free, if the
+ * pool owns it. */
+static struct cell *pool_cell_exited(struct pool *p, struct pool_cell *pc,
+                                     const struct cell_exit *info, uint64_t minflt)
 {
-    uint64_t token = (uint64_t)json_integer_value(json_object_get(msg, "token"));
-    struct pool_cell *pc = NULL;
-    HASH_FIND(hh, p->cells, &token, sizeof(token), pc);
-    if (!pc)
-        return NULL;
     pc->exited = true;
-    pc->exit_info = (struct cell_exit){
-        .status = (int)json_integer_value(json_object_get(msg, "status")),
-        .cpu_us = (uint64_t)json_integer_value(json_object_get(msg, "cpuUs")),
-        .maxrss_kb = (uint64_t)json_integer_value(json_object_get(msg, "maxRssKb")),
-    };
+    pc->exit_info = *info;
     p->exits++;
-    p->exit_minflt += (uint64_t)json_integer_value(json_object_get(msg, "minFlt"));
+    p->exit_minflt += minflt;
     pthread_cond_broadcast(&p->cond);
     if (pc->state != PC_TAKEN)
         return pool_discard_starting(p, pc);
@@ -642,6 +653,23 @@ static struct cell *pool_on_exit(struct pool *p, json_t *msg)
         pool_cell_destroy(pc);
     }
     return NULL;
+}
+
+/* The zygote's "exited" report for one of its cells. */
+static struct cell *pool_on_exit(struct pool *p, json_t *msg)
+{
+    uint64_t token = (uint64_t)json_integer_value(json_object_get(msg, "token"));
+    struct pool_cell *pc = NULL;
+    HASH_FIND(hh, p->cells, &token, sizeof(token), pc);
+    if (!pc)
+        return NULL;
+    struct cell_exit info = {
+        .status = (int)json_integer_value(json_object_get(msg, "status")),
+        .cpu_us = (uint64_t)json_integer_value(json_object_get(msg, "cpuUs")),
+        .maxrss_kb = (uint64_t)json_integer_value(json_object_get(msg, "maxRssKb")),
+    };
+    return pool_cell_exited(p, pc, &info,
+                            (uint64_t)json_integer_value(json_object_get(msg, "minFlt")));
 }
 
 /* ---- the pool thread ------------------------------------------------------------------------ */
@@ -688,9 +716,8 @@ static void zygote_died(struct pool *p, struct zygote *z, struct pool_freelist *
     {
         if (pc->z != z || pc->exited)
             continue;
-        json_t *m = json_pack("{s:I, s:i}", "token", (json_int_t)pc->token, "status", SIGKILL);
-        pool_defer_free(fl, pool_on_exit(p, m));
-        json_decref(m);
+        const struct cell_exit killed = {.status = SIGKILL};
+        pool_defer_free(fl, pool_cell_exited(p, pc, &killed, 0));
     }
     cgroup_cell_free(z->cgroup);
     z->cgroup = NULL;
@@ -790,8 +817,8 @@ static void *pool_thread(void *arg)
 {
     struct pool *p = arg;
     struct epoll_event evs[32];
+    struct pool_freelist fl = {0};
     for (;;) {
-        struct pool_freelist fl = {0};
         struct pool_attachlist al = {0};
         pthread_mutex_lock(&p->lock);
         if (p->stop) {
@@ -829,10 +856,10 @@ static void *pool_thread(void *arg)
         pthread_mutex_unlock(&p->lock);
         if (al.n)
             pool_attach(p, &al, &fl);
-        for (size_t i = 0; i < fl.n; i++)
-            cell_free(fl.items[i]);
+        pool_free_deferred(&fl);
         cgroup_env_sweep((struct cgroup_env *)&p->jail->cgroups);
     }
+    free(fl.items); /* emptied at the end of every turn */
     return NULL;
 }
 
