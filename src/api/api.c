@@ -11,7 +11,7 @@
 
 #include "api/mcp_http.h"
 #include "api/policy.h"
-#include "api/request.h"
+#include "app/request.h"
 #include "api/sessions.h"
 #include "api/workspaces.h"
 #include "app/tenant.h"

@@ -19,8 +19,8 @@
 #include <uthash.h>
 
 #include "api/api.h"
-#include "mcp/jsonrpc.h"
-#include "mcp/server.h"
+#include "proto/jsonrpc.h"
+#include "mcp/server/server.h"
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/macros.h"

@@ -15,7 +15,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "api/request.h"
+#include "app/request.h"
 #include "app/defs.h"
 #include "app/metrics.h"
 #include "app/response.h"
@@ -23,7 +23,7 @@
 #include "exec/manager.h"
 #include "exec/run.h"
 #include "jail/jail.h"
-#include "mcp/framework.h"
+#include "framework/framework.h"
 
 struct flow_cache;
 struct pool;
