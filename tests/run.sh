@@ -2,11 +2,11 @@
 # SPDX-License-Identifier: MIT
 # Every test suite of sandboxd, ending with one summary line:
 #   N passed, N failed, N skipped
-# Suites: the include direction of src/ (tests/layers.py), C unit tests (release build, ASan/UBSan build, valgrind), every libFuzzer target
-# for a few seconds (FUZZ_TEST_SECONDS, default 4), end-to-end tests against a real
-# `sandboxd serve` (ASan build), the attack suite as root and again as an unprivileged user
-# (rootless mode), the deployment files (container image, Kubernetes), and a real cgroup v2
-# host (a VM).
+# Suites: the include direction of src/ (tests/layers.py), C unit tests (release build,
+# ASan/UBSan build, valgrind), every libFuzzer target for a few seconds (FUZZ_TEST_SECONDS,
+# default 4), end-to-end tests against a real `sandboxd serve` (ASan build), the attack suite
+# as root and again as an unprivileged user (rootless mode), the deployment files (container
+# image, Kubernetes), and a real cgroup v2 host (a VM).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * server_catalog — what the MCP server offers, as tools/list and
+ * catalog — what the MCP server offers, as tools/list and
  * resources/list show it: the tools of the native mode (run_python,
  * list_servers, search_tool_docs, reset_session) or of --compat
  * code-execution-mode (run_python alone, upstream's arguments), each in the

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * server_compat — the run_python of `sandboxd mcp --compat
+ * compat — the run_python of `sandboxd mcp --compat
  * code-execution-mode`, the drop-in for users of the Python bridge
  * mcp-server-code-execution-mode: its arguments (code, servers, an integer
  * timeout in seconds, clamped to 1..the maximum; anything else ignored) and

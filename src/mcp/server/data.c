@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * server_data — the data-work side of run_python (CONTRACT §12): its
+ * data — the data-work side of run_python (CONTRACT §12): its
  * "files" argument, written into the session's working directory before
  * the code runs (session/files.h, from the host), and its artifacts turned
  * into MCP content: images as image content blocks (what Claude Desktop

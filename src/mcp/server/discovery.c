@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * server_discovery — the MCP server's tools for finding tools without loading
+ * discovery — the MCP server's tools for finding tools without loading
  * every schema: list_servers (the configured MCP servers the sandboxed code
  * may call, optionally with their tools) and search_tool_docs (tools ranked
  * by the words of a query, each with the Python call that reaches it).

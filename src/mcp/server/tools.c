@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * server_tools — the tools of the MCP server that run code, called by the
+ * tools — the tools of the MCP server that run code, called by the
  * tools/call dispatch of server.c: run_python in the sandbox sessions of a
  * connection (its stdout streamed as notifications/progress) and
  * reset_session; and the helpers every tool uses (results, errors, argument
