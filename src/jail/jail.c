@@ -520,8 +520,13 @@ int jail_config_init(struct jail_config *cfg, const struct jail_options *opt)
         ((r = jail_seccomp_build(&cfg->filter, false)) < 0 ||
          (opt->egress && (r = jail_seccomp_build(&cfg->filter_tcp, true)) < 0)))
         goto fail;
-    if ((r = cgroup_env_init(&cfg->cgroups, &opt->cgroup)) < 0) {
-        const char *why = cfg->cgroups.reason ? cfg->cgroups.reason : cfg->cgroups.cpu_reason;
+    if (!(cfg->cgroups = calloc(1, sizeof(*cfg->cgroups)))) {
+        r = -ENOMEM;
+        log_errno(LOG_ERROR, r, "jail: the cgroup environment");
+        goto fail;
+    }
+    if ((r = cgroup_env_init(cfg->cgroups, &opt->cgroup)) < 0) {
+        const char *why = cfg->cgroups->reason ? cfg->cgroups->reason : cfg->cgroups->cpu_reason;
         log_errno(LOG_ERROR, r, "jail: cgroup limits are required but cannot be had (%s)",
                   why ? why : "see above");
         goto fail;
@@ -548,7 +553,8 @@ void jail_config_done(struct jail_config *cfg)
     mount_plan_done(&cfg->plan_sandbox);
     jail_seccomp_free(&cfg->filter);
     jail_seccomp_free(&cfg->filter_tcp);
-    cgroup_env_done(&cfg->cgroups);
+    cgroup_env_done(cfg->cgroups);
+    free(cfg->cgroups);
     *cfg = (struct jail_config){0};
 }
 
@@ -569,15 +575,15 @@ json_t *jail_describe(const struct jail_config *cfg)
         "{s:[s,s,s,s,s,s,s], s:b, s:s, s:b, s:b, s:s, s:s*, s:s, s:s, s:I, s:b, s:I}", "namespaces",
         "user", "pid", "mount", "net", "ipc", "uts", "cgroup", "seccomp", cfg->filter.len > 0,
         "seccompMode", cfg->filter.len > 0 ? "allowlist" : "off", "noNewPrivs", 1,
-        "capabilitiesDropped", 1, "cgroups", cgroup_mode_name(cfg->cgroups.mode), "cgroupsReason",
-        cfg->cgroups.reason, "python", cfg->python, "pythonVersion", cfg->python_version,
+        "capabilitiesDropped", 1, "cgroups", cgroup_mode_name(cfg->cgroups->mode), "cgroupsReason",
+        cfg->cgroups->reason, "python", cfg->python, "pythonVersion", cfg->python_version,
         "sandboxUid", (json_int_t)cfg->host_uid, "rootless", cfg->rootless, "tmpBytes",
         (json_int_t)cfg->tmp_bytes);
     if (!layers)
         return NULL;
     json_t *rl = json_pack("[s,s,s,s,s]", "nofile", "nproc", "fsize", "cpu", "core");
     json_object_set_new(layers, "rlimits", rl);
-    json_object_set_new(layers, "cgroup", cgroup_env_describe(&cfg->cgroups));
+    json_object_set_new(layers, "cgroup", cgroup_env_describe(cfg->cgroups));
     json_t *ins = json_array();
     if (cfg->insecure & JAIL_INSECURE_NO_SECCOMP)
         json_array_append_new(ins, json_string("no-seccomp"));
