@@ -56,7 +56,8 @@ static const char migrate_usage[] =
     "                    usual one, see docs/SESSIONS.md)\n"
     "  --python PATH     the interpreter that reads user_tools.py (default /usr/bin/python3)\n"
     "  --runtime-dir DIR sandboxd's Python runtime (default: found next to the binary)\n"
-    "  --log-level LEVEL debug|info|warn|error\n";
+    "  --log-level LEVEL debug|info|warn|error\n"
+    "  -h, --help        this text\n";
 
 struct migrate_count {
     unsigned imported, skipped;

@@ -192,8 +192,7 @@ static bool serve_token_ok(const char *t)
 static int serve_parse(int argc, char **argv, struct serve_opts *o, struct common_opts *common)
 {
     static const struct option opts[] = {
-        COMMON_LONG_OPTIONS,
-        SETUP_LONG_OPTIONS,
+        COMMON_LONG_OPTIONS SETUP_LONG_OPTIONS,
         {"port", required_argument, NULL, SERVE_PORT},
         {"host", required_argument, NULL, SERVE_HOST},
         {"definitions", required_argument, NULL, SERVE_DEFINITIONS},
