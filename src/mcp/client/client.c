@@ -450,16 +450,15 @@ static bool client_version_supported(const char *v)
 
 static int client_handshake(struct mcp_client *c, int64_t deadline_us, struct mcp_error *err)
 {
-    json_t *params =
+    _cleanup_json_ json_t *params =
         json_pack("{s:s, s:{}, s:{s:s, s:s}}", "protocolVersion", MCP_CLIENT_PROTOCOL_VERSION,
                   "capabilities", "clientInfo", "name", "sandboxd", "version", SANDBOXD_VERSION);
     if (!params) {
         mcp_error_set(err, MCP_ERR_PROTOCOL, NULL, "out of memory");
         return -ENOMEM;
     }
-    json_t *result = NULL;
+    _cleanup_json_ json_t *result = NULL;
     int r = client_call(c, "initialize", params, deadline_us, false, &result, err);
-    json_decref(params);
     if (r < 0)
         return r;
 
@@ -492,7 +491,6 @@ static int client_handshake(struct mcp_client *c, int64_t deadline_us, struct mc
     }
     if (r >= 0 && c->t->ops->set_protocol_version)
         c->t->ops->set_protocol_version(c->t, version);
-    json_decref(result);
     if (r < 0)
         return r;
 
@@ -501,14 +499,12 @@ static int client_handshake(struct mcp_client *c, int64_t deadline_us, struct mc
     c->server_info = info;
     pthread_mutex_unlock(&c->lock);
 
-    json_t *note = jsonrpc_notification_new("notifications/initialized", NULL);
+    _cleanup_json_ json_t *note = jsonrpc_notification_new("notifications/initialized", NULL);
     if (!note) {
         mcp_error_set(err, MCP_ERR_PROTOCOL, NULL, "out of memory");
         return -ENOMEM;
     }
-    r = client_send(c, note, deadline_us, false, err);
-    json_decref(note);
-    return r;
+    return client_send(c, note, deadline_us, false, err);
 }
 
 /* ---- public ---- */
@@ -616,8 +612,8 @@ int mcp_client_list_tools(struct mcp_client *c, int64_t timeout_ms, json_t **ret
                           struct mcp_error *err)
 {
     int64_t deadline = mcp_client_deadline(timeout_ms);
-    json_t *all = json_array();
-    char *cursor = NULL;
+    _cleanup_json_ json_t *all = json_array();
+    _cleanup_free_ char *cursor = NULL;
     int r = all ? 0 : -ENOMEM;
     if (r < 0)
         mcp_error_set(err, MCP_ERR_PROTOCOL, NULL, "out of memory");
@@ -629,10 +625,9 @@ int mcp_client_list_tools(struct mcp_client *c, int64_t timeout_ms, json_t **ret
             r = -EPROTO;
             break;
         }
-        json_t *params = cursor ? json_pack("{s:s}", "cursor", cursor) : NULL;
-        json_t *result = NULL;
+        _cleanup_json_ json_t *params = cursor ? json_pack("{s:s}", "cursor", cursor) : NULL;
+        _cleanup_json_ json_t *result = NULL;
         r = client_call(c, "tools/list", params, deadline, true, &result, err);
-        json_decref(params);
         free(cursor);
         cursor = NULL;
         if (r < 0)
@@ -658,16 +653,12 @@ int mcp_client_list_tools(struct mcp_client *c, int64_t timeout_ms, json_t **ret
             mcp_error_set(err, MCP_ERR_PROTOCOL, NULL, "out of memory");
             r = -ENOMEM;
         }
-        json_decref(result);
         if (r < 0 || !cursor)
             break;
     }
-    free(cursor);
-    if (r < 0) {
-        json_decref(all);
+    if (r < 0)
         return r;
-    }
-    *ret_tools = all;
+    *ret_tools = TAKE_PTR(all);
     return 0;
 }
 
