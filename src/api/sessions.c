@@ -173,19 +173,6 @@ static void api_sse_event(struct api_sse *j, const char *event, json_t *data)
     free(line);
 }
 
-/* How many bytes at the end of p[0..len) start a UTF-8 sequence that is not complete yet. */
-static size_t api_utf8_tail(const unsigned char *p, size_t len)
-{
-    for (size_t back = 1; back <= 3 && back <= len; back++) {
-        unsigned char c = p[len - back];
-        if ((c & 0xC0) == 0x80)
-            continue; /* continuation byte: look further back */
-        size_t need = (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 1;
-        return need > back ? back : 0;
-    }
-    return 0;
-}
-
 static void api_sse_output(void *userdata, int stream, const char *data, size_t len)
 {
     struct api_sse *j = userdata;
@@ -196,7 +183,7 @@ static void api_sse_output(void *userdata, int stream, const char *data, size_t 
         buf_free(&b);
         return;
     }
-    size_t tail = api_utf8_tail((const unsigned char *)b.data, b.len);
+    size_t tail = utf8_incomplete_tail((const unsigned char *)b.data, b.len);
     memcpy(j->carry[k], b.data + b.len - tail, tail);
     j->carry_len[k] = tail;
     b.len -= tail;

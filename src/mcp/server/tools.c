@@ -407,28 +407,13 @@ struct srv_progress {
     bool have_flusher;
 };
 
-/* How many bytes at the end of p[0..len) start a UTF-8 sequence that is not complete yet. */
-static size_t srv_utf8_tail(const unsigned char *p, size_t len)
-{
-    for (size_t back = 1; back <= 3 && back <= len; back++) {
-        unsigned char ch = p[len - back];
-        if ((ch & 0xC0) == 0x80)
-            continue;
-        size_t need = (ch & 0xE0) == 0xC0   ? 2
-                      : (ch & 0xF0) == 0xE0 ? 3
-                      : (ch & 0xF8) == 0xF0 ? 4
-                                            : 1;
-        return need > back ? back : 0;
-    }
-    return 0;
-}
-
 static void srv_progress_flush(struct srv_progress *p, bool final)
 {
     pthread_mutex_lock(&p->send_lock);
     pthread_mutex_lock(&p->lock);
-    size_t n = p->pending.len -
-               (final ? 0 : srv_utf8_tail((const unsigned char *)p->pending.data, p->pending.len));
+    size_t n =
+        p->pending.len -
+        (final ? 0 : utf8_incomplete_tail((const unsigned char *)p->pending.data, p->pending.len));
     struct buf chunk;
     buf_init(&chunk, n + 1);
     if (n && buf_append(&chunk, p->pending.data, n) == 0)
