@@ -105,6 +105,18 @@ char *srv_names_text(json_t *names);
 
 /* NULL-safe; the sandbox session itself is not touched. */
 void srv_sandbox_free(struct srv_sandbox *b);
+/* The sandbox sessions of a connection (sandboxes.c). srv_sandbox_get: the session run_python
+ * uses, named (name) or automatic (NULL), with at least the servers asked for (sorted),
+ * created or loaded when needed; 0 with ret_id and *ret_label (caller frees), or -errno with
+ * *ret_error (caller frees). Unlink b from c (c->lock held); forget the session id (it
+ * ended; create_lock held). */
+int srv_sandbox_get(struct mcp_server_conn *c, const char *name, json_t *servers, json_t *network,
+                    json_t *notes, char ret_id[65], char **ret_label, char **ret_error);
+void srv_sandbox_unlink(struct mcp_server_conn *c, struct srv_sandbox *b);
+void srv_sandbox_forget(struct mcp_server_conn *c, const char *id);
+/* Append a note for the client (what happened to its sessions) to the array notes. */
+void srv_note(json_t *notes, const char *fmt, ...) _printf_(2, 3);
+void srv_note_ended(json_t *notes, const char *label);
 
 /* The tools: a CallToolResult (new reference; a tool error for bad arguments), or NULL when
  * out of memory, or (run_python) when the call k was cancelled. args is an object (borrowed).
