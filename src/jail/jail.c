@@ -26,6 +26,7 @@
 #include "util/fdio.h"
 #include "util/log.h"
 #include "util/macros.h"
+#include "util/proc.h"
 
 /* ---- configuration (parent, start-up) --------------------------------------------------- */
 
@@ -72,8 +73,7 @@ static int jail_query_python(const char *python, json_t **ret)
     }
     close(pfd[0]);
     int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        ;
+    (void)proc_wait(pid, &status);
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
         buf_free(&out);
         return -ENOEXEC;

@@ -35,6 +35,7 @@
 #include "util/fdio.h"
 #include "util/log.h"
 #include "util/macros.h"
+#include "util/proc.h"
 
 extern char **environ;
 
@@ -356,17 +357,13 @@ int jail_spawn(const struct jail_config *cfg, const struct jail_spawn *req, stru
 
     if ((r = jail_write_maps(cfg, pid, req->role)) < 0 ||
         (req->cgroup && (r = cgroup_cell_attach(req->cgroup, pid)) < 0)) {
-        kill(pid, SIGKILL);
-        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-            ;
+        proc_kill_wait(pid);
         goto out;
     }
     char go = 1;
     if (write(sync_pipe[1], &go, 1) != 1) {
         r = log_errno(LOG_ERROR, errno, "jail: cannot release the child");
-        kill(pid, SIGKILL);
-        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-            ;
+        proc_kill_wait(pid);
         goto out;
     }
     struct jail_child_error e;
@@ -375,8 +372,7 @@ int jail_spawn(const struct jail_config *cfg, const struct jail_spawn *req, stru
         n = read(err_pipe[0], &e, sizeof(e));
     while (n < 0 && errno == EINTR);
     if (n != 0) {
-        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-            ;
+        (void)proc_wait(pid, NULL);
         if (n != (ssize_t)sizeof(e) || e.step < 0 ||
             (size_t)e.step >= ARRAY_SIZE(jail_step_names)) {
             r = log_errno(LOG_ERROR, EPROTO, "jail: child failed before reporting a step");
@@ -402,9 +398,7 @@ int jail_spawn(const struct jail_config *cfg, const struct jail_spawn *req, stru
     int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
     if (pidfd < 0) {
         r = log_errno(LOG_ERROR, errno, "jail: pidfd_open failed");
-        kill(pid, SIGKILL);
-        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-            ;
+        proc_kill_wait(pid);
         goto out;
     }
     (void)fcntl(pidfd, F_SETFD, FD_CLOEXEC); /* pidfds are always close-on-exec; belt and braces */
@@ -412,9 +406,7 @@ int jail_spawn(const struct jail_config *cfg, const struct jail_spawn *req, stru
     if (req->egress_port && (listener = jail_recv_listener(egress_sv[0])) < 0) {
         r = log_errno(LOG_ERROR, listener,
                       "jail: the sandbox did not hand over its egress listener");
-        kill(pid, SIGKILL);
-        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-            ;
+        proc_kill_wait(pid);
         close(pidfd);
         goto out;
     }

@@ -41,6 +41,7 @@
 #include "util/fdio.h"
 #include "util/log.h"
 #include "util/macros.h"
+#include "util/proc.h"
 
 extern char **environ;
 
@@ -429,9 +430,7 @@ static void stdio_close(struct mcp_transport *base)
         /* The leader is a zombie or dying, so its group id cannot have been reused: take down
          * whatever it left behind in its group, which could hold our pipes open. */
         (void)killpg(t->pid, SIGKILL);
-        int status;
-        while (waitpid(t->pid, &status, 0) < 0 && errno == EINTR)
-            ;
+        (void)proc_wait(t->pid, NULL);
         log_info("MCP server '%s' (pid %d) stopped", t->name, (int)t->pid);
     }
     if (t->wake_fd >= 0) {
@@ -658,9 +657,7 @@ int mcp_transport_stdio_open(const struct mcp_server_config *cfg,
     if (r < 0) {
         /* No reader to join: stop the child by hand, then let close() do the rest. */
         (void)killpg(t->pid, SIGKILL);
-        int status;
-        while (waitpid(t->pid, &status, 0) < 0 && errno == EINTR)
-            ;
+        (void)proc_wait(t->pid, NULL);
         t->pid = 0;
         mcp_error_set(err, MCP_ERR_TRANSPORT, NULL, "MCP server '%s': cannot start a thread: %s",
                       cfg->name, strerror(-r));

@@ -187,9 +187,8 @@ static int srv_sandbox_load(struct mcp_server_conn *c, struct srv_sandbox *b, js
  * servers asked for (sorted), created when needed. 0 with ret_id and *ret_label (caller frees),
  * or -errno with *ret_error (caller frees). create_lock is held across the creation, so two
  * first calls of a connection make one default session, not two. */
-int srv_sandbox_get(struct mcp_server_conn *c, const char *name, json_t *servers,
-                           json_t *network, json_t *notes, char ret_id[65], char **ret_label,
-                           char **ret_error)
+int srv_sandbox_get(struct mcp_server_conn *c, const char *name, json_t *servers, json_t *network,
+                    json_t *notes, char ret_id[65], char **ret_label, char **ret_error)
 {
     struct mcp_server *s = c->srv;
     int r = 0;
