@@ -24,7 +24,6 @@
 #include "util/log.h"
 #include "util/utf8.h"
 #include "util/macros.h"
-#include "util/jdump.h"
 
 #define API_MAX_CODE (1u << 20)
 
@@ -158,16 +157,12 @@ static void api_sse_free(void *userdata)
 
 static void api_sse_event(struct api_sse *j, const char *event, json_t *data)
 {
-    char *text = jdump(data, JSON_COMPACT, NULL);
-    if (!text)
-        return;
-    char *line = NULL;
-    int n = asprintf(&line, "event: %s\ndata: %s\n\n", event, text);
-    free(text);
-    if (n < 0)
+    size_t n;
+    char *line = http_sse_event(event, data, &n);
+    if (!line)
         return;
     pthread_mutex_lock(&j->lock);
-    if (!j->broken && http_stream_write(j->stream, line, (size_t)n) < 0)
+    if (!j->broken && http_stream_write(j->stream, line, n) < 0)
         j->broken = true; /* the client left; the execution still completes */
     pthread_mutex_unlock(&j->lock);
     free(line);
