@@ -9,7 +9,7 @@ PORT       ?= 8080
 FUZZ_SECONDS ?= 60
 SOAK_SECONDS ?= 300
 
-.PHONY: all deps build build-asan build-fuzz run test test-cgroup2 bench fuzz soak image format format-check clean
+.PHONY: all deps build build-asan build-fuzz run test test-cgroup2 layers bench fuzz soak image format format-check clean
 
 all: build
 
@@ -41,6 +41,10 @@ run: build
 
 test: build build-asan build-fuzz
 	@tests/run.sh
+
+# src/ folders include downward only (the layer order in tests/layers.py); tests/run.sh runs it too
+layers:
+	@/usr/bin/python3 tests/layers.py --self-test && /usr/bin/python3 tests/layers.py
 
 # sandboxd on a pure cgroup v2 host: a Debian 12 VM built once into .cache/cgroup2/
 test-cgroup2: build

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * fuzz_mcp_server — JSON-RPC (mcp/jsonrpc.c) and the MCP server's message
+ * fuzz_mcp_server — JSON-RPC (proto/jsonrpc.c) and the MCP server's message
  * handling (mcp/server*.c) as a client drives them: the input is what the
  * client writes on stdin of `sandboxd mcp`, one message per line, handled
  * on one connection in order (initialize, tools/list with cursors,
@@ -16,10 +16,10 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "mcp/config.h"
-#include "mcp/jsonrpc.h"
-#include "mcp/registry.h"
-#include "mcp/server.h"
+#include "mcp/client/config.h"
+#include "proto/jsonrpc.h"
+#include "mcp/client/registry.h"
+#include "mcp/server/server.h"
 #include "session/session.h"
 
 static struct mcp_server *server;

@@ -2,7 +2,7 @@
 /*
  * fuzz_request — the /execute request as a client sends it: the
  * Content-Type and Accept headers (api/api.c) and the JSON body, parsed as
- * the API parses it and validated by request_parse() (api/request.c). A
+ * the API parses it and validated by request_parse() (app/request.c). A
  * refused body names a field and a reason, and becomes a 400 body that can
  * be written; an accepted one holds only what validation promises (ids and
  * paths within their caps, relative paths without "..", identifiers, an
@@ -17,7 +17,7 @@
 
 #include "api/api.h"
 #include "app/app.h"
-#include "api/request.h"
+#include "app/request.h"
 #include "fuzz.h"
 #include "http/server.h"
 

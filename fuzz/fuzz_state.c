@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * fuzz_state — the runtime values of the local framework (mcp/state.c),
+ * fuzz_state — the runtime values of the local framework (framework/state.c),
  * which workflows in step mode and sandboxed code fill with values of
  * their choosing. Against a model (the last value written under each app
  * and key): a value read back is the one last written (equal as JSON) or
@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "mcp/state.h"
+#include "framework/state.h"
 
 #define HOUR_US (3600LL * 1000000)
 

@@ -2,11 +2,11 @@
 # SPDX-License-Identifier: MIT
 # Every test suite of sandboxd, ending with one summary line:
 #   N passed, N failed, N skipped
-# Suites: C unit tests (release build, ASan/UBSan build, valgrind), every libFuzzer target
-# for a few seconds (FUZZ_TEST_SECONDS, default 4), end-to-end tests against a real
-# `sandboxd serve` (ASan build), the attack suite as root and again as an unprivileged user
-# (rootless mode), the deployment files (container image, Kubernetes), and a real cgroup v2
-# host (a VM).
+# Suites: the include direction of src/ (tests/layers.py), C unit tests (release build,
+# ASan/UBSan build, valgrind), every libFuzzer target for a few seconds (FUZZ_TEST_SECONDS,
+# default 4), end-to-end tests against a real `sandboxd serve` (ASan build), the attack suite
+# as root and again as an unprivileged user (rootless mode), the deployment files (container
+# image, Kubernetes), and a real cgroup v2 host (a VM).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -39,6 +39,13 @@ if $PY -m pyflakes runtime tests/*.py tests/e2e/*.py tests/e2e/mcp tests/attacks
 else
   head -20 "$RESULTS/pyflakes.txt"
   echo '{"name": "pyflakes", "result": "FAIL"}' >"$RESULTS/pyflakes.json"
+fi
+
+suite "include layers (tests/layers.py: src/ folders include downward only, no cycle)"
+if $PY tests/layers.py --self-test; then
+  $PY tests/layers.py --json "$RESULTS/layers.json"
+else
+  echo '{"name": "include layers (self-test)", "result": "FAIL"}' >"$RESULTS/layers.json"
 fi
 
 # stale logs of an earlier run must not be counted

@@ -11,8 +11,9 @@
 
 #include "api/mcp_http.h"
 #include "api/policy.h"
-#include "api/request.h"
+#include "app/request.h"
 #include "api/sessions.h"
+#include "handlers/dispatch.h"
 #include "api/workspaces.h"
 #include "app/tenant.h"
 #include "egress/proxy.h"
@@ -158,7 +159,7 @@ static void api_execute(struct api *api, const struct http_request *req, struct 
         return;
     }
     struct app_reply ar;
-    app_execute(api->app, &spec, &ar);
+    handlers_execute(api->app, &spec, &ar);
     tenant_run_end(tenant);
     egress_policy_free(egress);
     reply->status = ar.status;

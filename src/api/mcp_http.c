@@ -19,12 +19,11 @@
 #include <uthash.h>
 
 #include "api/api.h"
-#include "mcp/jsonrpc.h"
-#include "mcp/server.h"
+#include "proto/jsonrpc.h"
+#include "mcp/server/server.h"
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/macros.h"
-#include "util/jdump.h"
 #include "util/randid.h"
 
 #define MH_ID_LEN         32 /* hex digits, after the instance prefix */
@@ -78,13 +77,7 @@ static void mh_json(struct http_reply *reply, int status, json_t *msg)
 /* One SSE event carrying a message. */
 static char *mh_event(json_t *msg)
 {
-    /* One data line: compact JSON never holds a raw newline (strings escape it). */
-    char *data = jdump(msg, JSON_COMPACT, NULL);
-    char *ev = NULL;
-    if (data && asprintf(&ev, "event: message\ndata: %s\n\n", data) < 0)
-        ev = NULL;
-    free(data);
-    return ev;
+    return http_sse_event("message", msg, NULL);
 }
 
 /* ---- sessions ------------------------------------------------------------------------------ */

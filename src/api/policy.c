@@ -13,7 +13,7 @@
 #include <strings.h>
 
 #include "app/tenant.h"
-#include "mcp/jsonrpc.h"
+#include "proto/jsonrpc.h"
 #include "util/log.h"
 #include "util/macros.h"
 #include "util/url.h"

@@ -24,7 +24,6 @@
 #include "util/log.h"
 #include "util/utf8.h"
 #include "util/macros.h"
-#include "util/jdump.h"
 
 #define API_MAX_CODE (1u << 20)
 
@@ -158,32 +157,15 @@ static void api_sse_free(void *userdata)
 
 static void api_sse_event(struct api_sse *j, const char *event, json_t *data)
 {
-    char *text = jdump(data, JSON_COMPACT, NULL);
-    if (!text)
-        return;
-    char *line = NULL;
-    int n = asprintf(&line, "event: %s\ndata: %s\n\n", event, text);
-    free(text);
-    if (n < 0)
+    size_t n;
+    char *line = http_sse_event(event, data, &n);
+    if (!line)
         return;
     pthread_mutex_lock(&j->lock);
-    if (!j->broken && http_stream_write(j->stream, line, (size_t)n) < 0)
+    if (!j->broken && http_stream_write(j->stream, line, n) < 0)
         j->broken = true; /* the client left; the execution still completes */
     pthread_mutex_unlock(&j->lock);
     free(line);
-}
-
-/* How many bytes at the end of p[0..len) start a UTF-8 sequence that is not complete yet. */
-static size_t api_utf8_tail(const unsigned char *p, size_t len)
-{
-    for (size_t back = 1; back <= 3 && back <= len; back++) {
-        unsigned char c = p[len - back];
-        if ((c & 0xC0) == 0x80)
-            continue; /* continuation byte: look further back */
-        size_t need = (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 1;
-        return need > back ? back : 0;
-    }
-    return 0;
 }
 
 static void api_sse_output(void *userdata, int stream, const char *data, size_t len)
@@ -196,7 +178,7 @@ static void api_sse_output(void *userdata, int stream, const char *data, size_t 
         buf_free(&b);
         return;
     }
-    size_t tail = api_utf8_tail((const unsigned char *)b.data, b.len);
+    size_t tail = utf8_incomplete_tail((const unsigned char *)b.data, b.len);
     memcpy(j->carry[k], b.data + b.len - tail, tail);
     j->carry_len[k] = tail;
     b.len -= tail;

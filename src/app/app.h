@@ -15,7 +15,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "api/request.h"
+#include "app/request.h"
 #include "app/defs.h"
 #include "app/metrics.h"
 #include "app/response.h"
@@ -23,7 +23,7 @@
 #include "exec/manager.h"
 #include "exec/run.h"
 #include "jail/jail.h"
-#include "mcp/framework.h"
+#include "framework/framework.h"
 
 struct flow_cache;
 struct pool;
@@ -103,7 +103,12 @@ struct app_reply {
     struct frame_raw raw;
     enum response_kind raw_kind;
 };
-void app_execute(struct app *a, const struct request_spec *s, struct app_reply *ret);
+/* The JIT and EXECUTOR handlers; handlers_execute() (handlers/dispatch.h) picks one after
+ * app_check_data_work(), which is false (and *ret filled: 400 unknown profile, 413 files over
+ * the sandbox's /tmp) when the request asks for what cannot be had. */
+bool app_check_data_work(struct app *a, const struct request_spec *s, struct app_reply *ret);
+void app_jit(struct app *a, const struct request_spec *s, struct app_reply *ret);
+void app_executor(struct app *a, const struct request_spec *s, struct app_reply *ret);
 /* The context object handed to user functions: appId, componentId, requestId, traceId,
  * taskDetails (new reference). */
 json_t *app_user_context(const struct request_spec *s);

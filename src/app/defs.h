@@ -13,7 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "mcp/framework.h"
+#include "framework/framework.h"
 
 struct defs;
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * execute — the JIT and EXECUTOR handlers of /execute and the common path
- * from a job to a verdict (see app.h).
+ * from a job to a verdict (see app.h); handlers/dispatch.c picks the handler.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -10,8 +10,6 @@
 
 #include "app/app.h"
 #include "exec/cell.h"
-#include "flow/template.h"
-#include "flow/workflow.h"
 #include "egress/proxy.h"
 #include "pool/pool.h"
 #include "pool/profile.h"
@@ -293,7 +291,7 @@ static bool app_refuse(struct app_reply *ret, int status, const char *code, cons
 
 /* Refuse what the request asks of the data work (CONTRACT §12) that cannot be had, before
  * anything runs: 400 for an unknown profile, 413 for files over the sandbox's /tmp. */
-static bool app_check_data_work(struct app *a, const struct request_spec *s, struct app_reply *ret)
+bool app_check_data_work(struct app *a, const struct request_spec *s, struct app_reply *ret)
 {
     struct pool *pool;
     uint64_t mb;
@@ -381,7 +379,7 @@ void app_jit_call(struct app *a, const struct request_spec *s, const char *scrip
     app_jit_run(a, s, script, function, request_data, context, false, fst, ret);
 }
 
-static void app_jit(struct app *a, const struct request_spec *s, struct app_reply *ret)
+void app_jit(struct app *a, const struct request_spec *s, struct app_reply *ret)
 {
     struct framework_stats fst = {0};
     json_t *ctx = app_user_context(s);
@@ -389,7 +387,7 @@ static void app_jit(struct app *a, const struct request_spec *s, struct app_repl
     json_decref(ctx);
 }
 
-static void app_executor(struct app *a, const struct request_spec *s, struct app_reply *ret)
+void app_executor(struct app *a, const struct request_spec *s, struct app_reply *ret)
 {
     json_t *job = json_pack("{s:s, s:s}", "type", "executor", "code", s->code);
     if (job) {
@@ -416,32 +414,4 @@ static void app_executor(struct app *a, const struct request_spec *s, struct app
     app_reply_from_run(a, s, &run, r, RESPONSE_EXECUTOR, NULL, ret);
     app_run_done(&run);
     json_decref(job);
-}
-
-void app_execute(struct app *a, const struct request_spec *s, struct app_reply *ret)
-{
-    *ret = (struct app_reply){0};
-    int64_t start = clock_mono_us();
-    log_context_set(s->request_id, s->app_id);
-    if (!app_check_data_work(a, s, ret)) {
-        app_finish(a, s, ret, start);
-        log_context_clear();
-        return;
-    }
-    switch (s->handler) {
-    case HANDLER_JIT:
-        app_jit(a, s, ret);
-        break;
-    case HANDLER_EXECUTOR:
-        app_executor(a, s, ret);
-        break;
-    case HANDLER_LLM:
-        flow_llm_execute(a, s, ret);
-        break;
-    case HANDLER_WORKFLOW:
-        flow_workflow_execute(a, s, ret);
-        break;
-    }
-    app_finish(a, s, ret, start);
-    log_context_clear();
 }

@@ -80,9 +80,16 @@ static int common_list_add(const char ***list, size_t *n, const char *arg)
     return 1;
 }
 
+/* The range check of a numeric row of COMMON_OPTIONS; the other rows expand to nothing. */
+#define COMMON_OPT_CASE_X_(id, name, has_arg, help)
+#define COMMON_OPT_CASE_N_(id, name, min, max, field, help)                                        \
+    case COMMON_OPT_##id:                                                                          \
+        return common_parse_u64(name, arg, min, max, &c->field) < 0 ? -1 : 1;
+
 int common_opt(struct common_opts *c, int opt, const char *arg)
 {
     switch (opt) {
+        COMMON_OPTIONS(COMMON_OPT_CASE_X_, COMMON_OPT_CASE_N_)
     case COMMON_OPT_PYTHON:
         c->python = arg;
         return 1;
@@ -117,11 +124,6 @@ int common_opt(struct common_opts *c, int opt, const char *arg)
             return -1;
         }
         return common_list_add(&c->toolbox_add, &c->n_toolbox_add, arg);
-    case COMMON_OPT_TMP_MB:
-        return common_parse_u64("tmp-size-mb", arg, 1, 1 << 20, &c->tmp_mb) < 0 ? -1 : 1;
-    case COMMON_OPT_SANDBOX_UID:
-        return common_parse_u64("sandbox-uid", arg, 1, UINT32_MAX - 1, &c->sandbox_uid) < 0 ? -1
-                                                                                            : 1;
     case COMMON_OPT_NO_CGROUPS:
         c->no_cgroups = true;
         return 1;
@@ -135,9 +137,6 @@ int common_opt(struct common_opts *c, int opt, const char *arg)
         }
         c->cgroup_root = arg;
         return 1;
-    case COMMON_OPT_CELLS_MEMORY:
-        return common_parse_u64("cells-memory-mb", arg, 16, 1 << 24, &c->cells_memory_mb) < 0 ? -1
-                                                                                              : 1;
     case COMMON_OPT_CPUS:
         return common_parse_milli("cpus", arg, CGROUP_CPUS_MILLI_MIN, CGROUP_CPUS_MILLI_MAX,
                                   &c->cpus_milli) < 0

@@ -38,73 +38,75 @@ struct common_opts {
     char *cell_lib_buf;
 };
 
+/*
+ * The table of the common options, one row per option, from which the enum (COMMON_OPT_<ID>),
+ * the getopt entries (COMMON_LONG_OPTIONS), the range checks of the numeric ones (in
+ * common_opt()) and the lines of --help (COMMON_HELP) are generated, in this order:
+ *   X(ID, "name", has_arg, help)           common_opt() handles it by hand
+ *   N(ID, "name", min, max, field, help)   a decimal in [min, max] into common_opts.field
+ * help is the option's lines of --help as printed: "  --name ARG", the description from
+ * column 26, continuation lines indented to it.
+ */
+#define COMMON_OPTIONS(X, N)                                                                       \
+    X(PYTHON, "python", required_argument,                                                         \
+      "  --python PATH          interpreter inside the jail (default /usr/bin/python3)\n")         \
+    X(RUNTIME_DIR, "runtime-dir", required_argument,                                               \
+      "  --runtime-dir DIR      sandboxd's Python runtime (default: found next to the binary)\n")  \
+    X(CELL_LIB, "cell-lib", required_argument,                                                     \
+      "  --cell-lib PATH        libsbxcell.so (default: next to the binary)\n")                    \
+    X(BIND, "bind", required_argument,                                                             \
+      "  --bind SRC[:DST]       extra read-only bind mount (repeatable)\n")                        \
+    X(SITE_PACKAGES, "site-packages", required_argument,                                           \
+      "  --site-packages DIR    also import from DIR (a virtualenv's site-packages), bound\n"      \
+      "                         read-only with what its symlinks reach (repeatable)\n")            \
+    X(TOOLBOX, "toolbox", required_argument,                                                       \
+      "  --toolbox MODE         default: bind sh, bash, coreutils, grep, sed, awk, find, tar,\n"   \
+      "                         gzip and the libraries they need read-only, for code that\n"       \
+      "                         shells out; none: only the interpreter\n")                         \
+    X(TOOLBOX_ADD, "toolbox-add", required_argument,                                               \
+      "  --toolbox-add PROG     also bind PROG (a name on the host's PATH or an absolute path)\n"  \
+      "                         and its libraries (repeatable; never a setuid program)\n")         \
+    N(TMP_MB, "tmp-size-mb", 1, 1 << 20, tmp_mb,                                                   \
+      "  --tmp-size-mb N        size of the sandbox's writable /tmp (default 64)\n")               \
+    N(SANDBOX_UID, "sandbox-uid", 1, UINT32_MAX - 1, sandbox_uid,                                  \
+      "  --sandbox-uid N        host uid sandboxes run as when sandboxd is root (default "         \
+      "65534)\n")                                                                                  \
+    X(NO_CGROUPS, "no-cgroups", no_argument,                                                       \
+      "  --no-cgroups           do not use cgroups (rlimits only)\n")                              \
+    X(REQUIRE_CGROUPS, "require-cgroups", no_argument,                                             \
+      "  --require-cgroups      refuse to start when the cgroup limits (and the --cpus quota)\n"   \
+      "                         cannot be had; without it sandboxd falls back to rlimits and\n"    \
+      "                         /healthz says why\n")                                              \
+    X(CGROUP_ROOT, "cgroup-root", required_argument,                                               \
+      "  --cgroup-root DIR      put the sandboxes' cgroups in DIR, a delegated cgroup v2\n"        \
+      "                         directory (default: below sandboxd's own cgroup); implies\n"       \
+      "                         --require-cgroups\n")                                              \
+    N(CELLS_MEMORY, "cells-memory-mb", 16, 1 << 24, cells_memory_mb,                               \
+      "  --cells-memory-mb N    memory of all sandboxes together (default: 3/4 of the machine's\n" \
+      "                         memory or of the limit of sandboxd's cgroup, if lower)\n")         \
+    X(CPUS, "cpus", required_argument,                                                             \
+      "  --cpus N               CPU quota of each sandbox, e.g. 0.5 or 2 (default: none)\n")       \
+    X(INSECURE_NO_SECCOMP, "insecure-no-seccomp", no_argument,                                     \
+      "  --insecure-no-seccomp  run without the seccomp filter (reported by /healthz)\n")          \
+    X(LOG_LEVEL, "log-level", required_argument,                                                   \
+      "  --log-level LEVEL      debug|info|warn|error (default info)\n")
+
+#define COMMON_OPT_ENUM_X_(id, name, has_arg, help)         COMMON_OPT_##id,
+#define COMMON_OPT_ENUM_N_(id, name, min, max, field, help) COMMON_OPT_##id,
 enum {
-    COMMON_OPT_PYTHON = 1000,
-    COMMON_OPT_RUNTIME_DIR,
-    COMMON_OPT_CELL_LIB,
-    COMMON_OPT_BIND,
-    COMMON_OPT_TMP_MB,
-    COMMON_OPT_SANDBOX_UID,
-    COMMON_OPT_NO_CGROUPS,
-    COMMON_OPT_REQUIRE_CGROUPS,
-    COMMON_OPT_CGROUP_ROOT,
-    COMMON_OPT_CELLS_MEMORY,
-    COMMON_OPT_CPUS,
-    COMMON_OPT_INSECURE_NO_SECCOMP,
-    COMMON_OPT_LOG_LEVEL,
-    COMMON_OPT_SITE_PACKAGES,
-    COMMON_OPT_TOOLBOX,
-    COMMON_OPT_TOOLBOX_ADD,
-    COMMON_OPT_LAST,
+    COMMON_OPT_FIRST_ = 999,
+    COMMON_OPTIONS(COMMON_OPT_ENUM_X_, COMMON_OPT_ENUM_N_) COMMON_OPT_LAST,
 };
 
-#define COMMON_LONG_OPTIONS                                                                        \
-    {"python", required_argument, NULL, COMMON_OPT_PYTHON},                                        \
-        {"runtime-dir", required_argument, NULL, COMMON_OPT_RUNTIME_DIR},                          \
-        {"cell-lib", required_argument, NULL, COMMON_OPT_CELL_LIB},                                \
-        {"bind", required_argument, NULL, COMMON_OPT_BIND},                                        \
-        {"tmp-size-mb", required_argument, NULL, COMMON_OPT_TMP_MB},                               \
-        {"sandbox-uid", required_argument, NULL, COMMON_OPT_SANDBOX_UID},                          \
-        {"no-cgroups", no_argument, NULL, COMMON_OPT_NO_CGROUPS},                                  \
-        {"require-cgroups", no_argument, NULL, COMMON_OPT_REQUIRE_CGROUPS},                        \
-        {"cgroup-root", required_argument, NULL, COMMON_OPT_CGROUP_ROOT},                          \
-        {"cells-memory-mb", required_argument, NULL, COMMON_OPT_CELLS_MEMORY},                     \
-        {"cpus", required_argument, NULL, COMMON_OPT_CPUS},                                        \
-        {"insecure-no-seccomp", no_argument, NULL, COMMON_OPT_INSECURE_NO_SECCOMP},                \
-        {"site-packages", required_argument, NULL, COMMON_OPT_SITE_PACKAGES},                      \
-        {"toolbox", required_argument, NULL, COMMON_OPT_TOOLBOX},                                  \
-        {"toolbox-add", required_argument, NULL, COMMON_OPT_TOOLBOX_ADD},                          \
-    {                                                                                              \
-        "log-level", required_argument, NULL, COMMON_OPT_LOG_LEVEL                                 \
-    }
+/* The getopt entries, each followed by a comma: put it first in a struct option array. */
+#define COMMON_OPT_LONG_X_(id, name, has_arg, help) {name, has_arg, NULL, COMMON_OPT_##id},
+#define COMMON_OPT_LONG_N_(id, name, min, max, field, help)                                        \
+    {name, required_argument, NULL, COMMON_OPT_##id},
+#define COMMON_LONG_OPTIONS COMMON_OPTIONS(COMMON_OPT_LONG_X_, COMMON_OPT_LONG_N_)
 
-#define COMMON_HELP                                                                                \
-    "Sandbox options:\n"                                                                           \
-    "  --python PATH          interpreter inside the jail (default /usr/bin/python3)\n"            \
-    "  --runtime-dir DIR      sandboxd's Python runtime (default: found next to the binary)\n"     \
-    "  --cell-lib PATH        libsbxcell.so (default: next to the binary)\n"                       \
-    "  --bind SRC[:DST]       extra read-only bind mount (repeatable)\n"                           \
-    "  --site-packages DIR    also import from DIR (a virtualenv's site-packages), bound\n"        \
-    "                         read-only with what its symlinks reach (repeatable)\n"               \
-    "  --toolbox MODE         default: bind sh, bash, coreutils, grep, sed, awk, find, tar,\n"     \
-    "                         gzip and the libraries they need read-only, for code that\n"         \
-    "                         shells out; none: only the interpreter\n"                            \
-    "  --toolbox-add PROG     also bind PROG (a name on the host's PATH or an absolute path)\n"    \
-    "                         and its libraries (repeatable; never a setuid program)\n"            \
-    "  --tmp-size-mb N        size of the sandbox's writable /tmp (default 64)\n"                  \
-    "  --sandbox-uid N        host uid sandboxes run as when sandboxd is root (default 65534)\n"   \
-    "  --no-cgroups           do not use cgroups (rlimits only)\n"                                 \
-    "  --require-cgroups      refuse to start when the cgroup limits (and the --cpus quota)\n"     \
-    "                         cannot be had; without it sandboxd falls back to rlimits and\n"      \
-    "                         /healthz says why\n"                                                 \
-    "  --cgroup-root DIR      put the sandboxes' cgroups in DIR, a delegated cgroup v2\n"          \
-    "                         directory (default: below sandboxd's own cgroup); implies\n"         \
-    "                         --require-cgroups\n"                                                 \
-    "  --cells-memory-mb N    memory of all sandboxes together (default: 3/4 of the machine's\n"   \
-    "                         memory or of the limit of sandboxd's cgroup, if lower)\n"            \
-    "  --cpus N               CPU quota of each sandbox, e.g. 0.5 or 2 (default: none)\n"          \
-    "  --insecure-no-seccomp  run without the seccomp filter (reported by /healthz)\n"             \
-    "  --log-level LEVEL      debug|info|warn|error (default info)\n"
+#define COMMON_OPT_HELP_X_(id, name, has_arg, help)         help
+#define COMMON_OPT_HELP_N_(id, name, min, max, field, help) help
+#define COMMON_HELP                                         "Sandbox options:\n" COMMON_OPTIONS(COMMON_OPT_HELP_X_, COMMON_OPT_HELP_N_)
 
 /* 1 when opt was a common option (consumed), 0 when not, -1 on a bad value (printed). */
 int common_opt(struct common_opts *c, int opt, const char *arg);

@@ -5,7 +5,7 @@
  * The stdio transport of MCP: newline-delimited JSON-RPC messages, nothing
  * but protocol on stdout (the real stdout is moved to a private fd and fd 1
  * becomes stderr, so no library or child can write a stray byte into the
- * protocol), logs on stderr. The protocol is mcp/server.c, the set-up is
+ * protocol), logs on stderr. The protocol is mcp/server/server.c, the set-up is
  * the one of `serve` (cmd/setup.c).
  *
  * The main thread reads; tools/call requests and batches run on worker
@@ -30,9 +30,9 @@
 #include "cmd/common.h"
 #include "cmd/compat.h"
 #include "cmd/setup.h"
-#include "mcp/jsonrpc.h"
-#include "mcp/registry.h"
-#include "mcp/server.h"
+#include "proto/jsonrpc.h"
+#include "mcp/client/registry.h"
+#include "mcp/server/server.h"
 #include "util/buf.h"
 #include "util/fdio.h"
 #include "util/log.h"
@@ -275,8 +275,7 @@ static int mcp_parse(int argc, char **argv, struct setup_opts *o, struct common_
                      struct compat_env *compat, bool *ret_compat)
 {
     static const struct option opts[] = {
-        COMMON_LONG_OPTIONS,
-        SETUP_LONG_OPTIONS,
+        COMMON_LONG_OPTIONS SETUP_LONG_OPTIONS,
         {"compat", required_argument, NULL, MCP_OPT_COMPAT},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},

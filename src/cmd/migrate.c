@@ -30,6 +30,7 @@
 #include "util/fmt.h"
 #include "util/log.h"
 #include "util/macros.h"
+#include "util/proc.h"
 #include "util/trust.h"
 
 #define MIGRATE_MAX_REPORT (64u << 20) /* bytes of migrate.py's answer */
@@ -56,7 +57,8 @@ static const char migrate_usage[] =
     "                    usual one, see docs/SESSIONS.md)\n"
     "  --python PATH     the interpreter that reads user_tools.py (default /usr/bin/python3)\n"
     "  --runtime-dir DIR sandboxd's Python runtime (default: found next to the binary)\n"
-    "  --log-level LEVEL debug|info|warn|error\n";
+    "  --log-level LEVEL debug|info|warn|error\n"
+    "  -h, --help        this text\n";
 
 struct migrate_count {
     unsigned imported, skipped;
@@ -116,8 +118,7 @@ static json_t *migrate_read_tools(const char *python, const char *runtime_dir, c
     r = fd_read_file(AT_FDCWD, path, MIGRATE_MAX_REPORT, &out, &len);
     close(pipefd[0]);
     int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        ;
+    (void)proc_wait(pid, &status);
     json_error_t jerr;
     json_t *report = r == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0
                          ? json_loadb(out, len, 0, &jerr)

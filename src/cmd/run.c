@@ -201,8 +201,7 @@ done:
 int cmd_run(int argc, char **argv)
 {
     static const struct option opts[] = {
-        COMMON_LONG_OPTIONS,
-        {"function", required_argument, NULL, RUN_OPT_FUNCTION},
+        COMMON_LONG_OPTIONS{"function", required_argument, NULL, RUN_OPT_FUNCTION},
         {"class", required_argument, NULL, RUN_OPT_CLASS},
         {"method", required_argument, NULL, RUN_OPT_METHOD},
         {"input", required_argument, NULL, RUN_OPT_INPUT},

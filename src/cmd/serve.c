@@ -29,9 +29,9 @@
 #include "cmd/setup.h"
 #include "flow/cache.h"
 #include "http/server.h"
-#include "mcp/framework.h"
-#include "mcp/registry.h"
-#include "mcp/server.h"
+#include "framework/framework.h"
+#include "mcp/client/registry.h"
+#include "mcp/server/server.h"
 #include "pool/pool.h"
 #include "pool/reuse.h"
 #include "session/session.h"
@@ -199,8 +199,7 @@ static bool serve_token_ok(const char *t)
 static int serve_parse(int argc, char **argv, struct serve_opts *o, struct common_opts *common)
 {
     static const struct option opts[] = {
-        COMMON_LONG_OPTIONS,
-        SETUP_LONG_OPTIONS,
+        COMMON_LONG_OPTIONS SETUP_LONG_OPTIONS,
         {"port", required_argument, NULL, SERVE_PORT},
         {"host", required_argument, NULL, SERVE_HOST},
         {"definitions", required_argument, NULL, SERVE_DEFINITIONS},

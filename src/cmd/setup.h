@@ -18,7 +18,7 @@
 #include "egress/policy.h"
 #include "jail/jail.h"
 #include "exec/artifact.h"
-#include "mcp/config.h"
+#include "mcp/client/config.h"
 #include "pool/profile.h"
 #include "session/session.h"
 
@@ -45,7 +45,7 @@ struct setup_opts {
     uint64_t session_memory, tool_timeout;
     uint64_t session_cpu_budget, tool_workers, max_tool_calls, session_tool_calls;
     uint64_t session_host_cpu, workspace_quota;
-    /* the MCP server (mcp/server.h) of either subcommand */
+    /* the MCP server (mcp/server/server.h) of either subcommand */
     const char *mcp_output;        /* "text" or "json" */
     const char *mcp_workspace;     /* workspace of the sessions run_python creates */
     const char *mcp_profile;       /* profile of the sessions run_python creates (NULL: default) */

@@ -129,7 +129,7 @@ static int cell_spawn(const struct jail_config *cfg, const struct jail_limits *l
         r = log_errno(LOG_ERROR, errno, "cell: cannot create channels");
         goto fail;
     }
-    if ((r = cgroup_cell_new((struct cgroup_env *)&cfg->cgroups, &c->cgroup)) < 0)
+    if ((r = cgroup_cell_new(cfg->cgroups, &c->cgroup)) < 0)
         goto fail;
     if (c->cgroup && (r = cgroup_cell_set_limits(c->cgroup, lim->memory, lim->nproc)) < 0)
         goto fail;

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/request.h"
+#include "app/request.h"
 #include "util/fmt.h"
 #include "util/macros.h"
 #include "util/path.h"

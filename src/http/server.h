@@ -47,6 +47,10 @@ typedef int (*http_stream_fn)(void *userdata, struct http_stream *s);
  * timeout. 0, or <0 when the client went away or stopped reading (it is then treated as gone:
  * every later write fails at once, and the producer should just finish its work). */
 int http_stream_write(struct http_stream *s, const char *data, size_t len);
+/* One Server-Sent Event: "event: <event>\ndata: <data as compact JSON>\n\n" (compact JSON is
+ * one line: strings escape their newlines). Caller frees; its length in *ret_len (may be
+ * NULL). NULL when out of memory or data cannot be encoded. */
+char *http_sse_event(const char *event, const json_t *data, size_t *ret_len);
 
 struct http_header {
     char *name;

@@ -15,12 +15,14 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "util/buf.h"
 #include "util/clock.h"
+#include "util/jdump.h"
 #include "util/log.h"
 
 struct http_stream {
@@ -171,4 +173,19 @@ void http_stream_finish(struct http_stream *s)
     s->done = true;
     http_stream_wake_locked(s);
     http_stream_unref_locked(s);
+}
+
+char *http_sse_event(const char *event, const json_t *data, size_t *ret_len)
+{
+    char *text = jdump(data, JSON_COMPACT, NULL);
+    if (!text)
+        return NULL;
+    char *ev = NULL;
+    int n = asprintf(&ev, "event: %s\ndata: %s\n\n", event, text);
+    free(text);
+    if (n < 0)
+        return NULL;
+    if (ret_len)
+        *ret_len = (size_t)n;
+    return ev;
 }

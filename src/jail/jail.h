@@ -80,7 +80,10 @@ struct jail_config {
     struct sock_fprog filter_tcp; /* with egress: may create TCP sockets (its own lo only) */
     bool ca_bundle;               /* JAIL_CA_BUNDLE exists in sandboxes */
     unsigned insecure;
-    struct cgroup_env cgroups;
+    /* Owned (jail_config_done frees it), and mutable through a const config: the cells are
+     * created in it and its graveyard swept (its own lock) by every spawner. Set by a
+     * successful jail_config_init. */
+    struct cgroup_env *cgroups;
 };
 
 enum jail_role { JAIL_ROLE_SANDBOX, JAIL_ROLE_ZYGOTE };

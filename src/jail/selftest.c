@@ -17,6 +17,7 @@
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/macros.h"
+#include "util/proc.h"
 
 static int selftest_expect(bool ok, const char *layer, const char *what)
 {
@@ -68,10 +69,7 @@ int jail_selftest(const struct jail_config *cfg, json_t **ret_facts)
             break;
     }
     close(out[0]);
-    kill(proc.pid, SIGKILL);
-    int status;
-    while (waitpid(proc.pid, &status, 0) < 0 && errno == EINTR)
-        ;
+    proc_kill_wait(proc.pid);
     close(proc.pidfd);
     json_error_t jerr;
     json_t *f = json_loadb(b.data ? b.data : "", b.len, 0, &jerr);

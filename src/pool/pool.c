@@ -273,7 +273,7 @@ static int zygote_start(struct pool *p, struct zygote *z)
         r = log_errno(LOG_ERROR, errno, "pool: cannot create zygote channels");
         goto fail;
     }
-    if ((r = cgroup_cell_new((struct cgroup_env *)&p->jail->cgroups, &z->cgroup)) < 0)
+    if ((r = cgroup_cell_new(p->jail->cgroups, &z->cgroup)) < 0)
         goto fail;
     argv = jail_python_argv(p->jail, "zygote", NULL);
     if (!argv) {
@@ -612,7 +612,7 @@ static void pool_attach(struct pool *p, struct pool_attachlist *al, struct pool_
     bool ok[ARRAY_SIZE(al->items)];
     for (size_t i = 0; i < al->n; i++) {
         cgs[i] = NULL;
-        ok[i] = cgroup_cell_new((struct cgroup_env *)&p->jail->cgroups, &cgs[i]) == 0 &&
+        ok[i] = cgroup_cell_new(p->jail->cgroups, &cgs[i]) == 0 &&
                 (!cgs[i] || cgroup_cell_attach(cgs[i], al->items[i].pid) == 0);
     }
     pthread_mutex_lock(&p->lock);
@@ -857,7 +857,7 @@ static void *pool_thread(void *arg)
         if (al.n)
             pool_attach(p, &al, &fl);
         pool_free_deferred(&fl);
-        cgroup_env_sweep((struct cgroup_env *)&p->jail->cgroups);
+        cgroup_env_sweep(p->jail->cgroups);
     }
     free(fl.items); /* emptied at the end of every turn */
     return NULL;

@@ -26,8 +26,8 @@
 
 #include "app/defs.h"
 #include "exec/run.h"
-#include "mcp/alias.h"
-#include "mcp/registry.h"
+#include "mcp/client/alias.h"
+#include "mcp/client/registry.h"
 #include "proto/frame.h"
 #include "session/session_int.h"
 #include "session/workspace.h"

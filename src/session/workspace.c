@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "api/request.h"
+#include "app/request.h"
 #include "session/workspace_int.h"
 #include "util/buf.h"
 #include "util/fdio.h"

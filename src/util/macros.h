@@ -8,6 +8,7 @@
 #define SANDBOXD_UTIL_MACROS_H
 
 #include <errno.h>
+#include <jansson.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -45,8 +46,10 @@ static inline void closep(const int *fd)
 #define _cleanup_(f)    __attribute__((cleanup(f)))
 #define _cleanup_free_  _cleanup_(freep)
 #define _cleanup_close_ _cleanup_(closep)
-#define _unused_        __attribute__((unused))
-#define _printf_(a, b)  __attribute__((format(printf, a, b)))
+/* jansson's json_decrefp (jansson.h, 2.11+): drops the reference; hand it on with TAKE_PTR. */
+#define _cleanup_json_ _cleanup_(json_decrefp)
+#define _unused_       __attribute__((unused))
+#define _printf_(a, b) __attribute__((format(printf, a, b)))
 
 /* Close *fd if open and mark it closed. */
 static inline void fd_closep(int *fd)

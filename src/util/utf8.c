@@ -70,6 +70,18 @@ char *utf8_sanitize(const char *data, size_t len, size_t *ret_len)
     return out;
 }
 
+size_t utf8_incomplete_tail(const unsigned char *p, size_t len)
+{
+    for (size_t back = 1; back <= 3 && back <= len; back++) {
+        unsigned char c = p[len - back];
+        if ((c & 0xC0) == 0x80)
+            continue; /* continuation byte: look further back */
+        size_t need = (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 1;
+        return need > back ? back : 0;
+    }
+    return 0;
+}
+
 size_t utf8_cut(const char *s, size_t len, size_t max)
 {
     if (len <= max)

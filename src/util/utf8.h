@@ -20,6 +20,9 @@ char *utf8_sanitize(const char *data, size_t len, size_t *ret_len);
 /* The largest length <= max at which valid UTF-8 text s (len bytes) can be cut without
  * splitting a character. */
 size_t utf8_cut(const char *s, size_t len, size_t max);
+/* How many bytes at the end of p[0..len) start a UTF-8 sequence that is not complete yet
+ * (0-3): what a stream of output chunks holds back until the next chunk. */
+size_t utf8_incomplete_tail(const unsigned char *p, size_t len);
 /* s (NUL-terminated) holds nothing but ASCII whitespace (space, \t, \n, \v, \f, \r): blank
  * code, which sandboxd refuses to run. */
 bool utf8_blank(const char *s);

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: MIT
 """`sandboxd run` and the binary's command line (CONTRACT §2)."""
+import re
 import subprocess
 
 from harness import BIN, run_cli
@@ -96,3 +97,45 @@ def test_serve_rejects_bad_options():
                                                              "--max-timeout-ms", "100"]):
         p = subprocess.run([BIN, "serve"] + args, capture_output=True, text=True, timeout=30)
         assert p.returncode == 2, (args, p.stderr)
+
+
+SUBCOMMANDS = ("serve", "mcp", "run", "servers", "migrate")
+
+
+def getopt_names(cmd):
+    """The long options the subcommand's getopt table really holds, asked of glibc's getopt_long
+    itself: for each first letter, '--L=x' is either ambiguous (glibc lists every candidate),
+    one option without an argument (named in the refusal), or unknown; '--L' alone names the
+    one option with an argument. Nothing runs: every probe ends in a usage error."""
+    def probe(*args):
+        p = subprocess.run([BIN, cmd] + list(args), capture_output=True, text=True, timeout=30)
+        assert p.returncode != 0, (cmd, args, p.stdout)
+        return p.stderr
+
+    names = set()
+    for letter in "abcdefghijklmnopqrstuvwxyz":
+        err = probe("--%s=x" % letter, "--zz-no-such-option")
+        if "is ambiguous; possibilities:" in err:
+            names |= set(re.findall(r"'--([a-z0-9-]+)'", err.split("possibilities:", 1)[1]))
+        elif "doesn't allow an argument" in err:
+            names |= set(re.findall(r"option '--([a-z0-9-]+)' doesn't allow", err))
+        elif "unrecognized option '--%s=x'" % letter not in err:
+            err = probe("--%s" % letter)
+            found = re.findall(r"option '--([a-z0-9-]+)' requires an argument", err)
+            assert len(found) == 1, (cmd, letter, err)
+            names.add(found[0])
+    return names
+
+
+def test_every_option_is_in_help_and_every_help_option_exists():
+    for cmd in SUBCOMMANDS:
+        p = subprocess.run([BIN, cmd, "--help"], capture_output=True, text=True, timeout=30)
+        assert p.returncode == 0, cmd
+        # an option on its own line or named in another's text (aliases, pairs); "curl
+        # --resolve" and "sandboxd mcp --compat" are other commands'
+        text = re.sub(r"(curl|sandboxd [a-z]+) --[a-z][a-z0-9-]*", "", p.stdout)
+        in_help = set(re.findall(r"(?<![\w-])--([a-z][a-z0-9-]*)", text))
+        real = getopt_names(cmd)
+        assert {"help", "log-level"} <= real, (cmd, real)
+        assert real - in_help == set(), "%s: options missing from --help" % cmd
+        assert in_help - real == set(), "%s: --help names options getopt does not know" % cmd

@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "mcp/alias.h"
+#include "mcp/client/alias.h"
 
 static void aliases(void **state)
 {

@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -18,6 +19,7 @@
 #include <cmocka.h>
 
 #include "http/guard.h"
+#include "http/server.h"
 #include "http/stream.h"
 #include "http/workers.h"
 #include "util/clock.h"
@@ -245,6 +247,22 @@ static void guard_refuse_writes_a_complete_answer(void **state)
     close(s);
 }
 
+/* An event is one "event:" line and one "data:" line of compact JSON, a newline inside a string
+ * escaped, and the blank line that ends it. */
+static void sse_event_is_one_data_line(void **state)
+{
+    (void)state;
+    json_t *msg = json_pack("{s:s, s:[i,i]}", "text", "two\nlines", "n", 1, 2);
+    assert_non_null(msg);
+    size_t len = 0;
+    char *ev = http_sse_event("message", msg, &len);
+    assert_non_null(ev);
+    assert_string_equal(ev, "event: message\ndata: {\"text\":\"two\\nlines\",\"n\":[1,2]}\n\n");
+    assert_int_equal(len, strlen(ev));
+    free(ev);
+    json_decref(msg);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -254,6 +272,7 @@ int main(void)
         cmocka_unit_test(stream_bounds_what_a_slow_reader_may_pin),
         cmocka_unit_test(stream_takes_one_large_event_when_empty),
         cmocka_unit_test(stream_writes_fail_once_the_reader_left),
+        cmocka_unit_test(sse_event_is_one_data_line),
         cmocka_unit_test(guard_cuts_a_slow_head_and_spares_idle_and_busy_connections),
         cmocka_unit_test(guard_refuse_writes_a_complete_answer),
     };

@@ -24,11 +24,11 @@
 
 #include <cmocka.h>
 
-#include "mcp/client.h"
-#include "mcp/config.h"
-#include "mcp/httpc.h"
-#include "mcp/jsonrpc.h"
-#include "mcp/registry.h"
+#include "mcp/client/client.h"
+#include "mcp/client/config.h"
+#include "framework/httpc.h"
+#include "proto/jsonrpc.h"
+#include "mcp/client/registry.h"
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/macros.h"

@@ -18,9 +18,9 @@
 #include <cmocka.h>
 
 #include "app/defs.h"
-#include "mcp/framework.h"
-#include "mcp/httpc.h"
-#include "mcp/simple.h"
+#include "framework/framework.h"
+#include "framework/httpc.h"
+#include "framework/simple.h"
 #include "util/log.h"
 #include "util/url.h"
 

@@ -10,7 +10,7 @@
 #include <cmocka.h>
 
 #include "api/api.h"
-#include "api/request.h"
+#include "app/request.h"
 
 static json_t *base(const char *handler)
 {

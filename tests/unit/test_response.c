@@ -79,6 +79,24 @@ static void response_text_large_invalid_output(void **state)
     free(data);
 }
 
+/* A chunk of output that ends inside a character holds back its first bytes, and only those. */
+static void utf8_incomplete_tail_holds_back_split_characters(void **state)
+{
+    (void)state;
+    const unsigned char *euro = (const unsigned char *)"a\xe2\x82\xac"; /* a + U+20AC */
+    assert_int_equal(utf8_incomplete_tail(euro, 4), 0);
+    assert_int_equal(utf8_incomplete_tail(euro, 3), 2);
+    assert_int_equal(utf8_incomplete_tail(euro, 2), 1);
+    assert_int_equal(utf8_incomplete_tail(euro, 1), 0);
+    assert_int_equal(utf8_incomplete_tail(euro, 0), 0);
+    const unsigned char *emoji = (const unsigned char *)"\xf0\x9f\x98\x80"; /* U+1F600 */
+    assert_int_equal(utf8_incomplete_tail(emoji, 4), 0);
+    assert_int_equal(utf8_incomplete_tail(emoji, 3), 3);
+    assert_int_equal(utf8_incomplete_tail((const unsigned char *)"\xc3\xa9", 1), 1);
+    /* a stray continuation byte starts nothing to wait for */
+    assert_int_equal(utf8_incomplete_tail((const unsigned char *)"ab\x80", 3), 0);
+}
+
 static void utf8_cut_keeps_characters_whole(void **state)
 {
     const char *s = "a\xe2\x82\xac"
@@ -132,6 +150,7 @@ int main(void)
         cmocka_unit_test(response_text_replaces_invalid_bytes),
         cmocka_unit_test(response_text_large_invalid_output),
         cmocka_unit_test(utf8_cut_keeps_characters_whole),
+        cmocka_unit_test(utf8_incomplete_tail_holds_back_split_characters),
         cmocka_unit_test(response_caps_long_messages),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

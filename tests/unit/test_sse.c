@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "mcp/sse.h"
+#include "mcp/client/sse.h"
 
 struct seen {
     char text[256]; /* the events' data, each followed by '|' */

@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "mcp/state.h"
+#include "framework/state.h"
 
 static void set_int(struct state_store *s, const char *app, const char *key, int v, int64_t now)
 {

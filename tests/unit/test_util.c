@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -19,6 +20,7 @@
 #include "util/buf.h"
 #include "util/jdump.h"
 #include "util/path.h"
+#include "util/proc.h"
 #include "util/randid.h"
 #include "util/trust.h"
 #include "util/url.h"
@@ -389,10 +391,36 @@ static void trust_rules(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* proc_wait hands back the child's own exit status; proc_kill_wait ends and reaps a child that
+ * would never exit by itself; neither leaves a zombie (a second wait finds no child). */
+static void proc_wait_and_kill_wait_reap(void **state)
+{
+    (void)state;
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0)
+        _exit(7);
+    int status = -1;
+    assert_int_equal(proc_wait(pid, &status), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 7);
+    assert_int_equal(proc_wait(pid, NULL), -ECHILD);
+
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        for (;;)
+            pause();
+    }
+    proc_kill_wait(pid);
+    assert_int_equal(proc_wait(pid, NULL), -ECHILD);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(buf_caps_and_never_truncates_silently),
+        cmocka_unit_test(proc_wait_and_kill_wait_reap),
         cmocka_unit_test(buf_printf_and_empty_take),
         cmocka_unit_test(path_relative_checks),
         cmocka_unit_test(path_component_checks),

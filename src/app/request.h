@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: MIT
+/*
+ * request — validation of the /execute body (CONTRACT §3-5, 8). Everything
+ * is checked before anything runs: a missing or mistyped field is reported
+ * by its dotted path ("context.taskDetails.script") so the client can fix
+ * it. Borrowed pointers only: the spec lives as long as the parsed body.
+ */
+#ifndef SANDBOXD_APP_REQUEST_H
+#define SANDBOXD_APP_REQUEST_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+struct egress_policy;
+
+enum handler_type { HANDLER_JIT, HANDLER_EXECUTOR, HANDLER_LLM, HANDLER_WORKFLOW };
+
+struct request_spec {
+    const char *request_id;
+    json_t *request_data;
+    json_t *context;
+    json_t *task;         /* taskDetails, may be NULL for WORKFLOW */
+    const char *endpoint; /* context.mcp_endpoint */
+    enum handler_type handler;
+    const char *handler_name;
+    const char *app_id; /* NULL when absent (EXECUTOR) */
+    const char *component_id;
+    const char *trace_id;
+    /* JIT */
+    const char *script;
+    const char *function;
+    /* EXECUTOR */
+    const char *code;
+    const char *class_name;
+    const char *method_name;
+    const char *function_name;
+    json_t *method_params;
+    /* LLM */
+    const char *prompt_template;
+    json_t *overrides;
+    /* WORKFLOW */
+    const char *workflow_id;
+    const char *step_id;
+    const char *run_id; /* at most 256 bytes */
+    json_t *workflow_state;
+    /* limits; 0 = not requested */
+    int64_t timeout_ms;
+    int64_t memory_mb;
+    /* data work, JIT and EXECUTOR (CONTRACT §12) */
+    const char *profile; /* NULL: the default pool; checked against the profiles later */
+    json_t *files;       /* {relative path: base64}, checked; NULL when absent */
+    size_t files_bytes;  /* their decoded size */
+    json_t *collect;     /* [glob], checked; NULL when absent */
+    /* JIT and EXECUTOR: taskDetails.network, an object (checked against the server's ceiling by
+     * the API, which then sets egress); NULL: no network */
+    json_t *network;
+    const struct egress_policy *egress;
+};
+
+struct request_error {
+    const char *field;   /* static */
+    const char *message; /* static */
+};
+
+#define REQUEST_MAX_ID      256
+#define REQUEST_MAX_CODE    (1u << 20)
+#define REQUEST_MAX_FILES   1000 /* entries of taskDetails.files */
+#define REQUEST_MAX_COLLECT 64   /* globs of taskDetails.collect */
+
+/* 0, or -EINVAL with *err naming the field. */
+int request_parse(json_t *body, struct request_spec *ret, struct request_error *err);
+const char *handler_name(enum handler_type h);
+/* A Python identifier (ASCII subset). */
+bool request_is_identifier(const char *s);
+
+#endif

@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: MIT
+/*
+ * dispatch — /execute's one entry: refuse what cannot be had, then hand the
+ * request to its handler (JIT and EXECUTOR in app/execute.c, LLM and WORKFLOW
+ * in flow/), and do the metrics and log bookkeeping every handler shares.
+ */
+#include "handlers/dispatch.h"
+#include "flow/template.h"
+#include "flow/workflow.h"
+#include "util/clock.h"
+#include "util/log.h"
+
+void handlers_execute(struct app *a, const struct request_spec *s, struct app_reply *ret)
+{
+    *ret = (struct app_reply){0};
+    int64_t start = clock_mono_us();
+    log_context_set(s->request_id, s->app_id);
+    if (!app_check_data_work(a, s, ret)) {
+        app_finish(a, s, ret, start);
+        log_context_clear();
+        return;
+    }
+    switch (s->handler) {
+    case HANDLER_JIT:
+        app_jit(a, s, ret);
+        break;
+    case HANDLER_EXECUTOR:
+        app_executor(a, s, ret);
+        break;
+    case HANDLER_LLM:
+        flow_llm_execute(a, s, ret);
+        break;
+    case HANDLER_WORKFLOW:
+        flow_workflow_execute(a, s, ret);
+        break;
+    }
+    app_finish(a, s, ret, start);
+    log_context_clear();
+}

@@ -1,0 +1,351 @@
+// SPDX-License-Identifier: MIT
+/*
+ * catalog — what the MCP server offers, as tools/list and
+ * resources/list show it: the tools of the native mode (run_python,
+ * list_servers, search_tool_docs, reset_session) or of --compat
+ * code-execution-mode (run_python alone, upstream's arguments), each in the
+ * shape of every protocol version a client may speak (2025-06-18 brought
+ * titles and outputSchema, 2025-03-26 annotations); and the capability
+ * resource, a short manual of the sandbox's helpers (resources/list, read).
+ * Built once by mcp_server_new(); read-only afterwards.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mcp/client/registry.h"
+#include "mcp/server/server_int.h"
+#include "session/session.h"
+#include "util/fmt.h"
+#include "util/jdump.h"
+#include "util/macros.h"
+
+/* Every helper named here exists in the session runtime (runtime/sandboxd_runtime/session.py). */
+const char srv_helpers_summary[] =
+    "Python sandbox whose variables persist between calls. 1. DISCOVER: `from mcp import "
+    "runtime`, then `runtime.discovered_servers()` (`detailed=True` adds descriptions) and "
+    "`runtime.search_tool_docs('words')`. 2. CALL: name the servers in `servers`, then `await "
+    "mcp_<server>.<tool>(...)`. 3. PERSIST: `save_tool(func)` and `save_memory(key, value)` "
+    "outlive the session. `print(runtime.capability_summary())` prints the manual.";
+
+#define SRV_CAPS_URI        "resource://sandboxd/capabilities"
+#define SRV_CAPS_COMPAT_URI "resource://mcp-server-code-execution-mode/capabilities"
+
+/* The capability resource: the summary, then how to use it (the native mode's run_python also
+ * takes a network allow list and files, and answers with artifacts). */
+static char *srv_caps_text(const struct mcp_server *s)
+{
+    return fmt_str(
+        "# Code Execution MCP Capabilities (sandboxd)\n"
+        "\n"
+        "%s\n"
+        "\n"
+        "## Quick usage\n"
+        "\n"
+        "- Pass `servers=[...]` to run_python to get `mcp_<alias>` proxies: `\"my-server\"` "
+        "becomes `mcp_my_server`, its tool `get-sum` the method `get_sum`.\n"
+        "- `import mcp.runtime as runtime`; `runtime.capability_summary()` prints the servers and "
+        "helpers of the session, `runtime.search_tool_docs(query)` finds tools, "
+        "`runtime.query_tool_docs(server, tool, detail='full')` shows a schema.\n"
+        "- Each MCP server runs on the host in the working directory of its configuration's "
+        "`cwd`; without a `cwd`, in the directory sandboxd was started in. `sandboxd servers` "
+        "shows every configured server, its `cwd` and where it was found.\n"
+        "- The code runs %s, on a read-only filesystem except `/tmp`; `print` what you want to "
+        "see.%s\n"
+        "\n"
+        "Resource URI: %s (also read as %s)\n",
+        srv_helpers_summary,
+        s->opt.compat ? "without network"
+                      : "without network unless run_python's `network` allows hosts (within "
+                        "what the server allows, --egress-allow)",
+        s->opt.compat ? ""
+                      : " `files` puts input files in the working directory; matplotlib figures "
+                        "and `display(obj)` come back as images or resources.",
+        SRV_CAPS_COMPAT_URI, SRV_CAPS_URI);
+}
+
+static json_t *srv_run_python_tool(struct mcp_server *s)
+{
+    json_t *names = mcp_registry_names(s->registry);
+    json_t *items = json_pack("{s:s}", "type", "string");
+    json_t *servers =
+        json_pack("{s:s, s:o, s:b}", "type", "array", "items", items, "uniqueItems", 1);
+    char *list = NULL;
+    if (json_array_size(names)) {
+        json_object_set(items, "enum", names);
+        char *dumped = jdump(names, JSON_COMPACT, NULL);
+        if (asprintf(&list,
+                     "MCP servers this code may call, as Python objects: \"everything\" "
+                     "becomes mcp_everything. Configured: %s.",
+                     dumped ? dumped : "?") < 0)
+            list = NULL;
+        free(dumped);
+    } else {
+        json_object_set_new(servers, "maxItems", json_integer(0));
+    }
+    json_object_set_new(servers, "description",
+                        json_string(list ? list
+                                         : "MCP servers this code may call; none are configured "
+                                           "(start sandboxd with --mcp-config FILE)."));
+    free(list);
+    json_decref(names);
+    char timeout_desc[200];
+    snprintf(timeout_desc, sizeof(timeout_desc),
+             "Time limit in seconds (default %g, at most %g; longer is clamped). At the limit the "
+             "code is interrupted and the session survives.",
+             (double)s->opt.default_timeout_ms / 1000.0, (double)s->opt.max_timeout_ms / 1000.0);
+    json_t *ceiling = sessions_network_ceiling(s->sessions);
+    char *ceiling_text = jdump(ceiling, JSON_COMPACT, NULL);
+    char *net_desc =
+        json_array_size(ceiling)
+            ? fmt_str("Hosts this code may reach over HTTP and HTTPS (urllib, requests, pip... go "
+                      "through sandboxd's proxy; nothing else is reachable), as patterns: host, "
+                      "host:port, *.domain (no port: 80 and 443). Only within what this server "
+                      "allows: %s. A session's list is fixed when it is created.",
+                      ceiling_text ? ceiling_text : "?")
+            : strdup("Network access for this code; this server allows none (it was started "
+                     "without --egress-allow), so leave it out.");
+    free(ceiling_text);
+    json_decref(ceiling);
+    json_t *network =
+        json_pack("{s:s, s:{s:{s:s, s:{s:s}, s:i, s:i}}, s:[s], s:b, s:s}", "type", "object",
+                  "properties", "allow", "type", "array", "items", "type", "string", "minItems", 1,
+                  "maxItems", 64, "required", "allow", "additionalProperties", 0, "description",
+                  net_desc ? net_desc : "network access");
+    free(net_desc);
+    json_t *files = json_pack(
+        "{s:s, s:s, s:{s:[{s:s}, {s:s, s:{s:{s:s}}, s:[s], s:b}]}}", "type", "object",
+        "description",
+        "Files to place in the session's working directory before the code runs: relative path "
+        "-> text, or {\"base64\": \"...\"} for binary content.",
+        "additionalProperties", "anyOf", "type", "string", "type", "object", "properties", "base64",
+        "type", "string", "required", "base64", "additionalProperties", 0);
+    json_t *input = json_pack(
+        "{s:s, s:{s:{s:s, s:s}, s:o, s:{s:s, s:f, s:s}, s:{s:s, s:s, s:s}, s:{s:s, s:[s,s], s:s},"
+        " s:o, s:o}, s:[s], s:b}",
+        "type", "object", "properties", "code", "type", "string", "description",
+        "Python 3 source. Variables, imports and functions persist between calls of the same "
+        "session; top-level await works; the value of a final expression is returned as "
+        "result.",
+        "servers", servers, "timeout", "type", "number", "exclusiveMinimum", 0.0, "description",
+        timeout_desc, "session_id", "type", "string", "pattern", "^[A-Za-z0-9._-]{1,64}$",
+        "description",
+        "A named session of this connection, created on first use. Without it, the "
+        "connection's default session is used.",
+        "output", "type", "string", "enum", "text", "json", "description",
+        "How the result is written: compact text (the server's default unless started with "
+        "--mcp-output json) or the JSON of structuredContent.",
+        "files", files, "network", network, "required", "code", "additionalProperties", 0);
+    json_t *nullable_str = json_pack("{s:[s,s]}", "type", "string", "null");
+    json_t *output = json_pack(
+        "{s:s, s:{s:{s:s, s:s}, s:{s:s}, s:{s:s}, s:{s:[s,s]}, s:O, s:{s:s}, s:{s:s}, s:{s:s},"
+        " s:{s:s}, s:{s:s}, s:{s:s, s:{s:s}}}, s:[s,s,s,s,s,s,s,s]}",
+        "type", "object", "properties", "status", "type", "string", "description",
+        "ok, error (an uncaught exception), timeout, memory_limit, output_limit, killed or "
+        "exited",
+        "stdout", "type", "string", "stderr", "type", "string", "error", "type", "object", "null",
+        "result", nullable_str, "durationMs", "type", "number", "truncated", "type", "boolean",
+        "sessionAlive", "type", "boolean", "session", "type", "string", "mcpCalls", "type",
+        "integer", "notes", "type", "array", "items", "type", "string", "required", "status",
+        "stdout", "stderr", "error", "result", "durationMs", "truncated", "sessionAlive");
+    json_decref(nullable_str);
+    json_object_set_new(
+        json_object_get(output, "properties"), "artifacts",
+        json_pack("{s:s, s:s, s:{s:s, s:{s:{s:s}, s:{s:s}, s:{s:s}}}}", "type", "array",
+                  "description",
+                  "Figures, displayed objects and the like the code produced; their content "
+                  "follows as image or resource content blocks",
+                  "items", "type", "object", "properties", "name", "type", "string", "mimeType",
+                  "type", "string", "size", "type", "integer"));
+    return json_pack(
+        "{s:s, s:s, s:s, s:o, s:o, s:{s:b, s:b, s:b, s:b}}", "name", "run_python", "title",
+        "Run Python in a sandbox", "description",
+        "Run Python 3 code in an isolated sandbox (no network unless `network` allows hosts; the "
+        "filesystem is read-only except /tmp) and get its stdout, stderr and the value of its "
+        "last expression. State persists between calls of one session. MCP servers named in "
+        "`servers` are Python objects whose tools are async methods: `await "
+        "mcp_everything.get_sum(a=1, b=2)` (dashes become underscores); find tools with "
+        "search_tool_docs. save_memory(key, value) and load_memory(key) keep JSON values across "
+        "sessions. Matplotlib figures (plt.show(), or left open) and display(obj) come back as "
+        "images or resources; `files` puts input files in the working directory.",
+        "inputSchema", input, "outputSchema", output, "annotations", "readOnlyHint", 0,
+        "destructiveHint", 0, "idempotentHint", 0, "openWorldHint", 0);
+}
+
+/* The schema of a `servers` argument: configured names, as an enum when there are any. */
+static json_t *srv_servers_schema(struct mcp_server *s, const char *description)
+{
+    json_t *names = mcp_registry_names(s->registry);
+    json_t *items = json_pack("{s:s}", "type", "string");
+    if (json_array_size(names))
+        json_object_set(items, "enum", names);
+    json_decref(names);
+    return json_pack("{s:s, s:o, s:b, s:s}", "type", "array", "items", items, "uniqueItems", 1,
+                     "description", description);
+}
+
+static json_t *srv_build_tools(struct mcp_server *s)
+{
+    json_t *tools = json_array();
+    json_array_append_new(tools, srv_run_python_tool(s));
+    json_array_append_new(
+        tools,
+        json_pack("{s:s, s:s, s:s, s:{s:s, s:{s:{s:s, s:s}, s:o}, s:b}, s:{s:b, s:b}}", "name",
+                  "list_servers", "title", "List MCP servers", "description",
+                  "The MCP servers run_python code may use (pass their names in run_python's "
+                  "`servers`), with their descriptions; with tools=true also the tool names of "
+                  "the servers that are running and of those named in `servers` (which starts "
+                  "them).",
+                  "inputSchema", "type", "object", "properties", "tools", "type", "boolean",
+                  "description", "Also list each server's tools.", "servers",
+                  srv_servers_schema(s, "Servers to start if needed and read the tools of."),
+                  "additionalProperties", 0, "annotations", "readOnlyHint", 1, "openWorldHint", 0));
+    json_array_append_new(
+        tools,
+        json_pack("{s:s, s:s, s:s, s:{s:s, s:{s:{s:s, s:s}, s:{s:s, s:i, s:i, s:s}, s:o}, s:[s], "
+                  "s:b}, s:{s:b, s:b}}",
+                  "name", "search_tool_docs", "title", "Search the tools of the MCP servers",
+                  "description",
+                  "Find tools of the running MCP servers, and of those named in `servers`, by "
+                  "keywords, best match first, with their parameters and the Python call that "
+                  "reaches them from run_python — without loading every schema.",
+                  "inputSchema", "type", "object", "properties", "query", "type", "string",
+                  "description", "Keywords, e.g. \"sum numbers\".", "limit", "type", "integer",
+                  "minimum", 1, "maximum", 50, "description", "Most results (default 5).",
+                  "servers",
+                  srv_servers_schema(s, "Servers to start if needed and search too (running ones "
+                                        "are always searched)."),
+                  "required", "query", "additionalProperties", 0, "annotations", "readOnlyHint", 1,
+                  "openWorldHint", 0));
+    json_array_append_new(
+        tools,
+        json_pack("{s:s, s:s, s:s, s:{s:s, s:{s:{s:s, s:s}}, s:b}, s:{s:b, s:b, s:b, s:b}}", "name",
+                  "reset_session", "title", "Reset a Python session", "description",
+                  "End a session of this connection: its variables are gone and the next "
+                  "run_python starts afresh. Without session_id, the default session (and the "
+                  "other automatic ones).",
+                  "inputSchema", "type", "object", "properties", "session_id", "type", "string",
+                  "description", "The named session to end.", "additionalProperties", 0,
+                  "annotations", "readOnlyHint", 0, "destructiveHint", 1, "idempotentHint", 1,
+                  "openWorldHint", 0));
+    return tools;
+}
+
+/* The compat run_python: upstream's three arguments, an integer timeout with its limits, the
+ * helpers summary in the descriptions (where upstream's clients and tests look for it). */
+static json_t *srv_compat_tool(struct mcp_server *s)
+{
+    char *code_desc = fmt_str("Python source code to execute. %s", srv_helpers_summary);
+    char *desc = fmt_str("Execute Python code in an isolated sandbox (no network; the filesystem "
+                         "is read-only except /tmp). Use the optional 'servers' array to load MCP "
+                         "servers for this execution. %s",
+                         srv_helpers_summary);
+    json_int_t max_s = (json_int_t)(s->opt.max_timeout_ms / 1000);
+    json_int_t def_s = (json_int_t)(s->opt.default_timeout_ms / 1000);
+    json_t *t = NULL;
+    if (code_desc && desc)
+        t = json_pack(
+            "{s:s, s:s, s:s, s:{s:s, s:{s:{s:s, s:s}, s:o, s:{s:s, s:I, s:I, s:I, s:s}}, s:[s]}}",
+            "name", "run_python", "title", "Run Python in a sandbox", "description", desc,
+            "inputSchema", "type", "object", "properties", "code", "type", "string", "description",
+            code_desc, "servers",
+            srv_servers_schema(s, "Optional list of MCP servers to make available as "
+                                  "mcp_<name> proxies"),
+            "timeout", "type", "integer", "minimum", (json_int_t)1, "maximum",
+            max_s < 1 ? (json_int_t)1 : max_s, "default", def_s < 1 ? (json_int_t)1 : def_s,
+            "description", "Execution timeout in seconds", "required", "code");
+    free(code_desc);
+    free(desc);
+    return t;
+}
+
+/* tools for an older protocol version: without what it lacks. */
+static json_t *srv_tools_before(json_t *tools, const char *const *drop)
+{
+    json_t *copy = json_deep_copy(tools);
+    size_t i;
+    json_t *t;
+    json_array_foreach(copy, i, t)
+    {
+        for (const char *const *d = drop; *d; d++)
+            json_object_del(t, *d);
+    }
+    return copy;
+}
+
+int srv_catalog_build(struct mcp_server *s)
+{
+    json_t *tools = s->opt.compat ? json_pack("[o]", srv_compat_tool(s)) : srv_build_tools(s);
+    static const char *const before_0618[] = {"title", "outputSchema", NULL};
+    static const char *const before_0326[] = {"title", "outputSchema", "annotations", NULL};
+    s->tools[0] = tools;
+    s->tools[1] = srv_tools_before(tools, before_0618);
+    s->tools[2] = srv_tools_before(tools, before_0326);
+    size_t want = s->opt.compat ? 1 : 4;
+    char *text = srv_caps_text(s);
+    if (text)
+        s->resources = json_pack(
+            "[{s:s, s:s, s:s, s:s, s:s, s:I}]", "uri",
+            s->opt.compat ? SRV_CAPS_COMPAT_URI : SRV_CAPS_URI, "name",
+            s->opt.compat ? "code-execution-capabilities" : "sandboxd-capabilities", "title",
+            "Code Execution Sandbox Helpers", "description",
+            "Capability overview, helper reference and sandbox usage notes (inside the sandbox, "
+            "runtime.capability_summary() prints the servers and helpers of the session).",
+            "mimeType", "text/markdown", "size", (json_int_t)strlen(text));
+    free(text);
+    for (size_t i = 0; i < ARRAY_SIZE(s->tools); i++)
+        if (json_array_size(s->tools[i]) != want)
+            return -ENOMEM;
+    return s->resources ? 0 : -ENOMEM;
+}
+
+json_t *srv_tools(const struct mcp_server_conn *c)
+{
+    struct mcp_server *s = c->srv;
+    return srv_since(c, "2025-06-18")   ? s->tools[0]
+           : srv_since(c, "2025-03-26") ? s->tools[1]
+                                        : s->tools[2];
+}
+
+/* ---- resources ------------------------------------------------------------------------------ */
+
+json_t *srv_resources(struct mcp_server_conn *c, json_t *id, const char *method, json_t *params)
+{
+    json_t *result = NULL;
+    if (strcmp(method, "resources/list") == 0) {
+        json_t *list = json_deep_copy(c->srv->resources);
+        size_t i;
+        json_t *r;
+        json_array_foreach(list, i, r)
+        {
+            if (!srv_since(c, "2025-06-18"))
+                json_object_del(r, "title");
+        }
+        result = json_pack("{s:o}", "resources", list);
+    } else if (strcmp(method, "resources/templates/list") == 0) {
+        result = json_pack("{s:[]}", "resourceTemplates");
+    } else if (strcmp(method, "resources/read") == 0) {
+        const char *uri = json_string_value(json_object_get(params, "uri"));
+        if (!uri)
+            return srv_error(id, JSONRPC_INVALID_PARAMS, NULL,
+                             "Invalid params: resources/read needs params.uri (a string)");
+        /* Both names of the one document, whichever mode lists it. */
+        if (strcmp(uri, SRV_CAPS_URI) != 0 && strcmp(uri, SRV_CAPS_COMPAT_URI) != 0)
+            return srv_error(id, -32002, json_pack("{s:s}", "uri", uri),
+                             "Resource not found: %.200s (resources/list names the resources)",
+                             uri);
+        char *text = srv_caps_text(c->srv);
+        result = text ? json_pack("{s:[{s:s, s:s, s:s}]}", "contents", "uri", uri, "mimeType",
+                                  "text/markdown", "text", text)
+                      : NULL;
+        free(text);
+    } else {
+        return NULL;
+    }
+    if (!result)
+        return srv_error(id, JSONRPC_INTERNAL_ERROR, NULL, "Internal error: out of memory");
+    json_t *r = jsonrpc_result_new(id, result);
+    json_decref(result);
+    return r;
+}

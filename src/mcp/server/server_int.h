@@ -1,0 +1,170 @@
+// SPDX-License-Identifier: MIT
+/*
+ * server_int — what the parts of the MCP server share: server.c (the
+ * protocol core), server_catalog.c (the tools as tools/list shows them, per
+ * mode and protocol version, and the capability resource), server_tools.c
+ * (run_python, reset_session and the tool helpers), server_discovery.c
+ * (list_servers, search_tool_docs) and server_compat.c (the run_python of
+ * --compat code-execution-mode). Private: included by those files only;
+ * everyone else uses mcp/server/server.h.
+ */
+#ifndef SANDBOXD_MCP_SERVER_SERVER_INT_H
+#define SANDBOXD_MCP_SERVER_SERVER_INT_H
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "mcp/server/server.h"
+#include "util/macros.h"
+
+struct mcp_server {
+    struct mcp_server_options opt;
+    char *workspace;
+    struct sessions *sessions;
+    struct mcp_registry *registry;
+    json_t *tools[3];  /* tools/list entries for 2025-06-18 and later, 2025-03-26, 2024-11-05 */
+    json_t *resources; /* resources/list entries */
+    pthread_mutex_t bg_lock;
+    pthread_cond_t bg_cond;
+    unsigned bg_threads; /* cancellers running */
+};
+
+/* A sandbox session held by a connection. */
+struct srv_sandbox {
+    struct srv_sandbox *next;
+    char *name;      /* the client's session_id; NULL for an automatic session */
+    json_t *servers; /* sorted names */
+    char *label;     /* how answers name it: the session_id, "default", "servers:a,b" */
+    json_t *network; /* its allow list (sorted) when run_python asked for one; else NULL */
+    char id[65];     /* the sandbox session (session.h) */
+};
+
+/* A tools/call being handled (server.c). */
+struct srv_call;
+
+/* Locks: create_lock (creating, finding and resetting sandbox sessions) is taken before lock
+ * (every other field of a connection); progress output has its own lock. Nothing is called
+ * on a transport under a lock. */
+struct mcp_server_conn {
+    struct mcp_server *srv;
+    atomic_int refs;
+    pthread_mutex_t create_lock;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;   /* a call is done */
+    const char *version;   /* static; NULL before initialize, then never changes */
+    struct tenant *tenant; /* owner of the sessions it creates (NULL: the operator) */
+    bool closed;
+    struct srv_sandbox *sandboxes; /* creation order; the first automatic one is "default" */
+    unsigned n_sandboxes;
+    struct srv_call *calls;
+    unsigned n_calls;
+};
+
+/* ---- server.c ----------------------------------------------------------------------------- */
+
+/* The connection's protocol version is version or later (the latest before initialize):
+ * 2025-06-18 brought titles, outputSchema and structuredContent; 2025-03-26 tool annotations
+ * and the message of progress notifications. */
+bool srv_since(const struct mcp_server_conn *c, const char *version);
+/* A JSON-RPC error response (new reference); data is stolen. */
+json_t *srv_error(json_t *id, int code, json_t *data, const char *fmt, ...) _printf_(4, 5);
+/* Record which sandbox session the call executes in (NULL: none any more); false when it was
+ * cancelled already. */
+bool srv_call_executing(struct mcp_server_conn *c, struct srv_call *k, const char *sandbox);
+bool srv_call_cancelled(struct mcp_server_conn *c, struct srv_call *k);
+
+/* ---- server_catalog.c --------------------------------------------------------------------- */
+
+/* Build s->tools and s->resources for s->opt. 0 or -ENOMEM. */
+int srv_catalog_build(struct mcp_server *s);
+/* The tools/list entries for the connection's version (borrowed). */
+json_t *srv_tools(const struct mcp_server_conn *c);
+/* The answer to a resources/... request (list, read, templates/list) as a response (new
+ * reference), or NULL when method is none of them. */
+json_t *srv_resources(struct mcp_server_conn *c, json_t *id, const char *method, json_t *params);
+/* What a model needs to know to use the sandbox from code: the helpers in one paragraph (the
+ * compat run_python's description carries it, the capability resource starts with it). */
+extern const char srv_helpers_summary[];
+
+/* ---- server_tools.c ----------------------------------------------------------------------- */
+
+struct buf;
+
+/* A CallToolResult with one text item; structured is stolen (may be NULL). */
+json_t *srv_tool_result(const struct mcp_server_conn *c, const char *text, json_t *structured,
+                        bool is_error);
+json_t *srv_tool_error(const struct mcp_server_conn *c, const char *fmt, ...) _printf_(2, 3);
+/* A tool error naming the first key of args not in allowed (NULL-terminated) and the keys
+ * tool takes, else NULL. */
+json_t *srv_check_args(const struct mcp_server_conn *c, const char *tool, json_t *args,
+                       const char *const *allowed);
+/* "a, b" or "none" (caller frees). */
+char *srv_names_text(json_t *names);
+
+/* NULL-safe; the sandbox session itself is not touched. */
+void srv_sandbox_free(struct srv_sandbox *b);
+/* The sandbox sessions of a connection (sandboxes.c). srv_sandbox_get: the session run_python
+ * uses, named (name) or automatic (NULL), with at least the servers asked for (sorted),
+ * created or loaded when needed; 0 with ret_id and *ret_label (caller frees), or -errno with
+ * *ret_error (caller frees). Unlink b from c (c->lock held); forget the session id (it
+ * ended; create_lock held). */
+int srv_sandbox_get(struct mcp_server_conn *c, const char *name, json_t *servers, json_t *network,
+                    json_t *notes, char ret_id[65], char **ret_label, char **ret_error);
+void srv_sandbox_unlink(struct mcp_server_conn *c, struct srv_sandbox *b);
+void srv_sandbox_forget(struct mcp_server_conn *c, const char *id);
+/* Append a note for the client (what happened to its sessions) to the array notes. */
+void srv_note(json_t *notes, const char *fmt, ...) _printf_(2, 3);
+void srv_note_ended(json_t *notes, const char *label);
+
+/* The tools: a CallToolResult (new reference; a tool error for bad arguments), or NULL when
+ * out of memory, or (run_python) when the call k was cancelled. args is an object (borrowed).
+ * run_python sends its stdout as progress through out->notify when there is a token. */
+json_t *srv_run_python(struct mcp_server_conn *c, json_t *args, json_t *token,
+                       const struct mcp_server_out *out, struct srv_call *k);
+json_t *srv_reset(struct mcp_server_conn *c, json_t *args);
+
+/* What run_python ran, for the formatters of either mode. */
+struct srv_run {
+    json_t *st;         /* structuredContent of the native mode (status, stdout, ...), or NULL */
+    json_t *result;     /* the session's result (artifacts and all) when st is set */
+    char *error;        /* NULL, or why it did not run: a bad argument, no session (caller frees) */
+    bool invalid;       /* error is about the arguments */
+    int64_t timeout_ms; /* the time limit it ran with */
+};
+/* Run code as run_python does (sandbox session, files, progress, cancellation); args are the
+ * native run_python's (code, servers, timeout, session_id, files, network), already checked
+ * for unknown keys. 0 with ret filled (st and result, or error), or -ECANCELED when the call
+ * was cancelled (nothing to answer). */
+int srv_run_code(struct mcp_server_conn *c, json_t *args, json_t *token,
+                 const struct mcp_server_out *out, struct srv_call *k, struct srv_run *ret);
+void srv_run_done(struct srv_run *r);
+
+/* ---- server_compat.c ---------------------------------------------------------------------- */
+
+/* The run_python of --compat code-execution-mode: upstream's arguments and answers. */
+json_t *srv_compat_run(struct mcp_server_conn *c, json_t *args, json_t *token,
+                       const struct mcp_server_out *out, struct srv_call *k);
+const char *srv_compat_instructions(const struct mcp_server *s);
+
+/* ---- server_data.c ------------------------------------------------------------------------ */
+
+/* run_python's files argument checked: [{path, content}] (new reference), or NULL with
+ * *ret_error (caller frees). */
+json_t *srv_files_arg(json_t *files, char **ret_error);
+/* Write the checked files into session id's working directory. 0; -ENOENT when the session
+ * ended; -EINVAL with *ret_error (caller frees) when one cannot be written. */
+int srv_files_put(struct mcp_server *s, const char *id, json_t *files, char **ret_error);
+/* st.artifacts = [{name, mimeType, size}] (and st.artifactsError) from a session result. */
+void srv_artifacts_meta(json_t *st, json_t *result);
+/* The result's artifacts appended to the reply's content: images as image blocks, the rest
+ * as embedded resources. */
+void srv_artifacts_blocks(json_t *reply, json_t *result);
+
+/* ---- server_discovery.c ------------------------------------------------------------------- */
+
+json_t *srv_list_servers(struct mcp_server_conn *c, json_t *args);
+json_t *srv_search(struct mcp_server_conn *c, json_t *args);
+
+#endif

@@ -1,0 +1,619 @@
+// SPDX-License-Identifier: MIT
+/*
+ * tools — the tools of the MCP server that run code, called by the
+ * tools/call dispatch of server.c: run_python in the sandbox sessions of a
+ * connection (its stdout streamed as notifications/progress) and
+ * reset_session; and the helpers every tool uses (results, errors, argument
+ * checks). Arguments come from the client: each is checked, and a bad one is
+ * answered with a tool error. list_servers and search_tool_docs are in
+ * discovery.c, the connection's sandbox sessions in sandboxes.c.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "app/response.h"
+#include "egress/policy.h"
+#include "mcp/client/registry.h"
+#include "mcp/server/server_int.h"
+#include "session/session.h"
+#include "util/buf.h"
+#include "util/clock.h"
+#include "util/macros.h"
+#include "util/fmt.h"
+#include "util/jdump.h"
+#include "util/utf8.h"
+
+#define SRV_MAX_CODE     (1u << 20) /* bytes of code in one run_python */
+#define SRV_MAX_SERVERS  64         /* entries of run_python's servers */
+#define SRV_PROGRESS_US  100000     /* progress notifications at most this often ... */
+#define SRV_PROGRESS_MAX 16384      /* ... unless this much output is waiting */
+
+/* ---- tool results ------------------------------------------------------------------------- */
+
+/* The text content is built in capped buffers (struct buf); an append that would pass the cap
+ * is dropped, which is why those results are cast to void: the text is a courtesy copy,
+ * structuredContent carries everything. */
+
+/* A CallToolResult with one text item; structured is stolen (may be NULL). */
+json_t *srv_tool_result(const struct mcp_server_conn *c, const char *text, json_t *structured,
+                        bool is_error)
+{
+    json_t *r = json_pack("{s:[{s:s, s:s}]}", "content", "type", "text", "text", text);
+    if (r && is_error)
+        json_object_set_new(r, "isError", json_true());
+    if (r && structured && srv_since(c, "2025-06-18")) /* structuredContent came with it */
+        json_object_set_new(r, "structuredContent", json_incref(structured));
+    json_decref(structured);
+    return r;
+}
+
+json_t *srv_tool_error(const struct mcp_server_conn *c, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *msg = fmt_va(fmt, ap);
+    va_end(ap);
+    json_t *r = srv_tool_result(c, msg ? msg : "error", NULL, true);
+    free(msg);
+    return r;
+}
+
+/* ---- progress: stdout as notifications/progress --------------------------------------------- */
+
+struct srv_progress {
+    const struct mcp_server_out *out;
+    json_t *token;
+    bool message;              /* progress notifications carry a message (2025-03-26 and later) */
+    pthread_mutex_t send_lock; /* taken before lock: chunks leave in the order they came */
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    struct buf pending;
+    int64_t last_us;
+    json_int_t count;
+    bool stop;
+    pthread_t flusher;
+    bool have_flusher;
+};
+
+static void srv_progress_flush(struct srv_progress *p, bool final)
+{
+    pthread_mutex_lock(&p->send_lock);
+    pthread_mutex_lock(&p->lock);
+    size_t n =
+        p->pending.len -
+        (final ? 0 : utf8_incomplete_tail((const unsigned char *)p->pending.data, p->pending.len));
+    struct buf chunk;
+    buf_init(&chunk, n + 1);
+    if (n && buf_append(&chunk, p->pending.data, n) == 0)
+        buf_consume(&p->pending, n);
+    p->last_us = clock_mono_us();
+    json_int_t count = chunk.len ? ++p->count : p->count;
+    pthread_mutex_unlock(&p->lock);
+    if (chunk.len) {
+        /* Before 2025-03-26 progress had no message: a client still sees the call alive. */
+        json_t *params = json_pack("{s:O, s:I, s:o*}", "progressToken", p->token, "progress", count,
+                                   "message", p->message ? response_text(&chunk) : NULL);
+        json_t *msg = params ? jsonrpc_notification_new("notifications/progress", params) : NULL;
+        if (msg)
+            p->out->notify(p->out->userdata, msg);
+        json_decref(msg);
+        json_decref(params);
+    }
+    buf_free(&chunk);
+    pthread_mutex_unlock(&p->send_lock);
+}
+
+static void *srv_progress_thread(void *arg)
+{
+    struct srv_progress *p = arg;
+    pthread_mutex_lock(&p->lock);
+    while (!p->stop) {
+        int64_t due = p->last_us + SRV_PROGRESS_US;
+        if (p->pending.len && clock_mono_us() >= due) {
+            pthread_mutex_unlock(&p->lock);
+            srv_progress_flush(p, false);
+            pthread_mutex_lock(&p->lock);
+            continue;
+        }
+        if (!p->pending.len) {
+            pthread_cond_wait(&p->cond, &p->lock);
+            continue;
+        }
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        int64_t wait_ns = (due - clock_mono_us()) * 1000 + ts.tv_nsec;
+        ts.tv_sec += (time_t)(wait_ns / 1000000000);
+        ts.tv_nsec = (long)(wait_ns % 1000000000);
+        pthread_cond_timedwait(&p->cond, &p->lock, &ts);
+    }
+    pthread_mutex_unlock(&p->lock);
+    return NULL;
+}
+
+static void srv_progress_output(void *userdata, int stream, const char *data, size_t len)
+{
+    struct srv_progress *p = userdata;
+    if (stream != 1)
+        return; /* stderr comes with the result */
+    pthread_mutex_lock(&p->lock);
+    bool full = false;
+    (void)buf_append_capped(&p->pending, data, len, &full);
+    bool now = p->pending.len >= SRV_PROGRESS_MAX || full;
+    pthread_cond_signal(&p->cond);
+    pthread_mutex_unlock(&p->lock);
+    if (now)
+        srv_progress_flush(p, false);
+}
+
+static void srv_progress_start(struct srv_progress *p, const struct mcp_server_out *out,
+                               json_t *token, bool message)
+{
+    *p = (struct srv_progress){.out = out, .token = token, .message = message};
+    pthread_mutex_init(&p->send_lock, NULL);
+    pthread_mutex_init(&p->lock, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&p->cond, &ca);
+    pthread_condattr_destroy(&ca);
+    buf_init(&p->pending, 1u << 20);
+    /* Without the thread, output still goes out, only in bigger and later chunks. */
+    p->have_flusher = pthread_create(&p->flusher, NULL, srv_progress_thread, p) == 0;
+}
+
+static void srv_progress_finish(struct srv_progress *p)
+{
+    pthread_mutex_lock(&p->lock);
+    p->stop = true;
+    pthread_cond_signal(&p->cond);
+    pthread_mutex_unlock(&p->lock);
+    if (p->have_flusher)
+        pthread_join(p->flusher, NULL);
+    srv_progress_flush(p, true);
+    buf_free(&p->pending);
+    pthread_cond_destroy(&p->cond);
+    pthread_mutex_destroy(&p->lock);
+    pthread_mutex_destroy(&p->send_lock);
+}
+
+/* ---- run_python ---------------------------------------------------------------------------- */
+
+json_t *srv_check_args(const struct mcp_server_conn *c, const char *tool, json_t *args,
+                       const char *const *allowed)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach(args, key, v)
+    {
+        bool ok = false;
+        for (size_t i = 0; allowed[i] && !ok; i++)
+            ok = strcmp(key, allowed[i]) == 0;
+        if (ok)
+            continue;
+        struct buf names;
+        buf_init(&names, 1024);
+        for (size_t i = 0; allowed[i]; i++)
+            (void)buf_printf(&names, "%s%s", i ? ", " : "", allowed[i]);
+        json_t *r = srv_tool_error(c, "%s: unknown argument '%.64s' (arguments: %s)", tool, key,
+                                   names.data ? names.data : "");
+        buf_free(&names);
+        return r;
+    }
+    return NULL;
+}
+
+static bool srv_session_name_ok(const char *n, size_t len)
+{
+    if (len == 0 || len > 64)
+        return false;
+    for (size_t i = 0; i < len; i++)
+        if (!isalnum((unsigned char)n[i]) && n[i] != '.' && n[i] != '_' && n[i] != '-')
+            return false;
+    return true;
+}
+
+/* The optional session_id argument: *ret_name is NULL when absent; why it is malformed
+ * (caller frees), else NULL. */
+static char *srv_session_id_arg(json_t *args, const char **ret_name)
+{
+    json_t *sid = json_object_get(args, "session_id");
+    *ret_name = NULL;
+    if (!sid || json_is_null(sid))
+        return NULL;
+    if (!json_is_string(sid) ||
+        !srv_session_name_ok(json_string_value(sid), json_string_length(sid)))
+        return strdup("session_id: 1 to 64 characters of A-Z, a-z, 0-9, '.', '_' and '-'");
+    *ret_name = json_string_value(sid);
+    return NULL;
+}
+
+static int srv_cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* servers as a sorted array without duplicates; NULL and *ret_error when invalid. */
+static json_t *srv_servers_arg(struct mcp_server *s, json_t *v, char **ret_error)
+{
+    json_t *out = json_array();
+    if (!v || json_is_null(v))
+        return out;
+    if (!json_is_array(v) || json_array_size(v) > SRV_MAX_SERVERS) {
+        json_decref(out);
+        *ret_error =
+            fmt_str("servers: must be an array of at most %d server names", SRV_MAX_SERVERS);
+        return NULL;
+    }
+    if ((*ret_error = mcp_registry_check_names(s->registry, v))) {
+        json_decref(out);
+        return NULL;
+    }
+    const char *names[SRV_MAX_SERVERS];
+    size_t n = 0;
+    size_t i;
+    json_t *e;
+    json_array_foreach(v, i, e)
+    {
+        names[n++] = json_string_value(e);
+    }
+    qsort(names, n, sizeof(names[0]), srv_cmp_str);
+    for (size_t k = 0; k < n; k++)
+        if (k == 0 || strcmp(names[k], names[k - 1]) != 0)
+            json_array_append_new(out, json_string(names[k]));
+    return out;
+}
+
+/* run_python's network: {"allow": [patterns]} as a sorted array without duplicates in
+ * *ret_allow (NULL when absent). NULL, or why it is malformed (caller frees). The patterns
+ * themselves are checked against the ceiling when the session is made. */
+static char *srv_network_arg(json_t *v, json_t **ret_allow)
+{
+    *ret_allow = NULL;
+    if (!v || json_is_null(v))
+        return NULL;
+    json_t *allow = json_object_get(v, "allow");
+    if (!json_is_object(v) || json_object_size(v) != 1 || !json_is_array(allow) ||
+        json_array_size(allow) == 0 || json_array_size(allow) > EGRESS_POLICY_MAX)
+        return fmt_str("network: {\"allow\": [1 to %d patterns]}", EGRESS_POLICY_MAX);
+    const char *names[EGRESS_POLICY_MAX];
+    size_t n = 0, i;
+    json_t *e;
+    json_array_foreach(allow, i, e)
+    {
+        if (!json_is_string(e))
+            return fmt_str("network.allow[%zu]: must be a string", i);
+        names[n++] = json_string_value(e);
+    }
+    qsort(names, n, sizeof(names[0]), srv_cmp_str);
+    json_t *out = json_array();
+    for (size_t k = 0; out && k < n; k++)
+        if (k == 0 || strcmp(names[k], names[k - 1]) != 0)
+            json_array_append_new(out, json_string(names[k]));
+    *ret_allow = out;
+    return out ? NULL : strdup("out of memory");
+}
+
+/* The compact text of a run_python answer; limit_ms is the time limit it ran with. */
+static char *srv_run_text(json_t *st, int64_t limit_ms)
+{
+    struct buf b;
+    buf_init(&b, 8u << 20);
+    bool full = false;
+    const char *status = json_string_value(json_object_get(st, "status"));
+    json_t *out = json_object_get(st, "stdout"), *err = json_object_get(st, "stderr");
+    json_t *error = json_object_get(st, "error");
+    const char *result = json_string_value(json_object_get(st, "result"));
+    if (json_string_length(out)) {
+        (void)buf_append_capped(&b, json_string_value(out), json_string_length(out), &full);
+        if (b.len && b.data[b.len - 1] != '\n')
+            (void)buf_appends(&b, "\n");
+    }
+    if (json_string_length(err)) {
+        (void)buf_appends(&b, "[stderr]\n");
+        (void)buf_append_capped(&b, json_string_value(err), json_string_length(err), &full);
+        if (b.len && b.data[b.len - 1] != '\n')
+            (void)buf_appends(&b, "\n");
+    }
+    if (result)
+        (void)buf_printf(&b, "[result] %s\n", result);
+    const char *etype = json_string_value(json_object_get(error, "type"));
+    const char *emsg = json_string_value(json_object_get(error, "message"));
+    const char *tb = json_string_value(json_object_get(error, "traceback"));
+    if (status && strcmp(status, "error") == 0) {
+        if (tb && *tb)
+            (void)buf_printf(&b, "[error]\n%s%s", tb, tb[strlen(tb) - 1] == '\n' ? "" : "\n");
+        else
+            (void)buf_printf(&b, "[error] %s: %s\n", etype ? etype : "Error", emsg ? emsg : "");
+    } else if (status && strcmp(status, "timeout") == 0) {
+        (void)buf_printf(&b, "[status] timeout after %g s: %s\n", (double)limit_ms / 1000.0,
+                         emsg ? emsg : "the execution was interrupted");
+    } else if (status && strcmp(status, "ok") != 0) {
+        (void)buf_printf(&b, "[status] %s: %s\n", status, emsg ? emsg : "the execution failed");
+    }
+    size_t i;
+    json_t *note;
+    json_array_foreach(json_object_get(st, "artifacts"), i, note)
+    {
+        (void)buf_printf(&b, "[artifact] %s (%s, %lld bytes)\n",
+                         json_string_value(json_object_get(note, "name")),
+                         json_string_value(json_object_get(note, "mimeType")),
+                         (long long)json_integer_value(json_object_get(note, "size")));
+    }
+    const char *aerr =
+        json_string_value(json_object_get(json_object_get(st, "artifactsError"), "message"));
+    if (aerr)
+        (void)buf_printf(&b, "[artifacts] %s\n", aerr);
+    json_array_foreach(json_object_get(st, "notes"), i, note)
+    {
+        (void)buf_printf(&b, "[note] %s\n", json_string_value(note));
+    }
+    if (!b.len)
+        (void)buf_appends(&b, "[no output]\n");
+    if (b.len && b.data[b.len - 1] == '\n')
+        b.data[--b.len] = '\0';
+    return buf_take(&b, NULL);
+}
+
+void srv_run_done(struct srv_run *r)
+{
+    json_decref(r->st);
+    json_decref(r->result);
+    free(r->error);
+    *r = (struct srv_run){0};
+}
+
+static int srv_run_invalid(struct srv_run *ret, char *msg)
+{
+    ret->error = msg ? msg : strdup("out of memory");
+    ret->invalid = true;
+    return 0;
+}
+
+int srv_run_code(struct mcp_server_conn *c, json_t *args, json_t *token,
+                 const struct mcp_server_out *out, struct srv_call *k, struct srv_run *ret)
+{
+    struct mcp_server *s = c->srv;
+    *ret = (struct srv_run){0};
+    json_t *code = json_object_get(args, "code");
+    if (!json_is_string(code))
+        return srv_run_invalid(ret, strdup("code: required, a string of Python source"));
+    if (json_string_length(code) > SRV_MAX_CODE ||
+        strlen(json_string_value(code)) != json_string_length(code))
+        return srv_run_invalid(ret, strdup("code: at most 1 MiB, without NUL characters"));
+    if (utf8_blank(json_string_value(code)))
+        return srv_run_invalid(ret, strdup("code: empty or only whitespace; nothing was run"));
+    const char *name;
+    char *why = srv_session_id_arg(args, &name);
+    if (why)
+        return srv_run_invalid(ret, why);
+    int64_t timeout_ms = 0;
+    json_t *t = json_object_get(args, "timeout");
+    double secs = 0;
+    if (t && !json_is_null(t)) {
+        secs = json_number_value(t);
+        if (!json_is_number(t) || !isfinite(secs) || secs <= 0)
+            return srv_run_invalid(ret, strdup("timeout: a number of seconds greater than 0"));
+    }
+    json_t *files = NULL, *network = NULL;
+    json_t *fa = json_object_get(args, "files");
+    if (fa && !json_is_null(fa) && !(files = srv_files_arg(fa, &why)))
+        return srv_run_invalid(ret, why ? why : strdup("files: invalid"));
+    json_t *servers = srv_servers_arg(s, json_object_get(args, "servers"), &why);
+    if (!servers) {
+        json_decref(files);
+        return srv_run_invalid(ret, why ? why : strdup("servers: invalid"));
+    }
+    if ((why = srv_network_arg(json_object_get(args, "network"), &network))) {
+        json_decref(servers);
+        json_decref(files);
+        return srv_run_invalid(ret, why);
+    }
+    json_t *notes = json_array();
+    if (secs * 1000.0 > (double)s->opt.max_timeout_ms) {
+        timeout_ms = s->opt.max_timeout_ms;
+        srv_note(notes,
+                 "timeout %g s exceeds this server's limit; clamped to %g s (the session "
+                 "maximum, --session-max-timeout-ms)",
+                 secs, (double)timeout_ms / 1000.0);
+    } else if (secs > 0) {
+        timeout_ms = (int64_t)(secs * 1000.0 + 0.5); /* no libm: rounding by hand */
+        if (timeout_ms < 1)
+            timeout_ms = 1;
+    }
+    ret->timeout_ms = timeout_ms ? timeout_ms : s->opt.default_timeout_ms;
+    json_t *result = NULL;
+    char *label = NULL;
+    char id[65] = "";
+    struct session_error err = {0};
+    int r = -EIO;
+    for (int attempt = 0;; attempt++) {
+        free(label);
+        label = NULL;
+        r = srv_sandbox_get(c, name, servers, network, notes, id, &label, &why);
+        if (r == 0)
+            r = srv_files_put(s, id, files, &why);
+        if (r < 0 && r != -ENOENT)
+            break;
+        if (r == 0) {
+            if (!srv_call_executing(c, k, id)) {
+                r = -ECANCELED;
+                break;
+            }
+            struct srv_progress prog;
+            bool streaming = token && out && out->notify;
+            if (streaming)
+                srv_progress_start(&prog, out, token, srv_since(c, "2025-03-26"));
+            struct session_stream stream = {.userdata = &prog, .on_output = srv_progress_output};
+            r = sessions_execute(s->sessions, id, json_string_value(code), timeout_ms,
+                                 streaming ? &stream : NULL, &result, &err);
+            if (streaming)
+                srv_progress_finish(&prog);
+            (void)srv_call_executing(c, k, NULL);
+            if (r != -ENOENT || srv_call_cancelled(c, k))
+                break;
+        }
+        /* It ended between the lookup and the execution, or before its files were in (reaped,
+         * reset by a concurrent call): forget it, and try once more with a new one. */
+        srv_note_ended(notes, label);
+        pthread_mutex_lock(&c->create_lock);
+        srv_sandbox_forget(c, id);
+        pthread_mutex_unlock(&c->create_lock);
+        if (attempt == 1) {
+            /* Ended again: say so rather than retry without end. */
+            char *msg = NULL;
+            if (asprintf(&msg,
+                         "session '%s' was ended twice before this call could run in it (%s); "
+                         "call again",
+                         label, err.message ? err.message : "it ended") < 0)
+                msg = NULL;
+            session_error_done(&err);
+            why = msg;
+            break;
+        }
+        session_error_done(&err);
+    }
+    json_decref(servers);
+    json_decref(files);
+    json_decref(network);
+    if (r == -ECANCELED) {
+        json_decref(notes);
+        free(label);
+        free(why);
+        return -ECANCELED;
+    }
+    if (r < 0) {
+        ret->error = why ? why : strdup(err.message ? err.message : "the execution failed");
+        session_error_done(&err);
+        json_decref(notes);
+        free(label);
+        return ret->error ? 0 : -ENOMEM;
+    }
+    bool alive = json_is_true(json_object_get(result, "sessionAlive"));
+    /* A cancelled call is not answered: its session stays listed, so that the next call finds
+     * it gone and says so. */
+    if (!alive && !srv_call_cancelled(c, k)) {
+        srv_note(notes,
+                 "session '%s' ended with this execution: its variables are gone and the "
+                 "next call starts a new one",
+                 label);
+        pthread_mutex_lock(&c->create_lock);
+        srv_sandbox_forget(c, id);
+        pthread_mutex_unlock(&c->create_lock);
+    }
+    if (json_is_true(json_object_get(result, "truncated")))
+        srv_note(notes, "stdout/stderr were truncated at the server's output limit");
+    json_t *res = json_object_get(result, "result");
+    ret->st = json_pack(
+        "{s:O, s:O, s:O, s:O, s:O, s:O, s:O, s:b, s:s, s:O, s:O}", "status",
+        json_object_get(result, "status"), "stdout", json_object_get(result, "stdout"), "stderr",
+        json_object_get(result, "stderr"), "error", json_object_get(result, "error"), "result",
+        res ? res : json_null(), "durationMs", json_object_get(result, "durationMs"), "truncated",
+        json_object_get(result, "truncated"), "sessionAlive", alive, "session", label, "mcpCalls",
+        json_object_get(result, "mcpCalls"), "notes", notes);
+    json_decref(notes);
+    free(label);
+    if (!ret->st) {
+        json_decref(result);
+        return -ENOMEM;
+    }
+    ret->result = result;
+    return 0;
+}
+
+json_t *srv_run_python(struct mcp_server_conn *c, json_t *args, json_t *token,
+                       const struct mcp_server_out *out, struct srv_call *k)
+{
+    struct mcp_server *s = c->srv;
+    static const char *const allowed[] = {"code",   "servers", "timeout", "session_id",
+                                          "output", "files",   "network", NULL};
+    json_t *bad = srv_check_args(c, "run_python", args, allowed);
+    if (bad)
+        return bad;
+    bool as_json = s->opt.output_json;
+    json_t *mode = json_object_get(args, "output");
+    if (mode && !json_is_null(mode)) {
+        const char *m = json_string_value(mode);
+        if (!m || (strcmp(m, "text") != 0 && strcmp(m, "json") != 0))
+            return srv_tool_error(c, "run_python: output: \"text\" or \"json\"");
+        as_json = strcmp(m, "json") == 0;
+    }
+    struct srv_run run;
+    int r = srv_run_code(c, args, token, out, k, &run);
+    if (r == -ECANCELED)
+        return NULL;
+    if (r < 0)
+        return srv_tool_error(c, "run_python: out of memory");
+    if (run.error) {
+        json_t *e = srv_tool_error(c, "run_python: %s", run.error);
+        srv_run_done(&run);
+        return e;
+    }
+    srv_artifacts_meta(run.st, run.result);
+    const char *status = json_string_value(json_object_get(run.st, "status"));
+    char *text = as_json ? jdump(run.st, JSON_COMPACT, NULL) : srv_run_text(run.st, run.timeout_ms);
+    json_t *reply =
+        srv_tool_result(c, text ? text : "", json_incref(run.st), !status || strcmp(status, "ok"));
+    free(text);
+    if (reply)
+        srv_artifacts_blocks(reply, run.result);
+    srv_run_done(&run);
+    return reply;
+}
+
+/* ---- reset_session ------------------------------------------------------------------------- */
+
+json_t *srv_reset(struct mcp_server_conn *c, json_t *args)
+{
+    static const char *const allowed[] = {"session_id", NULL};
+    const char *name;
+    json_t *bad = srv_check_args(c, "reset_session", args, allowed);
+    if (bad)
+        return bad;
+    char *why = srv_session_id_arg(args, &name);
+    if (why) {
+        bad = srv_tool_error(c, "reset_session: %s", why);
+        free(why);
+        return bad;
+    }
+    struct srv_sandbox *gone = NULL;
+    unsigned n = 0;
+    pthread_mutex_lock(&c->create_lock);
+    pthread_mutex_lock(&c->lock);
+    struct srv_sandbox *b = c->sandboxes, *next;
+    for (; b; b = next) {
+        next = b->next;
+        if (name ? b->name && strcmp(b->name, name) == 0 : b->name == NULL) {
+            srv_sandbox_unlink(c, b);
+            b->next = gone;
+            gone = b;
+            n++;
+        }
+    }
+    pthread_mutex_unlock(&c->lock);
+    while (gone) {
+        b = gone;
+        gone = b->next;
+        /* -ENOENT: it had ended on its own */
+        (void)sessions_end(c->srv->sessions, b->id, "it was reset (reset_session)");
+        srv_sandbox_free(b);
+    }
+    pthread_mutex_unlock(&c->create_lock);
+    if (name && !n)
+        return srv_tool_error(c, "reset_session: this connection has no session named '%s'", name);
+    char text[200];
+    if (name)
+        snprintf(text, sizeof(text), "session '%s' was reset", name);
+    else if (n)
+        snprintf(text, sizeof(text), "the default session was reset (%u session%s ended)", n,
+                 n == 1 ? "" : "s");
+    else
+        snprintf(text, sizeof(text), "there was no default session: nothing to reset");
+    return srv_tool_result(c, text, json_pack("{s:I}", "ended", (json_int_t)n), false);
+}

@@ -1,0 +1,185 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""The include direction of src/: the folder-level include graph must be a DAG
+and follow LAYERS (lowest first): a file in one folder may include headers of
+its own folder and of folders below it, never above. Prints every cycle and
+every upward include with the #include lines that make it.
+
+Usage: tests/layers.py [--json RESULT_FILE] [SRC_DIR]
+       tests/layers.py --self-test   (the check finds a planted cycle and upward include)
+Exit status 0 when the include direction holds, 1 otherwise."""
+import json
+import os
+import re
+import sys
+import tempfile
+
+# Lowest first. A folder may include only folders listed before it (and itself).
+LAYERS = [
+    "util",
+    "proto",
+    "jail",
+    "exec",
+    "zygote",
+    "pool",
+    "egress",
+    "http",
+    "framework",
+    "mcp/client",
+    "app",
+    "session",
+    "flow",
+    "handlers",
+    "mcp/server",
+    "api",
+    "cmd",
+    ".",  # src/main.c
+]
+
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
+
+
+def folder_of(rel):
+    """The folder a path names, relative to src/: "mcp/client" for mcp/client/x.h."""
+    head, _ = os.path.split(rel)
+    return head.replace(os.sep, "/") if head else "."
+
+
+def scan(src):
+    """Return {(from_folder, to_folder): [(file, line_no, text), ...]}."""
+    edges = {}
+    for dirpath, _, files in os.walk(src):
+        for name in sorted(files):
+            if not name.endswith((".c", ".h")):
+                continue
+            path = os.path.join(dirpath, name)
+            rel = os.path.relpath(path, src)
+            here = folder_of(rel)
+            with open(path, encoding="utf-8", errors="replace") as f:
+                for no, line in enumerate(f, 1):
+                    m = INCLUDE.match(line)
+                    if not m:
+                        continue
+                    target = m.group(1)
+                    there = folder_of(target) if "/" in target else here
+                    if there == here:
+                        continue
+                    edges.setdefault((here, there), []).append(
+                        (os.path.join("src", rel), no, line.strip()))
+    return edges
+
+
+def cycles(edges):
+    """Every strongly connected component with more than one folder (Tarjan)."""
+    graph = {}
+    for a, b in edges:
+        graph.setdefault(a, set()).add(b)
+        graph.setdefault(b, set())
+    index, low, stack, on, out = {}, {}, [], set(), []
+    counter = [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    sys.setrecursionlimit(10000)
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def check(src):
+    edges = scan(src)
+    problems = []
+    for comp in cycles(edges):
+        lines = ["include cycle between folders: %s" % " <-> ".join(comp)]
+        for (a, b), where in sorted(edges.items()):
+            if a in comp and b in comp:
+                for f, no, text in where:
+                    lines.append("  %s -> %s  %s:%d: %s" % (a, b, f, no, text))
+        problems.append("\n".join(lines))
+    rank = {name: i for i, name in enumerate(LAYERS)}
+    folders = {a for a, _ in edges} | {b for _, b in edges}
+    for name in sorted(folders - set(rank)):
+        problems.append("folder src/%s is not in LAYERS of tests/layers.py" % name)
+    for (a, b), where in sorted(edges.items()):
+        if a in rank and b in rank and rank[b] > rank[a]:
+            lines = ["upward include: %s (layer %d) includes %s (layer %d)" %
+                     (a, rank[a], b, rank[b])]
+            for f, no, text in where:
+                lines.append("  %s:%d: %s" % (f, no, text))
+            problems.append("\n".join(lines))
+    return problems
+
+
+def self_test():
+    """Plant a cycle (util <-> proto), an upward include (jail -> api) and an unknown folder in
+    a scratch tree; the check must report each, with the #include line, and pass a clean tree."""
+    def tree(files):
+        d = tempfile.mkdtemp(prefix="layers-")
+        for rel, text in files.items():
+            os.makedirs(os.path.join(d, os.path.dirname(rel)), exist_ok=True)
+            with open(os.path.join(d, rel), "w") as f:
+                f.write(text)
+        return d
+
+    clean = tree({"util/a.h": "", "proto/b.c": '#include "util/a.h"\n#include "proto/b.h"\n',
+                  "mcp/client/c.c": '#include "proto/b.h"\n', "api/d.c": '#include "mcp/client/c.h"\n'})
+    bad = tree({"util/a.c": '#include "proto/b.h"\n', "proto/b.c": '#include "util/a.h"\n',
+                "jail/j.c": '# include "api/x.h"\n', "nowhere/n.c": '#include "util/a.h"\n'})
+    ok = check(clean)
+    problems = "\n".join(check(bad))
+    want = ["include cycle between folders: proto <-> util",
+            'util -> proto  %s:1: #include "proto/b.h"' % os.path.join("src", "util", "a.c"),
+            "upward include: jail (layer 2) includes api",
+            '# include "api/x.h"', "folder src/nowhere is not in LAYERS"]
+    missing = [w for w in want if w not in problems]
+    if ok or missing:
+        print("layers self-test FAILED: clean tree: %r; not reported: %r\n%s" % (ok, missing, problems))
+        return 1
+    print("layers self-test OK")
+    return 0
+
+
+def main(argv):
+    if argv[1:] == ["--self-test"]:
+        return self_test()
+    result = None
+    if len(argv) > 2 and argv[1] == "--json":
+        result = argv[2]
+        argv = [argv[0]] + argv[3:]
+    src = argv[1] if len(argv) > 1 else os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "..", "src")
+    problems = check(src)
+    for p in problems:
+        print(p)
+    if not problems:
+        print("include direction OK: %s" % " < ".join(LAYERS))
+    if result:
+        with open(result, "w") as f:
+            json.dump({"name": "include layers", "result": "FAIL" if problems else "OK"}, f)
+            f.write("\n")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
