@@ -1,12 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
- * pool — see pool.h.
- *
- * Cell states: FORKING (asked a zygote) -> STARTING (forked, setting itself
- * up; we attach its cgroup) -> READY (sent "ready" and is attached) ->
- * TAKEN (handed to an execution). A pool_cell lives in the token table until
- * its exit was reported by the zygote AND its user released it; the exit
- * report is also when its cgroup, now empty, is removed.
+ * pool — see pool.h: the cells (states in pool_int.h), the pool thread and
+ * the public calls; the zygotes are in zygote.c, the /healthz figures in
+ * stats.c. A pool_cell lives in the token table until its exit was reported
+ * by the zygote AND its user released it; the exit report is also when its
+ * cgroup, now empty, is removed.
  *
  * Locking: one mutex for all pool state. cell_free() of a warm cell takes
  * that mutex (warm_release), so the pool thread collects cells to free and
@@ -37,78 +35,10 @@
 #include "util/fdio.h"
 #include "util/log.h"
 #include "util/macros.h"
+#include "util/proc.h"
 #include "util/jdump.h"
 
-/* Demand: a pool shrinks after this long without a miss, one step per POOL_SHRINK_STEP_US. */
-#define POOL_SHRINK_AFTER_US 5000000
-#define POOL_SHRINK_STEP_US  1000000
-
-enum pool_watch_kind { WATCH_WAKE, WATCH_ZCTL, WATCH_ZOUT, WATCH_ZPID, WATCH_CELL };
-
-struct pool_watch {
-    enum pool_watch_kind kind;
-    void *obj;
-};
-
-enum pool_cell_state { PC_FORKING, PC_STARTING, PC_READY, PC_TAKEN };
-
-struct zygote;
-
-struct pool_cell {
-    uint64_t token;
-    int64_t t_request, t_forked, t_attached, t_ready; /* lifecycle timestamps (us) */
-    struct pool *pool;
-    struct zygote *z;
-    enum pool_cell_state state;
-    struct cell *cell;          /* owned by the pool until TAKEN */
-    struct cgroup_cell *cgroup; /* to remove once the exit is known (after release) */
-    bool got_ready, attached, exited, released;
-    struct cell_exit exit_info;
-    struct pool_watch watch;
-    struct pool_cell *next; /* ready FIFO */
-    UT_hash_handle hh;
-};
-
-struct zygote {
-    struct pool *pool;
-    int index;
-    struct jail_proc proc;
-    int ctl_fd;
-    int log_fd; /* stdout and stderr of the zygote, merged */
-    struct cgroup_cell *cgroup;
-    bool alive;
-    unsigned pending;
-    unsigned restarts;
-    uint64_t forks;
-    int64_t restart_at_us; /* 0: not waiting to restart */
-    struct buf logbuf;
-    struct pool_watch w_ctl, w_log, w_pid;
-};
-
-struct pool {
-    const struct jail_config *jail;
-    struct pool_options opt;
-    pthread_mutex_t lock;
-    pthread_cond_t cond;
-    struct pool_cell *cells;
-    struct pool_cell *ready_head, *ready_tail;
-    unsigned n_ready, n_starting;
-    struct zygote *zygotes;
-    uint64_t next_token;
-    int epfd, evfd;
-    struct pool_watch w_wake;
-    pthread_t thread;
-    bool stop;
-    int filter_fd;
-    json_t *preimport; /* array of module names for the zygotes' config */
-    char *warmup;      /* code the zygotes run before forking, or NULL */
-    bool started;      /* false while a lazy pool waits for its first acquire */
-    unsigned target;   /* ready + starting cells wanted now: opt.size .. opt.max_size */
-    int64_t last_miss_us, last_shrink_us;
-    uint64_t hits, misses, created, failed, died_idle, retired;
-    uint64_t exits, exit_minflt; /* cells reaped, and their minor faults from fork to exit */
-    uint64_t ready_minflt;       /* the faults of the cells that became ready, until then */
-};
+#include "pool/pool_int.h"
 
 static void pool_wake(struct pool *p)
 {
@@ -163,213 +93,6 @@ static const struct cell_ops warm_ops = {
     .wait_exit = warm_wait_exit,
     .release = warm_release,
 };
-
-/* ---- zygote control messages ----------------------------------------------------------- */
-
-static int pool_send(int fd, json_t *msg, const int *fds, size_t nfds)
-{
-    char *data = jdump(msg, JSON_COMPACT, NULL);
-    if (!data)
-        return -ENOMEM;
-    struct iovec iov = {.iov_base = data, .iov_len = strlen(data)};
-    union {
-        char buf[CMSG_SPACE(sizeof(int) * 4)];
-        struct cmsghdr align;
-    } u;
-    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
-    if (nfds) {
-        mh.msg_control = u.buf;
-        mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
-        struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-        cm->cmsg_level = SOL_SOCKET;
-        cm->cmsg_type = SCM_RIGHTS;
-        cm->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
-        memcpy(CMSG_DATA(cm), fds, sizeof(int) * nfds);
-    }
-    ssize_t n;
-    do
-        n = sendmsg(fd, &mh, MSG_NOSIGNAL);
-    while (n < 0 && errno == EINTR);
-    free(data);
-    return n < 0 ? -errno : 0;
-}
-
-/* One message; *ret_fd gets a passed fd (or -1). 0 on EOF. */
-static int pool_recv(int fd, json_t **ret, int *ret_fd)
-{
-    char data[65536];
-    union {
-        char buf[CMSG_SPACE(sizeof(int) * 4)];
-        struct cmsghdr align;
-    } u;
-    struct iovec iov = {.iov_base = data, .iov_len = sizeof(data) - 1};
-    struct msghdr mh = {
-        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf)};
-    ssize_t n;
-    do
-        n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
-    while (n < 0 && errno == EINTR);
-    *ret_fd = -1;
-    *ret = NULL;
-    if (n < 0)
-        return -errno;
-    for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
-        if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-            continue;
-        size_t k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-        int fds[4];
-        memcpy(fds, CMSG_DATA(cm), sizeof(int) * (k < 4 ? k : 4));
-        for (size_t i = 0; i < k && i < 4; i++) {
-            if (*ret_fd < 0)
-                *ret_fd = fds[i];
-            else
-                close(fds[i]);
-        }
-    }
-    if (n == 0)
-        return 0;
-    json_error_t err;
-    *ret = json_loadb(data, (size_t)n, 0, &err);
-    if (!*ret) {
-        if (*ret_fd >= 0)
-            close(*ret_fd);
-        *ret_fd = -1;
-        return -EBADMSG;
-    }
-    return 1;
-}
-
-static pid_t pool_pidfd_pid(int pidfd)
-{
-    char path[64];
-    snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", pidfd);
-    _cleanup_free_ char *s = NULL;
-    if (fd_read_file(AT_FDCWD, path, 4096, &s, NULL) < 0)
-        return -1;
-    const char *p = strstr(s, "\nPid:");
-    return p ? (pid_t)strtol(p + 5, NULL, 10) : -1;
-}
-
-/* ---- zygote lifecycle ----------------------------------------------------------------- */
-
-static int pool_epoll_add(struct pool *p, int fd, struct pool_watch *w)
-{
-    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = w};
-    return epoll_ctl(p->epfd, EPOLL_CTL_ADD, fd, &ev) < 0 ? -errno : 0;
-}
-
-static void pool_epoll_del(struct pool *p, int fd)
-{
-    if (fd >= 0)
-        (void)epoll_ctl(p->epfd, EPOLL_CTL_DEL, fd, NULL);
-}
-
-static int zygote_start(struct pool *p, struct zygote *z)
-{
-    int sv[2] = {-1, -1}, lp[2] = {-1, -1};
-    char **argv = NULL;
-    int r;
-    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0 || pipe2(lp, O_CLOEXEC) < 0) {
-        r = log_errno(LOG_ERROR, errno, "pool: cannot create zygote channels");
-        goto fail;
-    }
-    if ((r = cgroup_cell_new(p->jail->cgroups, &z->cgroup)) < 0)
-        goto fail;
-    argv = jail_python_argv(p->jail, "zygote", NULL);
-    if (!argv) {
-        r = -ENOMEM;
-        goto fail;
-    }
-    struct jail_spawn req = {
-        .role = JAIL_ROLE_ZYGOTE,
-        .argv = argv,
-        .stdin_fd = -1,
-        .stdout_fd = lp[1],
-        .stderr_fd = lp[1],
-        .proto_fd = sv[1],
-        .limits = jail_limits_default(p->jail),
-        .cgroup = z->cgroup,
-    };
-    req.limits.nofile = 1024;
-    r = jail_spawn(p->jail, &req, &z->proc);
-    jail_argv_free(argv);
-    argv = NULL;
-    if (r < 0)
-        goto fail;
-    close(sv[1]);
-    close(lp[1]);
-    sv[1] = lp[1] = -1;
-    z->ctl_fd = sv[0];
-    z->log_fd = lp[0];
-    json_t *cfg =
-        json_pack("{s:s, s:I, s:I, s:I, s:I, s:O, s:s?}", "op", "config", "tmpBytes",
-                  (json_int_t)p->jail->tmp_bytes, "nofile", (json_int_t)p->opt.nofile, "nproc",
-                  (json_int_t)p->opt.nproc, "fsize", (json_int_t)p->jail->tmp_bytes, "preimport",
-                  p->preimport, "warmup", p->warmup);
-    r = pool_send(z->ctl_fd, cfg, &p->filter_fd, p->filter_fd >= 0 ? 1 : 0);
-    json_decref(cfg);
-    if (r < 0) {
-        log_errno(LOG_ERROR, r, "pool: cannot configure zygote %d", z->index);
-        goto fail_started;
-    }
-    (void)fd_set_nonblock(z->log_fd, true);
-    z->w_ctl = (struct pool_watch){WATCH_ZCTL, z};
-    z->w_log = (struct pool_watch){WATCH_ZOUT, z};
-    z->w_pid = (struct pool_watch){WATCH_ZPID, z};
-    if ((r = pool_epoll_add(p, z->ctl_fd, &z->w_ctl)) < 0 ||
-        (r = pool_epoll_add(p, z->log_fd, &z->w_log)) < 0 ||
-        (r = pool_epoll_add(p, z->proc.pidfd, &z->w_pid)) < 0)
-        goto fail_started;
-    z->pending = 0;
-    z->restart_at_us = 0;
-    return 0;
-fail_started:
-    kill(z->proc.pid, SIGKILL);
-    while (waitpid(z->proc.pid, NULL, 0) < 0 && errno == EINTR)
-        ;
-    fd_closep(&z->proc.pidfd);
-    fd_closep(&z->ctl_fd);
-    fd_closep(&z->log_fd);
-fail:
-    jail_argv_free(argv);
-    for (int i = 0; i < 2; i++) {
-        fd_closep(&sv[i]);
-        fd_closep(&lp[i]);
-    }
-    cgroup_cell_free(z->cgroup);
-    z->cgroup = NULL;
-    return r;
-}
-
-/* Wait (synchronously, at start-up) for a zygote's "ready". */
-static int zygote_wait_ready(struct zygote *z, int64_t timeout_ms)
-{
-    int64_t deadline = clock_mono_us() + timeout_ms * 1000;
-    for (;;) {
-        struct pollfd pfd = {.fd = z->ctl_fd, .events = POLLIN};
-        int64_t left = deadline - clock_mono_us();
-        if (left <= 0 || poll(&pfd, 1, (int)(left / 1000) + 1) <= 0)
-            return log_errno(LOG_ERROR, ETIMEDOUT, "pool: zygote %d did not become ready",
-                             z->index);
-        json_t *msg;
-        int fd;
-        int r = pool_recv(z->ctl_fd, &msg, &fd);
-        if (r == -EAGAIN)
-            continue;
-        if (fd >= 0)
-            close(fd);
-        if (r <= 0)
-            return log_errno(LOG_ERROR, r ? r : EPIPE, "pool: zygote %d died while starting",
-                             z->index);
-        const char *op = json_string_value(json_object_get(msg, "op"));
-        bool ready = op && strcmp(op, "ready") == 0;
-        json_decref(msg);
-        if (ready) {
-            z->alive = true;
-            return 0;
-        }
-    }
-}
 
 /* ---- cells ----------------------------------------------------------------------------- */
 
@@ -674,31 +397,12 @@ static struct cell *pool_on_exit(struct pool *p, json_t *msg)
 
 /* ---- the pool thread ------------------------------------------------------------------------ */
 
-static void zygote_drain_log(struct zygote *z)
-{
-    char chunk[4096];
-    for (;;) {
-        ssize_t n = read(z->log_fd, chunk, sizeof(chunk));
-        if (n <= 0)
-            break;
-        bool full = false;
-        buf_append_capped(&z->logbuf, chunk, (size_t)n, &full);
-        char *nl;
-        while ((nl = memchr(z->logbuf.data, '\n', z->logbuf.len)) || full) {
-            size_t len = nl ? (size_t)(nl - z->logbuf.data) : z->logbuf.len;
-            log_warn("zygote %d: %.*s", z->index, (int)len, z->logbuf.data);
-            buf_consume(&z->logbuf, nl ? len + 1 : len);
-            full = false;
-        }
-    }
-}
-
 static void zygote_died(struct pool *p, struct zygote *z, struct pool_freelist *fl)
 {
     int status = 0;
     while (waitpid(z->proc.pid, &status, WNOHANG) < 0 && errno == EINTR)
         ;
-    zygote_drain_log(z);
+    pool_zygote_drain_log(z);
     log_error("pool: zygote %d (pid %d) died (%s %d); its cells are gone, restarting", z->index,
               (int)z->proc.pid, WIFSIGNALED(status) ? "signal" : "exit",
               WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
@@ -775,7 +479,7 @@ static void pool_refill(struct pool *p)
     for (unsigned i = 0; i < p->opt.zygotes; i++) {
         struct zygote *z = &p->zygotes[i];
         if (!z->alive && z->ctl_fd < 0 && z->restart_at_us && now >= z->restart_at_us) {
-            if (zygote_start(p, z) < 0) {
+            if (pool_zygote_start(p, z) < 0) {
                 z->restart_at_us = now + 5 * 1000000;
                 continue;
             }
@@ -843,7 +547,7 @@ static void *pool_thread(void *arg)
                 pool_handle_zctl(p, w->obj, &fl, &al);
                 break;
             case WATCH_ZOUT:
-                zygote_drain_log(w->obj);
+                pool_zygote_drain_log(w->obj);
                 break;
             case WATCH_ZPID:
                 zygote_died(p, w->obj, &fl);
@@ -948,9 +652,9 @@ int pool_new(const struct jail_config *jail, const struct pool_options *opt, str
         goto fail;
     }
     for (unsigned i = 0; i < p->opt.zygotes && !opt->lazy; i++) {
-        if ((r = zygote_start(p, &p->zygotes[i])) < 0)
+        if ((r = pool_zygote_start(p, &p->zygotes[i])) < 0)
             goto fail;
-        if ((r = zygote_wait_ready(&p->zygotes[i], 30000)) < 0)
+        if ((r = pool_zygote_wait_ready(&p->zygotes[i], 30000)) < 0)
             goto fail;
     }
     p->started = !opt->lazy;
@@ -962,9 +666,7 @@ fail:
     for (unsigned i = 0; p->zygotes && i < p->opt.zygotes; i++) {
         struct zygote *z = &p->zygotes[i];
         if (z->proc.pid > 0) {
-            kill(z->proc.pid, SIGKILL);
-            while (waitpid(z->proc.pid, NULL, 0) < 0 && errno == EINTR)
-                ;
+            proc_kill_wait(z->proc.pid);
         }
         fd_closep(&z->ctl_fd);
         fd_closep(&z->log_fd);
@@ -996,9 +698,7 @@ void pool_free(struct pool *p)
     for (unsigned i = 0; i < p->opt.zygotes; i++) {
         struct zygote *z = &p->zygotes[i];
         if (z->proc.pid > 0 && z->proc.pidfd >= 0) {
-            kill(z->proc.pid, SIGKILL);
-            while (waitpid(z->proc.pid, NULL, 0) < 0 && errno == EINTR)
-                ;
+            proc_kill_wait(z->proc.pid);
         }
         fd_closep(&z->ctl_fd);
         fd_closep(&z->log_fd);
@@ -1080,78 +780,4 @@ int pool_acquire(struct pool *p, const struct jail_limits *lim, int64_t deadline
     *ret = c;
     *ret_hit = hit;
     return 0;
-}
-
-json_t *pool_stats(struct pool *p)
-{
-    pthread_mutex_lock(&p->lock);
-    json_t *zs = json_array();
-    for (unsigned i = 0; i < p->opt.zygotes; i++) {
-        struct zygote *z = &p->zygotes[i];
-        json_array_append_new(zs, json_pack("{s:i, s:b, s:I, s:I}", "pid", (int)z->proc.pid,
-                                            "alive", z->alive, "forks", (json_int_t)z->forks,
-                                            "restarts", (json_int_t)z->restarts));
-    }
-    json_t *o =
-        json_pack("{s:b, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
-                  "s:I, s:I, s:o}",
-                  "enabled", 1, "started", p->started, "target", (json_int_t)p->target, "minSize",
-                  (json_int_t)p->opt.size, "maxSize", (json_int_t)p->opt.max_size, "retiredIdle",
-                  (json_int_t)p->retired, "ready", (json_int_t)p->n_ready, "starting",
-                  (json_int_t)p->n_starting, "hits", (json_int_t)p->hits, "misses",
-                  (json_int_t)p->misses, "created", (json_int_t)(p->next_token), "failed",
-                  (json_int_t)p->failed, "diedIdle", (json_int_t)p->died_idle, "cellExits",
-                  (json_int_t)p->exits, "cellMinorFaults", (json_int_t)p->exit_minflt,
-                  "cellReadyMinorFaults", (json_int_t)p->ready_minflt, "zygotes", zs);
-    pthread_mutex_unlock(&p->lock);
-    return o;
-}
-
-/* Rss and Pss of a process in bytes, from /proc/PID/smaps_rollup. */
-static int pool_proc_memory(pid_t pid, uint64_t *ret_rss, uint64_t *ret_pss)
-{
-    char path[64];
-    snprintf(path, sizeof(path), "/proc/%d/smaps_rollup", (int)pid);
-    _cleanup_free_ char *s = NULL;
-    int r = fd_read_file(AT_FDCWD, path, 1 << 16, &s, NULL);
-    if (r < 0)
-        return r;
-    const char *rss = strstr(s, "\nRss:");
-    const char *pss = strstr(s, "\nPss:");
-    if (!rss || !pss)
-        return -EBADMSG;
-    *ret_rss = strtoull(rss + 5, NULL, 10) * 1024;
-    *ret_pss = strtoull(pss + 5, NULL, 10) * 1024;
-    return 0;
-}
-
-json_t *pool_memory(struct pool *p)
-{
-    pid_t zpids[64], cpids[256];
-    size_t nz = 0, nc = 0;
-    pthread_mutex_lock(&p->lock);
-    for (unsigned i = 0; i < p->opt.zygotes && nz < ARRAY_SIZE(zpids); i++)
-        if (p->zygotes[i].alive)
-            zpids[nz++] = p->zygotes[i].proc.pid;
-    for (struct pool_cell *pc = p->ready_head; pc && nc < ARRAY_SIZE(cpids); pc = pc->next)
-        if (pc->cell && pc->cell->pid > 0)
-            cpids[nc++] = pc->cell->pid;
-    pthread_mutex_unlock(&p->lock);
-    /* Read without the lock: a process that exits meanwhile is simply left out. */
-    uint64_t zrss = 0, zpss = 0, cpss = 0, rss, pss;
-    size_t cells = 0;
-    for (size_t i = 0; i < nz; i++)
-        if (pool_proc_memory(zpids[i], &rss, &pss) == 0) {
-            zrss += rss;
-            zpss += pss;
-        }
-    for (size_t i = 0; i < nc; i++)
-        if (pool_proc_memory(cpids[i], &rss, &pss) == 0) {
-            cpss += pss;
-            cells++;
-        }
-    return json_pack("{s:I, s:I, s:I, s:I, s:I}", "zygoteRssBytes", (json_int_t)zrss,
-                     "zygotePssBytes", (json_int_t)zpss, "readyCells", (json_int_t)cells,
-                     "cellsPssBytes", (json_int_t)cpss, "cellPssBytes",
-                     (json_int_t)(cells ? cpss / cells : 0));
 }
