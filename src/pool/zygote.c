@@ -229,7 +229,6 @@ int pool_zygote_wait_ready(struct zygote *z, int64_t timeout_ms)
     }
 }
 
-
 void pool_zygote_drain_log(struct zygote *z)
 {
     char chunk[4096];

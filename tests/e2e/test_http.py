@@ -209,12 +209,13 @@ def test_pool_replaces_each_interpreter(server):
     for _ in range(4):
         r = server.execute(jit_request(S, "identity"))
         assert r.status == 200
-    # replacements are started in the background: wait for the refill, then count
+    # replacements are started in the background: wait for the refill, then count (a request
+    # that found the pool empty meanwhile grows it, within --pool-max)
     deadline = time.time() + 10
-    while server.health()["pool"]["ready"] < 4 and time.time() < deadline:
+    while server.health()["pool"]["ready"] < before["minSize"] and time.time() < deadline:
         time.sleep(0.05)
     after = server.health()["pool"]
-    assert after["ready"] == 4
+    assert before["minSize"] <= after["ready"] <= after["maxSize"]
     assert after["created"] >= before["created"] + 4  # one new interpreter per execution
 
 
