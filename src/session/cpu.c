@@ -175,8 +175,8 @@ static uint64_t cpu_ticks_ns(unsigned long long ticks)
     return ticks * (1000000000u / (uint64_t)(hz > 0 ? hz : 100));
 }
 
-/* Append the pids listed in a children file's text to todo (which has room for cap). */
-static void cpu_push_children(const char *list, pid_t *todo, size_t *top, size_t cap)
+/* Append the pids listed in a children file's text to the stack pending (room for cap). */
+static void cpu_push_children(const char *list, pid_t *pending, size_t *top, size_t cap)
 {
     for (const char *p = list; *p;) {
         char *end;
@@ -184,14 +184,14 @@ static void cpu_push_children(const char *list, pid_t *todo, size_t *top, size_t
         if (end == p)
             break;
         if (child > 0 && *top < cap)
-            todo[(*top)++] = (pid_t)child;
+            pending[(*top)++] = (pid_t)child;
         p = end;
     }
 }
 
 /* The interpreter's children (at most cap): with one thread (the common case) from the
  * children file kept open, with no path to walk; else from every thread's. */
-static void cpu_interpreter_children(const struct session_cpu *c, pid_t *todo, size_t *top,
+static void cpu_interpreter_children(const struct session_cpu *c, pid_t *pending, size_t *top,
                                      size_t cap)
 {
     char buf[4096];
@@ -206,7 +206,7 @@ static void cpu_interpreter_children(const struct session_cpu *c, pid_t *todo, s
     if (threads == 1 && (n = pread(c->children_fd, buf, sizeof(buf) - 1, 0)) >= 0 &&
         (size_t)n < sizeof(buf) - 1) {
         buf[n] = '\0';
-        cpu_push_children(buf, todo, top, cap);
+        cpu_push_children(buf, pending, top, cap);
         return;
     }
     char path[96];
@@ -219,7 +219,7 @@ static void cpu_interpreter_children(const struct session_cpu *c, pid_t *todo, s
         snprintf(path, sizeof(path), "/proc/%d/task/%.16s/children", (int)c->pid, e->d_name);
         if (e->d_name[0] == '.' || fd_read_file(AT_FDCWD, path, CPU_CHILDREN_SZ, &list, &len) < 0)
             continue;
-        cpu_push_children(list, todo, top, cap);
+        cpu_push_children(list, pending, top, cap);
         free(list);
     }
     if (d)
@@ -232,14 +232,14 @@ typedef void (*cpu_visit_fn)(const struct session_cpu *c, pid_t pid, void *ctx);
  * by visit cannot add one meanwhile); returns how many were visited. */
 static size_t cpu_walk(const struct session_cpu *c, cpu_visit_fn visit, void *ctx)
 {
-    pid_t todo[64]; /* most sessions have no subprocess at all: no allocation then */
-    pid_t *stack = todo;
+    pid_t pending[64]; /* most sessions have no subprocess at all: no allocation then */
+    pid_t *stack = pending;
     size_t top = 0, visited = 0;
-    cpu_interpreter_children(c, todo, &top, ARRAY_SIZE(todo)); /* RLIMIT_NPROC is 64 */
+    cpu_interpreter_children(c, pending, &top, ARRAY_SIZE(pending)); /* RLIMIT_NPROC is 64 */
     if (top && !(stack = malloc(CPU_MAX_PROCS * sizeof(*stack))))
         return 0;
-    if (stack != todo)
-        memcpy(stack, todo, top * sizeof(*stack));
+    if (stack != pending)
+        memcpy(stack, pending, top * sizeof(*stack));
     while (top && visited < CPU_MAX_PROCS) {
         pid_t pid = stack[--top];
         visit(c, pid, ctx);
@@ -261,7 +261,7 @@ static size_t cpu_walk(const struct session_cpu *c, cpu_visit_fn visit, void *ct
         if (d)
             closedir(d);
     }
-    if (stack != todo)
+    if (stack != pending)
         free(stack);
     return visited;
 }
