@@ -122,11 +122,6 @@ void framework_free(struct framework *fw)
     free(fw);
 }
 
-const char *framework_definitions_dir(const struct framework *fw)
-{
-    return fw->definitions_dir;
-}
-
 /* ---- the embedded "local" framework ---------------------------------------------------- */
 
 static const char *framework_param_string(json_t *params, const char *key, struct mcp_error *err)

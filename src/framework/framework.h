@@ -73,6 +73,5 @@ void framework_log(struct framework *fw, const char *endpoint, const char *level
                    const char *message, json_t *fields);
 /* {queued, sent, failed, dropped} */
 json_t *framework_log_stats(struct framework *fw);
-const char *framework_definitions_dir(const struct framework *fw);
 
 #endif

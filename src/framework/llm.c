@@ -65,11 +65,6 @@ void llm_free(struct llm *l)
     free(l);
 }
 
-const char *llm_backend_name(const struct llm *l)
-{
-    return l->url ? "openai-compatible" : "echo";
-}
-
 static json_int_t llm_words(const char *s)
 {
     json_int_t n = 0;

@@ -31,6 +31,5 @@ void llm_free(struct llm *l);
 /* params {prompt, system?, model?, temperature?, maxTokens?, responseFormat?};
  * *ret {completion, usage: {promptTokens, completionTokens}, model}. */
 int llm_generate(struct llm *l, json_t *params, json_t **ret, struct mcp_error *err);
-const char *llm_backend_name(const struct llm *l);
 
 #endif

@@ -21,14 +21,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-size_t steps_strlen(const char *s)
-{
-    size_t n = 0;
-    while (s[n])
-        n++;
-    return n;
-}
-
 int steps_remap_fds(const struct steps_fdmap *map, size_t n, int first_free)
 {
     /* Lift every source above every possible target first, so that placing

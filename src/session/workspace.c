@@ -84,11 +84,6 @@ void workspace_store_free(struct workspace_store *s)
     free(s);
 }
 
-const char *workspace_store_dir(const struct workspace_store *s)
-{
-    return s->dir;
-}
-
 const struct workspace_limits *ws_limits(const struct workspace *w)
 {
     return &w->store->lim;

@@ -57,7 +57,6 @@ int workspace_store_new(const char *state_dir, const struct workspace_limits *li
                         struct workspace_store **ret);
 /* Every workspace must be closed first. NULL-safe. */
 void workspace_store_free(struct workspace_store *s);
-const char *workspace_store_dir(const struct workspace_store *s);
 /* NULL when name may be a workspace ([A-Za-z0-9._-], 1-64 bytes, not starting with '.'),
  * else why not (static). */
 const char *workspace_check_name(const char *name);

@@ -13,13 +13,6 @@ int64_t clock_mono_us(void)
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-int64_t clock_real_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 void clock_cond_init(pthread_cond_t *cond)
 {
     pthread_condattr_t ca;

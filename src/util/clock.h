@@ -11,8 +11,6 @@
 #include <time.h>
 
 int64_t clock_mono_us(void);
-/* Wall clock, microseconds since the epoch (for timestamps shown to users). */
-int64_t clock_real_us(void);
 /* A condition variable whose timed waits count in monotonic time, like every deadline here. */
 void clock_cond_init(pthread_cond_t *cond);
 /* A monotonic deadline (us) as the absolute time pthread_cond_timedwait() wants for such a

@@ -112,18 +112,3 @@ int fd_write_file(const char *path, const char *s)
         return -errno;
     return (size_t)w == len ? 0 : -EIO;
 }
-
-int fd_read_u64(const char *path, uint64_t *ret)
-{
-    _cleanup_free_ char *s = NULL;
-    int r = fd_read_file(AT_FDCWD, path, 4096, &s, NULL);
-    if (r < 0)
-        return r;
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || end == s)
-        return -EINVAL;
-    *ret = (uint64_t)v;
-    return 0;
-}

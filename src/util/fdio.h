@@ -23,7 +23,5 @@ int fd_read_file_flags(int dirfd, const char *path, int oflags, size_t max, char
                        size_t *ret_len);
 /* Write a small string to a file (for /proc and cgroup knobs). */
 int fd_write_file(const char *path, const char *s);
-/* Read an unsigned integer from a small file (cgroup counters). */
-int fd_read_u64(const char *path, uint64_t *ret);
 
 #endif

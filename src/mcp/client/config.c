@@ -397,16 +397,6 @@ static int config_add_doc(struct mcp_config *cfg, const struct mcp_config_option
     return r;
 }
 
-int mcp_config_add_document(struct mcp_config *cfg, json_t *doc, const char *source)
-{
-    struct mcp_config_options opt = {.allow_self = true};
-    struct config_doc d = {.source = source, .level = CONFIG_USER, .format = CONFIG_JSON};
-    char *why = NULL;
-    int r = config_add_doc(cfg, &opt, &d, doc, &why);
-    free(why);
-    return r;
-}
-
 /* Read and parse path (JSON with comments, or TOML). Quiet for a missing file when
  * !required; otherwise logs at level, naming the file and the line. */
 static int config_read(const char *path, bool required, enum log_level level, bool toml,

@@ -88,10 +88,5 @@ struct mcp_config_options {
 int mcp_config_load(const struct mcp_config_options *opt, struct mcp_config *ret);
 /* NULL-safe; zeroes *cfg. */
 void mcp_config_done(struct mcp_config *cfg);
-/* Parse one document (borrowed) in the Claude or VS Code format and add its servers to cfg
- * (first name wins; entries that start sandboxd itself are kept). source names it in log lines and
- * records. Returns the number of servers added, or -EINVAL when the document has neither
- * "mcpServers" nor "servers" (nothing is logged then). */
-int mcp_config_add_document(struct mcp_config *cfg, json_t *doc, const char *source);
 
 #endif
