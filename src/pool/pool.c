@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * pool — see pool.h: the cells (states in pool_int.h), the pool thread and
- * the public calls; the zygotes are in zygote.c, the /healthz figures in
- * stats.c. A pool_cell lives in the token table until its exit was reported
+ * pool — see pool.h: the cells (their states in pool_int.h, the transitions
+ * in cellstate.c), the pool thread and the public calls; the zygotes are in
+ * zygote.c, the /healthz figures in stats.c. A pool_cell lives in the token table until its exit was reported
  * by the zygote AND its user released it; the exit report is also when its
  * cgroup, now empty, is removed.
  *
@@ -49,12 +49,6 @@ static void pool_wake(struct pool *p)
 
 /* ---- the warm cell backend ------------------------------------------------------------ */
 
-static void pool_cell_destroy(struct pool_cell *pc)
-{
-    cgroup_cell_free(pc->cgroup);
-    free(pc);
-}
-
 static int warm_wait_exit(struct cell *c, int64_t deadline_us, struct cell_exit *ret)
 {
     struct pool_cell *pc = c->backend;
@@ -62,10 +56,12 @@ static int warm_wait_exit(struct cell *c, int64_t deadline_us, struct cell_exit 
     struct timespec ts = {.tv_sec = deadline_us / 1000000,
                           .tv_nsec = (deadline_us % 1000000) * 1000};
     pthread_mutex_lock(&p->lock);
-    while (!pc->exited)
-        if (pthread_cond_timedwait(&p->cond, &p->lock, &ts) == ETIMEDOUT && !pc->exited)
+    assert_pool_cell_state(pc, PC_TAKEN, PC_TAKEN_EXITED);
+    while (pc->state != PC_TAKEN_EXITED)
+        if (pthread_cond_timedwait(&p->cond, &p->lock, &ts) == ETIMEDOUT &&
+            pc->state != PC_TAKEN_EXITED)
             break;
-    int r = pc->exited ? 0 : -ETIMEDOUT;
+    int r = pc->state == PC_TAKEN_EXITED ? 0 : -ETIMEDOUT;
     if (r == 0)
         *ret = pc->exit_info;
     pthread_mutex_unlock(&p->lock);
@@ -77,11 +73,12 @@ static void warm_release(struct cell *c)
     struct pool_cell *pc = c->backend;
     struct pool *p = pc->pool;
     pthread_mutex_lock(&p->lock);
+    assert_pool_cell_state(pc, PC_TAKEN, PC_TAKEN_EXITED);
     /* The cgroup may still hold the dying processes: remove it once the exit is reported. */
     pc->cgroup = TAKE_PTR(c->cgroup);
-    pc->released = true;
     pc->cell = NULL;
-    bool gone = pc->exited;
+    bool gone = pc->state == PC_TAKEN_EXITED;
+    pool_cell_set_state(pc, gone ? PC_GONE : PC_RELEASED);
     if (gone)
         HASH_DEL(p->cells, pc);
     pthread_mutex_unlock(&p->lock);
@@ -137,32 +134,6 @@ struct pool_attachlist {
     struct pool_attach items[64];
     size_t n;
 };
-
-static void pool_ready_push(struct pool *p, struct pool_cell *pc)
-{
-    pc->next = NULL;
-    if (p->ready_tail)
-        p->ready_tail->next = pc;
-    else
-        p->ready_head = pc;
-    p->ready_tail = pc;
-    p->n_ready++;
-}
-
-static void pool_ready_remove(struct pool *p, struct pool_cell *pc)
-{
-    struct pool_cell **pp = &p->ready_head, *prev = NULL;
-    while (*pp && *pp != pc) {
-        prev = *pp;
-        pp = &(*pp)->next;
-    }
-    if (!*pp)
-        return;
-    *pp = pc->next;
-    if (p->ready_tail == pc)
-        p->ready_tail = prev;
-    p->n_ready--;
-}
 
 /* Ask zygote z for one more cell (pool lock held). */
 static int pool_request_fork(struct pool *p, struct zygote *z)
@@ -226,51 +197,20 @@ fail:
     return r;
 }
 
-static void pool_maybe_ready(struct pool *p, struct pool_cell *pc)
-{
-    if (pc->state != PC_STARTING || !pc->got_ready || !pc->attached)
-        return;
-    pool_epoll_del(p, pc->cell->proto_fd);
-    pc->state = PC_READY;
-    pc->t_ready = clock_mono_us();
-    log_debug("pool: cell %llu forked after %lld us, attached after %lld us, ready after %lld us",
-              (unsigned long long)pc->token, (long long)(pc->t_forked - pc->t_request),
-              (long long)(pc->t_attached - pc->t_request),
-              (long long)(pc->t_ready - pc->t_request));
-    p->n_starting--;
-    pool_ready_push(p, pc);
-    pthread_cond_broadcast(&p->cond);
-}
-
-/* A starting cell failed or died: drop it (lock held; the cell is freed by the caller). */
-static struct cell *pool_discard_starting(struct pool *p, struct pool_cell *pc)
-{
-    struct cell *c = pc->cell;
-    if (pc->state == PC_READY) {
-        pool_ready_remove(p, pc);
-        p->died_idle++;
-    } else {
-        p->n_starting--;
-        p->failed++;
-        if (pc->state == PC_FORKING && pc->z->pending)
-            pc->z->pending--;
-    }
-    if (c)
-        pool_epoll_del(p, c->proto_fd);
-    pc->state = PC_TAKEN; /* owned by the caller now, released through warm_release */
-    return c;
-}
-
 /* Read a starting cell's protocol socket ("ready" or a setup error). Lock held. */
 static struct cell *pool_cell_readable(struct pool *p, struct pool_cell *pc)
 {
+    /* An event of this turn for a cell discarded earlier in it (its zygote died, say): the
+     * cell is on the free list already. */
+    if (!pool_cell_starting(pc->state))
+        return NULL;
     struct cell *c = pc->cell;
     char chunk[FRAME_READ_CHUNK];
     ssize_t n = read(c->proto_fd, chunk, sizeof(chunk));
     if (n < 0 && (errno == EAGAIN || errno == EINTR))
         return NULL;
     if (n <= 0 || frame_reader_feed(&c->reader, chunk, (size_t)n) < 0)
-        return pool_discard_starting(p, pc);
+        return pool_cell_discard(p, pc, PC_TAKEN);
     for (;;) {
         json_t *msg = NULL;
         const char *why = NULL;
@@ -278,19 +218,18 @@ static struct cell *pool_cell_readable(struct pool *p, struct pool_cell *pc)
         if (r == 0)
             return NULL;
         if (r < 0)
-            return pool_discard_starting(p, pc);
+            return pool_cell_discard(p, pc, PC_TAKEN);
         const char *type = json_string_value(json_object_get(msg, "type"));
         if (type && strcmp(type, "ready") == 0) {
-            pc->got_ready = true;
             p->ready_minflt += (uint64_t)json_integer_value(json_object_get(msg, "minFlt"));
             json_decref(msg);
-            pool_maybe_ready(p, pc);
+            pool_cell_said_ready(p, pc);
             return NULL;
         }
         const char *m = json_string_value(json_object_get(msg, "message"));
         log_error("pool: cell setup failed: %s", m ? m : "unexpected message");
         json_decref(msg);
-        return pool_discard_starting(p, pc);
+        return pool_cell_discard(p, pc, PC_TAKEN);
     }
 }
 
@@ -302,7 +241,7 @@ static struct cell *pool_on_forked(struct pool *p, json_t *msg, int pidfd,
     uint64_t token = (uint64_t)json_integer_value(json_object_get(msg, "token"));
     struct pool_cell *pc = NULL;
     HASH_FIND(hh, p->cells, &token, sizeof(token), pc);
-    if (!pc || pc->state != PC_FORKING) {
+    if (!pc || (pc->state != PC_FORKING && pc->state != PC_FORKING_SAID_READY)) {
         if (pidfd >= 0)
             close(pidfd);
         return NULL;
@@ -312,18 +251,18 @@ static struct cell *pool_on_forked(struct pool *p, json_t *msg, int pidfd,
     struct cell *c = pc->cell;
     c->pidfd = pidfd;
     c->pid = pidfd >= 0 ? pool_pidfd_pid(pidfd) : -1;
-    pc->state = PC_STARTING;
+    pool_cell_set_state(pc, pc->state == PC_FORKING ? PC_STARTING : PC_STARTING_SAID_READY);
     pc->t_forked = clock_mono_us();
     if (c->pid <= 0) {
         log_error("pool: zygote %d sent no usable pidfd", pc->z->index);
-        return pool_discard_starting(p, pc);
+        return pool_cell_discard(p, pc, PC_TAKEN);
     }
     if (al->n < ARRAY_SIZE(al->items)) {
         al->items[al->n++] = (struct pool_attach){.token = token, .pid = c->pid};
         return NULL;
     }
     log_error("pool: too many cells to attach at once");
-    return pool_discard_starting(p, pc);
+    return pool_cell_discard(p, pc, PC_TAKEN);
 }
 
 /* Create and join the cells' cgroups, without the lock: a cgroup v1 migration waits for an
@@ -342,40 +281,23 @@ static void pool_attach(struct pool *p, struct pool_attachlist *al, struct pool_
     for (size_t i = 0; i < al->n; i++) {
         struct pool_cell *pc = NULL;
         HASH_FIND(hh, p->cells, &al->items[i].token, sizeof(uint64_t), pc);
-        if (!pc || pc->state != PC_STARTING || !pc->cell) {
+        if (!pc || (pc->state != PC_STARTING && pc->state != PC_STARTING_SAID_READY)) {
             cgroup_cell_free(cgs[i]); /* the cell died meanwhile */
             continue;
         }
         pc->cell->cgroup = cgs[i];
         if (!ok[i]) {
-            pool_defer_free(fl, pool_discard_starting(p, pc));
+            pool_defer_free(fl, pool_cell_discard(p, pc, PC_TAKEN));
             continue;
         }
-        pc->attached = true;
         pc->t_attached = clock_mono_us();
-        pool_maybe_ready(p, pc);
+        if (pc->state == PC_STARTING)
+            pool_cell_set_state(pc, PC_STARTING_ATTACHED);
+        else
+            pool_cell_make_ready(p, pc);
     }
     pthread_mutex_unlock(&p->lock);
     al->n = 0;
-}
-
-/* Cell pc exited (lock held): record how, wake whoever waits for it; the cell to free, if the
- * pool owns it. */
-static struct cell *pool_cell_exited(struct pool *p, struct pool_cell *pc,
-                                     const struct cell_exit *info, uint64_t minflt)
-{
-    pc->exited = true;
-    pc->exit_info = *info;
-    p->exits++;
-    p->exit_minflt += minflt;
-    pthread_cond_broadcast(&p->cond);
-    if (pc->state != PC_TAKEN)
-        return pool_discard_starting(p, pc);
-    if (pc->released) {
-        HASH_DEL(p->cells, pc);
-        pool_cell_destroy(pc);
-    }
-    return NULL;
 }
 
 /* The zygote's "exited" report for one of its cells. */
@@ -418,7 +340,7 @@ static void zygote_died(struct pool *p, struct zygote *z, struct pool_freelist *
     struct pool_cell *pc, *tmp;
     HASH_ITER(hh, p->cells, pc, tmp)
     {
-        if (pc->z != z || pc->exited)
+        if (pc->z != z || pc->state == PC_TAKEN_EXITED)
             continue;
         const struct cell_exit killed = {.status = SIGKILL};
         pool_defer_free(fl, pool_cell_exited(p, pc, &killed, 0));
@@ -460,10 +382,10 @@ static void pool_handle_zctl(struct pool *p, struct zygote *z, struct pool_freel
                 HASH_FIND(hh, p->cells, &token, sizeof(token), pc);
                 log_error("pool: zygote %d could not fork: %s", z->index,
                           json_string_value(json_object_get(msg, "error")) ?: "?");
-                if (pc) {
-                    pc->exited = true;
-                    pool_defer_free(fl, pool_discard_starting(p, pc));
-                }
+                /* Only a cell that is being forked can fail to fork; a report for one it
+                 * had forked is the zygote's mistake, and its exit report will follow. */
+                if (pc && (pc->state == PC_FORKING || pc->state == PC_FORKING_SAID_READY))
+                    pool_defer_free(fl, pool_cell_discard(p, pc, PC_TAKEN_EXITED));
             } else if (strcmp(op, "ready") == 0) {
                 z->alive = true;
                 log_info("pool: zygote %d ready (pid %d)", z->index, (int)z->proc.pid);
@@ -511,7 +433,7 @@ static void pool_shrink(struct pool *p, struct pool_freelist *fl)
     while (p->n_ready + p->n_starting > p->target && p->ready_head) {
         struct pool_cell *pc = p->ready_head;
         pool_ready_remove(p, pc);
-        pc->state = PC_TAKEN; /* released through warm_release, like a used cell */
+        pool_cell_set_state(pc, PC_TAKEN); /* released through warm_release, like a used cell */
         p->retired++;
         pool_defer_free(fl, TAKE_PTR(pc->cell));
     }
@@ -709,14 +631,16 @@ void pool_free(struct pool *p)
     HASH_ITER(hh, p->cells, pc, tmp)
     {
         HASH_DEL(p->cells, pc);
-        pc->exited = true;
         if (pc->cell) {
             struct cell *c = pc->cell;
             c->ops = NULL; /* the pool is going away: free the cell directly */
             c->killed = true;
             cell_free(c);
         }
-        if (pc->state != PC_TAKEN || pc->released)
+        /* A cell still held is freed by its release, which needs to know it exited. */
+        if (pc->state == PC_TAKEN)
+            pool_cell_set_state(pc, PC_TAKEN_EXITED);
+        else if (pc->state != PC_TAKEN_EXITED)
             pool_cell_destroy(pc);
     }
     for (unsigned i = 0; i < p->opt.zygotes; i++)
@@ -768,7 +692,7 @@ int pool_acquire(struct pool *p, const struct jail_limits *lim, int64_t deadline
     if (!p->ready_head)
         p->ready_tail = NULL;
     p->n_ready--;
-    pc->state = PC_TAKEN;
+    pool_cell_set_state(pc, PC_TAKEN);
     struct cell *c = TAKE_PTR(pc->cell);
     pthread_mutex_unlock(&p->lock);
     pool_wake(p);
