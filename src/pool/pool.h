@@ -50,7 +50,8 @@ int pool_acquire(struct pool *p, const struct jail_limits *lim, int64_t deadline
 json_t *pool_stats(struct pool *p);
 /* The memory of the zygotes and of the ready cells, from /proc/PID/smaps_rollup:
  * {zygoteRssBytes, zygotePssBytes, readyCells, cellsPssBytes, cellPssBytes (their average)}
- * (new reference). A cell's PSS is what it costs besides the pages it shares. */
+ * (new reference; NULL when out of memory). A cell's PSS is what it costs besides the pages
+ * it shares. */
 json_t *pool_memory(struct pool *p);
 
 #endif

@@ -56,31 +56,54 @@ static int pool_proc_memory(pid_t pid, uint64_t *ret_rss, uint64_t *ret_pss)
     return 0;
 }
 
+int pool_memory_pids(const struct pool *p, struct pool_pids *ret)
+{
+    /* Sized to the pool: every live zygote and every ready cell, however many. */
+    struct pool_pids pp = {.zygotes = calloc(p->opt.zygotes + 1, sizeof(pid_t)),
+                           .cells = calloc((size_t)p->n_ready + 1, sizeof(pid_t))};
+    if (!pp.zygotes || !pp.cells) {
+        pool_pids_done(&pp);
+        return -ENOMEM;
+    }
+    for (unsigned i = 0; i < p->opt.zygotes; i++)
+        if (p->zygotes[i].alive)
+            pp.zygotes[pp.n_zygotes++] = p->zygotes[i].proc.pid;
+    for (const struct pool_cell *pc = p->ready_head; pc && pp.n_cells < p->n_ready; pc = pc->next)
+        if (pc->cell && pc->cell->pid > 0)
+            pp.cells[pp.n_cells++] = pc->cell->pid;
+    *ret = pp;
+    return 0;
+}
+
+void pool_pids_done(struct pool_pids *pp)
+{
+    free(pp->zygotes);
+    free(pp->cells);
+    *pp = (struct pool_pids){0};
+}
+
 json_t *pool_memory(struct pool *p)
 {
-    pid_t zpids[64], cpids[256];
-    size_t nz = 0, nc = 0;
+    struct pool_pids pp;
     pthread_mutex_lock(&p->lock);
-    for (unsigned i = 0; i < p->opt.zygotes && nz < ARRAY_SIZE(zpids); i++)
-        if (p->zygotes[i].alive)
-            zpids[nz++] = p->zygotes[i].proc.pid;
-    for (struct pool_cell *pc = p->ready_head; pc && nc < ARRAY_SIZE(cpids); pc = pc->next)
-        if (pc->cell && pc->cell->pid > 0)
-            cpids[nc++] = pc->cell->pid;
+    int r = pool_memory_pids(p, &pp);
     pthread_mutex_unlock(&p->lock);
+    if (r < 0)
+        return NULL;
     /* Read without the lock: a process that exits meanwhile is simply left out. */
     uint64_t zrss = 0, zpss = 0, cpss = 0, rss, pss;
     size_t cells = 0;
-    for (size_t i = 0; i < nz; i++)
-        if (pool_proc_memory(zpids[i], &rss, &pss) == 0) {
+    for (size_t i = 0; i < pp.n_zygotes; i++)
+        if (pool_proc_memory(pp.zygotes[i], &rss, &pss) == 0) {
             zrss += rss;
             zpss += pss;
         }
-    for (size_t i = 0; i < nc; i++)
-        if (pool_proc_memory(cpids[i], &rss, &pss) == 0) {
+    for (size_t i = 0; i < pp.n_cells; i++)
+        if (pool_proc_memory(pp.cells[i], &rss, &pss) == 0) {
             cpss += pss;
             cells++;
         }
+    pool_pids_done(&pp);
     return json_pack("{s:I, s:I, s:I, s:I, s:I}", "zygoteRssBytes", (json_int_t)zrss,
                      "zygotePssBytes", (json_int_t)zpss, "readyCells", (json_int_t)cells,
                      "cellsPssBytes", (json_int_t)cpss, "cellPssBytes",
