@@ -86,6 +86,7 @@ void session_unref(struct session *s)
     /* Off the list first, so that shutdown never touches a cell being freed; counted as
      * allocated until everything it uses (the pool's cell, the cgroup) is released. */
     pthread_mutex_lock(&ss->lock);
+    assert_session_state(s, SESSION_ENDED);
     if (s->all_prev)
         s->all_prev->all_next = s->all_next;
     else if (ss->all == s)
@@ -113,24 +114,6 @@ void session_unref(struct session *s)
     ss->allocated--;
     pthread_cond_broadcast(&ss->gone);
     pthread_mutex_unlock(&ss->lock);
-}
-
-void session_unlist(struct sessions *ss, struct session *s, const char *reason)
-{
-    if (!s->listed)
-        return;
-    HASH_DEL(ss->table, s);
-    s->listed = false;
-    s->alive = false;
-    ss->live--;
-    tenant_session_release(s->tenant);
-    if (reason && !s->end_reason[0])
-        snprintf(s->end_reason, sizeof(s->end_reason), "%s", reason);
-    if (s->end_reason[0]) {
-        struct session_ended *e = &ss->ended[ss->ended_next++ % SESSION_ENDED_KEPT];
-        memcpy(e->id, s->id, sizeof(e->id));
-        memcpy(e->reason, s->end_reason, sizeof(e->reason));
-    }
 }
 
 const char *sessions_why_ended(const struct sessions *ss, const char *id)
@@ -177,11 +160,12 @@ static uint64_t session_cpu_now(struct session *s, bool walk)
 json_t *session_describe(struct session *s, const struct sessions *ss)
 {
     int64_t now = clock_mono_us();
-    uint64_t cpu = s->busy ? s->cpu_total_ns : session_cpu_now(s, false);
+    bool busy = s->state == SESSION_RUNNING, stopped = s->state == SESSION_STOPPED;
+    uint64_t cpu = busy ? s->cpu_total_ns : session_cpu_now(s, false);
     uint64_t idle_cpu =
-        s->cpu_idle_ns + (s->busy || cpu < s->cpu_total_ns ? 0 : cpu - s->cpu_total_ns);
+        s->cpu_idle_ns + (busy || cpu < s->cpu_total_ns ? 0 : cpu - s->cpu_total_ns);
     char why[160] = "";
-    if (s->stopped)
+    if (stopped)
         snprintf(why, sizeof(why),
                  "what execution %llu left running used the CPU budget of %llu ms; it is "
                  "stopped until the next execution",
@@ -192,12 +176,12 @@ json_t *session_describe(struct session *s, const struct sessions *ss)
         "sessionId", s->id, "workspace", workspace_key_name(s->workspace), "tenant",
         tenant_name(s->tenant), "servers", s->servers, "ageS", (double)(now - s->created_us) / 1e6,
         "idleS", (double)(now - s->last_used_us) / 1e6, "idleTimeoutS",
-        (json_int_t)(s->idle_us / 1000000), "executions", (json_int_t)s->executions, "busy",
-        s->busy, "alive", s->alive, "memoryMb", (json_int_t)s->memory_mb, "profile", s->profile,
-        "cpuMs", (double)cpu / 1e6, "idleCpuMs", (double)idle_cpu / 1e6, "hostCpuMs",
+        (json_int_t)(s->idle_us / 1000000), "executions", (json_int_t)s->executions, "busy", busy,
+        "alive", session_listed(s->state), "memoryMb", (json_int_t)s->memory_mb, "profile",
+        s->profile, "cpuMs", (double)cpu / 1e6, "idleCpuMs", (double)idle_cpu / 1e6, "hostCpuMs",
         (double)atomic_load(&s->host_cpu_ns) / 1e6, "cpuBudgetMs",
-        (json_int_t)ss->opt.cpu_budget_ms, "stopped", s->stopped, "stoppedReason",
-        s->stopped ? why : NULL);
+        (json_int_t)ss->opt.cpu_budget_ms, "stopped", stopped, "stoppedReason",
+        stopped ? why : NULL);
     if (d && s->network)
         json_object_set_new(d, "network", json_pack("{s:O}", "allow", s->network));
     return d;
@@ -424,7 +408,6 @@ int sessions_create(struct sessions *ss, const struct session_create *c, json_t 
     int64_t now = clock_mono_us();
     s->created_us = s->last_used_us = now;
     s->idle_us = idle_s * 1000000;
-    s->alive = true;
     pthread_mutex_lock(&ss->lock);
     if (ss->stopping) { /* began while the interpreter started */
         pthread_mutex_unlock(&ss->lock);
@@ -433,11 +416,10 @@ int sessions_create(struct sessions *ss, const struct session_create *c, json_t 
         goto fail;
     }
     s->cpu_total_ns = cpu;
-    s->armed = s->cpu_rule;
     if (s->cpu_rule)
         session_cpu_arm(&s->cpu, ss->opt.cpu_budget_ms * 1000000);
     HASH_ADD_STR(ss->table, id, s);
-    s->listed = true;
+    session_set_state(s, s->cpu_rule ? SESSION_ARMED : SESSION_IDLE);
     ss->created++;
     json_t *info = session_describe(s, ss);
     pthread_mutex_unlock(&ss->lock);
@@ -461,6 +443,8 @@ fail:
     egress_policy_free(pol);
     pthread_mutex_lock(&ss->lock);
     ss->live--;
+    if (s)
+        session_set_state(s, SESSION_ENDED); /* never listed */
     pthread_mutex_unlock(&ss->lock);
     tenant_session_release(c->tenant);
     session_unref(s);
@@ -590,18 +574,17 @@ int sessions_execute(struct sessions *ss, const char *id, const char *code, int6
         return -EBUSY;
     }
     pthread_mutex_lock(&ss->lock);
-    bool alive = s->alive;
+    /* Found in the table, perhaps unlisted since; not RUNNING: exec_lock is held. */
+    assert_session_state(s, SESSION_IDLE, SESSION_ARMED, SESSION_STOPPED, SESSION_ENDED);
+    bool alive = s->state != SESSION_ENDED;
     bool down = ss->stopping;
     char ended[sizeof(s->end_reason)];
     memcpy(ended, s->end_reason, sizeof(ended));
     uint64_t n = alive ? ++s->executions : 0;
     /* Stopped by its budget, or at once with a budget of 0. */
-    bool stopped = s->stopped || ss->opt.cpu_budget_ms == 0;
-    if (alive) {
-        s->busy = true;
-        s->armed = false;
-        s->stopped = false;
-    }
+    bool stopped = s->state == SESSION_STOPPED || ss->opt.cpu_budget_ms == 0;
+    if (alive)
+        session_set_state(s, SESSION_RUNNING);
     pthread_mutex_unlock(&ss->lock);
     if (!alive) {
         tenant_run_end(s->tenant);
@@ -705,18 +688,22 @@ int sessions_execute(struct sessions *ss, const char *id, const char *code, int6
         json_object_set_new(result, "metrics", metrics);
     }
     pthread_mutex_lock(&ss->lock);
-    s->busy = false;
+    /* ENDED: it was unlisted while the execution ran (deleted, reaped, shut down). */
+    assert_session_state(s, SESSION_RUNNING, SESSION_ENDED);
+    bool listed = s->state == SESSION_RUNNING;
     s->last_used_us = clock_mono_us();
     s->cpu_total_ns = cpu_after;
-    if (survived && s->cpu_rule) {
-        s->armed = true;
+    if (survived && s->cpu_rule)
         session_cpu_arm(&s->cpu, ss->opt.cpu_budget_ms * 1000000);
-        if (ss->opt.cpu_budget_ms == 0) {
-            s->stopped = true;
+    if (listed && survived) {
+        enum session_state idle = !s->cpu_rule                 ? SESSION_IDLE
+                                  : ss->opt.cpu_budget_ms == 0 ? SESSION_STOPPED
+                                                               : SESSION_ARMED;
+        session_set_state(s, idle);
+        if (idle == SESSION_STOPPED)
             s->stopped_after = n;
-        }
     }
-    bool drop = !survived && s->listed;
+    bool drop = !survived && listed;
     if (drop) {
         char why[96];
         snprintf(why, sizeof(why), "execution %llu ended it (%s)", (unsigned long long)n, status);
@@ -751,9 +738,9 @@ int sessions_interrupt(struct sessions *ss, const char *id)
     pthread_mutex_lock(&ss->lock);
     struct session *s = NULL;
     HASH_FIND_STR(ss->table, id, s);
-    /* Signalled under the lock: the table's reference keeps the cell alive, and busy cannot
-     * turn false (the execution end) without the lock. */
-    int r = !s ? -ENOENT : !s->busy || !s->cell ? -EALREADY : 0;
+    /* Signalled under the lock: the table's reference keeps the cell alive, and RUNNING
+     * cannot end (the execution end) without the lock. */
+    int r = !s ? -ENOENT : s->state != SESSION_RUNNING || !s->cell ? -EALREADY : 0;
     if (r == 0 && syscall(SYS_pidfd_send_signal, s->cell->pidfd, SIGINT, NULL, 0) < 0)
         r = -errno;
     pthread_mutex_unlock(&ss->lock);
@@ -771,7 +758,7 @@ int sessions_workdir(struct sessions *ss, const char *id, int *ret_fd, uid_t *re
     if (!s)
         return -ENOENT;
     pthread_mutex_lock(&ss->lock);
-    bool alive = s->alive && s->cell && s->cell->pidfd >= 0;
+    bool alive = session_listed(s->state) && s->cell && s->cell->pidfd >= 0;
     pid_t pid = alive ? s->cell->pid : -1;
     int pidfd = alive ? fcntl(s->cell->pidfd, F_DUPFD_CLOEXEC, 0) : -1;
     pthread_mutex_unlock(&ss->lock);

@@ -5,11 +5,37 @@
  * that session.c drives. session.c owns the lifecycle (create, execute,
  * delete, reap, shut down), bridge.c the frames between host and interpreter
  * (RPC requests in, answers out through a bounded outbox), cpu.c the rule for
- * the time between executions, rpcpool.c the threads behind tool calls.
+ * the time between executions, rpcpool.c the threads behind tool calls,
+ * lifecycle.c the states below.
+ *
+ * The life of a session (struct session's state, under owner->lock):
+ *
+ *   STARTING --listed [C]--> IDLE (no CPU rule) or ARMED (a CPU budget)
+ *   STARTING --failed to start, or shutdown began [C]--> ENDED
+ *
+ *        +-------------------------- execute [X] ---------------------------+
+ *        |                                                                  v
+ *   IDLE, ARMED, STOPPED                                                 RUNNING
+ *        ^                                                                  |
+ *        +-- done, interpreter alive [X]: IDLE (no CPU rule), ARMED --------+
+ *            (a budget), STOPPED (a budget of 0: stopped at once)
+ *
+ *   ARMED --what the last execution left running spent the budget [W]--> STOPPED
+ *   IDLE, ARMED, STOPPED, RUNNING --unlisted [E]--> ENDED
+ *   ENDED: freed when the last reference goes (session_unref)
+ *
+ * [C] sessions_create. [X] the executing thread (sessions_execute, exec_lock held: one
+ * execution at a time, so RUNNING is never entered twice). [W] the CPU watchdog
+ * (sessions_on_budget). [E] an ender: DELETE (sessions_end), the idle reaper (not RUNNING),
+ * sessions_shutdown, or [X] when its execution did not leave the interpreter alive. The
+ * table holds exactly the sessions from IDLE to RUNNING (session_listed()). An execution
+ * may still run in an ENDED session (its thread holds a reference) until its killed
+ * interpreter makes it return.
  */
 #ifndef SANDBOXD_SESSION_SESSION_INT_H
 #define SANDBOXD_SESSION_SESSION_INT_H
 
+#include <assert.h>
 #include <jansson.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -24,6 +50,7 @@
 #include "session/rpcpool.h"
 #include "session/session.h"
 #include "util/buf.h"
+#include "util/lifecycle.h"
 #include "util/macros.h"
 
 struct workspace;
@@ -35,6 +62,17 @@ struct workspace;
 #define SESSION_OUTBOX_FULL (1u << 20)  /* read no more requests while this much waits */
 /* The end reason of every session sessions_shutdown() ends; their executions answer 503. */
 #define SESSION_SHUTDOWN_REASON "sandboxd is shutting down"
+
+/* The order of the listed states matters: session_listed(). */
+enum session_state {
+    SESSION_STARTING, /* its interpreter starts; not listed */
+    SESSION_IDLE,     /* listed, between executions, no CPU rule */
+    SESSION_ARMED,    /* between executions, the CPU budget running */
+    SESSION_STOPPED,  /* between executions, stopped: its leftover work spent the budget */
+    SESSION_RUNNING,  /* an execution runs */
+    SESSION_ENDED,    /* unlisted (or never listed): nothing new runs in it */
+    SESSION_STATE_COUNT
+};
 
 struct session {
     char id[SESSION_ID_MAX + 1];
@@ -59,20 +97,22 @@ struct session {
     /* bridge.c */
     pthread_mutex_t write_lock; /* out and the writes to the socket */
     struct buf out;             /* frames (or the rest of one) the interpreter has not taken */
-    bool broken;                /* the socket failed: nothing more is sent */
-    int wake_fd;                /* eventfd: out became non-empty */
-    struct rpcpool_queue rpcq;  /* its tool calls */
+    /* The socket failed: nothing more is sent. Not a lifecycle state: it is the socket's,
+     * under write_lock, and a session learns of it only when an execution ends. */
+    bool broken;
+    int wake_fd;               /* eventfd: out became non-empty */
+    struct rpcpool_queue rpcq; /* its tool calls */
 
     struct session_cpu cpu;
-    bool cpu_rule; /* cpu is set up (the kernel allowed the timer) */
+    /* cpu is set up (the kernel allowed the timer). Not a state: fixed before the session is
+     * listed, it decides whether an idle session is IDLE or ARMED. */
+    bool cpu_rule;
 
     /* under owner->lock: */
     int64_t created_us, last_used_us, idle_us;
     uint64_t executions;
-    bool busy, alive, listed;
-    bool armed;                          /* idle with the CPU budget running */
-    bool stopped;                        /* idle and stopped: its leftover work spent the budget */
-    uint64_t stopped_after;              /* the execution whose leftover work it was */
+    enum session_state state;
+    uint64_t stopped_after;              /* STOPPED: the execution whose leftover work it was */
     uint64_t cpu_total_ns;               /* at the end of the last execution */
     uint64_t cpu_idle_ns;                /* used between executions, up to the last one's start */
     char end_reason[128];                /* why it ended, when something ended it */
@@ -110,6 +150,22 @@ struct sessions {
     pthread_t reaper;
     uint64_t created, reaped;
 };
+
+/* ---- lifecycle.c ---- */
+/* from -> to is an edge of the diagram above. */
+bool session_transition_ok(enum session_state from, enum session_state to);
+/* Move s to state `to` (owner->lock held); assert()s that the edge is legal. */
+void session_set_state(struct session *s, enum session_state to);
+/* The name of a state ("STARTING", ...), for messages. */
+const char *session_state_name(enum session_state st);
+/* assert_session_state(s, SESSION_A, SESSION_B...): a precondition, s is in one of these. */
+#define assert_session_state(s, ...) assert(LIFECYCLE_IN((s)->state, __VA_ARGS__))
+
+/* A session in this state is in the table (IDLE .. RUNNING). */
+static inline bool session_listed(enum session_state st)
+{
+    return st >= SESSION_IDLE && st <= SESSION_RUNNING;
+}
 
 void session_ref(struct session *s);
 void session_unref(struct session *s);

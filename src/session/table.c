@@ -115,7 +115,8 @@ static void *sessions_reaper(void *arg)
         struct session *s, *tmp;
         HASH_ITER(hh, ss->table, s, tmp)
         {
-            if (n < ARRAY_SIZE(expired) && !s->busy && now - s->last_used_us > s->idle_us) {
+            if (n < ARRAY_SIZE(expired) && s->state != SESSION_RUNNING &&
+                now - s->last_used_us > s->idle_us) {
                 session_unlist(ss, s, "its idle time ran out");
                 expired[n++] = s;
                 ss->reaped++;
@@ -142,9 +143,8 @@ static void sessions_on_budget(void *ctx, uint64_t serial)
     while (s && s->serial != serial)
         s = s->hh.next;
     /* Under the lock: an execution starting now waits, then continues the session. */
-    if (s && s->armed && !s->busy && s->cpu_rule && session_cpu_expired(&s->cpu)) {
-        s->armed = false;
-        s->stopped = true;
+    if (s && s->state == SESSION_ARMED && session_cpu_expired(&s->cpu)) {
+        session_set_state(s, SESSION_STOPPED);
         s->stopped_after = s->executions;
         log_info("session %s: what execution %llu left running used its CPU budget of %llu ms; "
                  "stopped until the next execution",
