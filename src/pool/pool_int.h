@@ -62,16 +62,16 @@ struct pool_watch {
 
 /* The order matters: the states before PC_TAKEN are the pool's, see pool_cell_pooled(). */
 enum pool_cell_state {
-    PC_FORKING,            /* a zygote was asked to fork it */
-    PC_FORKING_SAID_READY, /* it said "ready" before its zygote said "forked" */
-    PC_STARTING,           /* forked: setting itself up; its cgroup is being attached */
-    PC_STARTING_SAID_READY,
-    PC_STARTING_ATTACHED,
-    PC_READY, /* in the ready FIFO */
-    PC_TAKEN, /* handed out (acquired, retired or discarded): not released, no exit known */
-    PC_TAKEN_EXITED,
-    PC_RELEASED, /* released; its exit is not known yet */
-    PC_GONE,
+    PC_FORKING,             /* a zygote was asked to fork it */
+    PC_FORKING_SAID_READY,  /* it said "ready" before its zygote said "forked" */
+    PC_STARTING,            /* forked: setting itself up; its cgroup is being attached */
+    PC_STARTING_SAID_READY, /* forked, said "ready"; its cgroup is being attached */
+    PC_STARTING_ATTACHED,   /* forked, in its cgroup; it has not said "ready" yet */
+    PC_READY,               /* in the ready FIFO */
+    PC_TAKEN,               /* handed out (acquired, retired or discarded): held, no exit known */
+    PC_TAKEN_EXITED,        /* held, its exit known (warm_wait_exit answers) */
+    PC_RELEASED,            /* released; its exit is not known yet */
+    PC_GONE,                /* released and exited: out of the token table, being freed */
     PC_STATE_COUNT
 };
 
