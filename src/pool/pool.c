@@ -2,9 +2,9 @@
 /*
  * pool — see pool.h: the cells (their states in pool_int.h, the transitions
  * in cellstate.c), the pool thread and the public calls; the zygotes are in
- * zygote.c, the /healthz figures in stats.c. A pool_cell lives in the token table until its exit
- * was reported by the zygote AND its user released it; the exit report is also when its cgroup, now
- * empty, is removed.
+ * zygote.c, the /healthz figures in stats.c. A pool_cell lives in the token
+ * table until its exit was reported by the zygote AND its user released it;
+ * the exit report is also when its cgroup, now empty, is removed.
  *
  * Locking: one mutex for all pool state. cell_free() of a warm cell takes
  * that mutex (warm_release), so the pool thread collects cells to free and
