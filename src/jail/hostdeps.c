@@ -231,8 +231,8 @@ static bool hostdeps_present(const struct mount_plan *p, const struct hostdeps_b
 }
 
 int hostdeps_apply_chain(struct mount_plan *p, struct hostdeps_binds *b,
-                         const struct hostdeps_chain *c, struct hostdeps_stats *st,
-                         bool *ret_new_dir)
+                         const struct hostdeps_chain *c, const struct hostdeps_placer *placer,
+                         struct hostdeps_stats *st, bool *ret_new_dir)
 {
     *ret_new_dir = false;
     bool dir = false;
@@ -266,7 +266,8 @@ int hostdeps_apply_chain(struct mount_plan *p, struct hostdeps_binds *b,
     }
     if (final_present)
         return 0;
-    int r = mount_plan_bind_ro(p, c->final, NULL);
+    int r = placer && !dir ? placer->place(placer->ctx, p, c->final)
+                           : mount_plan_bind_ro(p, c->final, NULL);
     if (r < 0)
         return r;
     if ((r = hostdeps_binds_add(b, c->final)) < 0)
@@ -376,7 +377,7 @@ static int hostdeps_apply_all(struct hostdeps_walk *w)
     for (size_t i = 0; i < w->n_chains; i++) {
         bool new_dir = false;
         if (r == 0)
-            r = hostdeps_apply_chain(w->plan, w->binds, &w->chains[i], w->st, &new_dir);
+            r = hostdeps_apply_chain(w->plan, w->binds, &w->chains[i], NULL, w->st, &new_dir);
         if (r == 0 && new_dir)
             r = hostdeps_enqueue(w, w->chains[i].final);
         hostdeps_chain_done(&w->chains[i]);

@@ -61,13 +61,22 @@ struct hostdeps_stats {
     bool truncated;  /* the walk stopped at its entry limit */
 };
 
+/* How the regular file a chain ends at gets into the sandbox at its path, when not by a bind
+ * of its own (the shell toolbox: a symlink into one tmpfs of copies, jail/toolbox.h). place()
+ * returns 0 or -errno; it may fall back to a bind itself. */
+struct hostdeps_placer {
+    int (*place)(void *ctx, struct mount_plan *p, const char *final);
+    void *ctx;
+};
+
 /* Make the chain c (hostdeps_resolve) resolve inside the sandbox as on the host: the links
- * recreated, what it ends at bound read-only at its path — unless that is not world-readable,
- * or would cover a bind or sit where the plan has something else (counted as skipped). Nothing
- * when it is all there already. *ret_new_dir: a directory was bound. 0 or -ENOMEM. */
+ * recreated, what it ends at bound read-only at its path (or, a regular file with a placer,
+ * put there by placer) — unless that is not world-readable, or would cover a bind or sit where
+ * the plan has something else (counted as skipped). Nothing when it is all there already.
+ * *ret_new_dir: a directory was bound. 0 or -ENOMEM. placer may be NULL. */
 int hostdeps_apply_chain(struct mount_plan *p, struct hostdeps_binds *b,
-                         const struct hostdeps_chain *c, struct hostdeps_stats *st,
-                         bool *ret_new_dir);
+                         const struct hostdeps_chain *c, const struct hostdeps_placer *placer,
+                         struct hostdeps_stats *st, bool *ret_new_dir);
 
 /* Walk roots (canonical directories already bound) for symlinks whose chain leaves the binds,
  * and add what makes each resolve inside the sandbox as it does on the host. At most

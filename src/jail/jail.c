@@ -307,7 +307,8 @@ static int jail_plan_build(struct jail_config *cfg, const struct jail_options *o
     const char *libdirs[JAIL_LIB_DIRS + 1] = {0};
     for (size_t i = 0; i < nlibs; i++)
         libdirs[i] = libs[i];
-    if ((r = toolbox_add(&cfg->plan, &b, !opt->no_toolbox, opt->toolbox, libdirs)) < 0)
+    if ((r = toolbox_add(&cfg->plan, &b, !opt->no_toolbox, opt->toolbox, libdirs, !cfg->rootless)) <
+        0)
         goto out;
     for (const char **e = opt->binds; e && *e; e++) {
         _cleanup_free_ char *spec = strdup(*e);

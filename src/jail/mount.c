@@ -312,6 +312,23 @@ static int mount_plan_bind(struct mount_plan *p, const char *src, const char *ds
     return 0;
 }
 
+int mount_plan_attach_tree(struct mount_plan *p, int tree_fd, const char *what, const char *dst)
+{
+    _cleanup_close_ int fd = tree_fd;
+    int r = mount_plan_dir(p, dst, 0755);
+    if (r < 0)
+        return r;
+    struct mount_op *op = mount_plan_push(p, MOUNT_OP_BIND, dst);
+    if (!op)
+        return -ENOMEM;
+    if (!(op->src = strdup(what)))
+        return -ENOMEM;
+    op->flags = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+    op->ms_flags = mount_attr_to_ms(op->flags);
+    op->src_fd = TAKE_FD(fd);
+    return 0;
+}
+
 int mount_plan_bind_ro(struct mount_plan *p, const char *src, const char *dst)
 {
     return mount_plan_bind(p, src, dst, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
@@ -413,6 +430,10 @@ int mount_plan_open_sources(const struct mount_plan *p, int *fds, size_t *ret_in
     for (size_t i = 0; i < p->n; i++) {
         if (p->ops[i].kind != MOUNT_OP_BIND)
             continue;
+        if (p->ops[i].src[0] != '/') { /* a tree of sandboxd's (mount_plan_attach_tree) */
+            *ret_index = i;
+            return -EINVAL;
+        }
         fds[i] = open(p->ops[i].src, O_PATH | O_CLOEXEC);
         if (fds[i] < 0) {
             *ret_index = i;

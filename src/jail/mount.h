@@ -70,6 +70,12 @@ int mount_plan_tmpfs(struct mount_plan *p, const char *dst, const char *options,
 int mount_plan_copy(struct mount_plan *p, const char *src, const char *dst, size_t max_bytes);
 /* Read-only bind of host path src at dst (same path when dst is NULL). */
 int mount_plan_bind_ro(struct mount_plan *p, const char *src, const char *dst);
+/* Read-only attach at dst (a directory) of tree_fd, a detached mount of sandboxd's own (from
+ * fsmount(); owned by the plan from the call on, closed even on failure), cloned for every
+ * spawn like a bind source; what names it in logs. Only for plans spawned with trees
+ * (mount_plan_clone_trees: not rootless), and only where the kernel can clone a detached mount
+ * (Linux 6.15 and later; the caller checks). */
+int mount_plan_attach_tree(struct mount_plan *p, int tree_fd, const char *what, const char *dst);
 /* Read-write bind of a host device node (only /dev/null and friends). */
 int mount_plan_bind_dev(struct mount_plan *p, const char *src, const char *dst);
 int mount_plan_proc(struct mount_plan *p, const char *dst);

@@ -13,9 +13,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
+#include <sys/sendfile.h>
 #include <sys/stat.h>
+#include <linux/mount.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include "util/fmt.h"
 #include "util/log.h"
 #include "util/macros.h"
 
@@ -165,7 +170,99 @@ struct toolbox {
     struct hostdeps_stats st;
     char *seen[TOOLBOX_MAX_LIBS]; /* sonames looked for */
     size_t n_seen;
+    int stage; /* the tmpfs of copies (its root), or -1: a bind per file */
+    size_t staged, staged_bytes;
 };
+
+/* ---- the stage: one tmpfs of copies ------------------------------------------------------- */
+
+/* A tmpfs of sandboxd's own, attached nowhere on the host: its root, or -errno when this
+ * process may not make one (no CAP_SYS_ADMIN) or the kernel cannot clone a detached mount for
+ * every spawn (before Linux 6.15: EINVAL), which is tried here once. */
+static int toolbox_stage_open(void)
+{
+    _cleanup_close_ int fs = (int)syscall(SYS_fsopen, "tmpfs", FSOPEN_CLOEXEC);
+    if (fs < 0)
+        return -errno;
+    char size[32];
+    snprintf(size, sizeof(size), "%llu", (unsigned long long)TOOLBOX_STAGE_MAX);
+    if (syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "mode", "0755", 0) < 0 ||
+        syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "size", size, 0) < 0 ||
+        syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
+        return -errno;
+    _cleanup_close_ int mnt =
+        (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+    if (mnt < 0)
+        return -errno;
+    _cleanup_close_ int probe =
+        (int)syscall(SYS_open_tree, mnt, "", AT_EMPTY_PATH | OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+    if (probe < 0)
+        return -errno;
+    return TAKE_FD(mnt);
+}
+
+/* Copy host file path (absolute, regular) into the stage at the same path, its mode without
+ * any write bit for others and its times kept: 0 or -errno (nothing left behind). */
+static int toolbox_stage_copy(int root, const char *path, size_t *bytes)
+{
+    _cleanup_close_ int in = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    if (in < 0)
+        return -errno;
+    struct stat st;
+    if (fstat(in, &st) < 0)
+        return -errno;
+    if (!S_ISREG(st.st_mode) || path[0] != '/')
+        return -EINVAL;
+    _cleanup_free_ char *rel = strdup(path + 1);
+    if (!rel)
+        return -ENOMEM;
+    for (char *s = strchr(rel, '/'); s; s = strchr(s + 1, '/')) {
+        *s = '\0';
+        int r = mkdirat(root, rel, 0755) < 0 && errno != EEXIST ? -errno : 0;
+        *s = '/';
+        if (r < 0)
+            return r;
+    }
+    _cleanup_close_ int out =
+        openat(root, rel, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (out < 0)
+        return -errno;
+    int r = 0;
+    off_t off = 0;
+    while (r == 0 && off < st.st_size) {
+        ssize_t n = sendfile(out, in, &off, (size_t)(st.st_size - off));
+        if (n < 0 && errno != EINTR)
+            r = -errno;
+        else if (n == 0)
+            r = -EIO; /* it shrank while copied */
+    }
+    struct timespec times[2] = {st.st_atim, st.st_mtim};
+    if (r == 0 && (fchmod(out, st.st_mode & 0755) < 0 || futimens(out, times) < 0))
+        r = -errno;
+    if (r < 0) {
+        unlinkat(root, rel, 0);
+        return r;
+    }
+    *bytes += (size_t)st.st_size;
+    return 0;
+}
+
+/* hostdeps_placer: final copied into the stage, and a symlink to the copy at its path (a
+ * symlink is a file of the jail's root tmpfs, no mount); a bind when it cannot be copied. */
+static int toolbox_stage_place(void *ctx, struct mount_plan *p, const char *final)
+{
+    struct toolbox *t = ctx;
+    int r = toolbox_stage_copy(t->stage, final, &t->staged_bytes);
+    if (r == -ENOMEM)
+        return r;
+    if (r < 0) {
+        log_warn("toolbox: %s not copied (%s): bound on its own", final, strerror(-r));
+        return mount_plan_bind_ro(p, final, NULL);
+    }
+    t->staged++;
+    _cleanup_free_ char *target = fmt_str("%s%s", TOOLBOX_DIR, final);
+    return target ? mount_plan_symlink(p, target, final) : -ENOMEM;
+}
 
 /* Make path (a program or library) and the links leading to it resolve inside the sandbox as
  * on the host; its canonical path in ret_final (caller frees). 0, -EPERM when it is setuid or
@@ -181,7 +278,9 @@ static int toolbox_place(struct toolbox *t, const char *path, char **ret_final)
         r = -EPERM; /* inert under nosuid and no_new_privs; still never handed out */
     bool dir;
     if (r == 0)
-        r = hostdeps_apply_chain(t->p, t->b, &c, &t->st, &dir);
+        r = hostdeps_apply_chain(
+            t->p, t->b, &c,
+            t->stage >= 0 ? &(struct hostdeps_placer){toolbox_stage_place, t} : NULL, &t->st, &dir);
     if (r == 0 && !hostdeps_covered(t->b, c.final))
         r = -EACCES;
     if (r == 0)
@@ -303,21 +402,38 @@ static int toolbox_program(struct toolbox *t, const char *name, bool quiet, size
 }
 
 int toolbox_add(struct mount_plan *p, struct hostdeps_binds *b, bool with_default,
-                const char *const *extra, const char *const *libdirs)
+                const char *const *extra, const char *const *libdirs, bool may_stage)
 {
     struct toolbox *t = calloc(1, sizeof(*t));
     if (!t)
         return -ENOMEM;
-    *t = (struct toolbox){.p = p, .b = b, .libdirs = libdirs};
+    *t = (struct toolbox){.p = p, .b = b, .libdirs = libdirs, .stage = -1};
+    bool any = with_default || (extra && extra[0]);
+    if (any && may_stage && (t->stage = toolbox_stage_open()) < 0)
+        log_info("toolbox: a bind per file (%s: %s)",
+                 t->stage == -EINVAL ? "this kernel cannot clone a detached mount (Linux < 6.15)"
+                                     : "no tmpfs of its own",
+                 strerror(-t->stage));
     size_t added = 0;
     int r = 0;
     for (size_t i = 0; r == 0 && with_default && toolbox_default[i]; i++)
         r = toolbox_program(t, toolbox_default[i], true, &added);
     for (size_t i = 0; r == 0 && extra && extra[i]; i++)
         r = toolbox_program(t, extra[i], false, &added);
-    if (r == 0 && (with_default || (extra && extra[0])))
-        log_info("toolbox: %zu programs, %zu libraries looked at (%zu links, %zu binds added)",
-                 added, t->n_seen, t->st.symlinks, t->st.binds);
+    /* The copies stay as they are: read-only for every clone made from here on. */
+    struct mount_attr ro = {.attr_set = MOUNT_ATTR_RDONLY};
+    if (r == 0 && t->staged &&
+        syscall(SYS_mount_setattr, t->stage, "", AT_EMPTY_PATH, &ro, sizeof(ro)) < 0)
+        r = log_errno(LOG_ERROR, errno, "toolbox: cannot make its tmpfs read-only");
+    if (r == 0 && t->staged)
+        r = mount_plan_attach_tree(p, TAKE_FD(t->stage), "the toolbox's tmpfs", TOOLBOX_DIR);
+    if (r == 0 && any)
+        log_info("toolbox: %zu programs, %zu libraries looked at (%zu links, %zu files copied "
+                 "into one tmpfs, %zu KiB; %zu binds)",
+                 added, t->n_seen, t->st.symlinks, t->staged, t->staged_bytes >> 10,
+                 t->st.binds - t->staged);
+    if (t->stage >= 0)
+        close(t->stage);
     for (size_t i = 0; i < t->n_seen; i++)
         free(t->seen[i]);
     free(t);

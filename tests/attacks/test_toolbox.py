@@ -4,6 +4,8 @@ jail, not ways out of it: every process a shell starts has the interpreter's con
 (no_new_privs, seccomp, no capabilities, the sandbox uid), no setuid program is handed out
 (even one the operator names with --toolbox-add), a shell gets no network, and the process
 limit holds for shell fork loops. Each attack runs cold and warm (conftest.py)."""
+import os
+import platform
 import socket
 import subprocess
 
@@ -31,11 +33,11 @@ def test_no_setuid_program_is_handed_out(attack, suid_dir):
     toolbox puts them is setuid or setgid."""
     code = r"""
 import os, subprocess
-found = subprocess.run("find /bin/ /usr/bin/ /usr/local/bin/ /sbin/ /usr/sbin/ "
-                       "-perm /6000 -print 2>/dev/null", shell=True,
+found = subprocess.run("find -L /bin/ /usr/bin/ /usr/local/bin/ /sbin/ /usr/sbin/ "
+                       "/sandboxd/toolbox/ -perm /6000 -print 2>/dev/null", shell=True,
                        capture_output=True, text=True).stdout.split()
 (found, os.path.exists(%r), len(os.listdir("/usr/bin")))
-""" % (suid_dir + "/whoami")
+""" % (suid_dir + "/whoami")  # -L: the toolbox's names are symlinks into one tmpfs
     found, at_host_path, programs = result(attack(code))
     assert found == []
     assert at_host_path is False
@@ -83,3 +85,37 @@ for pid in os.listdir("/proc"):
     assert refused and out == "", "the shell started all 200: %r" % out
     assert 0 < sleeping < 32
     assert subprocess.run(["true"]).returncode == 0  # the host can still fork
+
+
+def _one_mount_expected():
+    """Root on Linux 6.15 or later copies the toolbox into one tmpfs (jail/toolbox.h); elsewhere
+    each file is bound on its own."""
+    major, minor = (int(x) for x in platform.release().split(".")[:2])
+    return os.geteuid() == 0 and (major, minor) >= (6, 15)
+
+
+def test_the_toolbox_is_one_mount_and_its_programs_run(attack):
+    """Every cell copies its mount namespace at fork: the toolbox must not add a mount per
+    program. Its programs still run, through the symlinks, with their libraries."""
+    code = r"""
+import subprocess
+mounts = [l.split()[4] for l in open("/proc/self/mountinfo")]
+p = subprocess.run(["bash", "-c", "set -e; cd /tmp; printf 'b 2\\na 1\\n' > f; "
+                    "sort f | awk '{print $2}' | sed s/1/one/ | tr '\\n' ' '; "
+                    "tar czf f.tgz f && tar tzf f.tgz; ls /usr/bin | grep -c . >/dev/null; "
+                    "readlink -f /usr/bin/sh; sh -c 'echo dash'"],
+                   capture_output=True, text=True)
+(mounts, p.returncode, p.stdout.split(), p.stderr)
+"""
+    mounts, rc, out, err = result(attack(code))
+    assert rc == 0, err
+    assert out[:3] == ["one", "2", "f"]
+    assert out[-1] == "dash"
+    toolbox = [m for m in mounts if m == "/sandboxd/toolbox"]
+    if _one_mount_expected():
+        assert toolbox == ["/sandboxd/toolbox"]
+        assert out[3].startswith("/sandboxd/toolbox/"), out  # sh: a symlink into the copies
+        assert len(mounts) < 50, "%d mounts in a cell: %s" % (len(mounts), mounts)
+    else:
+        assert toolbox == []
+        assert not out[3].startswith("/sandboxd/toolbox/"), out
