@@ -22,19 +22,11 @@
 #include "api/files.h"
 #include "util/buf.h"
 #include "util/log.h"
+#include "api/status.h"
 #include "util/utf8.h"
 #include "util/macros.h"
 
 #define API_MAX_CODE (1u << 20)
-
-static void api_session_error(struct http_reply *reply, struct session_error *e)
-{
-    http_reply_error(reply, e->status ? e->status : 500, e->code ? e->code : "INTERNAL", e->field,
-                     "%s", e->message ? e->message : "session error");
-    if (e->status == 503)
-        http_reply_header(reply, "Retry-After", "1");
-    session_error_done(e);
-}
 
 static json_t *api_session_body(const struct http_request *req, struct http_reply *reply,
                                 bool allow_empty)
@@ -117,9 +109,9 @@ static void api_session_create(struct api *api, const struct http_request *req,
     json_t *network = json_object_get(body, "network");
     c.network = network && !json_is_null(network) ? network : NULL; /* checked by the session */
     json_t *info = NULL;
-    struct session_error err;
+    struct sbx_error err;
     if (sessions_create(api->sessions, &c, &info, &err) < 0) {
-        api_session_error(reply, &err);
+        api_reply_sbx_error(reply, &err);
         goto out;
     }
     reply->status = 201;
@@ -209,14 +201,14 @@ static int api_sse_run(void *userdata, struct http_stream *st)
                                 .on_rpc = api_sse_rpc,
                                 .on_artifact = api_sse_display};
     json_t *result = NULL;
-    struct session_error err;
+    struct sbx_error err;
     if (sessions_execute(j->sessions, j->id, j->code, j->timeout_ms, &cb, &result, &err) < 0) {
         json_t *e =
             json_pack("{s:s, s:s, s:i}", "code", err.code ? err.code : "INTERNAL", "message",
-                      err.message ? err.message : "failed", "status", err.status);
+                      err.message ? err.message : "failed", "status", api_status_of(err.kind));
         api_sse_event(j, "error", e);
         json_decref(e);
-        session_error_done(&err);
+        sbx_error_clear(&err);
         return -1;
     }
     api_sse_event(j, "execution_done", result);
@@ -282,10 +274,10 @@ static void api_session_execute(struct api *api, const char *id, const struct ht
         goto out;
     }
     json_t *result = NULL;
-    struct session_error err;
+    struct sbx_error err;
     if (sessions_execute(api->sessions, id, json_string_value(code), timeout_ms, NULL, &result,
                          &err) < 0) {
-        api_session_error(reply, &err);
+        api_reply_sbx_error(reply, &err);
         goto out;
     }
     reply->status = 200;

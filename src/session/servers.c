@@ -19,7 +19,7 @@
 
 /* [{name, alias, aliases?, description, cwd, tools}] of the servers names, for the runtime's
  * proxies (the init job, and servers loaded into a live session); NULL with *err filled. */
-static json_t *session_server_infos(struct sessions *ss, json_t *names, struct session_error *err)
+static json_t *session_server_infos(struct sessions *ss, json_t *names, struct sbx_error *err)
 {
     json_t *servers = json_array();
     json_t *described = mcp_registry_describe(ss->mcp);
@@ -32,8 +32,9 @@ static json_t *session_server_infos(struct sessions *ss, json_t *names, struct s
         json_t *tools = NULL;
         struct mcp_error me = {0};
         if (mcp_registry_tools(ss->mcp, name, ss->opt.tool_timeout_ms, &tools, &me) < 0) {
-            session_err(err, 502, "MCP_ERROR", "servers", "MCP server '%s' is unavailable: %s",
-                        name, me.message ? me.message : "failed");
+            sbx_error_set(err, SBX_ERR_UPSTREAM, "MCP_ERROR", "servers",
+                          "MCP server '%s' is unavailable: %s", name,
+                          me.message ? me.message : "failed");
             mcp_error_clear(&me);
             json_decref(servers);
             json_decref(described);
@@ -61,7 +62,7 @@ static json_t *session_server_infos(struct sessions *ss, json_t *names, struct s
 }
 
 json_t *session_init_job(struct sessions *ss, json_t *names, struct workspace *wsh,
-                         struct session_error *err)
+                         struct sbx_error *err)
 {
     json_t *servers = session_server_infos(ss, names, err);
     if (!servers)
@@ -83,7 +84,8 @@ json_t *session_init_job(struct sessions *ss, json_t *names, struct workspace *w
     json_t *tools = NULL;
     char *why = NULL;
     if (workspace_tools(wsh, &tools, &why) < 0) {
-        session_err(err, 500, "INTERNAL", NULL, "%s", why ? why : "the workspace is unavailable");
+        sbx_error_set(err, SBX_ERR_INTERNAL, "INTERNAL", NULL, "%s",
+                      why ? why : "the workspace is unavailable");
         free(why);
         json_decref(servers);
         json_decref(discovered);
@@ -113,19 +115,18 @@ bool session_has_server(struct session *s, const char *name)
     return yes;
 }
 
-int sessions_add_servers(struct sessions *ss, const char *id, json_t *names,
-                         struct session_error *err)
+int sessions_add_servers(struct sessions *ss, const char *id, json_t *names, struct sbx_error *err)
 {
-    *err = (struct session_error){0};
+    *err = (struct sbx_error){0};
     char *unknown = mcp_registry_check_names(ss->mcp, names);
     if (unknown) {
-        session_err(err, 400, "INVALID_REQUEST", "servers", "%s", unknown);
+        sbx_error_set(err, SBX_ERR_INVALID, "INVALID_REQUEST", "servers", "%s", unknown);
         free(unknown);
         return -EINVAL;
     }
     struct session *s = sessions_lookup(ss, id);
     if (!s) {
-        session_err(err, 404, "SESSION_NOT_FOUND", NULL, "no session %s", id);
+        sbx_error_set(err, SBX_ERR_NOT_FOUND, "SESSION_NOT_FOUND", NULL, "no session %s", id);
         return -ENOENT;
     }
     /* One loader at a time per session (exec_lock is not taken: a running execution may go on,
@@ -150,8 +151,9 @@ int sessions_add_servers(struct sessions *ss, const char *id, json_t *names,
         r = !infos ? -EIO : !frame ? -ENOMEM : session_send(s, frame);
         json_decref(frame);
         if (r < 0 && infos)
-            session_err(err, r == -EPIPE ? 410 : 500, r == -EPIPE ? "SESSION_DEAD" : "INTERNAL",
-                        NULL, "the servers could not be sent to session %s: %s", id, strerror(-r));
+            sbx_error_set(err, r == -EPIPE ? SBX_ERR_GONE : SBX_ERR_INTERNAL,
+                          r == -EPIPE ? "SESSION_DEAD" : "INTERNAL", NULL,
+                          "the servers could not be sent to session %s: %s", id, strerror(-r));
     }
     if (r == 0 && json_array_size(missing)) {
         /* Listed once the frame is on its way: a tool call can only come after it. */

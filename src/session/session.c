@@ -46,29 +46,10 @@
 
 #define SESSION_READY_TIMEOUT_US (30 * 1000000)
 
-void session_err(struct session_error *e, int status, const char *code, const char *field,
-                 const char *fmt, ...)
+static void session_shut_err(struct sbx_error *e)
 {
-    e->status = status;
-    e->code = code;
-    e->field = field;
-    va_list ap;
-    va_start(ap, fmt);
-    free(e->message);
-    e->message = fmt_va(fmt, ap);
-    va_end(ap);
-}
-
-void session_error_done(struct session_error *e)
-{
-    free(e->message);
-    *e = (struct session_error){0};
-}
-
-static void session_shut_err(struct session_error *e)
-{
-    session_err(e, 503, "SHUTTING_DOWN", NULL,
-                "sandboxd is shutting down: the session was ended; retry on a new session");
+    sbx_error_set(e, SBX_ERR_UNAVAILABLE, "SHUTTING_DOWN", NULL,
+                  "sandboxd is shutting down: the session was ended; retry on a new session");
 }
 
 /* ---- reference counting ------------------------------------------------------------------- */
@@ -221,24 +202,25 @@ static void session_all_add(struct sessions *ss, struct session *s)
 }
 
 int sessions_create(struct sessions *ss, const struct session_create *c, json_t **ret_info,
-                    struct session_error *err)
+                    struct sbx_error *err)
 {
-    *err = (struct session_error){0};
+    *err = (struct sbx_error){0};
     const char *workspace = c->workspace ? c->workspace : "default";
     const char *why = workspace_check_name(workspace);
     if (why) {
-        session_err(err, 400, "INVALID_REQUEST", "workspace", "workspace: %s", why);
+        sbx_error_set(err, SBX_ERR_INVALID, "INVALID_REQUEST", "workspace", "workspace: %s", why);
         return -EINVAL;
     }
     json_t *names = c->servers ? json_incref(c->servers) : json_array();
     if (!json_is_array(names)) {
         json_decref(names);
-        session_err(err, 400, "INVALID_REQUEST", "servers", "servers: must be an array of names");
+        sbx_error_set(err, SBX_ERR_INVALID, "INVALID_REQUEST", "servers",
+                      "servers: must be an array of names");
         return -EINVAL;
     }
     char *unknown = mcp_registry_check_names(ss->mcp, names);
     if (unknown) {
-        session_err(err, 400, "INVALID_REQUEST", "servers", "%s", unknown);
+        sbx_error_set(err, SBX_ERR_INVALID, "INVALID_REQUEST", "servers", "%s", unknown);
         free(unknown);
         json_decref(names);
         return -EINVAL;
@@ -251,8 +233,8 @@ int sessions_create(struct sessions *ss, const struct session_create *c, json_t 
     bool named = c->profile && strcmp(c->profile, "default") != 0;
     if (named && profiles_lookup(ss->opt.profiles, c->profile, &pool, &profile_mb) < 0) {
         json_decref(names);
-        session_err(err, 400, "INVALID_REQUEST", "profile",
-                    "profile: no such profile '%.64s' (GET /healthz lists them)", c->profile);
+        sbx_error_set(err, SBX_ERR_INVALID, "INVALID_REQUEST", "profile",
+                      "profile: no such profile '%.64s' (GET /healthz lists them)", c->profile);
         return -EINVAL;
     }
     uint64_t memory_mb = c->memory_mb > 0 ? (uint64_t)c->memory_mb
@@ -265,8 +247,8 @@ int sessions_create(struct sessions *ss, const struct session_create *c, json_t 
     if (c->network &&
         egress_network_parse(ss->opt.egress ? egress_proxy_config(ss->opt.egress) : NULL,
                              c->network, &pol, &pwhy) < 0) {
-        session_err(err, 400, "NETWORK_NOT_ALLOWED", "network", "network: %s",
-                    pwhy ? pwhy : "out of memory");
+        sbx_error_set(err, SBX_ERR_INVALID, "NETWORK_NOT_ALLOWED", "network", "network: %s",
+                      pwhy ? pwhy : "out of memory");
         free(pwhy);
         json_decref(names);
         return -EINVAL;
@@ -283,9 +265,9 @@ int sessions_create(struct sessions *ss, const struct session_create *c, json_t 
         if (stopping)
             session_shut_err(err);
         else
-            session_err(err, 503, "TOO_MANY_SESSIONS", NULL,
-                        "%u sessions are live, the maximum; delete one or retry later",
-                        ss->opt.max_sessions);
+            sbx_error_set(err, SBX_ERR_UNAVAILABLE, "TOO_MANY_SESSIONS", NULL,
+                          "%u sessions are live, the maximum; delete one or retry later",
+                          ss->opt.max_sessions);
         return stopping ? -ESHUTDOWN : -EBUSY;
     }
     if (!tenant_session_claim(c->tenant)) {
@@ -294,9 +276,10 @@ int sessions_create(struct sessions *ss, const struct session_create *c, json_t 
         pthread_mutex_unlock(&ss->lock);
         json_decref(names);
         egress_policy_free(pol);
-        session_err(err, 429, "TENANT_LIMIT", NULL,
-                    "tenant '%s' has %u live sessions, its maxSessions; delete one or retry later",
-                    tenant_name(c->tenant), tenant_max_sessions(c->tenant));
+        sbx_error_set(
+            err, SBX_ERR_LIMIT, "TENANT_LIMIT", NULL,
+            "tenant '%s' has %u live sessions, its maxSessions; delete one or retry later",
+            tenant_name(c->tenant), tenant_max_sessions(c->tenant));
         return -EBUSY;
     }
     int r = -ENOMEM;
@@ -304,7 +287,7 @@ int sessions_create(struct sessions *ss, const struct session_create *c, json_t 
     struct exec_outcome o = {0};
     struct session *s = calloc(1, sizeof(*s));
     if (!s) {
-        session_err(err, 500, "INTERNAL", NULL, "out of memory");
+        sbx_error_set(err, SBX_ERR_INTERNAL, "INTERNAL", NULL, "out of memory");
         goto fail;
     }
     s->owner = ss;
@@ -325,17 +308,17 @@ int sessions_create(struct sessions *ss, const struct session_create *c, json_t 
     pthread_mutex_unlock(&ss->lock);
     if ((r = session_bridge_init(s)) < 0 ||
         !(s->workspace = workspace_key(tenant_name(c->tenant), workspace))) {
-        session_err(err, 500, "INTERNAL", NULL, "out of resources");
+        sbx_error_set(err, SBX_ERR_INTERNAL, "INTERNAL", NULL, "out of resources");
         r = r < 0 ? r : -ENOMEM;
         goto fail;
     }
     if ((r = session_new_id(ss->opt.id_prefix, s->id)) < 0) {
-        session_err(err, 500, "INTERNAL", NULL, "cannot draw a random session id");
+        sbx_error_set(err, SBX_ERR_INTERNAL, "INTERNAL", NULL, "cannot draw a random session id");
         goto fail;
     }
     if ((r = workspace_open(ss->ws, s->workspace, true, &s->wsh)) < 0) {
-        session_err(err, 500, "INTERNAL", "workspace", "workspace %s is unavailable: %s", workspace,
-                    strerror(-r));
+        sbx_error_set(err, SBX_ERR_INTERNAL, "INTERNAL", "workspace",
+                      "workspace %s is unavailable: %s", workspace, strerror(-r));
         goto fail;
     }
     job = session_init_job(ss, s->servers, s->wsh, err);
@@ -366,7 +349,8 @@ int sessions_create(struct sessions *ss, const struct session_create *c, json_t 
                  : cell_spawn_cold(ss->jail, &lim, ss->opt.max_frame, &cell);
     if (r < 0) {
         metrics_isolation_failure(ss->metrics);
-        session_err(err, 500, "INTERNAL", NULL, "no sandbox could be started: %s", strerror(-r));
+        sbx_error_set(err, SBX_ERR_INTERNAL, "INTERNAL", NULL, "no sandbox could be started: %s",
+                      strerror(-r));
         goto fail;
     }
     pthread_mutex_lock(&ss->lock);
@@ -392,8 +376,9 @@ int sessions_create(struct sessions *ss, const struct session_create *c, json_t 
     if (r < 0 || !o.final || !o.cell_alive ||
         strcmp(json_string_value(json_object_get(o.final, "type")) ?: "", "session_ready") != 0) {
         const char *m = json_string_value(json_object_get(o.final, "message"));
-        session_err(err, 500, "INTERNAL", NULL, "the session interpreter did not start: %s",
-                    m ? m : (o.internal ? o.internal : verdict_status_name(o.verdict.status)));
+        sbx_error_set(err, SBX_ERR_INTERNAL, "INTERNAL", NULL,
+                      "the session interpreter did not start: %s",
+                      m ? m : (o.internal ? o.internal : verdict_status_name(o.verdict.status)));
         r = r < 0 ? r : -EIO;
         goto fail;
     }
@@ -542,9 +527,9 @@ static const char *session_metric_label(const char *status)
 
 int sessions_execute(struct sessions *ss, const char *id, const char *code, int64_t timeout_ms,
                      const struct session_stream *stream, json_t **ret_result,
-                     struct session_error *err)
+                     struct sbx_error *err)
 {
-    *err = (struct session_error){0};
+    *err = (struct sbx_error){0};
     struct session *s = sessions_lookup(ss, id);
     if (!s) {
         pthread_mutex_lock(&ss->lock);
@@ -553,10 +538,11 @@ int sessions_execute(struct sessions *ss, const char *id, const char *code, int6
         if (down)
             session_shut_err(err);
         else if (why)
-            session_err(err, 404, "NOT_FOUND", NULL, "session %s has ended: %s", id, why);
+            sbx_error_set(err, SBX_ERR_NOT_FOUND, "NOT_FOUND", NULL, "session %s has ended: %s", id,
+                          why);
         else
-            session_err(err, 404, "NOT_FOUND", NULL,
-                        "no session %s (it may have ended or been reaped)", id);
+            sbx_error_set(err, SBX_ERR_NOT_FOUND, "NOT_FOUND", NULL,
+                          "no session %s (it may have ended or been reaped)", id);
         pthread_mutex_unlock(&ss->lock);
         return down ? -ESHUTDOWN : -ENOENT;
     }
@@ -567,9 +553,9 @@ int sessions_execute(struct sessions *ss, const char *id, const char *code, int6
     pthread_mutex_lock(&s->exec_lock);
     if (!tenant_run_begin(s->tenant, "session")) {
         pthread_mutex_unlock(&s->exec_lock);
-        session_err(err, 429, "TENANT_LIMIT", NULL,
-                    "tenant '%s' runs %u executions, its maxRunning; retry later",
-                    tenant_name(s->tenant), tenant_max_running(s->tenant));
+        sbx_error_set(err, SBX_ERR_LIMIT, "TENANT_LIMIT", NULL,
+                      "tenant '%s' runs %u executions, its maxRunning; retry later",
+                      tenant_name(s->tenant), tenant_max_running(s->tenant));
         session_unref(s);
         return -EBUSY;
     }
@@ -593,8 +579,8 @@ int sessions_execute(struct sessions *ss, const char *id, const char *code, int6
         if (down)
             session_shut_err(err);
         else
-            session_err(err, 404, "NOT_FOUND", NULL, "session %s has ended%s%s", id,
-                        ended[0] ? ": " : "", ended);
+            sbx_error_set(err, SBX_ERR_NOT_FOUND, "NOT_FOUND", NULL, "session %s has ended%s%s", id,
+                          ended[0] ? ": " : "", ended);
         return down ? -ESHUTDOWN : -ENOENT;
     }
     if (s->cpu_rule)
@@ -726,7 +712,7 @@ int sessions_execute(struct sessions *ss, const char *id, const char *code, int6
         return -ESHUTDOWN;
     }
     if (!result) {
-        session_err(err, 500, "INTERNAL", NULL, "out of memory");
+        sbx_error_set(err, SBX_ERR_INTERNAL, "INTERNAL", NULL, "out of memory");
         return -ENOMEM;
     }
     *ret_result = result;

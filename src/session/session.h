@@ -33,6 +33,7 @@
 
 #include "exec/artifact.h"
 #include "jail/jail.h"
+#include "util/error.h"
 
 struct pool;
 struct profiles;
@@ -66,13 +67,6 @@ struct sessions_options {
     struct profiles *profiles;      /* pools a session may ask for by name; borrowed, may be NULL */
     struct artifact_caps artifacts; /* per execution */
     struct egress_proxy *egress;    /* borrowed; NULL: sessions get no network */
-};
-
-struct session_error {
-    int status;        /* HTTP status to answer */
-    const char *code;  /* static */
-    const char *field; /* static or NULL */
-    char *message;     /* owned */
 };
 
 struct session_create {
@@ -113,19 +107,19 @@ int sessions_new(const struct sessions_options *opt, const struct jail_config *j
 void sessions_shutdown(struct sessions *s);
 /* sessions_shutdown(), then free. NULL-safe. */
 void sessions_free(struct sessions *s);
-void session_error_done(struct session_error *e);
 
-/* 0 and the new session's description in *ret_info; <0 with *err filled (429 TENANT_LIMIT at
- * the tenant's maxSessions, 503 SHUTTING_DOWN). The session's workspace is the tenant's own of
- * that name. */
+/* Errors are util/error.h's: a kind, never an HTTP status (api/ chooses those).
+ * 0 and the new session's description in *ret_info; <0 with *err filled (LIMIT TENANT_LIMIT
+ * at the tenant's maxSessions, UNAVAILABLE SHUTTING_DOWN or TOO_MANY_SESSIONS). The session's
+ * workspace is the tenant's own of that name. */
 int sessions_create(struct sessions *s, const struct session_create *c, json_t **ret_info,
-                    struct session_error *err);
+                    struct sbx_error *err);
 /* Make the MCP servers names (borrowed array of names) reachable from live session id as well:
  * their descriptions go to its interpreter, whose namespace gains their proxies before the
  * next execution starts (variables stay). Names it has already are skipped. 0; <0 with *err
- * filled: an unconfigured (400) or unavailable (502) server, an unknown (404) or dead session. */
-int sessions_add_servers(struct sessions *s, const char *id, json_t *names,
-                         struct session_error *err);
+ * filled: an unconfigured (INVALID) or unavailable (UPSTREAM) server, an unknown (NOT_FOUND) or
+ * dead (GONE) session. */
+int sessions_add_servers(struct sessions *s, const char *id, json_t *names, struct sbx_error *err);
 /* -ENOENT for an unknown id. */
 int sessions_info(struct sessions *s, const char *id, json_t **ret_info);
 /* The sessions tenant may see: its own, or with tenant NULL (the operator) all of them. */
@@ -147,10 +141,11 @@ json_t *sessions_network_ceiling(struct sessions *s);
 /* Run code in session id. 0 and *ret_result {executionId, status, stdout, stderr, error, result,
  * durationMs, sessionAlive, truncated, mcpCalls, verdict, sessionCpuMs, hostCpuMs, artifacts[,
  * artifactsError][, metrics (net.egress_*: sessions with a network policy)]}; <0 with *err (unknown
- * session, dead session, the owner's maxRunning reached (429), shutdown (503), sandbox failure). */
+ * session, dead session, the owner's maxRunning reached (LIMIT), shutdown (UNAVAILABLE), sandbox
+ * failure (INTERNAL)). */
 int sessions_execute(struct sessions *s, const char *id, const char *code, int64_t timeout_ms,
                      const struct session_stream *stream, json_t **ret_result,
-                     struct session_error *err);
+                     struct sbx_error *err);
 /* Interrupt the execution running in session id as its time limit would (SIGINT: the code sees
  * an exception, pending tasks are cancelled, the session survives and the execution reports
  * status "timeout"). The signal is lost if it lands before the interpreter has started running

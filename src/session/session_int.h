@@ -177,9 +177,6 @@ const char *sessions_why_ended(const struct sessions *ss, const char *id);
 /* End s, unlisted: its interpreter is killed at once (a running execution then reports it) and
  * its queued tool calls are dropped; drops the table's reference. */
 void session_end(struct session *s);
-/* Fill *e (its message formatted; a message it held is freed). */
-void session_err(struct session_error *e, int status, const char *code, const char *field,
-                 const char *fmt, ...) _printf_(5, 6);
 /* The listed session id with a reference the caller drops (session_unref), or NULL. */
 struct session *sessions_lookup(struct sessions *ss, const char *id);
 
@@ -187,7 +184,7 @@ struct session *sessions_lookup(struct sessions *ss, const char *id);
 /* The init job of a session with the MCP servers names and the saved tools of wsh: {type:
  * "session", servers, discovered, tools} (new reference), or NULL with *err filled. */
 json_t *session_init_job(struct sessions *ss, json_t *names, struct workspace *wsh,
-                         struct session_error *err);
+                         struct sbx_error *err);
 /* name is one of s's servers (takes owner->lock). */
 bool session_has_server(struct session *s, const char *name);
 

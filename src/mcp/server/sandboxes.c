@@ -152,7 +152,7 @@ static int srv_sandbox_load(struct mcp_server_conn *c, struct srv_sandbox *b, js
         json_decref(one);
     }
     pthread_mutex_unlock(&c->lock);
-    struct session_error err = {0};
+    struct sbx_error err = {0};
     int r = label ? sessions_add_servers(c->srv->sessions, id, missing, &err) : -ENOMEM;
     pthread_mutex_lock(&c->lock);
     char *names = srv_names_text(missing);
@@ -176,7 +176,7 @@ static int srv_sandbox_load(struct mcp_server_conn *c, struct srv_sandbox *b, js
     if (r == 0)
         srv_note(notes, "loaded the MCP servers %s into session '%s' (its variables stay)",
                  names ? names : "?", label);
-    session_error_done(&err);
+    sbx_error_clear(&err);
     free(names);
     free(label);
     json_decref(missing);
@@ -295,14 +295,14 @@ int srv_sandbox_get(struct mcp_server_conn *c, const char *name, json_t *servers
                                 .network = net,
                                 .compat = s->opt.compat ? "code-execution-mode" : NULL};
     json_t *info = NULL;
-    struct session_error err;
+    struct sbx_error err;
     r = sessions_create(s->sessions, &sc, &info, &err);
     json_decref(net);
     if (r < 0) {
         if (asprintf(ret_error, "could not start a Python session: %s",
                      err.message ? err.message : "failed") < 0)
             *ret_error = NULL;
-        session_error_done(&err);
+        sbx_error_clear(&err);
         srv_sandbox_free(nb);
         free(names);
         pthread_mutex_lock(&c->lock);

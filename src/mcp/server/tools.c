@@ -431,7 +431,7 @@ int srv_run_code(struct mcp_server_conn *c, json_t *args, json_t *token,
     json_t *result = NULL;
     char *label = NULL;
     char id[65] = "";
-    struct session_error err = {0};
+    struct sbx_error err = {0};
     int r = -EIO;
     for (int attempt = 0;; attempt++) {
         free(label);
@@ -473,11 +473,11 @@ int srv_run_code(struct mcp_server_conn *c, json_t *args, json_t *token,
                          "call again",
                          label, err.message ? err.message : "it ended") < 0)
                 msg = NULL;
-            session_error_done(&err);
+            sbx_error_clear(&err);
             why = msg;
             break;
         }
-        session_error_done(&err);
+        sbx_error_clear(&err);
     }
     json_decref(servers);
     json_decref(files);
@@ -490,7 +490,7 @@ int srv_run_code(struct mcp_server_conn *c, json_t *args, json_t *token,
     }
     if (r < 0) {
         ret->error = why ? why : strdup(err.message ? err.message : "the execution failed");
-        session_error_done(&err);
+        sbx_error_clear(&err);
         json_decref(notes);
         free(label);
         return ret->error ? 0 : -ENOMEM;
