@@ -2,6 +2,7 @@
 /*
  * api — see api.h.
  */
+#include "api/status.h"
 #include "api/api.h"
 
 #include <stdio.h>
@@ -162,7 +163,7 @@ static void api_execute(struct api *api, const struct http_request *req, struct 
     handlers_execute(api->app, &spec, &ar);
     tenant_run_end(tenant);
     egress_policy_free(egress);
-    reply->status = ar.status;
+    reply->status = api_status_of(ar.kind);
     if (ar.raw.text) {
         /* The result's value passes through as the sandbox sent it (validated, never parsed). */
         reply->text = response_render(ar.body, ar.raw_kind, &ar.raw, false, NULL);
@@ -174,7 +175,7 @@ static void api_execute(struct api *api, const struct http_request *req, struct 
     } else {
         reply->body = ar.body;
     }
-    if (ar.status == 503) {
+    if (ar.kind == SBX_ERR_UNAVAILABLE) {
         char ra[16];
         snprintf(ra, sizeof(ra), "%u", ar.retry_after ? ar.retry_after : 1);
         http_reply_header(reply, "Retry-After", ra);

@@ -13,6 +13,8 @@ int api_status_of(enum sbx_errkind kind)
         return 404;
     case SBX_ERR_GONE:
         return 410;
+    case SBX_ERR_TOO_LARGE:
+        return 413;
     case SBX_ERR_LIMIT:
         return 429;
     case SBX_ERR_UNAVAILABLE:
@@ -20,6 +22,7 @@ int api_status_of(enum sbx_errkind kind)
     case SBX_ERR_UPSTREAM:
         return 502;
     case SBX_ERR_NONE:
+        return 200;
     case SBX_ERR_INTERNAL:
     case SBX_ERR_KIND_COUNT_:
         break;

@@ -10,8 +10,8 @@
 #include "http/server.h"
 #include "util/error.h"
 
-/* INVALID 400, NOT_FOUND 404, GONE 410, LIMIT 429, UNAVAILABLE 503, UPSTREAM 502, INTERNAL
- * (and anything else) 500. */
+/* NONE 200 (the request was answered), INVALID 400, NOT_FOUND 404, GONE 410, TOO_LARGE 413, LIMIT
+ * 429, UNAVAILABLE 503, UPSTREAM 502, INTERNAL (and anything else) 500. */
 int api_status_of(enum sbx_errkind kind);
 /* Answer e as an error response ({"error": {code, message, field}}) with its status, and
  * Retry-After: 1 when the server is full or shutting down (UNAVAILABLE); clears e. */

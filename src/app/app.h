@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "util/error.h"
 #include "app/request.h"
 #include "app/defs.h"
 #include "app/metrics.h"
@@ -93,27 +94,31 @@ struct app_run {
 int app_run_job(struct app *a, struct app_run *run);
 void app_run_done(struct app_run *run);
 
-/* The /execute handlers. Fill *ret_status (200, 500, 503) and *ret_body. */
+/* The /execute handlers fill an app_reply: the response body, and what kind of failure it
+ * reports, if the request itself failed (util/error.h; api/ chooses the HTTP status): NONE for
+ * an answer (whatever the execution's verdict), INVALID or TOO_LARGE for a request refused
+ * before anything ran, UNAVAILABLE when the server is full or shutting down, INTERNAL when no
+ * sandbox could be had. */
 struct app_reply {
-    int status;
+    enum sbx_errkind kind;
     json_t *body;
-    unsigned retry_after; /* 503 */
+    unsigned retry_after; /* UNAVAILABLE: seconds */
     /* A result passed through as text (/execute JIT and EXECUTOR): body holds null where it
      * goes; render with response_render(body, raw_kind, &raw). Empty otherwise. */
     struct frame_raw raw;
     enum response_kind raw_kind;
 };
 /* The JIT and EXECUTOR handlers; handlers_execute() (handlers/dispatch.h) picks one after
- * app_check_data_work(), which is false (and *ret filled: 400 unknown profile, 413 files over
- * the sandbox's /tmp) when the request asks for what cannot be had. */
+ * app_check_data_work(), which is false (and *ret filled: INVALID unknown profile, TOO_LARGE
+ * files over the sandbox's /tmp) when the request asks for what cannot be had. */
 bool app_check_data_work(struct app *a, const struct request_spec *s, struct app_reply *ret);
 void app_jit(struct app *a, const struct request_spec *s, struct app_reply *ret);
 void app_executor(struct app *a, const struct request_spec *s, struct app_reply *ret);
 /* The context object handed to user functions: appId, componentId, requestId, traceId,
  * taskDetails (new reference). */
 json_t *app_user_context(const struct request_spec *s);
-/* Turn the result of app_run_job (r) into a reply: 200 with the response object, 503 (OVERLOADED,
- * SHUTTING_DOWN), or 500. */
+/* Turn the result of app_run_job (r) into a reply: the response object, UNAVAILABLE (OVERLOADED,
+ * SHUTTING_DOWN), or INTERNAL. */
 void app_reply_from_run(struct app *a, const struct request_spec *s, struct app_run *run, int r,
                         enum response_kind kind, const struct framework_stats *fst,
                         struct app_reply *ret);

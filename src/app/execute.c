@@ -171,13 +171,13 @@ json_t *app_user_context(const struct request_spec *s)
     return c;
 }
 
-static const char *app_result_label(json_t *body, int status)
+static const char *app_result_label(json_t *body, enum sbx_errkind kind)
 {
-    if (status == 503)
+    if (kind == SBX_ERR_UNAVAILABLE)
         return "rejected";
-    if (status >= 500)
+    if (kind == SBX_ERR_INTERNAL)
         return "internal";
-    if (status >= 400)
+    if (kind != SBX_ERR_NONE)
         return "bad_request";
     const char *rt = json_string_value(json_object_get(body, "resultType"));
     if (!rt || strcmp(rt, "error") != 0)
@@ -199,11 +199,11 @@ static const char *app_result_label(json_t *body, int status)
 void app_finish(struct app *a, const struct request_spec *s, struct app_reply *reply,
                 int64_t start_us)
 {
-    const char *label = app_result_label(reply->body, reply->status);
+    const char *label = app_result_label(reply->body, reply->kind);
     metrics_request(a->metrics, s->handler_name, label, clock_mono_us() - start_us);
     json_t *data = json_object_get(reply->body, "data");
     const char *code = json_string_value(json_object_get(data, "code"));
-    if (reply->status == 200 && code) {
+    if (reply->kind == SBX_ERR_NONE && code) {
         /* The message may be as long as the output limit: the log gets its start. */
         const char *msg = json_string_value(json_object_get(data, "message"));
         size_t mlen = msg ? utf8_cut(msg, strlen(msg), APP_LOG_MESSAGE_MAX) : 0;
@@ -217,9 +217,11 @@ void app_finish(struct app *a, const struct request_spec *s, struct app_reply *r
                                 s->trace_id, "handlerType", s->handler_name, "code", code));
         free(text);
     }
-    log_fields(reply->status >= 500 ? LOG_ERROR : LOG_INFO, "execute",
-               json_pack("{s:s, s:i, s:s, s:f}", "handler", s->handler_name, "status",
-                         reply->status, "result", label, "durationMs",
+    log_fields(reply->kind == SBX_ERR_UNAVAILABLE || reply->kind == SBX_ERR_INTERNAL ? LOG_ERROR
+                                                                                     : LOG_INFO,
+               "execute",
+               json_pack("{s:s, s:s, s:s, s:f}", "handler", s->handler_name, "error",
+                         sbx_errkind_name(reply->kind), "result", label, "durationMs",
                          (double)(clock_mono_us() - start_us) / 1000.0));
 }
 
@@ -228,14 +230,14 @@ void app_reply_from_run(struct app *a, const struct request_spec *s, struct app_
                         struct app_reply *ret)
 {
     if (r == -EBUSY) {
-        ret->status = 503;
+        ret->kind = SBX_ERR_UNAVAILABLE;
         ret->retry_after = manager_retry_after(a->mgr);
         ret->body = json_pack("{s:{s:s, s:s}}", "error", "code", "OVERLOADED", "message",
                               "the execution queue is full; retry later");
         return;
     }
     if (r == -ESHUTDOWN) {
-        ret->status = 503;
+        ret->kind = SBX_ERR_UNAVAILABLE;
         ret->retry_after = 1;
         ret->body = json_pack("{s:{s:s, s:s}}", "error", "code", "SHUTTING_DOWN", "message",
                               "sandboxd is shutting down: the execution was ended before it "
@@ -244,7 +246,7 @@ void app_reply_from_run(struct app *a, const struct request_spec *s, struct app_
     }
     if (r == -ETIMEDOUT && !run->outcome.final && run->outcome.verdict.status == VERDICT_OK) {
         /* Timed out while still queued. */
-        ret->status = 200;
+        ret->kind = SBX_ERR_NONE;
         ret->body = response_error(
             s->request_id, "TIMEOUT", "the execution waited in the queue past its time limit",
             json_pack("{s:I, s:b}", "timeoutMs", (json_int_t)run->limits.timeout_ms, "queued", 1));
@@ -260,7 +262,7 @@ void app_reply_from_run(struct app *a, const struct request_spec *s, struct app_
     json_t *body =
         r < 0 ? NULL : response_build(s->request_id, kind, &run->outcome, &run->limits, &m);
     if (!body) {
-        ret->status = 500;
+        ret->kind = SBX_ERR_INTERNAL;
         ret->body = json_pack("{s:{s:s, s:s}}", "error", "code", "INTERNAL", "message",
                               run->outcome.internal ? run->outcome.internal
                                                     : "the sandbox could not be started");
@@ -273,35 +275,35 @@ void app_reply_from_run(struct app *a, const struct request_spec *s, struct app_
     json_t *v = json_object_get(body, "verdict");
     if (v && run->timeout_rule)
         json_object_set_new(v, "timeoutRule", json_string(run->timeout_rule));
-    ret->status = 200;
+    ret->kind = SBX_ERR_NONE;
     ret->body = body;
     ret->raw = run->outcome.raw;
     ret->raw_kind = kind;
     run->outcome.raw = (struct frame_raw){0};
 }
 
-static bool app_refuse(struct app_reply *ret, int status, const char *code, const char *field,
-                       const char *message)
+static bool app_refuse(struct app_reply *ret, enum sbx_errkind kind, const char *code,
+                       const char *field, const char *message)
 {
-    ret->status = status;
+    ret->kind = kind;
     ret->body =
         json_pack("{s:{s:s, s:s, s:s}}", "error", "code", code, "field", field, "message", message);
     return false;
 }
 
 /* Refuse what the request asks of the data work (CONTRACT §12) that cannot be had, before
- * anything runs: 400 for an unknown profile, 413 for files over the sandbox's /tmp. */
+ * anything runs: INVALID for an unknown profile, TOO_LARGE for files over the sandbox's /tmp. */
 bool app_check_data_work(struct app *a, const struct request_spec *s, struct app_reply *ret)
 {
     struct pool *pool;
     uint64_t mb;
     if (s->profile && strcmp(s->profile, "default") != 0 &&
         profiles_lookup(a->profiles, s->profile, &pool, &mb) < 0)
-        return app_refuse(ret, 400, "INVALID_REQUEST", "context.taskDetails.profile",
+        return app_refuse(ret, SBX_ERR_INVALID, "INVALID_REQUEST", "context.taskDetails.profile",
                           "context.taskDetails.profile: no such profile (GET /healthz lists "
                           "them under \"profiles\")");
     if (s->files_bytes > a->jail->tmp_bytes)
-        return app_refuse(ret, 413, "FILES_TOO_LARGE", "context.taskDetails.files",
+        return app_refuse(ret, SBX_ERR_TOO_LARGE, "FILES_TOO_LARGE", "context.taskDetails.files",
                           "context.taskDetails.files: the files do not fit in the sandbox's "
                           "/tmp (--tmp-size-mb)");
     return true;
@@ -332,7 +334,7 @@ static void app_jit_run(struct app *a, const struct request_spec *s, const char 
         bool nf = def.status == DEFS_NOT_FOUND;
         json_t *details = def.details ? json_incref(def.details) : json_object();
         json_object_set_new(details, "script", json_string(script));
-        ret->status = 200;
+        ret->kind = SBX_ERR_NONE;
         ret->body = response_error(s->request_id, nf ? "SCRIPT_NOT_FOUND" : "MCP_ERROR",
                                    def.message ? def.message : "definition unavailable", details);
         defs_result_done(&def);

@@ -104,7 +104,7 @@ static int flow_template_document(const struct request_spec *s, const char *path
     _cleanup_free_ char *text = NULL, *why = NULL;
     size_t len = 0;
     if (defs_decode(content_b64, &text, &len) < 0) {
-        ret->status = 200;
+        ret->kind = SBX_ERR_NONE;
         ret->body = response_error(s->request_id, "MCP_ERROR", "the template is not valid base64",
                                    json_pack("{s:s}", "promptTemplate", path));
         return -EINVAL;
@@ -116,7 +116,7 @@ static int flow_template_document(const struct request_spec *s, const char *path
         if (info.line)
             json_object_set_new(details, "line", json_integer((json_int_t)info.line));
         char *msg = fmt_str("%s is not valid YAML: %s", path, why ? why : "out of memory");
-        ret->status = 200;
+        ret->kind = SBX_ERR_NONE;
         ret->body =
             response_error(s->request_id, "TEMPLATE_ERROR", msg ? msg : "invalid YAML", details);
         free(msg);
@@ -135,7 +135,7 @@ void flow_llm_call(struct app *a, const struct request_spec *s, const char *temp
         bool nf = def.status == DEFS_NOT_FOUND;
         json_t *details = def.details ? json_incref(def.details) : json_object();
         json_object_set_new(details, "promptTemplate", json_string(template_path));
-        ret->status = 200;
+        ret->kind = SBX_ERR_NONE;
         ret->body = response_error(s->request_id, nf ? "SCRIPT_NOT_FOUND" : "MCP_ERROR",
                                    def.message ? def.message : "template unavailable", details);
         defs_result_done(&def);
@@ -168,7 +168,7 @@ void flow_llm_call(struct app *a, const struct request_spec *s, const char *temp
     app_reply_from_run(a, s, &run, r, RESPONSE_JIT, fst, ret);
     app_run_done(&run);
     json_decref(job);
-    if (ret->status == 200 && ret->body) {
+    if (ret->kind == SBX_ERR_NONE && ret->body) {
         json_object_del(ret->body, "stdout"); /* a template prints nothing */
         json_object_del(ret->body, "stderr");
     }

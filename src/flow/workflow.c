@@ -289,9 +289,9 @@ static json_t *wf_error_body(struct wf_run *w, const char *code, const char *ste
 
 /* Outcome of one step. */
 struct wf_step_result {
-    json_t *output; /* on success */
-    json_t *error;  /* on failure: the error response body to return */
-    int status;     /* HTTP status when not 200 (500/503 from the sandbox layer) */
+    json_t *output;        /* on success */
+    json_t *error;         /* on failure: the error response body to return */
+    enum sbx_errkind kind; /* NONE, or the step's request failed (UNAVAILABLE, INTERNAL) */
 };
 
 static json_t *wf_step_context(struct wf_run *w, const char *id)
@@ -307,8 +307,8 @@ static json_t *wf_step_context(struct wf_run *w, const char *id)
 static void wf_from_reply(struct wf_run *w, const char *id, struct app_reply *rep,
                           struct wf_step_result *res)
 {
-    if (rep->status != 200) {
-        res->status = rep->status;
+    if (rep->kind != SBX_ERR_NONE) {
+        res->kind = rep->kind;
         res->error = TAKE_PTR(rep->body);
         return;
     }
@@ -342,7 +342,7 @@ static json_t *wf_build_error(struct wf_run *w, const char *id, int r)
 
 static void wf_run_step(struct wf_run *w, const char *id, json_t *step, struct wf_step_result *res)
 {
-    *res = (struct wf_step_result){.status = 200};
+    *res = (struct wf_step_result){.kind = SBX_ERR_NONE};
     const char *type = json_string_value(json_object_get(step, "type"));
     json_t *mapping = json_object_get(step, "inputMapping");
     json_t *input = NULL;
@@ -538,8 +538,8 @@ static void wf_execute(struct wf_run *w, struct app_reply *ret)
                                   res.error ? "failed" : "completed", "durationMs",
                                   (double)(clock_mono_us() - t0) / 1000.0);
         json_array_append_new(w->trace, entry);
-        if (res.status != 200) {
-            ret->status = res.status;
+        if (res.kind != SBX_ERR_NONE) {
+            ret->kind = res.kind;
             ret->body = res.error;
             return;
         }
@@ -587,7 +587,7 @@ static void wf_execute(struct wf_run *w, struct app_reply *ret)
 
 void flow_workflow_execute(struct app *a, const struct request_spec *s, struct app_reply *ret)
 {
-    *ret = (struct app_reply){.status = 200};
+    *ret = (struct app_reply){.kind = SBX_ERR_NONE};
     struct wf_run w = {.a = a,
                        .s = s,
                        .start_us = clock_mono_us(),
@@ -639,7 +639,7 @@ void flow_workflow_execute(struct app *a, const struct request_spec *s, struct a
                        s->workflow_state ? json_incref(s->workflow_state) : json_object());
     wf_execute(&w, ret);
 out:
-    if (ret->status == 200)
+    if (ret->kind == SBX_ERR_NONE)
         wf_add_metrics(&w, ret->body);
     json_decref(w.wf);
     json_decref(w.root);

@@ -9,8 +9,8 @@
 
 #include "util/fmt.h"
 
-void sbx_error_set(struct sbx_error *e, enum sbx_errkind kind, const char *code,
-                   const char *field, const char *fmt, ...)
+void sbx_error_set(struct sbx_error *e, enum sbx_errkind kind, const char *code, const char *field,
+                   const char *fmt, ...)
 {
     e->kind = kind;
     e->code = code;
@@ -31,10 +31,15 @@ void sbx_error_clear(struct sbx_error *e)
 const char *sbx_errkind_name(enum sbx_errkind kind)
 {
     static const char *const names[SBX_ERR_KIND_COUNT_] = {
-        [SBX_ERR_NONE] = "none",           [SBX_ERR_INVALID] = "invalid",
-        [SBX_ERR_NOT_FOUND] = "not_found", [SBX_ERR_GONE] = "gone",
-        [SBX_ERR_LIMIT] = "limit",         [SBX_ERR_UNAVAILABLE] = "unavailable",
-        [SBX_ERR_UPSTREAM] = "upstream",   [SBX_ERR_INTERNAL] = "internal",
+        [SBX_ERR_NONE] = "none",
+        [SBX_ERR_INVALID] = "invalid",
+        [SBX_ERR_NOT_FOUND] = "not_found",
+        [SBX_ERR_GONE] = "gone",
+        [SBX_ERR_TOO_LARGE] = "too_large",
+        [SBX_ERR_LIMIT] = "limit",
+        [SBX_ERR_UNAVAILABLE] = "unavailable",
+        [SBX_ERR_UPSTREAM] = "upstream",
+        [SBX_ERR_INTERNAL] = "internal",
     };
     return (unsigned)kind < SBX_ERR_KIND_COUNT_ ? names[kind] : "internal";
 }

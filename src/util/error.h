@@ -13,10 +13,11 @@
 #include "util/macros.h"
 
 enum sbx_errkind {
-    SBX_ERR_NONE = 0,
+    SBX_ERR_NONE = 0,    /* no failure: the request was answered (its outcome is in the body) */
     SBX_ERR_INVALID,     /* the request asks for what cannot be: fix it and retry */
     SBX_ERR_NOT_FOUND,   /* no such thing (or not the caller's) */
     SBX_ERR_GONE,        /* it existed and has ended */
+    SBX_ERR_TOO_LARGE,   /* the request is bigger than this server takes */
     SBX_ERR_LIMIT,       /* the caller is over one of its own limits: retry later */
     SBX_ERR_UNAVAILABLE, /* the server is full or shutting down: retry later, elsewhere */
     SBX_ERR_UPSTREAM,    /* a server this one depends on failed */
@@ -32,8 +33,8 @@ struct sbx_error {
 };
 
 /* Fill *e (a message it held is freed). */
-void sbx_error_set(struct sbx_error *e, enum sbx_errkind kind, const char *code,
-                   const char *field, const char *fmt, ...) _printf_(5, 6);
+void sbx_error_set(struct sbx_error *e, enum sbx_errkind kind, const char *code, const char *field,
+                   const char *fmt, ...) _printf_(5, 6);
 /* Free the message and zero *e; safe on a zeroed one. */
 void sbx_error_clear(struct sbx_error *e);
 /* "invalid", "not_found", ...: for logs and tests (static). */

@@ -20,10 +20,14 @@ static void kinds_map_to_statuses(void **state)
         int status;
         const char *name;
     } rows[] = {
-        {SBX_ERR_INVALID, 400, "invalid"},         {SBX_ERR_NOT_FOUND, 404, "not_found"},
-        {SBX_ERR_GONE, 410, "gone"},               {SBX_ERR_LIMIT, 429, "limit"},
-        {SBX_ERR_UNAVAILABLE, 503, "unavailable"}, {SBX_ERR_UPSTREAM, 502, "upstream"},
-        {SBX_ERR_INTERNAL, 500, "internal"},       {SBX_ERR_NONE, 500, "none"},
+        {SBX_ERR_INVALID, 400, "invalid"},
+        {SBX_ERR_NOT_FOUND, 404, "not_found"},
+        {SBX_ERR_GONE, 410, "gone"},
+        {SBX_ERR_LIMIT, 429, "limit"},
+        {SBX_ERR_UNAVAILABLE, 503, "unavailable"},
+        {SBX_ERR_UPSTREAM, 502, "upstream"},
+        {SBX_ERR_INTERNAL, 500, "internal"},
+        {SBX_ERR_NONE, 200, "none"},
     };
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
         assert_int_equal(api_status_of(rows[i].kind), rows[i].status);
