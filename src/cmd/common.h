@@ -60,11 +60,11 @@ struct common_opts {
       "  --site-packages DIR    also import from DIR (a virtualenv's site-packages), bound\n"      \
       "                         read-only with what its symlinks reach (repeatable)\n")            \
     X(TOOLBOX, "toolbox", required_argument,                                                       \
-      "  --toolbox MODE         default: bind sh, bash, coreutils, grep, sed, awk, find, tar,\n"   \
-      "                         gzip and the libraries they need read-only, for code that\n"       \
-      "                         shells out; none: only the interpreter\n")                         \
+      "  --toolbox MODE         default: sh, bash, coreutils, grep, sed, awk, find, tar, gzip\n"   \
+      "                         and the libraries they need, read-only, for code that shells\n"    \
+      "                         out; none: only the interpreter\n")                                \
     X(TOOLBOX_ADD, "toolbox-add", required_argument,                                               \
-      "  --toolbox-add PROG     also bind PROG (a name on the host's PATH or an absolute path)\n"  \
+      "  --toolbox-add PROG     also add PROG (a name on the host's PATH or an absolute path)\n"   \
       "                         and its libraries (repeatable; never a setuid program)\n")         \
     N(TMP_MB, "tmp-size-mb", 1, 1 << 20, tmp_mb,                                                   \
       "  --tmp-size-mb N        size of the sandbox's writable /tmp (default 64)\n")               \

@@ -275,8 +275,7 @@ static int mcp_parse(int argc, char **argv, struct setup_opts *o, struct common_
                      struct compat_env *compat, bool *ret_compat)
 {
     static const struct option opts[] = {
-        COMMON_LONG_OPTIONS SETUP_LONG_OPTIONS,
-        {"compat", required_argument, NULL, MCP_OPT_COMPAT},
+        COMMON_LONG_OPTIONS SETUP_LONG_OPTIONS{"compat", required_argument, NULL, MCP_OPT_COMPAT},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };

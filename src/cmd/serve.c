@@ -41,107 +41,150 @@
 #include "util/macros.h"
 #include "util/url.h"
 
+/*
+ * The options of serve besides the common (cmd/common.h) and setup (cmd/setup.h) ones, one row
+ * per option, generating the enum, the getopt entries, the range checks and --help:
+ *   X(ID, "name", has_arg, help)           serve_parse() handles it by hand
+ *   N(ID, "name", min, max, field, help)   a decimal in [min, max] into serve_opts.field
+ *   H(text)                                a heading of --help, no option
+ *   A(ID, "name")                          another name of option ID (its help says so)
+ * Four tables, for where their lines go in --help around the setup options'.
+ */
+#define SERVE_OPTIONS_HTTP(X, N, H, A)                                                             \
+    N(PORT, "port", 0, 65535, port,                                                                \
+      "  --port N               listen port (default: $UHLP_SANDBOX_PORT, else 8080)\n")           \
+    X(HOST, "host", required_argument,                                                             \
+      "  --host ADDR            listen address (default 127.0.0.1)\n")                             \
+    X(DEFINITIONS, "definitions", required_argument,                                               \
+      "  --definitions DIR      serve DIR/<appId>/<path> to requests whose mcp_endpoint is "       \
+      "\"local\"\n")                                                                               \
+    X(LLM_URL, "llm-url", required_argument,                                                       \
+      "  --llm-url URL          OpenAI-compatible endpoint for the local core.llm.generate\n"      \
+      "                         (default: the offline echo model); key from "                      \
+      "$SANDBOXD_LLM_API_KEY\n")                                                                   \
+    X(LLM_MODEL, "llm-model", required_argument,                                                   \
+      "  --llm-model NAME       default model for --llm-url\n")                                    \
+    N(LLM_TIMEOUT, "llm-timeout-ms", 1, 86400000, llm_timeout,                                     \
+      "  --llm-timeout-ms N     one core.llm.generate call of an LLM handler or step (60000)\n")   \
+    N(MAX_WORKFLOW_STEPS, "max-workflow-steps", 1, 100000, max_workflow_steps,                     \
+      "  --max-workflow-steps N steps a workflow execution may run when the workflow sets\n"       \
+      "                         no maxSteps of its own (100)\n")                                   \
+    N(TEMPLATE_POOL, "template-pool-size", 0, 1024, template_pool_size,                            \
+      "  --template-pool-size N template interpreters kept ready, with jinja2 and\n"               \
+      "                         jsonschema imported, by a zygote of their own (2; 0: templates\n"  \
+      "                         take interpreters from the main pool and import on start)\n")
+
+#define SERVE_OPTIONS_LIMITS(X, N, H, A)                                                           \
+    N(MAX_RUNNING, "max-running", 1, 65536, max_running,                                           \
+      "  --max-running N        executions at once (default 4 x cores)\n")                         \
+    N(MAX_QUEUE, "max-queue", 0, 1 << 20, max_queue,                                               \
+      "  --max-queue N          executions waiting before 503 (default 256)\n")                    \
+    N(DEF_TIMEOUT, "default-timeout-ms", 1, 86400000, def_timeout,                                 \
+      "  --default-timeout-ms N timeout when a request names none and has no history (10000)\n")   \
+    N(MAX_TIMEOUT, "max-timeout-ms", 1, 86400000, max_timeout,                                     \
+      "  --max-timeout-ms N     largest timeout a request may ask for (60000)\n")                  \
+    N(DEF_MEMORY, "default-memory-mb", 16, 1 << 20, def_memory,                                    \
+      "  --default-memory-mb N  memory limit when a request names none (256)\n")                   \
+    N(MAX_BODY, "max-body-kb", 1, 1 << 20, max_body_kb,                                            \
+      "  --max-body-kb N        largest request body (10240); a larger one is refused with 413\n"  \
+      "                         as soon as that is known (a declared Content-Length: at once)\n")  \
+    N(MAX_CONNECTIONS, "max-connections", 1, 1000000, max_connections,                             \
+      "  --max-connections N    open HTTP connections at most (10000); RLIMIT_NOFILE's soft\n"     \
+      "                         limit is raised to the hard limit to make room for them\n")        \
+    N(HEADER_TIMEOUT, "header-timeout-s", 1, 3600, header_timeout_s,                               \
+      "  --header-timeout-s N   a request's line and headers must arrive within N s of their\n"    \
+      "                         first byte, else 408 and the connection closes (10)\n")            \
+    N(BODY_TIMEOUT, "body-timeout-s", 1, 86400, body_timeout_s,                                    \
+      "  --body-timeout-s N     a request's body must arrive within N s of its headers (30)\n")    \
+    N(IDLE_TIMEOUT, "idle-timeout-s", 1, 86400, idle_timeout_s,                                    \
+      "  --idle-timeout-s N     a connection without traffic (keep-alive, or a client that\n"      \
+      "                         does not read its response) closes after N s (120)\n")             \
+    N(DRAIN_TIMEOUT, "drain-timeout-s", 0, 3600, drain_timeout_s,                                  \
+      "  --drain-timeout-s N    on SIGTERM/SIGINT: no new work (503 SHUTTING_DOWN), /readyz "      \
+      "503,\n"                                                                                     \
+      "                         and what runs gets up to N s to finish before it is ended; a\n"    \
+      "                         second signal ends it at once (30)\n")                             \
+    X(WARM_REUSE, "warm-reuse", required_argument,                                                 \
+      "  --warm-reuse APPS      JIT executions of these apps (comma-separated appIds, or *)\n"     \
+      "                         may run in an interpreter that already ran the same app,\n"        \
+      "                         script and definition: module globals persist (docs/API.md)\n")    \
+    N(REUSE_MAX_EXECUTIONS, "reuse-max-executions", 1, 1000000, reuse_max_executions,              \
+      "  --reuse-max-executions N  executions one kept interpreter serves at most (1000)\n")       \
+    N(REUSE_MAX_IDLE, "reuse-max-idle", 0, 4096, reuse_max_idle,                                   \
+      "  --reuse-max-idle N     kept interpreters at most, least recently used retired (64)\n")    \
+    N(REUSE_IDLE, "reuse-idle-s", 1, 86400, reuse_idle_s,                                          \
+      "  --reuse-idle-s N       a kept interpreter unused for N s is retired (60)\n")              \
+    N(FW_TIMEOUT, "framework-timeout-ms", 1, 3600000, fw_timeout,                                  \
+      "  --framework-timeout-ms N  timeout of framework MCP calls (10000)\n")                      \
+    X(FRAMEWORK_ALLOW, "framework-allow", required_argument,                                       \
+      "  --framework-allow URL  a request's mcp_endpoint must be \"local\" or start with one of\n" \
+      "                         these scheme://host[:port][/path] prefixes (repeatable; "          \
+      "default:\n"                                                                                 \
+      "                         loopback http(s) URLs only); otherwise 403 "                       \
+      "FRAMEWORK_NOT_ALLOWED\n")
+
+#define SERVE_OPTIONS_CALLERS(X, N, H, A)                                                          \
+    H("\nWho may call (docs/SECURITY.md):\n")                                                      \
+    X(API_TOKEN, "api-token", required_argument,                                                   \
+      "  --api-token TOKEN      every endpoint but /healthz, /livez, /readyz requires\n"           \
+      "                         Authorization: Bearer TOKEN (default: $SANDBOXD_API_TOKEN;\n"      \
+      "                         --mcp-token and $SANDBOXD_MCP_TOKEN are older names)\n")           \
+    A(API_TOKEN, "mcp-token")                                                                      \
+    X(TENANTS, "tenants", required_argument,                                                       \
+      "  --tenants FILE         tenants with tokens and limits: {\"tenants\": {\"NAME\":\n"        \
+      "                         {\"token\": \"...\", \"maxSessions\": n, \"maxRunning\": n}}}\n")  \
+    X(ALLOWED_HOST, "allowed-host", required_argument,                                             \
+      "  --allowed-host H       also accept Host H (a name, or name:port; repeatable; loopback\n"  \
+      "                         names and addresses always are); alias --mcp-allowed-host\n")      \
+    A(ALLOWED_HOST, "mcp-allowed-host")                                                            \
+    X(ALLOWED_ORIGIN, "allowed-origin", required_argument,                                         \
+      "  --allowed-origin O     also accept Origin O, e.g. https://app.example (repeatable);\n"    \
+      "                         alias --mcp-allowed-origin\n")                                     \
+    A(ALLOWED_ORIGIN, "mcp-allowed-origin")                                                        \
+    X(INSECURE_NO_AUTH, "insecure-no-auth", no_argument,                                           \
+      "  --insecure-no-auth     listen on a non-loopback --host without --api-token or\n"          \
+      "                         --tenants (only behind a layer that authenticates)\n")
+
+#define SERVE_OPTIONS_INSTANCE(X, N, H, A)                                                         \
+    N(MCP_MAX_SESSIONS, "mcp-max-sessions", 1, 1 << 16, mcp_max_sessions,                          \
+      "  --mcp-max-sessions N   MCP sessions of /mcp at most (64); idle ones end after\n"          \
+      "                         --session-idle-s\n")                                               \
+    X(INSTANCE_ID, "instance-id", required_argument,                                               \
+      "  --instance-id ID       this instance's name behind a load balancer (default: the host\n"  \
+      "                         name): session ids begin with \"ID.\", responses carry\n"          \
+      "                         X-Sandboxd-Instance; 1 to 31 letters, digits and '-'\n")
+
+#define SERVE_OPTIONS(X, N, H, A)                                                                  \
+    SERVE_OPTIONS_HTTP(X, N, H, A)                                                                 \
+    SERVE_OPTIONS_LIMITS(X, N, H, A)                                                               \
+    SERVE_OPTIONS_CALLERS(X, N, H, A) SERVE_OPTIONS_INSTANCE(X, N, H, A)
+
+#define SERVE_ENUM_X_(id, name, has_arg, help)         SERVE_##id,
+#define SERVE_ENUM_N_(id, name, min, max, field, help) SERVE_##id,
+#define SERVE_NONE_H_(text)
+#define SERVE_NONE_A_(id, name)
+enum {
+    SERVE_FIRST_ = SETUP_OPT_LAST,
+    SERVE_OPTIONS(SERVE_ENUM_X_, SERVE_ENUM_N_, SERVE_NONE_H_, SERVE_NONE_A_)
+};
+
+#define SERVE_LONG_X_(id, name, has_arg, help)         {name, has_arg, NULL, SERVE_##id},
+#define SERVE_LONG_N_(id, name, min, max, field, help) {name, required_argument, NULL, SERVE_##id},
+#define SERVE_LONG_A_(id, name)                        {name, required_argument, NULL, SERVE_##id},
+
+#define SERVE_HELP_X_(id, name, has_arg, help)         help
+#define SERVE_HELP_N_(id, name, min, max, field, help) help
+#define SERVE_HELP_H_(text)                            text
+#define SERVE_HELP(table)                              table(SERVE_HELP_X_, SERVE_HELP_N_, SERVE_HELP_H_, SERVE_NONE_A_)
+
 static const char serve_usage[] =
     "Usage: sandboxd serve [options]\n"
     "The HTTP server: POST /execute, GET /healthz, /livez, /readyz, /metrics,\n"
     "POST /_framework/load_code, /v1/sessions, and the MCP endpoint /mcp (docs/MCP.md).\n"
-    "\n"
-    "  --port N               listen port (default: $UHLP_SANDBOX_PORT, else 8080)\n"
-    "  --host ADDR            listen address (default 127.0.0.1)\n"
-    "  --definitions DIR      serve DIR/<appId>/<path> to requests whose mcp_endpoint is "
-    "\"local\"\n"
-    "  --llm-url URL          OpenAI-compatible endpoint for the local core.llm.generate\n"
-    "                         (default: the offline echo model); key from $SANDBOXD_LLM_API_KEY\n"
-    "  --llm-model NAME       default model for --llm-url\n"
-    "  --llm-timeout-ms N     one core.llm.generate call of an LLM handler or step (60000)\n"
-    "  --max-workflow-steps N steps a workflow execution may run when the workflow sets\n"
-    "                         no maxSteps of its own (100)\n"
-    "  --template-pool-size N template interpreters kept ready, with jinja2 and\n"
-    "                         jsonschema imported, by a zygote of their own (2; 0: templates\n"
-    "                         take interpreters from the main pool and import on "
-    "start)\n" SETUP_HELP_POOL "  --max-running N        executions at once (default 4 x cores)\n"
-    "  --max-queue N          executions waiting before 503 (default 256)\n"
-    "  --default-timeout-ms N timeout when a request names none and has no history (10000)\n"
-    "  --max-timeout-ms N     largest timeout a request may ask for (60000)\n"
-    "  --default-memory-mb N  memory limit when a request names none (256)\n"
-    "  --max-body-kb N        largest request body (10240); a larger one is refused with 413\n"
-    "                         as soon as that is known (a declared Content-Length: at once)\n"
-    "  --max-connections N    open HTTP connections at most (10000); RLIMIT_NOFILE's soft\n"
-    "                         limit is raised to the hard limit to make room for them\n"
-    "  --header-timeout-s N   a request's line and headers must arrive within N s of their\n"
-    "                         first byte, else 408 and the connection closes (10)\n"
-    "  --body-timeout-s N     a request's body must arrive within N s of its headers (30)\n"
-    "  --idle-timeout-s N     a connection without traffic (keep-alive, or a client that\n"
-    "                         does not read its response) closes after N s (120)\n"
-    "  --drain-timeout-s N    on SIGTERM/SIGINT: no new work (503 SHUTTING_DOWN), /readyz 503,\n"
-    "                         and what runs gets up to N s to finish before it is ended; a\n"
-    "                         second signal ends it at once (30)\n"
-    "  --warm-reuse APPS      JIT executions of these apps (comma-separated appIds, or *)\n"
-    "                         may run in an interpreter that already ran the same app,\n"
-    "                         script and definition: module globals persist (docs/API.md)\n"
-    "  --reuse-max-executions N  executions one kept interpreter serves at most (1000)\n"
-    "  --reuse-max-idle N     kept interpreters at most, least recently used retired (64)\n"
-    "  --reuse-idle-s N       a kept interpreter unused for N s is retired (60)\n"
-    "  --framework-timeout-ms N  timeout of framework MCP calls (10000)\n"
-    "  --framework-allow URL  a request's mcp_endpoint must be \"local\" or start with one of\n"
-    "                         these scheme://host[:port][/path] prefixes (repeatable; default:\n"
-    "                         loopback http(s) URLs only); otherwise 403 FRAMEWORK_NOT_ALLOWED\n"
-    "\n"
-    "Who may call (docs/SECURITY.md):\n"
-    "  --api-token TOKEN      every endpoint but /healthz, /livez, /readyz requires\n"
-    "                         Authorization: Bearer TOKEN (default: $SANDBOXD_API_TOKEN;\n"
-    "                         --mcp-token and $SANDBOXD_MCP_TOKEN are older names)\n"
-    "  --tenants FILE         tenants with tokens and limits: {\"tenants\": {\"NAME\":\n"
-    "                         {\"token\": \"...\", \"maxSessions\": n, \"maxRunning\": n}}}\n"
-    "  --allowed-host H       also accept Host H (a name, or name:port; repeatable; loopback\n"
-    "                         names and addresses always are); alias --mcp-allowed-host\n"
-    "  --allowed-origin O     also accept Origin O, e.g. https://app.example (repeatable);\n"
-    "                         alias --mcp-allowed-origin\n"
-    "  --insecure-no-auth     listen on a non-loopback --host without --api-token or\n"
-    "                         --tenants (only behind a layer that authenticates)\n"
-    "\n" SETUP_HELP_SESSIONS
-    "  --mcp-max-sessions N   MCP sessions of /mcp at most (64); idle ones end after\n"
-    "                         --session-idle-s\n"
-    "  --instance-id ID       this instance's name behind a load balancer (default: the host\n"
-    "                         name): session ids begin with \"ID.\", responses carry\n"
-    "                         X-Sandboxd-Instance; 1 to 31 letters, digits and '-'\n"
-    "  -h, --help\n"
-    "\n" COMMON_HELP;
-
-enum {
-    SERVE_PORT = COMMON_OPT_LAST + 1,
-    SERVE_HOST,
-    SERVE_DEFINITIONS,
-    SERVE_LLM_URL,
-    SERVE_LLM_MODEL,
-    SERVE_MAX_RUNNING,
-    SERVE_MAX_QUEUE,
-    SERVE_DEF_TIMEOUT,
-    SERVE_MAX_TIMEOUT,
-    SERVE_DEF_MEMORY,
-    SERVE_MAX_BODY,
-    SERVE_FW_TIMEOUT,
-    SERVE_MCP_MAX_SESSIONS,
-    SERVE_ALLOWED_HOST,
-    SERVE_ALLOWED_ORIGIN,
-    SERVE_API_TOKEN,
-    SERVE_TENANTS,
-    SERVE_FRAMEWORK_ALLOW,
-    SERVE_INSECURE_NO_AUTH,
-    SERVE_LLM_TIMEOUT,
-    SERVE_MAX_WORKFLOW_STEPS,
-    SERVE_TEMPLATE_POOL,
-    SERVE_INSTANCE_ID,
-    SERVE_MAX_CONNECTIONS,
-    SERVE_HEADER_TIMEOUT,
-    SERVE_BODY_TIMEOUT,
-    SERVE_IDLE_TIMEOUT,
-    SERVE_DRAIN_TIMEOUT,
-    SERVE_WARM_REUSE,
-    SERVE_REUSE_MAX_EXECUTIONS,
-    SERVE_REUSE_MAX_IDLE,
-    SERVE_REUSE_IDLE,
-};
+    "\n" SERVE_HELP(SERVE_OPTIONS_HTTP) SETUP_HELP_POOL SERVE_HELP(SERVE_OPTIONS_LIMITS)
+        SERVE_HELP(SERVE_OPTIONS_CALLERS) "\n" SETUP_HELP_SESSIONS SERVE_HELP(
+            SERVE_OPTIONS_INSTANCE) "  -h, --help\n"
+                                    "\n" COMMON_HELP;
 
 #define SERVE_MAX_ALLOWED    32 /* --allowed-host / --allowed-origin entries */
 #define SERVE_FD_RESERVE     1024
@@ -202,47 +245,20 @@ static bool serve_token_ok(const char *t)
     return true;
 }
 
+/* The range check of a numeric row of SERVE_OPTIONS; the other rows expand to nothing. */
+#define SERVE_CASE_X_(id, name, has_arg, help)
+#define SERVE_CASE_N_(id, name, min, max, field, help)                                             \
+    case SERVE_##id:                                                                               \
+        if (common_parse_u64(name, optarg, min, max, &o->field) < 0)                               \
+            return 2;                                                                              \
+        break;
+
 static int serve_parse(int argc, char **argv, struct serve_opts *o, struct common_opts *common)
 {
     static const struct option opts[] = {
-        COMMON_LONG_OPTIONS SETUP_LONG_OPTIONS,
-        {"port", required_argument, NULL, SERVE_PORT},
-        {"host", required_argument, NULL, SERVE_HOST},
-        {"definitions", required_argument, NULL, SERVE_DEFINITIONS},
-        {"llm-url", required_argument, NULL, SERVE_LLM_URL},
-        {"llm-model", required_argument, NULL, SERVE_LLM_MODEL},
-        {"llm-timeout-ms", required_argument, NULL, SERVE_LLM_TIMEOUT},
-        {"max-workflow-steps", required_argument, NULL, SERVE_MAX_WORKFLOW_STEPS},
-        {"template-pool-size", required_argument, NULL, SERVE_TEMPLATE_POOL},
-        {"max-running", required_argument, NULL, SERVE_MAX_RUNNING},
-        {"max-queue", required_argument, NULL, SERVE_MAX_QUEUE},
-        {"default-timeout-ms", required_argument, NULL, SERVE_DEF_TIMEOUT},
-        {"max-timeout-ms", required_argument, NULL, SERVE_MAX_TIMEOUT},
-        {"default-memory-mb", required_argument, NULL, SERVE_DEF_MEMORY},
-        {"max-body-kb", required_argument, NULL, SERVE_MAX_BODY},
-        {"max-connections", required_argument, NULL, SERVE_MAX_CONNECTIONS},
-        {"header-timeout-s", required_argument, NULL, SERVE_HEADER_TIMEOUT},
-        {"body-timeout-s", required_argument, NULL, SERVE_BODY_TIMEOUT},
-        {"idle-timeout-s", required_argument, NULL, SERVE_IDLE_TIMEOUT},
-        {"drain-timeout-s", required_argument, NULL, SERVE_DRAIN_TIMEOUT},
-        {"framework-timeout-ms", required_argument, NULL, SERVE_FW_TIMEOUT},
-        {"mcp-max-sessions", required_argument, NULL, SERVE_MCP_MAX_SESSIONS},
-        {"allowed-host", required_argument, NULL, SERVE_ALLOWED_HOST},
-        {"allowed-origin", required_argument, NULL, SERVE_ALLOWED_ORIGIN},
-        {"api-token", required_argument, NULL, SERVE_API_TOKEN},
-        {"tenants", required_argument, NULL, SERVE_TENANTS},
-        {"framework-allow", required_argument, NULL, SERVE_FRAMEWORK_ALLOW},
-        {"insecure-no-auth", no_argument, NULL, SERVE_INSECURE_NO_AUTH},
-        /* the names these had when they guarded /mcp only */
-        {"mcp-allowed-host", required_argument, NULL, SERVE_ALLOWED_HOST},
-        {"mcp-allowed-origin", required_argument, NULL, SERVE_ALLOWED_ORIGIN},
-        {"mcp-token", required_argument, NULL, SERVE_API_TOKEN},
-        {"instance-id", required_argument, NULL, SERVE_INSTANCE_ID},
-        {"warm-reuse", required_argument, NULL, SERVE_WARM_REUSE},
-        {"reuse-max-executions", required_argument, NULL, SERVE_REUSE_MAX_EXECUTIONS},
-        {"reuse-max-idle", required_argument, NULL, SERVE_REUSE_MAX_IDLE},
-        {"reuse-idle-s", required_argument, NULL, SERVE_REUSE_IDLE},
-        {"help", no_argument, NULL, 'h'},
+        COMMON_LONG_OPTIONS SETUP_LONG_OPTIONS SERVE_OPTIONS(
+            SERVE_LONG_X_, SERVE_LONG_N_, SERVE_NONE_H_, SERVE_LONG_A_){"help", no_argument, NULL,
+                                                                        'h'},
         {NULL, 0, NULL, 0},
     };
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
@@ -284,47 +300,10 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o, struct commo
             return 2;
         if (r > 0)
             continue;
-        struct {
-            int opt;
-            const char *name;
-            uint64_t min, max, *dst;
-        } nums[] = {
-            {SERVE_PORT, "port", 0, 65535, &o->port},
-            {SERVE_MAX_RUNNING, "max-running", 1, 65536, &o->max_running},
-            {SERVE_MAX_QUEUE, "max-queue", 0, 1 << 20, &o->max_queue},
-            {SERVE_DEF_TIMEOUT, "default-timeout-ms", 1, 86400000, &o->def_timeout},
-            {SERVE_MAX_TIMEOUT, "max-timeout-ms", 1, 86400000, &o->max_timeout},
-            {SERVE_DEF_MEMORY, "default-memory-mb", 16, 1 << 20, &o->def_memory},
-            {SERVE_MAX_BODY, "max-body-kb", 1, 1 << 20, &o->max_body_kb},
-            {SERVE_FW_TIMEOUT, "framework-timeout-ms", 1, 3600000, &o->fw_timeout},
-            {SERVE_LLM_TIMEOUT, "llm-timeout-ms", 1, 86400000, &o->llm_timeout},
-            {SERVE_MAX_WORKFLOW_STEPS, "max-workflow-steps", 1, 100000, &o->max_workflow_steps},
-            {SERVE_TEMPLATE_POOL, "template-pool-size", 0, 1024, &o->template_pool_size},
-            {SERVE_MCP_MAX_SESSIONS, "mcp-max-sessions", 1, 1 << 16, &o->mcp_max_sessions},
-            {SERVE_MAX_CONNECTIONS, "max-connections", 1, 1000000, &o->max_connections},
-            {SERVE_HEADER_TIMEOUT, "header-timeout-s", 1, 3600, &o->header_timeout_s},
-            {SERVE_BODY_TIMEOUT, "body-timeout-s", 1, 86400, &o->body_timeout_s},
-            {SERVE_IDLE_TIMEOUT, "idle-timeout-s", 1, 86400, &o->idle_timeout_s},
-            {SERVE_DRAIN_TIMEOUT, "drain-timeout-s", 0, 3600, &o->drain_timeout_s},
-            {SERVE_REUSE_MAX_EXECUTIONS, "reuse-max-executions", 1, 1000000,
-             &o->reuse_max_executions},
-            {SERVE_REUSE_MAX_IDLE, "reuse-max-idle", 0, 4096, &o->reuse_max_idle},
-            {SERVE_REUSE_IDLE, "reuse-idle-s", 1, 86400, &o->reuse_idle_s},
-        };
-        bool done = false;
-        for (size_t i = 0; i < ARRAY_SIZE(nums) && !done; i++)
-            if (nums[i].opt == c) {
-                if (common_parse_u64(nums[i].name, optarg, nums[i].min, nums[i].max, nums[i].dst) <
-                    0)
-                    return 2;
-                done = true;
-            }
-        if (done) {
-            o->def_timeout_set |= c == SERVE_DEF_TIMEOUT;
-            o->def_memory_set |= c == SERVE_DEF_MEMORY;
-            continue;
-        }
+        o->def_timeout_set |= c == SERVE_DEF_TIMEOUT;
+        o->def_memory_set |= c == SERVE_DEF_MEMORY;
         switch (c) {
+            SERVE_OPTIONS(SERVE_CASE_X_, SERVE_CASE_N_, SERVE_NONE_H_, SERVE_NONE_A_)
         case SERVE_HOST:
             o->host = optarg;
             break;

@@ -83,50 +83,16 @@ static int setup_list_add(const char **list, size_t *n, const char *name, const 
     return 1;
 }
 
+/* The range check of a numeric row of SETUP_OPTIONS; the other rows expand to nothing. */
+#define SETUP_OPT_CASE_X_(id, name, has_arg, help)
+#define SETUP_OPT_CASE_N_(id, name, min, max, field, help)                                         \
+    case SETUP_OPT_##id:                                                                           \
+        return common_parse_u64(name, arg, min, max, &o->field) < 0 ? -1 : 1;
+
 int setup_opt(struct setup_opts *o, int opt, const char *arg)
 {
-    const struct {
-        int opt;
-        const char *name;
-        uint64_t min, max, *dst;
-    } nums[] = {
-        {SETUP_OPT_POOL, "pool-size", 0, 4096, &o->pool_size},
-        {SETUP_OPT_ZYGOTES, "zygotes", 1, 64, &o->zygotes},
-        {SETUP_OPT_POOL_MAX, "pool-max", 1, 4096, &o->pool_max},
-        {SETUP_OPT_SESSION_POOL, "session-pool-size", 0, 1024, &o->session_pool_size},
-        {SETUP_OPT_MAX_MEMORY, "max-memory-mb", 16, 1 << 20, &o->max_memory},
-        {SETUP_OPT_OUTPUT, "output-limit-kb", 1, 1 << 20, &o->output_kb},
-        {SETUP_OPT_PROCS, "max-procs", 1, 1 << 20, &o->procs},
-        {SETUP_OPT_MAX_RESULT, "max-result-mb", 1, 1024, &o->max_result_mb},
-        {SETUP_OPT_MAX_SESSIONS, "max-sessions", 0, 1 << 20, &o->max_sessions},
-        {SETUP_OPT_SESSION_IDLE, "session-idle-s", 1, 86400 * 365, &o->session_idle},
-        {SETUP_OPT_SESSION_MAX_IDLE, "session-max-idle-s", 1, 86400 * 365, &o->session_max_idle},
-        {SETUP_OPT_SESSION_TIMEOUT, "session-timeout-ms", 1, 86400000, &o->session_timeout},
-        {SETUP_OPT_SESSION_MAX_TIMEOUT, "session-max-timeout-ms", 1, 86400000,
-         &o->session_max_timeout},
-        {SETUP_OPT_SESSION_MEMORY, "session-memory-mb", 16, 1 << 20, &o->session_memory},
-        {SETUP_OPT_TOOL_TIMEOUT, "tool-timeout-ms", 1, 86400000, &o->tool_timeout},
-        {SETUP_OPT_SESSION_CPU_BUDGET, "session-cpu-budget-ms", 0, 3600000, &o->session_cpu_budget},
-        {SETUP_OPT_TOOL_WORKERS, "tool-workers", 1, 1024, &o->tool_workers},
-        {SETUP_OPT_MAX_TOOL_CALLS, "max-tool-calls", 1, 1 << 20, &o->max_tool_calls},
-        {SETUP_OPT_SESSION_TOOL_CALLS, "session-max-tool-calls", 1, 1 << 16,
-         &o->session_tool_calls},
-        {SETUP_OPT_SESSION_HOST_CPU, "session-host-cpu-ms", 1, 3600000, &o->session_host_cpu},
-        {SETUP_OPT_WORKSPACE_QUOTA, "workspace-quota-mb", 1, 1 << 20, &o->workspace_quota},
-        {SETUP_OPT_MCP_PAGE_SIZE, "mcp-page-size", 1, 1000, &o->mcp_page_size},
-        {SETUP_OPT_PROFILE_POOL, "profile-pool-size", 1, 1024, &o->profile_pool_size},
-        {SETUP_OPT_MAX_ARTIFACTS, "max-artifacts", 0, 1024, &o->max_artifacts},
-        {SETUP_OPT_MAX_ARTIFACTS_MB, "max-artifacts-mb", 0, 1024, &o->max_artifacts_mb},
-        {SETUP_OPT_EGRESS_MAX_MB, "egress-max-mb", 1, 1 << 20, &o->egress_max_mb},
-        {SETUP_OPT_EGRESS_MAX_CONNECTIONS, "egress-max-connections", 1, 4096,
-         &o->egress_max_connections},
-    };
-    for (size_t i = 0; i < ARRAY_SIZE(nums); i++)
-        if (nums[i].opt == opt)
-            return common_parse_u64(nums[i].name, arg, nums[i].min, nums[i].max, nums[i].dst) < 0
-                       ? -1
-                       : 1;
     switch (opt) {
+        SETUP_OPTIONS(SETUP_OPT_CASE_X_, SETUP_OPT_CASE_N_, SETUP_OPT_NONE_H_)
     case SETUP_OPT_PREIMPORT:
         o->preimport = arg;
         return 1;

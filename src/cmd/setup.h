@@ -65,170 +65,156 @@ struct setup_opts {
     uint64_t egress_max_mb, egress_max_connections;
 };
 
+/*
+ * The tables of the setup options (shared by serve and mcp), one row per option, from which the
+ * enum (SETUP_OPT_<ID>), the getopt entries (SETUP_LONG_OPTIONS), the range checks of the
+ * numeric ones (in setup_opt()) and the lines of --help (SETUP_HELP_POOL, SETUP_HELP_SESSIONS)
+ * are generated, as in cmd/common.h:
+ *   X(ID, "name", has_arg, help)           setup_opt() handles it by hand
+ *   N(ID, "name", min, max, field, help)   a decimal in [min, max] into setup_opts.field
+ *   H(text)                                a heading of --help, no option
+ * A help of "" is an option the previous row's lines describe with it.
+ */
+#define SETUP_POOL_OPTIONS(X, N, H)                                                                \
+    N(POOL, "pool-size", 0, 4096, pool_size,                                                       \
+      "  --pool-size N          warm interpreters kept ready (default 16; 0 disables the pool)\n") \
+    N(POOL_MAX, "pool-max", 1, 4096, pool_max,                                                     \
+      "  --pool-max N           the pool grows on misses (doubling) up to N ready interpreters "   \
+      "and\n"                                                                                      \
+      "                         shrinks back to --pool-size after 5 s without one (2 x "           \
+      "pool-size)\n")                                                                              \
+    N(ZYGOTES, "zygotes", 1, 64, zygotes,                                                          \
+      "  --zygotes N            processes forking warm interpreters (default 2)\n")                \
+    X(PREIMPORT, "preimport", required_argument,                                                   \
+      "  --preimport MODS       comma-separated modules every warm interpreter starts with\n"      \
+      "                         (default datetime,math,random)\n")                                 \
+    N(MAX_MEMORY, "max-memory-mb", 16, 1 << 20, max_memory,                                        \
+      "  --max-memory-mb N      largest memory limit an execution or session may have (2048)\n")   \
+    N(OUTPUT, "output-limit-kb", 1, 1 << 20, output_kb,                                            \
+      "  --output-limit-kb N    stdout+stderr kept per execution (1024)\n")                        \
+    N(PROCS, "max-procs", 1, 1 << 20, procs,                                                       \
+      "  --max-procs N          processes/threads per sandbox (64)\n")                             \
+    N(MAX_RESULT, "max-result-mb", 1, 1024, max_result_mb,                                         \
+      "  --max-result-mb N      largest result (protocol frame) a sandbox may send (64); larger\n" \
+      "                         is INVALID_RESULT\n")                                              \
+    X(PROFILE, "profile", required_argument,                                                       \
+      "  --profile NAME=MODS[:size=N][:memory=MB]\n"                                               \
+      "                         a warm pool whose interpreters start with the comma-separated\n"   \
+      "                         modules imported, chosen by taskDetails.profile or a session's\n"  \
+      "                         profile; started on first use (repeatable; built in when numpy,\n" \
+      "                         pandas and matplotlib are installed: datascience)\n")              \
+    N(PROFILE_POOL, "profile-pool-size", 1, 1024, profile_pool_size,                               \
+      "  --profile-pool-size N  ready interpreters per profile (2)\n")                             \
+    N(MAX_ARTIFACTS, "max-artifacts", 0, 1024, max_artifacts,                                      \
+      "  --max-artifacts N      figures, displayed objects and collected files returned per\n"     \
+      "                         execution (32)\n")                                                 \
+    N(MAX_ARTIFACTS_MB, "max-artifacts-mb", 0, 1024, max_artifacts_mb,                             \
+      "  --max-artifacts-mb N   bytes of them per execution (16)\n")
+
+#define SETUP_SESSION_OPTIONS(X, N, H)                                                             \
+    H("Sessions and MCP servers:\n")                                                               \
+    X(MCP_CONFIG, "mcp-config", required_argument,                                                 \
+      "  --mcp-config FILE      MCP servers, Claude Desktop format ({\"mcpServers\": {...}});\n"   \
+      "                         repeatable, a later file wins for a name it defines again\n")      \
+    X(NO_DISCOVERY, "no-mcp-discovery", no_argument,                                               \
+      "  --no-mcp-discovery     read only --mcp-config: not ~/MCPs, $MCP_SERVERS_CONFIG, nor "     \
+      "the\n"                                                                                      \
+      "                         files of Claude, Cursor, Windsurf, VS Code, Gemini CLI, Codex,\n"  \
+      "                         OpenCode, Antigravity (docs/SESSIONS.md lists them)\n")            \
+    X(TRUST_PROJECT, "mcp-trust-project", no_argument,                                             \
+      "  --mcp-trust-project    also start servers of the current directory's files (./.mcp,\n"    \
+      "                         ./mcp-servers, ./.vscode/mcp.json, ./*_config.json; default:\n"    \
+      "                         only when it is listed in ~/.config/sandboxd/trusted-projects);\n" \
+      "                         `sandboxd servers` shows what was found and skipped\n")            \
+    X(STATE_DIR, "state-dir", required_argument,                                                   \
+      "  --state-dir DIR        workspaces (memories, saved tools, files); default\n"              \
+      "                         $XDG_STATE_HOME/sandboxd, ~/.local/state/sandboxd,\n"              \
+      "                         $XDG_RUNTIME_DIR/sandboxd; it must be ours and private\n")         \
+    N(MAX_SESSIONS, "max-sessions", 0, 1 << 20, max_sessions,                                      \
+      "  --max-sessions N       live sessions at most (64); more is 503\n")                        \
+    N(SESSION_POOL, "session-pool-size", 0, 1024, session_pool_size,                               \
+      "  --session-pool-size N  session interpreters kept ready, with asyncio and the session\n"   \
+      "                         runtime imported, by a zygote of their own (2; 0: sessions\n"      \
+      "                         take interpreters from the main pool and import on start)\n")      \
+    N(SESSION_IDLE, "session-idle-s", 1, 86400 * 365, session_idle,                                \
+      "  --session-idle-s N     idle sessions are ended after N s (600; a session may ask for\n"   \
+      "                         up to --session-max-idle-s, 86400)\n")                             \
+    N(SESSION_MAX_IDLE, "session-max-idle-s", 1, 86400 * 365, session_max_idle, "")                \
+    N(SESSION_TIMEOUT, "session-timeout-ms", 1, 86400000, session_timeout,                         \
+      "  --session-timeout-ms N default / --session-max-timeout-ms N largest time limit of one\n"  \
+      "                         session execution (30000 / 600000)\n")                             \
+    N(SESSION_MAX_TIMEOUT, "session-max-timeout-ms", 1, 86400000, session_max_timeout, "")         \
+    N(SESSION_MEMORY, "session-memory-mb", 16, 1 << 20, session_memory,                            \
+      "  --session-memory-mb N  memory of a session (512; at most --max-memory-mb)\n")             \
+    N(TOOL_TIMEOUT, "tool-timeout-ms", 1, 86400000, tool_timeout,                                  \
+      "  --tool-timeout-ms N    one MCP tool call made from a session (60000)\n")                  \
+    N(TOOL_WORKERS, "tool-workers", 1, 1024, tool_workers,                                         \
+      "  --tool-workers N       threads running sessions' tool calls, all sessions together "      \
+      "(16)\n")                                                                                    \
+    N(MAX_TOOL_CALLS, "max-tool-calls", 1, 1 << 20, max_tool_calls,                                \
+      "  --max-tool-calls N     tool calls queued or running, all sessions together (1024)\n")     \
+    N(SESSION_TOOL_CALLS, "session-max-tool-calls", 1, 1 << 16, session_tool_calls,                \
+      "  --session-max-tool-calls N  tool calls one session may have queued or running (64);\n"    \
+      "                         more are refused at once (MCPError)\n")                            \
+    N(SESSION_CPU_BUDGET, "session-cpu-budget-ms", 0, 3600000, session_cpu_budget,                 \
+      "  --session-cpu-budget-ms N  CPU time what an execution leaves running may use before\n"    \
+      "                         the session is stopped until its next execution (2000)\n")         \
+    N(SESSION_HOST_CPU, "session-host-cpu-ms", 1, 3600000, session_host_cpu,                       \
+      "  --session-host-cpu-ms N  sandboxd CPU time one execution's memory/tool/file calls may\n"  \
+      "                         use (5000); later calls of that execution are refused\n")          \
+    N(WORKSPACE_QUOTA, "workspace-quota-mb", 1, 1 << 20, workspace_quota,                          \
+      "  --workspace-quota-mb N bytes a workspace may hold: memories, tools and files (64)\n")     \
+    H("\nsandboxd as an MCP server (docs/MCP.md):\n")                                              \
+    X(MCP_OUTPUT, "mcp-output", required_argument,                                                 \
+      "  --mcp-output MODE      text (compact, default) or json: how tool results are written\n"   \
+      "                         (run_python's \"output\" argument overrides it per call)\n")       \
+    X(MCP_WORKSPACE, "mcp-workspace", required_argument,                                           \
+      "  --mcp-workspace NAME   workspace of the sessions run_python creates (default)\n")         \
+    X(MCP_PROFILE, "mcp-profile", required_argument,                                               \
+      "  --mcp-profile NAME     profile of the sessions run_python creates (e.g. datascience:\n"   \
+      "                         numpy, pandas and matplotlib already imported; default: none)\n")  \
+    N(MCP_PAGE_SIZE, "mcp-page-size", 1, 1000, mcp_page_size,                                      \
+      "  --mcp-page-size N      tools per tools/list page (100)\n")                                \
+    H("\nNetwork egress (docs/NETWORK.md; without --egress-allow sandboxes have no network):\n")   \
+    X(EGRESS_ALLOW, "egress-allow", required_argument,                                             \
+      "  --egress-allow PATTERN the most an execution or session may ask to reach (repeatable):\n" \
+      "                         host, host:port, *.domain, *.domain:port, an IP (brackets for\n"   \
+      "                         IPv6); without a port: 80 and 443\n")                              \
+    X(EGRESS_RESOLVE, "egress-resolve", required_argument,                                         \
+      "  --egress-resolve HOST:PORT:ADDR  resolve HOST:PORT to ADDR, which may then be private\n"  \
+      "                         (repeatable; like curl --resolve)\n")                              \
+    X(EGRESS_HEADER, "egress-header", required_argument,                                           \
+      "  --egress-header HOST=Name: value  add this header to plain-HTTP requests for HOST at\n"   \
+      "                         the proxy, so a secret never enters the sandbox (repeatable)\n")   \
+    X(EGRESS_CA_FILE, "egress-ca-file", required_argument,                                         \
+      "  --egress-ca-file FILE  PEM certificates sandboxes trust besides the host's\n")            \
+    N(EGRESS_MAX_MB, "egress-max-mb", 1, 1 << 20, egress_max_mb,                                   \
+      "  --egress-max-mb N      bytes up and down per execution, in MiB (256)\n")                  \
+    N(EGRESS_MAX_CONNECTIONS, "egress-max-connections", 1, 4096, egress_max_connections,           \
+      "  --egress-max-connections N  proxied connections per execution (64)\n")
+
+#define SETUP_OPTIONS(X, N, H) SETUP_POOL_OPTIONS(X, N, H) SETUP_SESSION_OPTIONS(X, N, H)
+
+#define SETUP_OPT_ENUM_X_(id, name, has_arg, help)         SETUP_OPT_##id,
+#define SETUP_OPT_ENUM_N_(id, name, min, max, field, help) SETUP_OPT_##id,
+#define SETUP_OPT_NONE_H_(text)
 enum {
-    SETUP_OPT_POOL = COMMON_OPT_LAST + 100,
-    SETUP_OPT_ZYGOTES,
-    SETUP_OPT_POOL_MAX,
-    SETUP_OPT_PREIMPORT,
-    SETUP_OPT_MAX_MEMORY,
-    SETUP_OPT_OUTPUT,
-    SETUP_OPT_PROCS,
-    SETUP_OPT_MCP_CONFIG,
-    SETUP_OPT_NO_DISCOVERY,
-    SETUP_OPT_STATE_DIR,
-    SETUP_OPT_MAX_SESSIONS,
-    SETUP_OPT_SESSION_IDLE,
-    SETUP_OPT_SESSION_MAX_IDLE,
-    SETUP_OPT_SESSION_TIMEOUT,
-    SETUP_OPT_SESSION_MAX_TIMEOUT,
-    SETUP_OPT_SESSION_MEMORY,
-    SETUP_OPT_TOOL_TIMEOUT,
-    SETUP_OPT_MCP_OUTPUT,
-    SETUP_OPT_MCP_WORKSPACE,
-    SETUP_OPT_MCP_PAGE_SIZE,
-    SETUP_OPT_SESSION_POOL,
-    SETUP_OPT_TRUST_PROJECT,
-    SETUP_OPT_MAX_RESULT,
-    SETUP_OPT_SESSION_CPU_BUDGET,
-    SETUP_OPT_TOOL_WORKERS,
-    SETUP_OPT_MAX_TOOL_CALLS,
-    SETUP_OPT_SESSION_TOOL_CALLS,
-    SETUP_OPT_SESSION_HOST_CPU,
-    SETUP_OPT_WORKSPACE_QUOTA,
-    SETUP_OPT_PROFILE,
-    SETUP_OPT_PROFILE_POOL,
-    SETUP_OPT_MAX_ARTIFACTS,
-    SETUP_OPT_MAX_ARTIFACTS_MB,
-    SETUP_OPT_MCP_PROFILE,
-    SETUP_OPT_EGRESS_ALLOW,
-    SETUP_OPT_EGRESS_RESOLVE,
-    SETUP_OPT_EGRESS_HEADER,
-    SETUP_OPT_EGRESS_CA_FILE,
-    SETUP_OPT_EGRESS_MAX_MB,
-    SETUP_OPT_EGRESS_MAX_CONNECTIONS,
-    SETUP_OPT_LAST,
+    SETUP_OPT_FIRST_ = COMMON_OPT_LAST + 99,
+    SETUP_OPTIONS(SETUP_OPT_ENUM_X_, SETUP_OPT_ENUM_N_, SETUP_OPT_NONE_H_) SETUP_OPT_LAST,
 };
 
-#define SETUP_LONG_OPTIONS                                                                         \
-    {"pool-size", required_argument, NULL, SETUP_OPT_POOL},                                        \
-        {"zygotes", required_argument, NULL, SETUP_OPT_ZYGOTES},                                   \
-        {"pool-max", required_argument, NULL, SETUP_OPT_POOL_MAX},                                 \
-        {"preimport", required_argument, NULL, SETUP_OPT_PREIMPORT},                               \
-        {"max-memory-mb", required_argument, NULL, SETUP_OPT_MAX_MEMORY},                          \
-        {"output-limit-kb", required_argument, NULL, SETUP_OPT_OUTPUT},                            \
-        {"max-procs", required_argument, NULL, SETUP_OPT_PROCS},                                   \
-        {"max-result-mb", required_argument, NULL, SETUP_OPT_MAX_RESULT},                          \
-        {"mcp-config", required_argument, NULL, SETUP_OPT_MCP_CONFIG},                             \
-        {"no-mcp-discovery", no_argument, NULL, SETUP_OPT_NO_DISCOVERY},                           \
-        {"mcp-trust-project", no_argument, NULL, SETUP_OPT_TRUST_PROJECT},                         \
-        {"state-dir", required_argument, NULL, SETUP_OPT_STATE_DIR},                               \
-        {"max-sessions", required_argument, NULL, SETUP_OPT_MAX_SESSIONS},                         \
-        {"session-idle-s", required_argument, NULL, SETUP_OPT_SESSION_IDLE},                       \
-        {"session-max-idle-s", required_argument, NULL, SETUP_OPT_SESSION_MAX_IDLE},               \
-        {"session-timeout-ms", required_argument, NULL, SETUP_OPT_SESSION_TIMEOUT},                \
-        {"session-max-timeout-ms", required_argument, NULL, SETUP_OPT_SESSION_MAX_TIMEOUT},        \
-        {"session-memory-mb", required_argument, NULL, SETUP_OPT_SESSION_MEMORY},                  \
-        {"tool-timeout-ms", required_argument, NULL, SETUP_OPT_TOOL_TIMEOUT},                      \
-        {"session-cpu-budget-ms", required_argument, NULL, SETUP_OPT_SESSION_CPU_BUDGET},          \
-        {"tool-workers", required_argument, NULL, SETUP_OPT_TOOL_WORKERS},                         \
-        {"max-tool-calls", required_argument, NULL, SETUP_OPT_MAX_TOOL_CALLS},                     \
-        {"session-max-tool-calls", required_argument, NULL, SETUP_OPT_SESSION_TOOL_CALLS},         \
-        {"session-host-cpu-ms", required_argument, NULL, SETUP_OPT_SESSION_HOST_CPU},              \
-        {"workspace-quota-mb", required_argument, NULL, SETUP_OPT_WORKSPACE_QUOTA},                \
-        {"mcp-output", required_argument, NULL, SETUP_OPT_MCP_OUTPUT},                             \
-        {"mcp-workspace", required_argument, NULL, SETUP_OPT_MCP_WORKSPACE},                       \
-        {"session-pool-size", required_argument, NULL, SETUP_OPT_SESSION_POOL},                    \
-        {"profile", required_argument, NULL, SETUP_OPT_PROFILE},                                   \
-        {"profile-pool-size", required_argument, NULL, SETUP_OPT_PROFILE_POOL},                    \
-        {"max-artifacts", required_argument, NULL, SETUP_OPT_MAX_ARTIFACTS},                       \
-        {"max-artifacts-mb", required_argument, NULL, SETUP_OPT_MAX_ARTIFACTS_MB},                 \
-        {"mcp-profile", required_argument, NULL, SETUP_OPT_MCP_PROFILE},                           \
-        {"egress-allow", required_argument, NULL, SETUP_OPT_EGRESS_ALLOW},                         \
-        {"egress-resolve", required_argument, NULL, SETUP_OPT_EGRESS_RESOLVE},                     \
-        {"egress-header", required_argument, NULL, SETUP_OPT_EGRESS_HEADER},                       \
-        {"egress-ca-file", required_argument, NULL, SETUP_OPT_EGRESS_CA_FILE},                     \
-        {"egress-max-mb", required_argument, NULL, SETUP_OPT_EGRESS_MAX_MB},                       \
-        {"egress-max-connections", required_argument, NULL, SETUP_OPT_EGRESS_MAX_CONNECTIONS},     \
-    {                                                                                              \
-        "mcp-page-size", required_argument, NULL, SETUP_OPT_MCP_PAGE_SIZE                          \
-    }
+/* The getopt entries, each followed by a comma (after COMMON_LONG_OPTIONS in an array). */
+#define SETUP_OPT_LONG_X_(id, name, has_arg, help) {name, has_arg, NULL, SETUP_OPT_##id},
+#define SETUP_OPT_LONG_N_(id, name, min, max, field, help)                                         \
+    {name, required_argument, NULL, SETUP_OPT_##id},
+#define SETUP_LONG_OPTIONS SETUP_OPTIONS(SETUP_OPT_LONG_X_, SETUP_OPT_LONG_N_, SETUP_OPT_NONE_H_)
 
-#define SETUP_HELP_POOL                                                                            \
-    "  --pool-size N          warm interpreters kept ready (default 16; 0 disables the pool)\n"    \
-    "  --pool-max N           the pool grows on misses (doubling) up to N ready interpreters "     \
-    "and\n"                                                                                        \
-    "                         shrinks back to --pool-size after 5 s without one (2 x pool-size)\n" \
-    "  --zygotes N            processes forking warm interpreters (default 2)\n"                   \
-    "  --preimport MODS       comma-separated modules every warm interpreter starts with\n"        \
-    "                         (default datetime,math,random)\n"                                    \
-    "  --max-memory-mb N      largest memory limit an execution or session may have (2048)\n"      \
-    "  --output-limit-kb N    stdout+stderr kept per execution (1024)\n"                           \
-    "  --max-procs N          processes/threads per sandbox (64)\n"                                \
-    "  --max-result-mb N      largest result (protocol frame) a sandbox may send (64); larger\n"   \
-    "                         is INVALID_RESULT\n"                                                 \
-    "  --profile NAME=MODS[:size=N][:memory=MB]\n"                                                 \
-    "                         a warm pool whose interpreters start with the comma-separated\n"     \
-    "                         modules imported, chosen by taskDetails.profile or a session's\n"    \
-    "                         profile; started on first use (repeatable; built in when numpy,\n"   \
-    "                         pandas and matplotlib are installed: datascience)\n"                 \
-    "  --profile-pool-size N  ready interpreters per profile (2)\n"                                \
-    "  --max-artifacts N      figures, displayed objects and collected files returned per\n"       \
-    "                         execution (32)\n"                                                    \
-    "  --max-artifacts-mb N   bytes of them per execution (16)\n"
-
+#define SETUP_OPT_HELP_X_(id, name, has_arg, help)         help
+#define SETUP_OPT_HELP_N_(id, name, min, max, field, help) help
+#define SETUP_OPT_HELP_H_(text)                            text
+#define SETUP_HELP_POOL                                    SETUP_POOL_OPTIONS(SETUP_OPT_HELP_X_, SETUP_OPT_HELP_N_, SETUP_OPT_HELP_H_)
 #define SETUP_HELP_SESSIONS                                                                        \
-    "Sessions and MCP servers:\n"                                                                  \
-    "  --mcp-config FILE      MCP servers, Claude Desktop format ({\"mcpServers\": {...}});\n"     \
-    "                         repeatable, a later file wins for a name it defines again\n"         \
-    "  --no-mcp-discovery     read only --mcp-config: not ~/MCPs, $MCP_SERVERS_CONFIG, nor the\n"  \
-    "                         files of Claude, Cursor, Windsurf, VS Code, Gemini CLI, Codex,\n"    \
-    "                         OpenCode, Antigravity (docs/SESSIONS.md lists them)\n"               \
-    "  --mcp-trust-project    also start servers of the current directory's files (./.mcp,\n"      \
-    "                         ./mcp-servers, ./.vscode/mcp.json, ./*_config.json; default:\n"      \
-    "                         only when it is listed in ~/.config/sandboxd/trusted-projects);\n"   \
-    "                         `sandboxd servers` shows what was found and skipped\n"               \
-    "  --state-dir DIR        workspaces (memories, saved tools, files); default\n"                \
-    "                         $XDG_STATE_HOME/sandboxd, ~/.local/state/sandboxd,\n"                \
-    "                         $XDG_RUNTIME_DIR/sandboxd; it must be ours and private\n"            \
-    "  --max-sessions N       live sessions at most (64); more is 503\n"                           \
-    "  --session-pool-size N  session interpreters kept ready, with asyncio and the session\n"     \
-    "                         runtime imported, by a zygote of their own (2; 0: sessions\n"        \
-    "                         take interpreters from the main pool and import on start)\n"         \
-    "  --session-idle-s N     idle sessions are ended after N s (600; a session may ask for\n"     \
-    "                         up to --session-max-idle-s, 86400)\n"                                \
-    "  --session-timeout-ms N default / --session-max-timeout-ms N largest time limit of one\n"    \
-    "                         session execution (30000 / 600000)\n"                                \
-    "  --session-memory-mb N  memory of a session (512; at most --max-memory-mb)\n"                \
-    "  --tool-timeout-ms N    one MCP tool call made from a session (60000)\n"                     \
-    "  --tool-workers N       threads running sessions' tool calls, all sessions together (16)\n"  \
-    "  --max-tool-calls N     tool calls queued or running, all sessions together (1024)\n"        \
-    "  --session-max-tool-calls N  tool calls one session may have queued or running (64);\n"      \
-    "                         more are refused at once (MCPError)\n"                               \
-    "  --session-cpu-budget-ms N  CPU time what an execution leaves running may use before\n"      \
-    "                         the session is stopped until its next execution (2000)\n"            \
-    "  --session-host-cpu-ms N  sandboxd CPU time one execution's memory/tool/file calls may\n"    \
-    "                         use (5000); later calls of that execution are refused\n"             \
-    "  --workspace-quota-mb N bytes a workspace may hold: memories, tools and files (64)\n"        \
-    "\n"                                                                                           \
-    "sandboxd as an MCP server (docs/MCP.md):\n"                                                   \
-    "  --mcp-output MODE      text (compact, default) or json: how tool results are written\n"     \
-    "                         (run_python's \"output\" argument overrides it per call)\n"          \
-    "  --mcp-workspace NAME   workspace of the sessions run_python creates (default)\n"            \
-    "  --mcp-profile NAME     profile of the sessions run_python creates (e.g. datascience:\n"     \
-    "                         numpy, pandas and matplotlib already imported; default: none)\n"     \
-    "  --mcp-page-size N      tools per tools/list page (100)\n"                                   \
-    "\n"                                                                                           \
-    "Network egress (docs/NETWORK.md; without --egress-allow sandboxes have no network):\n"        \
-    "  --egress-allow PATTERN the most an execution or session may ask to reach (repeatable):\n"   \
-    "                         host, host:port, *.domain, *.domain:port, an IP (brackets for\n"     \
-    "                         IPv6); without a port: 80 and 443\n"                                 \
-    "  --egress-resolve HOST:PORT:ADDR  resolve HOST:PORT to ADDR, which may then be private\n"    \
-    "                         (repeatable; like curl --resolve)\n"                                 \
-    "  --egress-header HOST=Name: value  add this header to plain-HTTP requests for HOST at\n"     \
-    "                         the proxy, so a secret never enters the sandbox (repeatable)\n"      \
-    "  --egress-ca-file FILE  PEM certificates sandboxes trust besides the host's\n"               \
-    "  --egress-max-mb N      bytes up and down per execution, in MiB (256)\n"                     \
-    "  --egress-max-connections N  proxied connections per execution (64)\n"
+    SETUP_SESSION_OPTIONS(SETUP_OPT_HELP_X_, SETUP_OPT_HELP_N_, SETUP_OPT_HELP_H_)
 
 /* Defaults. */
 void setup_opts_init(struct setup_opts *o);

@@ -127,6 +127,34 @@ def getopt_names(cmd):
     return names
 
 
+# (subcommand, option, min, max): numeric options of the option tables (cmd/setup.h,
+# cmd/serve.c, cmd/common.h), spot-checked at both ends of their ranges.
+RANGES = [("serve", "port", 0, 65535), ("serve", "max-running", 1, 65536),
+          ("serve", "drain-timeout-s", 0, 3600), ("serve", "reuse-max-idle", 0, 4096),
+          ("serve", "pool-size", 0, 4096), ("serve", "zygotes", 1, 64),
+          ("serve", "session-cpu-budget-ms", 0, 3600000), ("serve", "mcp-page-size", 1, 1000),
+          ("mcp", "max-result-mb", 1, 1024), ("mcp", "egress-max-connections", 1, 4096),
+          ("mcp", "session-max-tool-calls", 1, 65536), ("mcp", "tmp-size-mb", 1, 1 << 20)]
+
+
+def test_numeric_options_are_range_checked():
+    """Beyond either end: exit 2 naming the option and its range, before anything starts.
+    At the ends: accepted, so the error is the next, bad option's."""
+    def run(cmd, *args):
+        return subprocess.run([BIN, cmd] + list(args), capture_output=True, text=True,
+                              timeout=30)
+    for cmd, name, lo, hi in RANGES:
+        outside = [str(hi + 1)] + ([str(lo - 1)] if lo > 0 else [])
+        for value in outside:
+            p = run(cmd, "--" + name, value)
+            assert p.returncode == 2, (cmd, name, value, p.stderr)
+            assert "--%s: '%s' is not a number in [%d, %d]" % (name, value, lo, hi) in p.stderr
+        for value in (lo, hi):
+            p = run(cmd, "--" + name, str(value), "--zygotes", "0")
+            assert p.returncode == 2 and "--zygotes: '0'" in p.stderr, (cmd, name, value,
+                                                                        p.stderr)
+
+
 def test_every_option_is_in_help_and_every_help_option_exists():
     for cmd in SUBCOMMANDS:
         p = subprocess.run([BIN, cmd, "--help"], capture_output=True, text=True, timeout=30)
