@@ -2,7 +2,6 @@
 /*
  * api — see api.h.
  */
-#include "api/status.h"
 #include "api/api.h"
 
 #include <stdio.h>
@@ -12,6 +11,7 @@
 
 #include "api/mcp_http.h"
 #include "api/policy.h"
+#include "api/status.h"
 #include "app/request.h"
 #include "api/sessions.h"
 #include "handlers/dispatch.h"

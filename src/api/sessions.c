@@ -20,9 +20,9 @@
 #include <string.h>
 
 #include "api/files.h"
+#include "api/status.h"
 #include "util/buf.h"
 #include "util/log.h"
-#include "api/status.h"
 #include "util/utf8.h"
 #include "util/macros.h"
 
