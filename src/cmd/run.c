@@ -27,34 +27,57 @@
 
 #define RUN_MAX_SOURCE (16u << 20)
 
+/*
+ * The options of run besides the common ones (cmd/common.h), one row per option, generating
+ * the enum, the getopt entries, the range checks and --help:
+ *   X(ID, "name", has_arg, help)           cmd_run() handles it by hand
+ *   N(ID, "name", min, max, field, help)   a decimal in [min, max] into run_spec.field
+ */
+#define RUN_OPTIONS(X, N)                                                                          \
+    X(FUNCTION, "function", required_argument,                                                     \
+      "  --function F        call F(input, context) of the script (JIT mode)\n")                   \
+    X(CLASS, "class", required_argument,                                                           \
+      "  --class C --method M  instantiate C and call M(**input) (executor mode)\n")               \
+    X(METHOD, "method", required_argument, "")                                                     \
+    X(INPUT, "input", required_argument,                                                           \
+      "  --input JSON|@FILE  the request data / method parameters (default {})\n")                 \
+    N(TIMEOUT, "timeout-ms", 1, 24 * 3600 * 1000, timeout_ms,                                      \
+      "  --timeout-ms N      wall-clock limit (default 10000)\n")                                  \
+    N(MEMORY, "memory-mb", 8, 1 << 20, memory_mb,                                                  \
+      "  --memory-mb N       memory limit (default 256)\n")                                        \
+    N(PROCS, "max-procs", 1, 1 << 20, procs,                                                       \
+      "  --max-procs N       processes and threads (default 64)\n")                                \
+    N(OUTPUT, "output-limit-kb", 1, 1 << 20, output_kb,                                            \
+      "  --output-limit-kb N stdout+stderr limit (default 1024)\n")                                \
+    X(FULL, "full", no_argument,                                                                   \
+      "  --full              print the whole response (resultType, data, metrics, verdict)\n")
+
+#define RUN_OPT_ENUM_X_(id, name, has_arg, help)         RUN_OPT_##id,
+#define RUN_OPT_ENUM_N_(id, name, min, max, field, help) RUN_OPT_##id,
+enum { RUN_OPT_FIRST_ = COMMON_OPT_LAST, RUN_OPTIONS(RUN_OPT_ENUM_X_, RUN_OPT_ENUM_N_) };
+
+#define RUN_OPT_LONG_X_(id, name, has_arg, help) {name, has_arg, NULL, RUN_OPT_##id},
+#define RUN_OPT_LONG_N_(id, name, min, max, field, help)                                           \
+    {name, required_argument, NULL, RUN_OPT_##id},
+#define RUN_OPT_HELP_X_(id, name, has_arg, help)         help
+#define RUN_OPT_HELP_N_(id, name, min, max, field, help) help
+/* The range check of a numeric row; the other rows expand to nothing. */
+#define RUN_OPT_CASE_X_(id, name, has_arg, help)
+#define RUN_OPT_CASE_N_(id, name, min, max, field, help)                                           \
+    case RUN_OPT_##id:                                                                             \
+        if (common_parse_u64(name, optarg, min, max, &spec.field) < 0)                             \
+            goto out;                                                                              \
+        break;
+
 static const char run_usage[] =
     "Usage: sandboxd run FILE.py [options]\n"
     "Run FILE.py once in a fresh sandbox and print the result as JSON.\n"
-    "\n"
-    "  --function F        call F(input, context) of the script (JIT mode)\n"
-    "  --class C --method M  instantiate C and call M(**input) (executor mode)\n"
-    "  --input JSON|@FILE  the request data / method parameters (default {})\n"
-    "  --timeout-ms N      wall-clock limit (default 10000)\n"
-    "  --memory-mb N       memory limit (default 256)\n"
-    "  --max-procs N       processes and threads (default 64)\n"
-    "  --output-limit-kb N stdout+stderr limit (default 1024)\n"
-    "  --full              print the whole response (resultType, data, metrics, verdict)\n"
-    "  -h, --help          this text\n"
-    "Without --function or --class the script runs as a program; the value of its last\n"
-    "expression, if it ends with one, is the result.\n"
-    "\n" COMMON_HELP;
-
-enum {
-    RUN_OPT_FUNCTION = COMMON_OPT_LAST + 1,
-    RUN_OPT_CLASS,
-    RUN_OPT_METHOD,
-    RUN_OPT_INPUT,
-    RUN_OPT_TIMEOUT,
-    RUN_OPT_MEMORY,
-    RUN_OPT_PROCS,
-    RUN_OPT_OUTPUT,
-    RUN_OPT_FULL,
-};
+    "\n" RUN_OPTIONS(RUN_OPT_HELP_X_,
+                     RUN_OPT_HELP_N_) "  -h, --help          this text\n"
+                                      "Without --function or --class the script runs as a program; "
+                                      "the value of its last\n"
+                                      "expression, if it ends with one, is the result.\n"
+                                      "\n" COMMON_HELP;
 
 static json_t *run_load_input(const char *arg)
 {
@@ -201,22 +224,12 @@ done:
 int cmd_run(int argc, char **argv)
 {
     static const struct option opts[] = {
-        COMMON_LONG_OPTIONS{"function", required_argument, NULL, RUN_OPT_FUNCTION},
-        {"class", required_argument, NULL, RUN_OPT_CLASS},
-        {"method", required_argument, NULL, RUN_OPT_METHOD},
-        {"input", required_argument, NULL, RUN_OPT_INPUT},
-        {"timeout-ms", required_argument, NULL, RUN_OPT_TIMEOUT},
-        {"memory-mb", required_argument, NULL, RUN_OPT_MEMORY},
-        {"max-procs", required_argument, NULL, RUN_OPT_PROCS},
-        {"output-limit-kb", required_argument, NULL, RUN_OPT_OUTPUT},
-        {"full", no_argument, NULL, RUN_OPT_FULL},
-        {"help", no_argument, NULL, 'h'},
+        COMMON_LONG_OPTIONS RUN_OPTIONS(RUN_OPT_LONG_X_, RUN_OPT_LONG_N_){"help", no_argument, NULL,
+                                                                          'h'},
         {NULL, 0, NULL, 0},
     };
     struct common_opts common = {0};
-    const char *function = NULL, *class_name = NULL, *method = NULL, *input_arg = NULL;
-    uint64_t timeout_ms = 10000, memory_mb = 256, procs = 64, output_kb = 1024;
-    bool full = false;
+    struct run_spec spec = {.timeout_ms = 10000, .memory_mb = 256, .procs = 64, .output_kb = 1024};
     int status = 2;
     int c;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -226,36 +239,21 @@ int cmd_run(int argc, char **argv)
         if (r > 0)
             continue;
         switch (c) {
+            RUN_OPTIONS(RUN_OPT_CASE_X_, RUN_OPT_CASE_N_)
         case RUN_OPT_FUNCTION:
-            function = optarg;
+            spec.function = optarg;
             break;
         case RUN_OPT_CLASS:
-            class_name = optarg;
+            spec.class_name = optarg;
             break;
         case RUN_OPT_METHOD:
-            method = optarg;
+            spec.method = optarg;
             break;
         case RUN_OPT_INPUT:
-            input_arg = optarg;
-            break;
-        case RUN_OPT_TIMEOUT:
-            if (common_parse_u64("timeout-ms", optarg, 1, 24 * 3600 * 1000, &timeout_ms) < 0)
-                goto out;
-            break;
-        case RUN_OPT_MEMORY:
-            if (common_parse_u64("memory-mb", optarg, 8, 1 << 20, &memory_mb) < 0)
-                goto out;
-            break;
-        case RUN_OPT_PROCS:
-            if (common_parse_u64("max-procs", optarg, 1, 1 << 20, &procs) < 0)
-                goto out;
-            break;
-        case RUN_OPT_OUTPUT:
-            if (common_parse_u64("output-limit-kb", optarg, 1, 1 << 20, &output_kb) < 0)
-                goto out;
+            spec.input = optarg;
             break;
         case RUN_OPT_FULL:
-            full = true;
+            spec.full = true;
             break;
         case 'h':
             fputs(run_usage, stdout);
@@ -270,22 +268,12 @@ int cmd_run(int argc, char **argv)
         fprintf(stderr, "sandboxd run: expected exactly one FILE.py\n%s", run_usage);
         goto out;
     }
-    if ((class_name && !method) || (method && !class_name) || (function && class_name)) {
+    if ((spec.class_name && !spec.method) || (spec.method && !spec.class_name) ||
+        (spec.function && spec.class_name)) {
         fprintf(stderr, "sandboxd run: use --function F, or --class C with --method M\n");
         goto out;
     }
-    struct run_spec spec = {
-        .path = argv[optind],
-        .function = function,
-        .class_name = class_name,
-        .method = method,
-        .input = input_arg,
-        .timeout_ms = timeout_ms,
-        .memory_mb = memory_mb,
-        .procs = procs,
-        .output_kb = output_kb,
-        .full = full,
-    };
+    spec.path = argv[optind];
     status = run_file(&spec, &common);
 out:
     common_done(&common);

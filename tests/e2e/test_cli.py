@@ -128,13 +128,15 @@ def getopt_names(cmd):
 
 
 # (subcommand, option, min, max): numeric options of the option tables (cmd/setup.h,
-# cmd/serve.c, cmd/common.h), spot-checked at both ends of their ranges.
+# cmd/serve.c, cmd/run.c, cmd/common.h), spot-checked at both ends of their ranges.
 RANGES = [("serve", "port", 0, 65535), ("serve", "max-running", 1, 65536),
           ("serve", "drain-timeout-s", 0, 3600), ("serve", "reuse-max-idle", 0, 4096),
           ("serve", "pool-size", 0, 4096), ("serve", "zygotes", 1, 64),
           ("serve", "session-cpu-budget-ms", 0, 3600000), ("serve", "mcp-page-size", 1, 1000),
           ("mcp", "max-result-mb", 1, 1024), ("mcp", "egress-max-connections", 1, 4096),
-          ("mcp", "session-max-tool-calls", 1, 65536), ("mcp", "tmp-size-mb", 1, 1 << 20)]
+          ("mcp", "session-max-tool-calls", 1, 65536), ("mcp", "tmp-size-mb", 1, 1 << 20),
+          ("run", "timeout-ms", 1, 86400000), ("run", "memory-mb", 8, 1 << 20),
+          ("run", "output-limit-kb", 1, 1 << 20)]
 
 
 def test_numeric_options_are_range_checked():
@@ -150,9 +152,9 @@ def test_numeric_options_are_range_checked():
             assert p.returncode == 2, (cmd, name, value, p.stderr)
             assert "--%s: '%s' is not a number in [%d, %d]" % (name, value, lo, hi) in p.stderr
         for value in (lo, hi):
-            p = run(cmd, "--" + name, str(value), "--zygotes", "0")
-            assert p.returncode == 2 and "--zygotes: '0'" in p.stderr, (cmd, name, value,
-                                                                        p.stderr)
+            p = run(cmd, "--" + name, str(value), "--sandbox-uid", "0")
+            assert p.returncode == 2 and "--sandbox-uid: '0'" in p.stderr, (cmd, name, value,
+                                                                            p.stderr)
 
 
 def test_every_option_is_in_help_and_every_help_option_exists():
