@@ -48,10 +48,10 @@ static void check_reply(const struct app_reply *rep, bool valid_yaml)
 {
     FUZZ_CHECK(json_is_object(rep->body) && fuzz_json_valid_utf8(rep->body));
     if (valid_yaml) {
-        FUZZ_CHECK(rep->status == 503); /* reached the sandbox layer */
+        FUZZ_CHECK(rep->kind == SBX_ERR_UNAVAILABLE); /* reached the sandbox layer */
         return;
     }
-    FUZZ_CHECK(rep->status == 200);
+    FUZZ_CHECK(rep->kind == SBX_ERR_NONE);
     json_t *d = json_object_get(rep->body, "data");
     FUZZ_CHECK(strcmp(json_string_value(json_object_get(d, "code")), "TEMPLATE_ERROR") == 0);
     const char *path = json_string_value(json_object_get(json_object_get(d, "details"), "path"));

@@ -38,12 +38,12 @@ static json_t *request_body(const char *step_id, json_t *request_data, bool with
 
 static void check_reply(const struct app_reply *rep)
 {
-    FUZZ_CHECK(rep->status == 200 || rep->status == 503);
+    FUZZ_CHECK(rep->kind == SBX_ERR_NONE || rep->kind == SBX_ERR_UNAVAILABLE);
     FUZZ_CHECK(json_is_object(rep->body) && fuzz_json_valid_utf8(rep->body));
     char *text = jdump(rep->body, JSON_COMPACT, NULL);
     FUZZ_CHECK(text != NULL);
     free(text);
-    if (rep->status != 200)
+    if (rep->kind != SBX_ERR_NONE)
         return;
     const char *rt = json_string_value(json_object_get(rep->body, "resultType"));
     FUZZ_CHECK(rt && (strcmp(rt, "generic") == 0 || strcmp(rt, "httpResponse") == 0 ||
