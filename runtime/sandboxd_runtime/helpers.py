@@ -7,7 +7,8 @@ as file:// URLs of real host paths.
 Memories live on the host, per workspace (session.py's RPC). The execution folders live in
 the session's working directory (/tmp/executions/<run>), the files GET
 /v1/sessions/{id}/files/executions/... serves; the host tells the session where that directory
-is on the host (/proc/PID/root/tmp, valid while the session lives), which makes the URLs.
+is on the host (a link to it that names no host PID, valid while the session lives), which
+makes the URLs.
 The last RUNS_KEPT folders are kept, the oldest dropped. In compat mode every run gets its
 folder with code.py and output.txt; otherwise a folder is made when code asks for one.
 """

@@ -203,6 +203,13 @@ static bool api_refuse_when_draining(struct api *api, struct http_reply *reply)
 static void api_healthz(struct api *api, const struct http_request *req, struct http_reply *reply)
 {
     struct app *a = api->app;
+    if (!policy_operator(api->policy, req)) {
+        /* Anyone may probe; only the operator learns about the host (docs/SECURITY.md). */
+        bool draining = atomic_load(&api->draining);
+        reply->status = draining ? 503 : 200;
+        reply->body = json_pack("{s:s}", "status", draining ? "draining" : "ok");
+        return;
+    }
     json_t *isolation = json_deep_copy(a->isolation);
     struct http_server *http = atomic_load(&api->http);
     bool draining = atomic_load(&api->draining);
@@ -391,6 +398,13 @@ void api_route(void *userdata, const struct http_request *req, struct http_reply
         policy_refuse(v, strcmp(path, "/mcp") == 0, reply);
         return;
     }
+    /* The reply's bytes count against the caller's share of the reply budget (the operator's
+     * against the total only); while unread replies fill it, work is refused before it is
+     * done. The probes always answer (small, and the operator's). */
+    bool probe = strcmp(path, "/healthz") == 0 || strcmp(path, "/livez") == 0 ||
+                 strcmp(path, "/readyz") == 0;
+    if (!probe && !http_reply_admit(req, reply, tenant))
+        return;
     bool sessions = strncmp(path, "/v1/sessions", 12) == 0 && (path[12] == '\0' || path[12] == '/');
     /* New work while draining: executions, and sessions or session executions (every POST
      * under /v1/sessions); reading state and deleting go on. /mcp decides for itself. */

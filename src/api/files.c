@@ -105,13 +105,15 @@ void api_session_files_route(struct api *api, const char *id, const char *tail,
             reply->body = json_pack("{s:s, s:I}", "path", path, "size", (json_int_t)req->body_len);
         }
     } else if (get) {
-        char *data = NULL;
-        size_t len = 0;
-        r = session_files_get(dir, path, api->app->jail->tmp_bytes, uid, gid, &data, &len);
+        /* Sent from the descriptor as the client reads, never copied whole into memory; the
+         * server counts the bytes still to send against the reply budget (an open file keeps
+         * the session's tmpfs alive even after the session ended). */
+        int fd = -1;
+        uint64_t len = 0;
+        r = session_files_open(dir, path, api->app->jail->tmp_bytes, uid, gid, &fd, &len);
         if (r == 0) {
             reply->status = 200;
-            reply->text = data;
-            reply->text_len = len;
+            http_reply_file(reply, fd, len);
             reply->content_type = "application/octet-stream";
             http_reply_header(reply, "X-Content-Type-Options", "nosniff");
         }

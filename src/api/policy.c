@@ -97,6 +97,31 @@ static bool policy_open_path(const char *path)
            strcmp(path, "/readyz") == 0;
 }
 
+/* The bearer token of req: the operator's (*ret_op), a tenant's (*ret_tenant), or a refusal. */
+static enum policy_verdict policy_token(const struct policy *p, const struct http_request *req,
+                                        bool *ret_op, struct tenant **ret_tenant)
+{
+    const char *auth = http_header(req, "Authorization");
+    if (!auth)
+        return POLICY_NO_TOKEN;
+    if (strncasecmp(auth, "Bearer ", 7) != 0)
+        return POLICY_BAD_TOKEN;
+    const char *tok = auth + 7;
+    size_t len = strnlen(tok, TENANT_MAX_TOKEN + 1);
+    if (len == 0 || len > TENANT_MAX_TOKEN)
+        return POLICY_BAD_TOKEN;
+    unsigned char h[TENANT_HASH_LEN];
+    tenant_token_hash(tok, len, h);
+    /* Both comparisons always run: the time does not tell an operator from a tenant. */
+    bool op = p->has_token && sodium_memcmp(h, p->token_hash, sizeof(h)) == 0;
+    struct tenant *t = tenants_find(p->tenants, h);
+    if (!op && !t)
+        return POLICY_BAD_TOKEN;
+    *ret_op = op;
+    *ret_tenant = op ? NULL : t;
+    return POLICY_OK;
+}
+
 enum policy_verdict policy_check(const struct policy *p, const struct http_request *req,
                                  struct tenant **ret_tenant)
 {
@@ -114,24 +139,17 @@ enum policy_verdict policy_check(const struct policy *p, const struct http_reque
     }
     if ((!p->has_token && !p->tenants) || policy_open_path(req->path))
         return POLICY_OK;
-    const char *auth = http_header(req, "Authorization");
-    if (!auth)
-        return POLICY_NO_TOKEN;
-    if (strncasecmp(auth, "Bearer ", 7) != 0)
-        return POLICY_BAD_TOKEN;
-    const char *tok = auth + 7;
-    size_t len = strnlen(tok, TENANT_MAX_TOKEN + 1);
-    if (len == 0 || len > TENANT_MAX_TOKEN)
-        return POLICY_BAD_TOKEN;
-    unsigned char h[TENANT_HASH_LEN];
-    tenant_token_hash(tok, len, h);
-    /* Both comparisons always run: the time does not tell an operator from a tenant. */
-    bool op = p->has_token && sodium_memcmp(h, p->token_hash, sizeof(h)) == 0;
-    struct tenant *t = tenants_find(p->tenants, h);
-    if (!op && !t)
-        return POLICY_BAD_TOKEN;
-    *ret_tenant = op ? NULL : t;
-    return POLICY_OK;
+    bool op;
+    return policy_token(p, req, &op, ret_tenant);
+}
+
+bool policy_operator(const struct policy *p, const struct http_request *req)
+{
+    if (!p->has_token && !p->tenants)
+        return true; /* nobody authenticates: every caller is the operator */
+    bool op = false;
+    struct tenant *t;
+    return policy_token(p, req, &op, &t) == POLICY_OK && op;
 }
 
 void policy_refuse(enum policy_verdict v, bool jsonrpc, struct http_reply *reply)

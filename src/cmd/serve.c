@@ -91,6 +91,13 @@
     N(MAX_CONNECTIONS, "max-connections", 1, 1000000, max_connections,                             \
       "  --max-connections N    open HTTP connections at most (10000); RLIMIT_NOFILE's soft\n"     \
       "                         limit is raised to the hard limit to make room for them\n")        \
+    N(REPLY_BUDGET, "reply-budget-mb", 1, 1 << 20, reply_budget_mb,                                \
+      "  --reply-budget-mb N    MiB of replies held for clients that have not read them yet,\n"    \
+      "                         all together (default 4 x the larger of --max-result-mb and\n"     \
+      "                         --tmp-size-mb: 256); a reply beyond it is 503 REPLY_BUDGET\n")     \
+    N(TENANT_REPLY, "tenant-reply-mb", 1, 1 << 20, tenant_reply_mb,                                \
+      "  --tenant-reply-mb N    the same for one tenant (default 2 x that larger: 128); at\n"      \
+      "                         least that larger, at most --reply-budget-mb\n")                   \
     N(HEADER_TIMEOUT, "header-timeout-s", 1, 3600, header_timeout_s,                               \
       "  --header-timeout-s N   a request's line and headers must arrive within N s of their\n"    \
       "                         first byte, else 408 and the connection closes (10)\n")            \
@@ -202,6 +209,7 @@ struct serve_opts {
     uint64_t max_body_kb, fw_timeout;
     uint64_t llm_timeout, max_workflow_steps, template_pool_size;
     uint64_t max_connections, header_timeout_s, body_timeout_s, idle_timeout_s, drain_timeout_s;
+    uint64_t reply_budget_mb, tenant_reply_mb; /* 0 until serve_reply_budget() */
     bool def_timeout_set, def_memory_set;
     uint64_t mcp_max_sessions;
     const char *warm_reuse; /* NULL: no warm reuse */
@@ -252,6 +260,30 @@ static bool serve_token_ok(const char *t)
         if (common_parse_u64(name, optarg, min, max, &o->field) < 0)                               \
             return 2;                                                                              \
         break;
+
+/* The reply budget's defaults follow the largest single reply (a result, a session file), which
+ * a tenant's share must always hold; 0 on success, else 2 after saying why. */
+static int serve_reply_budget(struct serve_opts *o, const struct common_opts *common)
+{
+    uint64_t tmp_mb = common->tmp_mb ? common->tmp_mb : 64;
+    uint64_t largest = o->setup.max_result_mb > tmp_mb ? o->setup.max_result_mb : tmp_mb;
+    if (!o->tenant_reply_mb)
+        o->tenant_reply_mb = 2 * largest;
+    if (!o->reply_budget_mb)
+        o->reply_budget_mb = 4 * largest > o->tenant_reply_mb ? 4 * largest : o->tenant_reply_mb;
+    if (o->tenant_reply_mb < largest) {
+        fprintf(stderr,
+                "sandboxd serve: --tenant-reply-mb %llu is below the largest reply (%llu MiB: "
+                "--max-result-mb, --tmp-size-mb), which could then never be sent\n",
+                (unsigned long long)o->tenant_reply_mb, (unsigned long long)largest);
+        return 2;
+    }
+    if (o->tenant_reply_mb > o->reply_budget_mb) {
+        fprintf(stderr, "sandboxd serve: --tenant-reply-mb exceeds --reply-budget-mb\n");
+        return 2;
+    }
+    return 0;
+}
 
 static int serve_parse(int argc, char **argv, struct serve_opts *o, struct common_opts *common)
 {
@@ -399,6 +431,8 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o, struct commo
     }
     o->setup.session_id_prefix = o->instance_id;
     setup_opts_finish(&o->setup);
+    if (serve_reply_budget(o, common) != 0)
+        return 2;
     return -1; /* go on */
 }
 
@@ -615,6 +649,8 @@ int cmd_serve(int argc, char **argv)
         .max_workers = (unsigned)(workers < 4096 ? workers : 4096),
         .inline_route = api_route_inline,
         .instance_id = o.instance_id,
+        .reply_budget = (size_t)o.reply_budget_mb << 20,
+        .owner_budget = (size_t)o.tenant_reply_mb << 20,
     };
     if (http_server_start(&ho, api_route, &api, &http) < 0)
         goto out;

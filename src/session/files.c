@@ -197,7 +197,7 @@ int session_files_put(int workdir, const char *path, const void *data, size_t le
     return r;
 }
 
-static int files_get(int workdir, const char *path, size_t max, char **ret, size_t *ret_len)
+static int files_open(int workdir, const char *path, uint64_t max, int *ret_fd, uint64_t *ret_size)
 {
     _cleanup_close_ int dir = -1;
     const char *name;
@@ -216,56 +216,19 @@ static int files_get(int workdir, const char *path, size_t max, char **ret, size
         return -EINVAL;
     if ((uint64_t)st.st_size > max)
         return -EFBIG;
-    /* The sandbox may still be writing: read what is there, never more than max. */
-    size_t cap = (size_t)st.st_size + 1, len = 0;
-    char *buf = malloc(cap + 1);
-    if (!buf)
-        return -ENOMEM;
-    for (;;) {
-        if (len == cap) {
-            if (cap > max) {
-                free(buf);
-                return -EFBIG;
-            }
-            size_t ncap = cap * 2 > max + 1 ? max + 1 : cap * 2;
-            char *nb = realloc(buf, ncap + 1);
-            if (!nb) {
-                free(buf);
-                return -ENOMEM;
-            }
-            buf = nb;
-            cap = ncap;
-        }
-        ssize_t n = read(fd, buf + len, cap - len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            r = -errno;
-            free(buf);
-            return r;
-        }
-        if (n == 0)
-            break;
-        len += (size_t)n;
-    }
-    if (len > max) {
-        free(buf);
-        return -EFBIG;
-    }
-    buf[len] = '\0';
-    *ret = buf;
-    *ret_len = len;
+    *ret_fd = TAKE_FD(fd);
+    *ret_size = (uint64_t)st.st_size;
     return 0;
 }
 
-int session_files_get(int workdir, const char *path, size_t max, uid_t uid, gid_t gid, char **ret,
-                      size_t *ret_len)
+int session_files_open(int workdir, const char *path, uint64_t max, uid_t uid, gid_t gid,
+                       int *ret_fd, uint64_t *ret_size)
 {
     struct files_creds saved;
     int r = files_become(uid, gid, &saved);
     if (r < 0)
         return r;
-    r = files_get(workdir, path, max, ret, ret_len);
+    r = files_open(workdir, path, max, ret_fd, ret_size);
     files_restore(&saved);
     return r;
 }

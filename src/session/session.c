@@ -77,6 +77,7 @@ void session_unref(struct session *s)
     pthread_mutex_unlock(&ss->lock);
     if (s->cpu_rule)
         session_cpu_done(&s->cpu);
+    session_links_remove(ss->links, s->link);
     cell_free(s->cell);
     if (s->tap) {
         struct egress_stats st;
@@ -362,9 +363,15 @@ int sessions_create(struct sessions *ss, const struct session_create *c, json_t 
         r = -ESHUTDOWN;
         goto fail;
     }
-    /* Where its working directory is on the host (while it lives): the file:// URLs of the
-     * files it saves (runtime/sandboxd_runtime/helpers.py). */
-    json_object_set_new(job, "hostWorkdir", json_sprintf("/proc/%d/root/tmp", (int)cell->pid));
+    /* Where its working directory is on the host (while it lives), for the file:// URLs of
+     * the files it saves (runtime/sandboxd_runtime/helpers.py): a link that names no host
+     * PID (links.h). */
+    char *host_workdir = NULL;
+    if (ss->links && session_links_add(ss->links, cell->pid, s->link, &host_workdir) == 0)
+        json_object_set_new(job, "hostWorkdir", json_string(host_workdir));
+    else if (ss->links)
+        log_warn("session %s: no host path for its working directory", s->id);
+    free(host_workdir);
     struct exec_request req = {
         .job = job,
         .timeout_us = SESSION_READY_TIMEOUT_US,

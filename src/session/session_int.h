@@ -47,6 +47,7 @@
 #include "exec/cell.h"
 #include "pool/profile.h"
 #include "session/cpu.h"
+#include "session/links.h"
 #include "session/rpcpool.h"
 #include "session/session.h"
 #include "util/buf.h"
@@ -84,6 +85,7 @@ struct session {
     json_t *servers;              /* names (grows under owner->lock: sessions_add_servers) */
     pthread_mutex_t servers_lock; /* one sessions_add_servers at a time */
     struct cell *cell;
+    char link[SESSION_LINK_NAME + 1]; /* its working directory's link (links.h), or "" */
     struct egress_tap *tap; /* a network policy: the proxy's hold on the cell's listener */
     json_t *network;        /* its allow list, for the description; NULL: no network */
     uint64_t memory_mb;
@@ -134,6 +136,7 @@ struct sessions {
     struct metrics *metrics;
     struct rpcpool *rpc;
     struct cpuwatch *cpuw;
+    struct session_links *links; /* NULL: the sessions get no host path (hostWorkdir) */
     pthread_mutex_t lock;
     pthread_cond_t cond; /* the reaper's wake-up */
     pthread_cond_t gone; /* a session was freed */

@@ -185,6 +185,9 @@ int sessions_new(const struct sessions_options *opt, const struct jail_config *j
     int r = rpcpool_new(&ro, &ss->rpc);
     if (r == 0)
         r = cpuwatch_new(sessions_on_budget, ss, &ss->cpuw);
+    /* Without it sessions still run; only their file:// URLs name paths inside the sandbox. */
+    if (r == 0 && session_links_new(&ss->links) < 0)
+        log_warn("sessions: no host paths for the sessions' working directories");
     if (r == 0) {
         r = -pthread_create(&ss->reaper, NULL, sessions_reaper, ss);
         ss->reaper_running = r == 0;
@@ -257,6 +260,7 @@ void sessions_free(struct sessions *ss)
     }
     rpcpool_free(ss->rpc);
     cpuwatch_free(ss->cpuw);
+    session_links_free(ss->links);
     pthread_cond_destroy(&ss->gone);
     pthread_cond_destroy(&ss->cond);
     pthread_mutex_destroy(&ss->lock);

@@ -163,7 +163,8 @@ def test_time_helpers(bridge):
 # ---- the execution folder and files ---------------------------------------------------------------
 
 def host_path(url):
-    assert url.startswith("file:///proc/"), url
+    # A host path that names no PID (session/links.h): the sandbox is not told its host PID.
+    assert url.startswith("file:///") and "/proc/" not in url, url
     return pathlib.Path(url[len("file://"):])
 
 
