@@ -33,11 +33,6 @@ import sys
 from sandboxd_runtime import errors, proto, worker
 
 CELL_LIB = "/sandboxd/lib/libsbxcell.so"
-STEP_NAMES = [
-    "unshare(mount, net, ipc, uts, cgroup)", "mount /tmp", "mount /dev/shm", "mount /proc",
-    "read-only /proc", "sethostname", "unshare(user)", "setgroups", "uid_map", "gid_map",
-    "chdir", "file descriptors", "setrlimit", "drop capabilities", "no_new_privs", "seccomp",
-]
 # The runtime's own modules are always imported; these come from `serve --preimport`.
 # Every module preimported makes each cell's fork and exit a little dearer (page tables:
 # ~10 us per MB of zygote) and saves its import (1-5 ms, numpy ~100 ms) in every script
@@ -47,6 +42,40 @@ STEP_NAMES = [
 # signal.signal() would turn the old handler (a function) into a Handlers enum, fail, and
 # build the exception it then catches: ~60 copied pages in every cell. _signal's does not.
 _SIGCHLD, _SIG_DFL = int(signal.SIGCHLD), int(signal.SIG_DFL)
+
+
+def load_cell_lib(path=CELL_LIB):
+    """libsbxcell with its signatures declared. PyDLL: the calls keep the GIL, which matters
+    around fork."""
+    lib = ctypes.PyDLL(path)
+    lib.sbx_cell_enter.argtypes = [
+        ctypes.c_uint64, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+        ctypes.c_void_p, ctypes.c_size_t, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint64,
+        ctypes.POINTER(ctypes.c_int),
+    ]
+    lib.sbx_cell_postfork.argtypes = [ctypes.c_int]
+    lib.sbx_netns_create.argtypes = [ctypes.c_int]
+    lib.sbx_step_name.argtypes = [ctypes.c_int]
+    lib.sbx_step_name.restype = ctypes.c_char_p
+    return lib
+
+
+def step_name(lib, step):
+    """A confinement step's name, from the library's step table (src/jail/confine.h): the
+    runtime keeps no list of its own, so the names cannot drift from the steps."""
+    name = lib.sbx_step_name(step) if 0 <= step < lib.sbx_step_count() else None
+    return name.decode() if name else "?"
+
+
+def setup_failure(lib, step, err, proto_fd):
+    """The error a cell whose sbx_cell_enter() failed at step (with errno err) reports, and the
+    fd it goes to: fd 3 once the step that places the file descriptors has run, before that
+    the proto fd the cell was handed."""
+    name = step_name(lib, step)
+    fd = proto.FD if step > lib.sbx_step_fds() else proto_fd
+    msg = errors.error("INTERNAL", "cell setup failed at %s: %s" % (name, os.strerror(err)),
+                       {"step": name})
+    return msg, fd
 
 
 class Zygote:
@@ -65,15 +94,7 @@ class Zygote:
             self.filter = os.pread(fd, 1 << 20, 0)
             os.close(fd)
         self.filter_buf = ctypes.create_string_buffer(self.filter, len(self.filter))
-        # PyDLL: the calls keep the GIL, which matters around fork.
-        self.lib = ctypes.PyDLL(CELL_LIB)
-        self.lib.sbx_cell_enter.argtypes = [
-            ctypes.c_uint64, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int,
-            ctypes.c_void_p, ctypes.c_size_t, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint64,
-            ctypes.POINTER(ctypes.c_int),
-        ]
-        self.lib.sbx_cell_postfork.argtypes = [ctypes.c_int]
-        self.lib.sbx_netns_create.argtypes = [ctypes.c_int]
+        self.lib = load_cell_lib()
         self.pidns = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
         self.netns_self = os.open("/proc/self/ns/net", os.O_RDONLY | os.O_CLOEXEC)
         # Network namespaces reused one cell at a time (see sbx_netns_create): free ones,
@@ -184,13 +205,7 @@ class Zygote:
                 self.nofile, self.nproc, self.fsize, ctypes.byref(step),
             )
             if r != 0:
-                name = STEP_NAMES[step.value] if 0 <= step.value < len(STEP_NAMES) else "?"
-                fd = proto.FD if step.value > STEP_NAMES.index("file descriptors") else proto_fd
-                proto.write(
-                    errors.error("INTERNAL", "cell setup failed at %s: %s" % (name, os.strerror(-r)),
-                                 {"step": name}),
-                    fd,
-                )
+                proto.write(*setup_failure(self.lib, step.value, -r, proto_fd))
                 os._exit(127)
             worker.serve_one(warm, self.warmup if warm else None)
         finally:
