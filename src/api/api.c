@@ -150,6 +150,7 @@ static void api_execute(struct api *api, const struct http_request *req, struct 
         return;
     }
     spec.egress = egress;
+    spec.tenant = tenant_name(tenant);
     if (!tenant_run_begin(tenant, spec.handler_name)) {
         http_reply_error(reply, 429, "TENANT_LIMIT", NULL,
                          "tenant '%s' runs %u executions, its maxRunning; retry later",

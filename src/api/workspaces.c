@@ -119,7 +119,8 @@ void api_workspaces_route(struct api *api, const struct http_request *req, const
         return;
     }
     struct workspace *w = NULL;
-    int r = workspace_open(api->wstore, key, false, &w);
+    struct workspace_share share = workspace_share_of(tenant);
+    int r = workspace_open(api->wstore, key, &share, false, &w);
     if (r == -ENOENT) {
         http_reply_error(reply, 404, "NOT_FOUND", NULL, "no workspace %s", name);
         return;

@@ -345,9 +345,11 @@ static void app_jit_run(struct app *a, const struct request_spec *s, const char 
                             request_data ? request_data : json_null(), "context",
                             context ? context : json_null());
     /* Warm reuse (CONTRACT §14): only a plain JIT execution of an app that opted in; files
-     * and a network policy need a cell of their own. */
+     * and a network policy need a cell of their own. A kept interpreter holds what the last
+     * caller left (module globals, /tmp): it serves the same tenant and endpoint only. */
+    struct reuse_owner owner = {.tenant = s->tenant, .endpoint = s->endpoint};
     char *reuse = reuse_wants(a->reuse, s->app_id) && !s->egress && !s->files && !s->collect
-                      ? reuse_key(s->app_id, script, def.content_b64, s->profile)
+                      ? reuse_key(&owner, s->app_id, script, def.content_b64, s->profile)
                       : NULL;
     defs_result_done(&def);
     char *key = NULL;

@@ -139,7 +139,12 @@
     A(API_TOKEN, "mcp-token")                                                                      \
     X(TENANTS, "tenants", required_argument,                                                       \
       "  --tenants FILE         tenants with tokens and limits: {\"tenants\": {\"NAME\":\n"        \
-      "                         {\"token\": \"...\", \"maxSessions\": n, \"maxRunning\": n}}}\n")  \
+      "                         {\"token\": \"...\", \"maxSessions\": n, \"maxRunning\": n}}}\n"   \
+      "                         (also maxMcpSessions, quotaMb, maxWorkspaces; "                    \
+      "docs/SECURITY.md)\n")                                                                       \
+    N(TENANT_QUOTA, "tenant-quota-mb", 1, 1 << 20, tenant_quota,                                   \
+      "  --tenant-quota-mb N    MiB one tenant stores in all its workspaces together, when its\n"  \
+      "                         quotaMb does not say (4 x --workspace-quota-mb)\n")                \
     X(ALLOWED_HOST, "allowed-host", required_argument,                                             \
       "  --allowed-host H       also accept Host H (a name, or name:port; repeatable; loopback\n"  \
       "                         names and addresses always are); alias --mcp-allowed-host\n")      \
@@ -219,6 +224,7 @@ struct serve_opts {
     size_t n_allowed_hosts, n_allowed_origins;
     const char *api_token;
     const char *tenants;
+    uint64_t tenant_quota; /* 0: 4 x --workspace-quota-mb */
     bool insecure_no_auth;
     struct url_allowlist framework_allow; /* owned: url_allowlist_done() */
     const char *instance_id;
@@ -548,6 +554,7 @@ int cmd_serve(int argc, char **argv)
             goto out;
         }
     }
+    o.setup.tenant_quota = o.tenant_quota;
     if (setup_start(&su, &o.setup, &common, "serve") < 0)
         goto out;
     /* Templates import jinja2 and jsonschema (~100 ms): a pool of its own has them

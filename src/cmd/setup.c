@@ -395,6 +395,9 @@ int setup_start(struct setup *s, const struct setup_opts *o, struct common_opts 
         .max_bytes = (size_t)o->workspace_quota << 20,
         .max_entries = 10000,
         .max_file = 16u << 20,
+        /* A tenant may open any number of workspace names: its total is capped apart. */
+        .tenant_bytes = (size_t)(o->tenant_quota ? o->tenant_quota : 4 * o->workspace_quota) << 20,
+        .tenant_workspaces = 16,
     };
     r = workspace_store_new(s->state_dir, &wl, &s->wstore);
     if (r < 0)

@@ -45,6 +45,7 @@ struct setup_opts {
     uint64_t session_memory, tool_timeout;
     uint64_t session_cpu_budget, tool_workers, max_tool_calls, session_tool_calls;
     uint64_t session_host_cpu, workspace_quota;
+    uint64_t tenant_quota; /* serve's --tenant-quota-mb (0: 4 x workspace_quota) */
     /* the MCP server (mcp/server/server.h) of either subcommand */
     const char *mcp_output;        /* "text" or "json" */
     const char *mcp_workspace;     /* workspace of the sessions run_python creates */

@@ -200,8 +200,8 @@ bool reuse_wants(const struct reuse *r, const char *app_id)
     return false;
 }
 
-char *reuse_key(const char *app_id, const char *script, const char *content_b64,
-                const char *profile)
+char *reuse_key(const struct reuse_owner *owner, const char *app_id, const char *script,
+                const char *content_b64, const char *profile)
 {
     unsigned char h[REUSE_HASH_BYTES];
     char hex[2 * REUSE_HASH_BYTES + 1];
@@ -209,9 +209,12 @@ char *reuse_key(const char *app_id, const char *script, const char *content_b64,
                        0);
     sodium_bin2hex(hex, sizeof(hex), h, sizeof(h));
     /* NUL-separated parts could not be told apart from a name holding the separator; the
-     * lengths make the key unambiguous. */
-    return fmt_str("%zu:%s %zu:%s %s %s", strlen(app_id), app_id, strlen(script), script, hex,
-                   profile ? profile : "default");
+     * lengths make the key unambiguous. The operator's tenant is the empty name, which no
+     * tenant has (tenant names are 1 to 64 characters). */
+    const char *tenant = owner->tenant ? owner->tenant : "";
+    return fmt_str("%zu:%s %zu:%s %zu:%s %zu:%s %s %s", strlen(tenant), tenant,
+                   strlen(owner->endpoint), owner->endpoint, strlen(app_id), app_id, strlen(script),
+                   script, hex, profile ? profile : "default");
 }
 
 char *reuse_key_limits(const char *key, uint64_t memory_mb)

@@ -28,7 +28,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define SESSION_FILES_MAX_LIST 10000 /* entries one listing returns */
+/* Entries one listing visits: files, directories and anything else, listed or not. */
+#define SESSION_FILES_MAX_LIST 10000
 
 /* The O_PATH fd of /tmp inside the process pid (whose pidfd, borrowed, proves it is still the
  * same process) into *ret_fd. -ENOENT when it is gone, -EPROTO when its /tmp is not a tmpfs. */
@@ -47,7 +48,13 @@ int session_files_open(int workdir, const char *path, uint64_t max, uid_t uid, g
 /* Remove path (not a directory: -EISDIR). */
 int session_files_delete(int workdir, const char *path, uid_t uid, gid_t gid);
 /* {"files": [{path, size, modified}], "truncated", "usedBytes", "quotaBytes"}: the regular
- * files below workdir, depth-first in name order (new reference in *ret). */
+ * files below workdir, depth-first in name order (new reference in *ret). At most
+ * SESSION_FILES_MAX_LIST entries of any kind are visited, PATH_MAX_DEPTH levels deep; when
+ * there was more, truncated is true. */
 int session_files_list(int workdir, uid_t uid, gid_t gid, json_t **ret);
+/* Set obj's "path" to path as the listing shows it: UTF-8 as it is; anything else with each
+ * byte outside a well-formed sequence, and each '%', as %XX, and "pathEncoding": "percent"
+ * beside it (decoding gives the name back). 0 or -ENOMEM. */
+int session_files_path_set(json_t *obj, const char *path);
 
 #endif

@@ -317,7 +317,15 @@ int sessions_create(struct sessions *ss, const struct session_create *c, json_t 
         sbx_error_set(err, SBX_ERR_INTERNAL, "INTERNAL", NULL, "cannot draw a random session id");
         goto fail;
     }
-    if ((r = workspace_open(ss->ws, s->workspace, true, &s->wsh)) < 0) {
+    struct workspace_share share = workspace_share_of(c->tenant);
+    if ((r = workspace_open(ss->ws, s->workspace, &share, true, &s->wsh)) == -EDQUOT) {
+        sbx_error_set(err, SBX_ERR_TOO_LARGE, "QUOTA_EXCEEDED", "workspace",
+                      "workspace %s: tenant '%s' has %zu workspaces, its maxWorkspaces; use one "
+                      "of them",
+                      workspace, tenant_name(c->tenant), workspace_max_workspaces(ss->ws, &share));
+        goto fail;
+    }
+    if (r < 0) {
         sbx_error_set(err, SBX_ERR_INTERNAL, "INTERNAL", "workspace",
                       "workspace %s is unavailable: %s", workspace, strerror(-r));
         goto fail;

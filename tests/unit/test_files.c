@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -149,11 +150,61 @@ static void files_never_follow_what_the_sandbox_planted(void **state)
     json_decref(list);
 }
 
+/* The path as the listing shows it: UTF-8 as it is, anything else percent-encoded and marked. */
+static void files_paths_that_are_not_utf8(void **state)
+{
+    (void)state;
+    static const char *const cases[][2] = {
+        {"plain/a%b.txt", "plain/a%b.txt"},
+        {"caf\xc3\xa9", "caf\xc3\xa9"},
+        {"\xff\xfe.bin", "%FF%FE.bin"},
+        {"d\xe9/a%b", "d%E9/a%25b"},
+        {"new\xc3(.txt", "new%C3(.txt"},
+        {"\xed\xa0\x80", "%ED%A0%80"}, /* a surrogate is not UTF-8 */
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        json_t *o = json_object();
+        assert_int_equal(session_files_path_set(o, cases[i][0]), 0);
+        assert_string_equal(json_string_value(json_object_get(o, "path")), cases[i][1]);
+        bool encoded = strcmp(cases[i][0], cases[i][1]) != 0;
+        assert_int_equal(json_object_get(o, "pathEncoding") != NULL, encoded);
+        json_decref(o);
+    }
+}
+
+/* A listing visits at most SESSION_FILES_MAX_LIST entries, directories included. */
+static void files_listing_is_bounded(void **state)
+{
+    (void)state;
+    uid_t u = getuid();
+    gid_t g = getgid();
+    char path[400];
+    snprintf(path, sizeof(path), "%s/work/many", base);
+    assert_int_equal(mkdir(path, 0755), 0);
+    for (int i = 0; i < SESSION_FILES_MAX_LIST + 5; i++) {
+        snprintf(path, sizeof(path), "%s/work/many/d%05d", base, i);
+        assert_int_equal(mkdir(path, 0755), 0);
+    }
+    json_t *list = NULL;
+    assert_int_equal(session_files_list(workdir, u, g, &list), 0);
+    assert_true(json_is_true(json_object_get(list, "truncated")));
+    json_decref(list);
+    for (int i = 0; i < SESSION_FILES_MAX_LIST + 5; i++) {
+        snprintf(path, sizeof(path), "%s/work/many/d%05d", base, i);
+        assert_int_equal(rmdir(path), 0);
+    }
+    assert_int_equal(session_files_list(workdir, u, g, &list), 0);
+    assert_true(json_is_false(json_object_get(list, "truncated")));
+    json_decref(list);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(files_put_get_list_delete),
         cmocka_unit_test(files_never_follow_what_the_sandbox_planted),
+        cmocka_unit_test(files_paths_that_are_not_utf8),
+        cmocka_unit_test(files_listing_is_bounded),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
