@@ -53,6 +53,7 @@
 #include "util/buf.h"
 #include "util/lifecycle.h"
 #include "util/macros.h"
+#include "util/thread.h"
 
 struct workspace;
 
@@ -147,10 +148,8 @@ struct sessions {
     struct session_ended ended[SESSION_ENDED_KEPT]; /* a ring */
     unsigned ended_next;
     uint64_t next_serial;
-    bool stop;     /* the reaper leaves */
-    bool stopping; /* sessions_shutdown() began: nothing new starts */
-    bool reaper_running;
-    pthread_t reaper;
+    bool stopping;              /* sessions_shutdown() began: nothing new starts */
+    struct thread_group reaper; /* its stop: at the start of sessions_shutdown() */
     uint64_t created, reaped;
 };
 

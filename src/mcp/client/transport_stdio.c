@@ -42,6 +42,7 @@
 #include "util/log.h"
 #include "util/macros.h"
 #include "util/proc.h"
+#include "util/thread.h"
 
 extern char **environ;
 
@@ -61,8 +62,8 @@ struct stdio_transport {
     int in_fd; /* our end of the child's stdin; -1 once closed */
     int out_fd;
     int err_fd;
-    int wake_fd; /* eventfd: close() tells the reader to stop */
-    pthread_t reader;
+    int wake_fd;                /* eventfd: close() tells the reader to stop */
+    struct thread_group reader; /* stopped through wake_fd: it sleeps in poll() */
     pthread_mutex_t write_lock; /* in_fd and the bytes written to it */
     pthread_mutex_t lock;       /* dead, closing, outbox */
     struct buf outbox;          /* bytes for stdin from the reader thread, not yet written */
@@ -433,13 +434,8 @@ static void stdio_close(struct mcp_transport *base)
         (void)proc_wait(t->pid, NULL);
         log_info("MCP server '%s' (pid %d) stopped", t->name, (int)t->pid);
     }
-    if (t->wake_fd >= 0) {
-        uint64_t one = 1;
-        if (write(t->wake_fd, &one, sizeof(one)) < 0)
-            log_errno(LOG_ERROR, errno, "MCP server '%s': cannot wake its reader", t->name);
-    }
-    if (t->pid > 0)
-        pthread_join(t->reader, NULL);
+    thread_group_stop(&t->reader); /* none started: nothing to join */
+    thread_group_done(&t->reader);
     fd_closep(&t->in_fd);
     fd_closep(&t->out_fd);
     fd_closep(&t->err_fd);
@@ -628,6 +624,8 @@ int mcp_transport_stdio_open(const struct mcp_server_config *cfg,
         t->wake_fd = eventfd(0, EFD_CLOEXEC);
         if (t->wake_fd < 0)
             r = -errno;
+        else /* one thread: cannot fail */
+            (void)thread_group_init(&t->reader, "MCP stdio reader", 1, NULL, NULL, t->wake_fd);
     }
     if (r >= 0) {
         step = "start";
@@ -653,7 +651,7 @@ int mcp_transport_stdio_open(const struct mcp_server_config *cfg,
     (void)fd_set_nonblock(t->in_fd, true);  /* cannot fail on a pipe we just made */
     (void)fd_set_nonblock(t->out_fd, true); /* idem */
     (void)fd_set_nonblock(t->err_fd, true); /* idem */
-    r = -pthread_create(&t->reader, NULL, stdio_reader, t);
+    r = thread_group_start(&t->reader, stdio_reader, t);
     if (r < 0) {
         /* No reader to join: stop the child by hand, then let close() do the rest. */
         (void)killpg(t->pid, SIGKILL);
