@@ -67,9 +67,12 @@ unsigned sessions_live(struct sessions *ss)
 
 json_t *sessions_stats(struct sessions *ss)
 {
-    json_t *o = json_pack("{s:I, s:o}", "live", (json_int_t)sessions_live(ss), "toolCalls",
-                          rpcpool_stats(ss->rpc));
-    return o;
+    struct workpool_stats ws;
+    workpool_stats(ss->rpc, &ws);
+    return json_pack("{s:I, s:{s:I, s:I, s:I, s:I, s:I}}", "live", (json_int_t)sessions_live(ss),
+                     "toolCalls", "workers", (json_int_t)ws.threads, "maxWorkers",
+                     (json_int_t)ws.max_threads, "busy", (json_int_t)ws.running, "jobs",
+                     (json_int_t)ws.jobs, "refused", (json_int_t)ws.refused);
 }
 
 json_t *sessions_network_ceiling(struct sessions *ss)
@@ -171,14 +174,15 @@ int sessions_new(const struct sessions_options *opt, const struct jail_config *j
     pthread_condattr_destroy(&ca);
     pthread_cond_init(&ss->gone, NULL);
     int r = thread_group_init(&ss->reaper, "session reaper", 1, &ss->lock, &ss->cond, -1);
-    struct rpcpool_options ro = {
+    struct workpool_options ro = {
+        .name = "tool calls",
         .workers = opt->tool_workers,
         .max_jobs = opt->max_tool_calls,
         .queue_max = opt->session_tool_calls,
         .queue_running = opt->tool_workers > 1 ? opt->tool_workers / 2 : 1,
     };
     if (r == 0)
-        r = rpcpool_new(&ro, &ss->rpc);
+        r = workpool_new(&ro, &ss->rpc);
     if (r == 0)
         r = cpuwatch_new(sessions_on_budget, ss, &ss->cpuw);
     /* Without it sessions still run; only their file:// URLs name paths inside the sandbox. */
@@ -228,7 +232,7 @@ void sessions_shutdown(struct sessions *ss)
     for (size_t i = 0; i < k; i++)
         session_end(ended[i]);
     free(ended);
-    rpcpool_stop(ss->rpc);
+    workpool_stop(ss->rpc);
     thread_group_join(&ss->reaper);
     /* Every thread that still uses a session holds a reference: wait for the last one. */
     pthread_mutex_lock(&ss->lock);
@@ -248,7 +252,7 @@ void sessions_free(struct sessions *ss)
         session_unlist(ss, s, NULL);
         session_end(s);
     }
-    rpcpool_free(ss->rpc);
+    workpool_free(ss->rpc);
     cpuwatch_free(ss->cpuw);
     session_links_free(ss->links);
     thread_group_done(&ss->reaper);
