@@ -22,8 +22,10 @@ int thread_group_init(struct thread_group *g, const char *name, unsigned max, pt
     *g = (struct thread_group){
         .name = name, .lock = lock, .cond = cond, .wake_fd = wake_fd, .max = max ? max : 1};
     atomic_init(&g->stop, false);
-    if (g->max > 1 && !(g->threads = calloc(g->max, sizeof(*g->threads))))
+    if (g->max > 1 && !(g->threads = calloc(g->max, sizeof(*g->threads)))) {
+        g->max = 0; /* as if never set up: nothing starts, a stop does nothing */
         return -ENOMEM;
+    }
     return 0;
 }
 
