@@ -219,10 +219,7 @@ static void *proxy_loop(void *arg)
         }
         proxy_commands(p);
         egress_conn_reap(p);
-        pthread_mutex_lock(&p->lock);
-        bool stop = p->stop;
-        pthread_mutex_unlock(&p->lock);
-        if (stop)
+        if (thread_group_stopping(&p->thread))
             break;
     }
     /* Shutting down: taps still queued are attached, then every tap is closed (their
@@ -269,16 +266,17 @@ int egress_proxy_new(const struct egress_options *opt, struct egress_proxy **ret
         r = log_errno(LOG_ERROR, errno, "egress: epoll/eventfd failed");
         goto fail;
     }
+    (void)thread_group_init(&p->thread, "egress proxy", 1, &p->lock, NULL,
+                            p->evfd); /* one: no alloc */
     r = egress_resolver_new(EGRESS_RESOLVER_THREADS, EGRESS_RESOLVER_QUEUE, p->evfd, &p->resolver);
     if (r < 0) {
         log_errno(LOG_ERROR, r, "egress: cannot start the resolver threads");
         goto fail;
     }
-    if ((r = -pthread_create(&p->thread, NULL, proxy_loop, p)) < 0) {
+    if ((r = thread_group_start(&p->thread, proxy_loop, p)) < 0) {
         log_errno(LOG_ERROR, r, "egress: cannot start the proxy thread");
         goto fail;
     }
-    p->started = true;
     *ret = p;
     return 0;
 fail:
@@ -290,13 +288,8 @@ void egress_proxy_free(struct egress_proxy *p)
 {
     if (!p)
         return;
-    if (p->started) {
-        pthread_mutex_lock(&p->lock);
-        p->stop = true;
-        pthread_mutex_unlock(&p->lock);
-        proxy_wake(p);
-        pthread_join(p->thread, NULL);
-    }
+    thread_group_stop(&p->thread); /* none started: nothing to join */
+    thread_group_done(&p->thread);
     egress_resolver_free(p->resolver);
     fd_closep(&p->epfd);
     fd_closep(&p->evfd);
@@ -358,7 +351,7 @@ int egress_tap_new(struct egress_proxy *p, const struct egress_policy *pol, int 
     t->w = (struct egress_watch){EW_LISTEN, t};
     snprintf(t->label, sizeof(t->label), "%s", label ? label : "?");
     pthread_mutex_lock(&p->lock);
-    if (p->stop) {
+    if (thread_group_stopping(&p->thread)) {
         pthread_mutex_unlock(&p->lock);
         close(listen_fd);
         egress_policy_free(t->pol);

@@ -29,6 +29,7 @@
 #include "egress/proxy.h"
 #include "egress/resolver.h"
 #include "util/macros.h"
+#include "util/thread.h"
 
 #define EGRESS_OPEN_MAX         1024 /* connections of all taps at once */
 #define EGRESS_TAP_SLACK        8    /* open connections beyond the cap, to be refused */
@@ -122,12 +123,10 @@ struct egress_proxy {
     int epfd, evfd;
     struct egress_watch w_wake;
     struct egress_resolver *resolver;
-    pthread_t thread;
-    bool started;
+    struct thread_group thread; /* the loop; its stop is set under lock, wakes evfd */
     pthread_mutex_t lock;
     pthread_cond_t cond;
     /* under lock */
-    bool stop;
     struct egress_tap *cmds; /* taps to add or remove */
     /* loop only */
     struct egress_tap *taps;

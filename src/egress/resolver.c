@@ -13,6 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "util/thread.h"
+
 struct egress_resolver {
     pthread_mutex_t lock;
     pthread_cond_t cond;
@@ -20,10 +22,8 @@ struct egress_resolver {
     struct egress_lookup *done;               /* answered, newest first */
     unsigned pending;                         /* queued or running */
     unsigned max_pending;
-    bool stop;
     int wake_fd;
-    unsigned n_threads;
-    pthread_t *threads;
+    struct thread_group threads;
 };
 
 static void resolver_lookup(struct egress_lookup *l)
@@ -56,9 +56,9 @@ static void *resolver_thread(void *arg)
     struct egress_resolver *r = arg;
     pthread_mutex_lock(&r->lock);
     for (;;) {
-        while (!r->queue && !r->stop)
-            pthread_cond_wait(&r->cond, &r->lock);
-        if (r->stop)
+        while (!r->queue && thread_group_wait(&r->threads, 0))
+            ;
+        if (thread_group_stopping(&r->threads))
             break;
         struct egress_lookup *l = r->queue;
         r->queue = l->next;
@@ -84,21 +84,16 @@ int egress_resolver_new(unsigned threads, unsigned max_pending, int wake_fd,
     struct egress_resolver *r = calloc(1, sizeof(*r));
     if (!r)
         return -ENOMEM;
-    r->threads = calloc(threads ? threads : 1, sizeof(pthread_t));
-    if (!r->threads) {
-        free(r);
-        return -ENOMEM;
-    }
     pthread_mutex_init(&r->lock, NULL);
     pthread_cond_init(&r->cond, NULL);
     r->max_pending = max_pending;
     r->wake_fd = wake_fd;
-    for (; r->n_threads < threads; r->n_threads++) {
-        int e = pthread_create(&r->threads[r->n_threads], NULL, resolver_thread, r);
-        if (e != 0) {
-            egress_resolver_free(r);
-            return -e;
-        }
+    int e = thread_group_init(&r->threads, "egress resolver", threads, &r->lock, &r->cond, -1);
+    for (unsigned i = 0; e == 0 && i < threads; i++)
+        e = thread_group_start(&r->threads, resolver_thread, r); /* only this thread counts */
+    if (e < 0) {
+        egress_resolver_free(r);
+        return e;
     }
     *ret = r;
     return 0;
@@ -117,17 +112,12 @@ void egress_resolver_free(struct egress_resolver *r)
 {
     if (!r)
         return;
-    pthread_mutex_lock(&r->lock);
-    r->stop = true;
-    pthread_cond_broadcast(&r->cond);
-    pthread_mutex_unlock(&r->lock);
-    for (unsigned i = 0; i < r->n_threads; i++)
-        pthread_join(r->threads[i], NULL);
+    thread_group_stop(&r->threads);
     resolver_free_list(r->queue);
     resolver_free_list(r->done);
     pthread_cond_destroy(&r->cond);
     pthread_mutex_destroy(&r->lock);
-    free(r->threads);
+    thread_group_done(&r->threads);
     free(r);
 }
 
@@ -140,7 +130,7 @@ int egress_resolver_submit(struct egress_resolver *r, uint64_t id, const char *h
     l->port = port;
     snprintf(l->host, sizeof(l->host), "%s", host);
     pthread_mutex_lock(&r->lock);
-    if (r->pending >= r->max_pending || r->stop) {
+    if (r->pending >= r->max_pending || thread_group_stopping(&r->threads)) {
         pthread_mutex_unlock(&r->lock);
         free(l);
         return -EAGAIN;

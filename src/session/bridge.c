@@ -3,7 +3,7 @@
  * bridge — the host side of a session's RPC channel (see session_int.h).
  *
  * In: rpc_request frames, read by the executing thread (exec_run's
- * on_message hook). Tool calls go to the shared worker pool (rpcpool.c),
+ * on_message hook). Tool calls go to the shared worker pool (util/workpool.c),
  * refused at once beyond the session's or the pool's limit; memory, saved
  * tools and files are answered on the executing thread (the workspace store
  * is quick and bounds its own work).
@@ -147,13 +147,13 @@ static void bridge_reply(struct session *s, json_t *id, json_t *payload, const c
 /* ---- tool calls, on the worker pool -------------------------------------------------------- */
 
 struct bridge_call {
-    struct rpcpool_job job;
+    struct workpool_job job;
     struct session *s;
     json_t *id;
     json_t *payload;
 };
 
-static void bridge_call_run(struct rpcpool_job *job)
+static void bridge_call_run(struct workpool_job *job)
 {
     struct bridge_call *k = (struct bridge_call *)job;
     struct session *s = k->s;
@@ -187,7 +187,7 @@ static void bridge_call_run(struct rpcpool_job *job)
     mcp_error_clear(&err);
 }
 
-static void bridge_call_done(struct rpcpool_job *job, bool ran)
+static void bridge_call_done(struct workpool_job *job, bool ran)
 {
     struct bridge_call *k = (struct bridge_call *)job;
     json_decref(k->id);
@@ -207,7 +207,7 @@ static void bridge_submit_call(struct session *s, json_t *id, json_t *payload)
                                   .id = json_incref(id),
                                   .payload = json_incref(payload)};
         session_ref(s);
-        r = rpcpool_submit(ss->rpc, &s->rpcq, &k->job);
+        r = workpool_submit(ss->rpc, &s->rpcq, &k->job);
         if (r < 0)
             bridge_call_done(&k->job, false);
     }

@@ -5,7 +5,7 @@
  *
  * Threads: the caller's thread runs an execution (exec_run reads the
  * interpreter's frames and output, and writes what the bridge queued); tool
- * calls run on the shared worker pool (rpcpool.c); the reaper ends idle
+ * calls run on the shared worker pool (util/workpool.c); the reaper ends idle
  * sessions; the CPU watchdog (cpu.c) stops sessions whose leftover work
  * spent its budget. Every thread that uses a session holds a reference, and
  * every session allocated is on the `all` list, so sessions_shutdown() can
@@ -110,7 +110,7 @@ void session_end(struct session *s)
 {
     if (s->cell)
         cell_kill(s->cell);
-    rpcpool_cancel(s->owner->rpc, &s->rpcq);
+    workpool_cancel(s->owner->rpc, &s->rpcq);
     session_unref(s);
 }
 

@@ -4,9 +4,9 @@
  * sees: the session and sessions structures, and the RPC bridge (bridge.c)
  * that session.c drives. session.c owns the lifecycle (create, execute,
  * delete, reap, shut down), bridge.c the frames between host and interpreter
- * (RPC requests in, answers out through a bounded outbox), cpu.c the rule for
- * the time between executions, rpcpool.c the threads behind tool calls,
- * lifecycle.c the states below.
+ * (RPC requests in, answers out through a bounded outbox; tool calls on the
+ * worker pool of util/workpool.c), cpu.c the rule for the time between
+ * executions, lifecycle.c the states below.
  *
  * The life of a session (struct session's state, under owner->lock):
  *
@@ -48,11 +48,12 @@
 #include "pool/profile.h"
 #include "session/cpu.h"
 #include "session/links.h"
-#include "session/rpcpool.h"
 #include "session/session.h"
 #include "util/buf.h"
 #include "util/lifecycle.h"
 #include "util/macros.h"
+#include "util/thread.h"
+#include "util/workpool.h"
 
 struct workspace;
 
@@ -102,8 +103,8 @@ struct session {
     /* The socket failed: nothing more is sent. Not a lifecycle state: it is the socket's,
      * under write_lock, and a session learns of it only when an execution ends. */
     bool broken;
-    int wake_fd;               /* eventfd: out became non-empty */
-    struct rpcpool_queue rpcq; /* its tool calls */
+    int wake_fd;                /* eventfd: out became non-empty */
+    struct workpool_queue rpcq; /* its tool calls */
 
     struct session_cpu cpu;
     /* cpu is set up (the kernel allowed the timer). Not a state: fixed before the session is
@@ -134,7 +135,7 @@ struct sessions {
     struct mcp_registry *mcp;
     struct workspace_store *ws;
     struct metrics *metrics;
-    struct rpcpool *rpc;
+    struct workpool *rpc; /* the threads behind tool calls */
     struct cpuwatch *cpuw;
     struct session_links *links; /* NULL: the sessions get no host path (hostWorkdir) */
     pthread_mutex_t lock;
@@ -147,10 +148,8 @@ struct sessions {
     struct session_ended ended[SESSION_ENDED_KEPT]; /* a ring */
     unsigned ended_next;
     uint64_t next_serial;
-    bool stop;     /* the reaper leaves */
-    bool stopping; /* sessions_shutdown() began: nothing new starts */
-    bool reaper_running;
-    pthread_t reaper;
+    bool stopping;              /* sessions_shutdown() began: nothing new starts */
+    struct thread_group reaper; /* its stop: at the start of sessions_shutdown() */
     uint64_t created, reaped;
 };
 

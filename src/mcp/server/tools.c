@@ -28,6 +28,7 @@
 #include "util/macros.h"
 #include "util/fmt.h"
 #include "util/jdump.h"
+#include "util/thread.h"
 #include "util/utf8.h"
 
 #define SRV_MAX_CODE     (1u << 20) /* bytes of code in one run_python */
@@ -77,9 +78,7 @@ struct srv_progress {
     struct buf pending;
     int64_t last_us;
     json_int_t count;
-    bool stop;
-    pthread_t flusher;
-    bool have_flusher;
+    struct thread_group flusher; /* none started: output goes out at the next chunk or the end */
 };
 
 static void srv_progress_flush(struct srv_progress *p, bool final)
@@ -114,7 +113,7 @@ static void *srv_progress_thread(void *arg)
 {
     struct srv_progress *p = arg;
     pthread_mutex_lock(&p->lock);
-    while (!p->stop) {
+    while (!thread_group_stopping(&p->flusher)) {
         int64_t due = p->last_us + SRV_PROGRESS_US;
         if (p->pending.len && clock_mono_us() >= due) {
             pthread_mutex_unlock(&p->lock);
@@ -122,16 +121,7 @@ static void *srv_progress_thread(void *arg)
             pthread_mutex_lock(&p->lock);
             continue;
         }
-        if (!p->pending.len) {
-            pthread_cond_wait(&p->cond, &p->lock);
-            continue;
-        }
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        int64_t wait_ns = (due - clock_mono_us()) * 1000 + ts.tv_nsec;
-        ts.tv_sec += (time_t)(wait_ns / 1000000000);
-        ts.tv_nsec = (long)(wait_ns % 1000000000);
-        pthread_cond_timedwait(&p->cond, &p->lock, &ts);
+        (void)thread_group_wait(&p->flusher, p->pending.len ? due : 0); /* due > 0 */
     }
     pthread_mutex_unlock(&p->lock);
     return NULL;
@@ -158,24 +148,18 @@ static void srv_progress_start(struct srv_progress *p, const struct mcp_server_o
     *p = (struct srv_progress){.out = out, .token = token, .message = message};
     pthread_mutex_init(&p->send_lock, NULL);
     pthread_mutex_init(&p->lock, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&p->cond, &ca);
-    pthread_condattr_destroy(&ca);
+    clock_cond_init(&p->cond);
     buf_init(&p->pending, 1u << 20);
-    /* Without the thread, output still goes out, only in bigger and later chunks. */
-    p->have_flusher = pthread_create(&p->flusher, NULL, srv_progress_thread, p) == 0;
+    /* Without the thread, output still goes out, only in bigger and later chunks. One thread:
+     * the init cannot fail. */
+    (void)thread_group_init(&p->flusher, "progress flusher", 1, &p->lock, &p->cond, -1);
+    (void)thread_group_start(&p->flusher, srv_progress_thread, p);
 }
 
 static void srv_progress_finish(struct srv_progress *p)
 {
-    pthread_mutex_lock(&p->lock);
-    p->stop = true;
-    pthread_cond_signal(&p->cond);
-    pthread_mutex_unlock(&p->lock);
-    if (p->have_flusher)
-        pthread_join(p->flusher, NULL);
+    thread_group_stop(&p->flusher); /* none started: nothing to join */
+    thread_group_done(&p->flusher);
     srv_progress_flush(p, true);
     buf_free(&p->pending);
     pthread_cond_destroy(&p->cond);
