@@ -75,8 +75,7 @@ static size_t ws_space_bytes(int parent, const char *name, const struct workspac
     return bytes;
 }
 
-static int ws_space_new(struct ws_account *a, const char *name, size_t bytes,
-                        struct ws_space **ret)
+static int ws_space_new(struct ws_account *a, const char *name, size_t bytes, struct ws_space **ret)
 {
     struct ws_space *sp = calloc(1, sizeof(*sp));
     if (!sp)
