@@ -56,6 +56,7 @@ struct request_spec {
      * the API, which then sets egress); NULL: no network */
     json_t *network;
     const struct egress_policy *egress;
+    struct egress_share *egress_share; /* the tenant's part of the proxy (borrowed); NULL: none */
 };
 
 struct request_error {

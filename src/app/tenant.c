@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "egress/proxy.h"
 #include "util/buf.h"
 #include "util/fdio.h"
 #include "util/log.h"
@@ -30,6 +31,7 @@ struct tenant {
     atomic_uint running, sessions;
     atomic_ullong executions[TENANT_NH];
     atomic_ullong refused_running, refused_sessions;
+    struct egress_share egress; /* connections through the proxy (counted by its loop) */
 };
 
 struct tenants {
@@ -60,6 +62,11 @@ const char *tenant_name(const struct tenant *t)
 size_t tenants_count(const struct tenants *t)
 {
     return t ? t->n : 0;
+}
+
+struct egress_share *tenant_egress_share(struct tenant *t)
+{
+    return t ? &t->egress : NULL;
 }
 
 unsigned tenant_max_running(const struct tenant *t)
@@ -175,9 +182,9 @@ static int tenant_parse(const char *path, const char *name, json_t *entry, struc
     json_object_foreach(entry, key, v)
     {
         if (strcmp(key, "token") != 0 && strcmp(key, "maxSessions") != 0 &&
-            strcmp(key, "maxRunning") != 0) {
+            strcmp(key, "maxRunning") != 0 && strcmp(key, "egressConnections") != 0) {
             log_error("tenants file %s: tenant '%s': unknown key \"%.80s\" (expected token, "
-                      "maxSessions, maxRunning)",
+                      "maxSessions, maxRunning, egressConnections)",
                       path, name, key);
             return -EINVAL;
         }
@@ -195,9 +202,13 @@ static int tenant_parse(const char *path, const char *name, json_t *entry, struc
                  path, name, json_string_length(tok));
     tenant_token_hash(json_string_value(tok), json_string_length(tok), t->hash);
     if (tenant_limit(path, name, entry, "maxSessions", &t->max_sessions) < 0 ||
-        tenant_limit(path, name, entry, "maxRunning", &t->max_running) < 0)
+        tenant_limit(path, name, entry, "maxRunning", &t->max_running) < 0 ||
+        tenant_limit(path, name, entry, "egressConnections", &t->egress.max_open) < 0)
         return -EINVAL;
-    return (t->name = strdup(name)) ? 0 : -ENOMEM;
+    if (!(t->name = strdup(name)))
+        return -ENOMEM;
+    t->egress.name = t->name;
+    return 0;
 }
 
 static int tenants_parse(const char *path, json_t *doc, struct tenants *ts)
@@ -284,6 +295,14 @@ int tenants_load(const char *path, struct tenants **ret)
 
 /* ---- metrics ------------------------------------------------------------------------------ */
 
+/* The value of gauge g of the table in tenants_metrics. */
+static unsigned tenant_gauge(const struct tenant *t, size_t g)
+{
+    return g == 0   ? atomic_load(&t->running)
+           : g == 1 ? atomic_load(&t->sessions)
+                    : atomic_load(&t->egress.open);
+}
+
 int tenants_metrics(const struct tenants *ts, const struct tenant *only, struct buf *out)
 {
     int r = 0;
@@ -313,13 +332,18 @@ int tenants_metrics(const struct tenants *ts, const struct tenant *only, struct 
                               "sandboxd_tenant_refused_total{tenant=\"%s\",limit=\"maxRunning\"} "
                               "%llu\n"
                               "sandboxd_tenant_refused_total{tenant=\"%s\",limit=\"maxSessions\"} "
-                              "%llu\n",
+                              "%llu\n"
+                              "sandboxd_tenant_refused_total{tenant=\"%s\",limit="
+                              "\"egressConnections\"} %llu\n",
                               t->name, (unsigned long long)atomic_load(&t->refused_running),
-                              t->name, (unsigned long long)atomic_load(&t->refused_sessions));
+                              t->name, (unsigned long long)atomic_load(&t->refused_sessions),
+                              t->name, (unsigned long long)atomic_load(&t->egress.refused));
     }
     static const char *const gauges[][2] = {
         {"sandboxd_tenant_running", "Executions of a tenant running now."},
         {"sandboxd_tenant_sessions", "Live sessions of a tenant."},
+        {"sandboxd_tenant_egress_connections",
+         "Connections of a tenant through the egress proxy now."},
     };
     for (size_t g = 0; g < ARRAY_SIZE(gauges); g++) {
         r = r
@@ -329,8 +353,7 @@ int tenants_metrics(const struct tenants *ts, const struct tenant *only, struct 
             if (!only || only == &ts->v[i])
                 r = r
                         ?: buf_printf(out, "%s{tenant=\"%s\"} %u\n", gauges[g][0], ts->v[i].name,
-                                      g ? atomic_load(&ts->v[i].sessions)
-                                        : atomic_load(&ts->v[i].running));
+                                      tenant_gauge(&ts->v[i], g));
     }
     return r;
 }

@@ -28,10 +28,10 @@ struct tenant;
 struct tenants;
 
 /* The file's format: {"tenants": {"NAME": {"token": "...", "maxSessions": n, "maxRunning":
- * n}}}. NAME as a workspace name ([A-Za-z0-9._-], 1-64, not starting with '.'); token 1 to
- * TENANT_MAX_TOKEN printable ASCII characters without spaces, unique; the limits optional
- * integers from 1 to 1048576. Unknown keys, duplicate names or tokens, a file anyone but us
- * (or root) could write: -EINVAL, logged with what is wrong. 0 and *ret (caller frees). */
+ * n, "egressConnections": n}}}. NAME as a workspace name ([A-Za-z0-9._-], 1-64, not starting with
+ * '.'); token 1 to TENANT_MAX_TOKEN printable ASCII characters without spaces, unique; the limits
+ * optional integers from 1 to 1048576. Unknown keys, duplicate names or tokens, a file anyone but
+ * us (or root) could write: -EINVAL, logged with what is wrong. 0 and *ret (caller frees). */
 int tenants_load(const char *path, struct tenants **ret);
 void tenants_free(struct tenants *t);
 size_t tenants_count(const struct tenants *t);
@@ -51,6 +51,9 @@ bool tenant_run_begin(struct tenant *t, const char *handler);
 void tenant_run_end(struct tenant *t);
 bool tenant_session_claim(struct tenant *t);
 void tenant_session_release(struct tenant *t);
+/* The tenant's part of the egress proxy (egressConnections in the file); NULL for the
+ * operator. */
+struct egress_share *tenant_egress_share(struct tenant *t);
 /* The limits, for messages (0: none). */
 unsigned tenant_max_running(const struct tenant *t);
 unsigned tenant_max_sessions(const struct tenant *t);

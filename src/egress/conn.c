@@ -89,13 +89,13 @@ static void conn_log(struct egress_conn *c)
                   c->why ? c->why : "nothing sent");
         return;
     }
-    log_fields(c->denied ? LOG_WARN : LOG_INFO, "egress",
-               json_pack("{s:s, s:s, s:s, s:s, s:i, s:s*, s:I, s:I, s:f, s:s*}", "execution",
-                         t->label, "decision", decision, "method", c->method, "host", c->host.name,
-                         "port", (int)c->port, "address", c->addr_text[0] ? c->addr_text : NULL,
-                         "bytesUp", (json_int_t)c->up, "bytesDown", (json_int_t)c->down,
-                         "durationMs", (double)(clock_mono_us() - c->start_us) / 1000.0, "reason",
-                         c->why));
+    /* Every text through log_str: whatever bytes came, the decision is logged whole. */
+    log_pack(c->denied ? LOG_WARN : LOG_INFO, "egress",
+             "{s:o, s:s, s:o, s:o, s:i, s:s*, s:I, s:I, s:f, s:o*}", "execution", log_str(t->label),
+             "decision", decision, "method", log_str(c->method), "host", log_str(c->host.name),
+             "port", (int)c->port, "address", c->addr_text[0] ? c->addr_text : NULL, "bytesUp",
+             (json_int_t)c->up, "bytesDown", (json_int_t)c->down, "durationMs",
+             (double)(clock_mono_us() - c->start_us) / 1000.0, "reason", log_str(c->why));
 }
 
 static void conn_close_upstream(struct egress_conn *c)
@@ -127,8 +127,15 @@ void egress_conn_close(struct egress_conn *c)
         t->conns = c->next;
     if (c->next)
         c->next->prev = c->prev;
-    t->open--;
-    p->n_conns--;
+    if (c->refusal != REFUSE_NONE) {
+        t->refusing--;
+        p->n_refusing--;
+    } else {
+        t->open--;
+        p->n_open--;
+        if (t->share)
+            atomic_fetch_sub(&t->share->open, 1);
+    }
     c->dead_next = p->dead;
     p->dead = c;
     egress_tap_resume(t);
@@ -167,6 +174,10 @@ static const char *conn_status_text(int status)
         return "Bad Request";
     case 403:
         return "Forbidden";
+    case 405:
+        return "Method Not Allowed";
+    case 429:
+        return "Too Many Requests";
     case 431:
         return "Request Header Fields Too Large";
     case 501:
@@ -186,13 +197,16 @@ static void conn_answer(struct egress_conn *c, int status)
 {
     const char *msg = c->why ? c->why : "refused";
     char *body = fmt_str("sandboxd egress: %s\n", msg);
-    char *text = body ? fmt_str("HTTP/1.1 %d %s (sandboxd egress: %s)\r\n"
-                                "Content-Type: text/plain; charset=utf-8\r\n"
-                                "X-Sandboxd-Egress: %s\r\nConnection: close\r\n"
-                                "Content-Length: %zu\r\n\r\n%s",
-                                status, conn_status_text(status), msg,
-                                c->denied ? "denied" : "failed", strlen(body), body)
-                      : NULL;
+    char *text =
+        body ? fmt_str("HTTP/1.1 %d %s (sandboxd egress: %s)\r\n"
+                       "Content-Type: text/plain; charset=utf-8\r\n"
+                       "X-Sandboxd-Egress: %s\r\n%s%s"
+                       "Connection: close\r\nContent-Length: %zu\r\n\r\n%s",
+                       status, conn_status_text(status), msg, c->denied ? "denied" : "failed",
+                       status == 405 ? "Allow: " EGRESS_METHODS_ALLOWED "\r\n" : "",
+                       status == 429 || status == 503 ? "Retry-After: 1\r\n" : "", strlen(body),
+                       body)
+             : NULL;
     free(body);
     conn_close_upstream(c);
     free(c->reply);
@@ -406,7 +420,7 @@ void egress_conn_resolved(struct egress_conn *c, const struct egress_lookup *l)
     for (unsigned i = 0; i < l->n; i++) {
         const struct sockaddr *sa = (const struct sockaddr *)&l->addrs[i];
         const char *cls = egress_addr_class(sa);
-        if (cls && !egress_policy_names(c->tap->pol, sa)) {
+        if (cls && !egress_policy_names(c->tap->pol, sa, c->port)) {
             if (!refused) {
                 refused = cls;
                 egress_addr_format(sa, refused_addr, sizeof(refused_addr));
@@ -426,13 +440,43 @@ void egress_conn_resolved(struct egress_conn *c, const struct egress_lookup *l)
     conn_addresses_ready(c);
 }
 
+/* A connection accepted beyond a cap: its answer. */
+static void conn_refuse(struct egress_conn *c)
+{
+    struct egress_tap *t = c->tap;
+    struct egress_proxy *p = c->p;
+    const char *who = t->session ? "session" : "execution";
+    switch (c->refusal) {
+    case REFUSE_WINDOW:
+        conn_deny(c, EGRESS_DENY_LIMIT, 403, "the execution's cap of %u connections is reached",
+                  p->max_conns);
+        return;
+    case REFUSE_TAP:
+        conn_deny(c, EGRESS_DENY_LIMIT, 429,
+                  "this %s holds %u connections through the proxy, its cap "
+                  "(--egress-%smax-open); retry when one closes",
+                  who, t->max_open, t->session ? "session-" : "");
+        return;
+    case REFUSE_SHARE:
+        conn_deny(c, EGRESS_DENY_LIMIT, 429,
+                  "tenant '%s' holds %u connections through the proxy, its share "
+                  "(egressConnections); retry when one closes",
+                  t->share->name, egress_share_max(p, t->share));
+        return;
+    case REFUSE_POOL:
+    case REFUSE_NONE:
+        break;
+    }
+    conn_deny(c, EGRESS_DENY_LIMIT, 503,
+              "the proxy holds its maximum of %u connections (--egress-pool); retry", p->pool);
+}
+
 static void conn_decide(struct egress_conn *c)
 {
     struct egress_tap *t = c->tap;
     const struct egress_config *cfg = &c->p->cfg;
-    if (c->refuse_cap) {
-        conn_deny(c, EGRESS_DENY_LIMIT, 403, "the execution's cap of %u connections is reached",
-                  c->p->max_conns);
+    if (c->refusal != REFUSE_NONE) {
+        conn_refuse(c);
         return;
     }
     if (atomic_load(&t->over)) {
@@ -465,7 +509,7 @@ static void conn_decide(struct egress_conn *c)
         }
         c->cin.len = done ? used : c->cin.len;
         c->body_done = done;
-        c->out = egress_head_build(&c->head, cfg, &c->out_len);
+        c->out = egress_head_build(&c->head, cfg, &c->out_len, &c->out_hidden);
         if (!c->out) {
             egress_conn_why(c, "out of memory");
             egress_conn_close(c);
@@ -487,7 +531,22 @@ static void conn_decide(struct egress_conn *c)
         conn_addresses_ready(c);
         return;
     }
-    int r = egress_resolver_submit(c->p->resolver, c->id, c->host.name, c->port);
+    /* A tenant's lookups share its part of the resolver; the operator's are apart per tap. */
+    const void *group = t->share ? (const void *)t->share : (const void *)t;
+    int r = egress_resolver_submit(c->p->resolver, c->id, c->host.name, c->port, group);
+    if (r == -EBUSY && t->share) {
+        conn_deny(c, EGRESS_DENY_LIMIT, 429,
+                  "tenant '%s' has %u name lookups waiting, its share of the proxy's resolver; "
+                  "retry",
+                  t->share->name, EGRESS_RESOLVER_GROUP_QUEUE);
+        return;
+    }
+    if (r == -EBUSY) {
+        conn_deny(c, EGRESS_DENY_LIMIT, 429,
+                  "this %s has %u name lookups waiting, its share of the proxy's resolver; retry",
+                  t->session ? "session" : "execution", EGRESS_RESOLVER_GROUP_QUEUE);
+        return;
+    }
     if (r < 0) {
         egress_conn_why(c, "too many name lookups at once; retry");
         conn_answer(c, 503);
@@ -654,7 +713,7 @@ void egress_conn_timeout(struct egress_conn *c)
     egress_conn_close(c);
 }
 
-void egress_conn_accept(struct egress_tap *t, int fd)
+void egress_conn_accept(struct egress_tap *t, int fd, enum egress_refusal refusal)
 {
     struct egress_proxy *p = t->p;
     struct egress_conn *c = calloc(1, sizeof(*c));
@@ -683,12 +742,19 @@ void egress_conn_accept(struct egress_tap *t, int fd)
         return;
     }
     c->ev_c = EPOLLIN;
-    c->refuse_cap = atomic_fetch_add(&t->conns_win, 1) >= p->max_conns;
+    c->refusal = refusal;
     HASH_ADD(hh, p->conns, id, sizeof(c->id), c);
     c->next = t->conns;
     if (t->conns)
         t->conns->prev = c;
     t->conns = c;
-    t->open++;
-    p->n_conns++;
+    if (refusal != REFUSE_NONE) {
+        t->refusing++;
+        p->n_refusing++;
+    } else {
+        t->open++;
+        p->n_open++;
+        if (t->share)
+            atomic_fetch_add(&t->share->open, 1);
+    }
 }

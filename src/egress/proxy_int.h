@@ -30,14 +30,20 @@
 #include "egress/resolver.h"
 #include "util/macros.h"
 
-#define EGRESS_OPEN_MAX         1024 /* connections of all taps at once */
-#define EGRESS_TAP_SLACK        8    /* open connections beyond the cap, to be refused */
+#define EGRESS_TAP_SLACK        8 /* connections of a tap accepted beyond its caps, to be refused */
+#define EGRESS_REFUSING_MAX     64 /* such connections of all taps at once */
 #define EGRESS_BUF              (32u << 10)
 #define EGRESS_STEP_US          (10 * 1000000LL) /* head, lookup, connect, ClientHello */
 #define EGRESS_IDLE_US          (60 * 1000000LL) /* a relay without a byte either way */
 #define EGRESS_LINGER_US        (2 * 1000000LL)  /* after our answer, for the client to read it */
 #define EGRESS_RESOLVER_THREADS 4
 #define EGRESS_RESOLVER_QUEUE   256
+/* A tenant's (or, for the operator's, one execution's or session's) part of the resolver: names
+ * that resolve slowly (any name under an allowed wildcard may) hold at most this many of the
+ * threads, so that the others always have some left. */
+#define EGRESS_RESOLVER_GROUP_THREADS 2
+#define EGRESS_RESOLVER_GROUP_QUEUE   64
+#define EGRESS_LABEL_MAX              300 /* bytes of a tap's label: a request id (256) and more */
 
 enum egress_watch_kind { EW_WAKE, EW_LISTEN, EW_CLIENT, EW_UPSTREAM };
 
@@ -51,11 +57,15 @@ struct egress_conn;
 struct egress_tap {
     struct egress_proxy *p;
     struct egress_policy *pol;
+    struct egress_share *share; /* the tenant's; NULL: the operator's */
+    bool session;               /* a session's (for messages) */
+    unsigned max_open;          /* connections served at once: exec_open or session_open */
     int listen_fd;
-    char label[96];
+    char label[EGRESS_LABEL_MAX + 1]; /* cut at a character, never inside one */
     struct egress_watch w;
-    bool listening; /* EPOLLIN wanted on the listener (loop) */
-    unsigned open;  /* connections open now (loop) */
+    bool listening;    /* EPOLLIN wanted on the listener (loop) */
+    unsigned open;     /* connections served now (loop) */
+    unsigned refusing; /* connections accepted to be refused (loop) */
     struct egress_conn *conns;
     /* window counters: the loop adds, egress_tap_take() swaps them for zero */
     _Atomic uint64_t up, down, requests, conns_win;
@@ -73,6 +83,16 @@ struct egress_ring {
 };
 
 enum egress_conn_state { CS_HEAD, CS_RESOLVE, CS_HELLO, CS_CONNECT, CS_RELAY, CS_REPLY, CS_LINGER };
+
+/* Why a connection was accepted only to be refused (its request is read first, so that the
+ * answer and the log name it). Such connections hold no place of the caps below. */
+enum egress_refusal {
+    REFUSE_NONE,
+    REFUSE_WINDOW, /* --egress-max-connections in this window (403) */
+    REFUSE_TAP,    /* the execution's or session's connections at once (429) */
+    REFUSE_SHARE,  /* the tenant's share (429) */
+    REFUSE_POOL,   /* the proxy's pool (503) */
+};
 
 struct egress_conn {
     uint64_t id;
@@ -101,13 +121,14 @@ struct egress_conn {
     struct egress_ring uin; /* upstream -> client */
     char *out;              /* sent upstream first: the rebuilt head (plain HTTP) */
     size_t out_len, out_off;
-    char *reply; /* our answer to the client */
+    size_t out_hidden; /* of out, the operator's injected lines: sent, never counted */
+    char *reply;       /* our answer to the client */
     size_t reply_len, reply_off;
     bool reply_then_close;
     bool c_eof, u_eof, c_shut, u_shut;
-    bool u_hup;      /* the upstream hung up: read what is left as room allows, unwatched */
-    bool refuse_cap; /* accepted beyond the connection cap: refuse its request */
-    bool counted;    /* counted as a request */
+    bool u_hup; /* the upstream hung up: read what is left as room allows, unwatched */
+    enum egress_refusal refusal; /* accepted beyond a cap: refuse its request */
+    bool counted;                /* counted as a request */
     bool denied;
     char *why; /* the decision's reason or the failure, for the log (owned) */
     uint64_t up, down;
@@ -119,6 +140,7 @@ struct egress_proxy {
     struct egress_config cfg;
     uint64_t max_bytes;
     unsigned max_conns;
+    unsigned pool, exec_open, session_open, tenant_open; /* egress_options, defaults applied */
     int epfd, evfd;
     struct egress_watch w_wake;
     struct egress_resolver *resolver;
@@ -133,7 +155,8 @@ struct egress_proxy {
     struct egress_tap *taps;
     struct egress_conn *conns; /* by id */
     struct egress_conn *dead;  /* closed this turn */
-    unsigned n_conns;
+    unsigned n_open;           /* connections served, all taps (at most pool) */
+    unsigned n_refusing;       /* connections being refused, all taps */
     uint64_t next_id;
 };
 
@@ -156,7 +179,7 @@ void egress_conn_relay(struct egress_conn *c, bool upstream, uint32_t events);
 void egress_conn_interest(struct egress_conn *c);
 /* Set the reason or failure the log will show. */
 void egress_conn_why(struct egress_conn *c, const char *fmt, ...) _printf_(2, 3);
-void egress_conn_accept(struct egress_tap *t, int fd);
+void egress_conn_accept(struct egress_tap *t, int fd, enum egress_refusal refusal);
 void egress_conn_event(struct egress_conn *c, bool upstream, uint32_t events);
 void egress_conn_resolved(struct egress_conn *c, const struct egress_lookup *l);
 void egress_conn_timeout(struct egress_conn *c);
@@ -166,5 +189,7 @@ void egress_conn_reap(struct egress_proxy *p);
 void egress_tap_deny(struct egress_tap *t, enum egress_deny why);
 /* proxy.c: after a connection closed, the tap may accept again. */
 void egress_tap_resume(struct egress_tap *t);
+/* proxy.c: the share's cap. */
+unsigned egress_share_max(const struct egress_proxy *p, const struct egress_share *s);
 
 #endif

@@ -135,9 +135,9 @@ static void conn_relay_client_in(struct egress_conn *c)
     }
 }
 
-/* Send data[0..len) to fd as far as it goes now, and count it: the bytes sent, or -1 when
- * the connection was closed meanwhile (a failed send, or the byte cap). */
-static ssize_t conn_push(struct egress_conn *c, int fd, bool up, const char *data, size_t len)
+/* Send data[0..len) to fd as far as it goes now: the bytes sent, or -1 when the connection
+ * was closed meanwhile (a failed send). Not counted: the caller counts what it sent. */
+static ssize_t conn_send(struct egress_conn *c, int fd, bool up, const char *data, size_t len)
 {
     size_t done = 0;
     while (done < len) {
@@ -152,9 +152,22 @@ static ssize_t conn_push(struct egress_conn *c, int fd, bool up, const char *dat
         }
         done += (size_t)n;
     }
-    if (done)
-        conn_count(c, up, done);
-    return c->dead ? -1 : (ssize_t)done;
+    return (ssize_t)done;
+}
+
+/* conn_send, counting what went: -1 when the connection was closed meanwhile (a failed send,
+ * or the byte cap). */
+static ssize_t conn_push(struct egress_conn *c, int fd, bool up, const char *data, size_t len)
+{
+    ssize_t n = conn_send(c, fd, up, data, len);
+    if (n > 0)
+        conn_count(c, up, (size_t)n);
+    return c->dead ? -1 : n;
+}
+
+static size_t conn_min(size_t a, size_t b)
+{
+    return a < b ? a : b;
 }
 
 static void conn_relay_upstream_out(struct egress_conn *c)
@@ -165,10 +178,22 @@ static void conn_relay_upstream_out(struct egress_conn *c)
         c->cin.len = 0;
         return;
     }
-    ssize_t n = conn_push(c, c->ufd, true, c->out + c->out_off, c->out_len - c->out_off);
+    ssize_t n = conn_send(c, c->ufd, true, c->out + c->out_off, c->out_len - c->out_off);
     if (n < 0)
         return;
+    /* The operator's injected lines are sent but not counted: the sandbox sees its counts, and
+     * they would tell it the length of the secret. The first out_len - out_hidden bytes count,
+     * wherever in the head the lines sit. */
+    size_t shown = c->out_len - c->out_hidden;
+    size_t counted = conn_min(c->out_off + (size_t)n, shown) - conn_min(c->out_off, shown);
     c->out_off += (size_t)n;
+    if (counted) {
+        conn_count(c, true, counted);
+        if (c->dead)
+            return;
+    } else if (n) {
+        c->deadline_us = clock_mono_us() + EGRESS_IDLE_US;
+    }
     if (c->out_off < c->out_len)
         return;
     n = conn_push(c, c->ufd, true, c->cin.data + c->cin.off, c->cin.len);
