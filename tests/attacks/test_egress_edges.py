@@ -21,7 +21,7 @@ import time
 import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-from harness import Server, executor_request, wait_until  # noqa: E402
+from harness import BIN, Server, executor_request, wait_until  # noqa: E402
 from origins import fixtures  # noqa: E402
 
 SECRET = "s3cret-operator-key-0123456789"
@@ -509,10 +509,14 @@ def slow_dns(web, tenants_file):
         f.write(SHIM)
     lib = os.path.join(d, "shim.so")
     subprocess.run(["gcc", "-shared", "-fPIC", "-O1", "-o", lib, src, "-ldl"], check=True)
+    # A sanitizer build wants its runtime first among what is preloaded.
+    runtimes = [line.split("=>")[1].split()[0] for line in subprocess.run(
+        ["ldd", BIN], capture_output=True, text=True).stdout.splitlines()
+        if "=>" in line and ("libasan" in line or "libubsan" in line)]
     p = web.port
     s = Server("--pool-size", "1", "--tenants", tenants_file,
                "--egress-allow", "*.slow.test:%d" % p, "--egress-allow", "localhost:%d" % p,
-               env={"LD_PRELOAD": lib, "SLOW_DNS_DIR": d})
+               env={"LD_PRELOAD": " ".join(runtimes + [lib]), "SLOW_DNS_DIR": d})
     yield s, d
     open(os.path.join(d, "release"), "w").close()
     s.stop()
