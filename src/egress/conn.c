@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * conn — one connection through the egress proxy, from the sandbox's first
- * byte to the last relayed one (the states are drawn in proxy_int.h). Runs
+ * byte to the last relayed one (its lifecycle is drawn in proxy_int.h and
+ * checked by connstate.c: every state change is egress_conn_set_state). Runs
  * on the proxy's loop only. Every refusal is answered (an HTTP status with
  * the reason in its reason phrase and body, or a TLS alert inside a
  * tunnel), counted on the tap and logged once, when the connection closes.
@@ -73,6 +74,8 @@ void egress_conn_interest(struct egress_conn *c)
             ue |= EPOLLOUT;
         break;
     case CS_RESOLVE:
+    case CS_CLOSED: /* its descriptors are closed: nothing to watch */
+    case CS_STATE_COUNT:
         break;
     }
     conn_watch(c, c->cfd, &c->wc, &c->ev_c, ce);
@@ -110,12 +113,12 @@ static void conn_close_upstream(struct egress_conn *c)
 
 void egress_conn_close(struct egress_conn *c)
 {
-    if (c->dead)
+    if (egress_conn_closed(c))
         return;
     struct egress_proxy *p = c->p;
     struct egress_tap *t = c->tap;
-    c->dead = true;
     conn_log(c);
+    egress_conn_set_state(c, CS_CLOSED);
     conn_close_upstream(c);
     (void)epoll_ctl(p->epfd, EPOLL_CTL_DEL, c->cfd, NULL);
     close(c->cfd);
@@ -214,7 +217,7 @@ static void conn_answer(struct egress_conn *c, int status)
     c->reply_len = text ? strlen(text) : 0;
     c->reply_off = 0;
     c->reply_then_close = true;
-    c->st = CS_REPLY;
+    egress_conn_set_state(c, CS_REPLY);
     c->deadline_us = clock_mono_us() + EGRESS_LINGER_US;
     if (!text)
         egress_conn_close(c);
@@ -252,7 +255,7 @@ static void conn_deny_tls(struct egress_conn *c, enum egress_deny why)
     c->reply_len = sizeof(alert);
     c->reply_off = 0;
     c->reply_then_close = true;
-    c->st = CS_REPLY;
+    egress_conn_set_state(c, CS_REPLY);
     c->deadline_us = clock_mono_us() + EGRESS_LINGER_US;
     egress_conn_interest(c);
 }
@@ -296,7 +299,7 @@ static void conn_connect(struct egress_conn *c)
         }
         c->ufd = fd;
         c->ev_u = EPOLLOUT;
-        c->st = CS_CONNECT;
+        egress_conn_set_state(c, CS_CONNECT);
         c->deadline_us = clock_mono_us() + EGRESS_STEP_US;
         egress_conn_interest(c);
         return;
@@ -322,7 +325,7 @@ static void conn_connected(struct egress_conn *c)
         egress_conn_close(c);
         return;
     }
-    c->st = CS_RELAY;
+    egress_conn_set_state(c, CS_RELAY);
     c->deadline_us = clock_mono_us() + EGRESS_IDLE_US;
     egress_conn_interest(c);
 }
@@ -390,12 +393,12 @@ static void conn_addresses_ready(struct egress_conn *c)
     c->reply_len = sizeof(ok) - 1;
     c->reply_off = 0;
     c->reply_then_close = false;
-    c->st = CS_HELLO;
+    egress_conn_set_state(c, CS_HELLO);
     c->deadline_us = clock_mono_us() + EGRESS_STEP_US;
     conn_write_reply(c);
-    if (!c->dead && c->cin.len)
+    if (!egress_conn_closed(c) && c->cin.len)
         conn_hello(c); /* sent right behind the CONNECT */
-    if (!c->dead)
+    if (!egress_conn_closed(c))
         egress_conn_interest(c);
 }
 
@@ -552,7 +555,7 @@ static void conn_decide(struct egress_conn *c)
         conn_answer(c, 503);
         return;
     }
-    c->st = CS_RESOLVE;
+    egress_conn_set_state(c, CS_RESOLVE);
     c->deadline_us = clock_mono_us() + EGRESS_STEP_US;
     egress_conn_interest(c);
 }
@@ -616,7 +619,7 @@ static void conn_write_reply(struct egress_conn *c)
     /* Lingering close: stop sending, drain what the client still sends, so that closing does
      * not answer its unread bytes with a reset that would destroy our answer. */
     (void)shutdown(c->cfd, SHUT_WR);
-    c->st = CS_LINGER;
+    egress_conn_set_state(c, CS_LINGER);
     c->deadline_us = clock_mono_us() + EGRESS_LINGER_US;
 }
 
@@ -651,7 +654,7 @@ void egress_conn_event(struct egress_conn *c, bool upstream, uint32_t events)
     case CS_HELLO:
         if (!upstream && (events & EPOLLOUT))
             conn_write_reply(c);
-        if (!c->dead && !upstream && (events & (EPOLLIN | EPOLLHUP | EPOLLERR))) {
+        if (!egress_conn_closed(c) && !upstream && (events & (EPOLLIN | EPOLLHUP | EPOLLERR))) {
             ssize_t n = egress_ring_read(&c->cin, c->cfd);
             if (n == 0 || (n < 0 && n != -EAGAIN)) {
                 egress_conn_why(c, "the sandbox closed the tunnel before its ClientHello");
@@ -677,9 +680,11 @@ void egress_conn_event(struct egress_conn *c, bool upstream, uint32_t events)
             conn_linger(c);
         break;
     case CS_RESOLVE:
+    case CS_CLOSED: /* the loop delivers no events to closed connections */
+    case CS_STATE_COUNT:
         break;
     }
-    if (!c->dead)
+    if (!egress_conn_closed(c))
         egress_conn_interest(c);
 }
 
@@ -709,6 +714,9 @@ void egress_conn_timeout(struct egress_conn *c)
     case CS_REPLY:
     case CS_LINGER:
         break;
+    case CS_CLOSED: /* no deadline runs for it: proxy_deadlines skips it */
+    case CS_STATE_COUNT:
+        return;
     }
     egress_conn_close(c);
 }
@@ -729,7 +737,7 @@ void egress_conn_accept(struct egress_tap *t, int fd, enum egress_refusal refusa
     c->ufd = -1;
     c->wc = (struct egress_watch){EW_CLIENT, c};
     c->wu = (struct egress_watch){EW_UPSTREAM, c};
-    c->st = CS_HEAD;
+    c->st = CS_HEAD; /* born; every later change goes through egress_conn_set_state */
     c->start_us = clock_mono_us();
     c->deadline_us = c->start_us + EGRESS_STEP_US;
     snprintf(c->method, sizeof(c->method), "?");

@@ -4,7 +4,7 @@
  * touch, through a command list under the lock), accepting, deadlines and name lookups
  * coming back. One connection's life is in conn.c.
  *
- * A connection closed during a turn of the loop stays allocated (marked dead) until the
+ * A connection closed during a turn of the loop stays allocated (CLOSED) until the
  * turn ends, because a later event of the same epoll batch may still point at it.
  */
 #include "egress/proxy.h"
@@ -252,7 +252,7 @@ static void proxy_deadlines(struct egress_proxy *p)
     struct egress_conn *c, *tmp;
     HASH_ITER(hh, p->conns, c, tmp)
     {
-        if (!c->dead && c->deadline_us && now >= c->deadline_us)
+        if (!egress_conn_closed(c) && c->deadline_us && now >= c->deadline_us)
             egress_conn_timeout(c);
     }
     for (struct egress_tap *t = p->taps; t; t = t->next)
@@ -282,7 +282,7 @@ static void *proxy_loop(void *arg)
                     proxy_accept(t);
             } else {
                 struct egress_conn *c = w->obj;
-                if (!c->dead)
+                if (!egress_conn_closed(c))
                     egress_conn_event(c, w->kind == EW_UPSTREAM, evs[i].events);
             }
         }

@@ -1,15 +1,34 @@
 // SPDX-License-Identifier: MIT
 /*
- * proxy_int — what proxy.c (the loop, taps, accepting, deadlines) and
- * conn.c (one connection's state machine and relay) share. Private to
- * src/egress/.
+ * proxy_int — what proxy.c (the loop, taps, accepting, deadlines), conn.c
+ * (one connection's decisions), relay.c (its bytes) and connstate.c (its
+ * lifecycle, below) share. Private to src/egress/.
  *
- * Connection states:
+ * The life of a connection (struct egress_conn's st; the loop's alone, so no lock). It is
+ * born in HEAD when accepted (egress_conn_accept); every later change goes through
+ * egress_conn_set_state(), which asserts the edge (connstate.c holds them as data):
  *
- *   HEAD ──CONNECT──> RESOLVE ──> (reply 200) HELLO ──SNI ok──> CONNECT ──> RELAY
- *     │                  ^                                         ^
- *     └──GET http://──>──┘──────────────────────────────────────────┘
- *   any refusal: REPLY (our answer: 4xx/5xx, or a TLS alert) ──> LINGER ──> closed
+ *   HEAD ----CONNECT, a name to look up [D]-----------------------> RESOLVE
+ *   HEAD ----CONNECT, pinned or an IP literal: "200" sent [D]----> HELLO
+ *   HEAD ----a plain request, pinned or an IP literal [D]---------> CONNECT
+ *   RESOLVE -CONNECT, the addresses allowed: "200" sent [L]------> HELLO
+ *   RESOLVE -a plain request, the addresses allowed [L]----------> CONNECT
+ *   HELLO ---the ClientHello names the CONNECT host [H]----------> CONNECT
+ *   CONNECT -the next address (refused, timed out) [C]-----------> CONNECT
+ *   CONNECT -connected [C]---------------------------------------> RELAY
+ *
+ *   HEAD, RESOLVE, CONNECT --refused or failed: an HTTP answer [A]--> REPLY
+ *   HELLO --refused: a fatal TLS alert [A]---------------------------> REPLY
+ *   REPLY --the answer written: shut down, drain what still comes [W]--> LINGER
+ *   every state but CLOSED --egress_conn_close [X]---------------------> CLOSED
+ *
+ * [D] conn_decide: the head parsed, the caps and the allow list passed. [L]
+ * egress_conn_resolved: a lookup came back. [H] conn_hello. [C] conn_connect, conn_connected.
+ * [A] conn_answer, conn_deny_tls. [W] conn_write_reply. [X] the end, logged there: the last
+ * byte relayed, EOF, an error, a deadline, the byte cap (relay.c), the tap removed (proxy.c).
+ * A tunnel whose upstream cannot be reached is closed, not answered: its "200" is out. RELAY
+ * ends in CLOSED only. A CLOSED connection stays allocated until the loop's turn ends
+ * (egress_conn_reap), because a later event of the same epoll batch may still point at it.
  *
  * Deadlines: HEAD, RESOLVE, HELLO, CONNECT and REPLY/LINGER have one each;
  * RELAY's is an idle deadline renewed by every byte moved.
@@ -17,6 +36,7 @@
 #ifndef SANDBOXD_EGRESS_PROXY_INT_H
 #define SANDBOXD_EGRESS_PROXY_INT_H
 
+#include <assert.h>
 #include <http_parser.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -28,6 +48,7 @@
 #include "egress/head.h"
 #include "egress/proxy.h"
 #include "egress/resolver.h"
+#include "util/lifecycle.h"
 #include "util/macros.h"
 
 #define EGRESS_TAP_SLACK        8 /* connections of a tap accepted beyond its caps, to be refused */
@@ -82,7 +103,17 @@ struct egress_ring {
     size_t cap, off, len;
 };
 
-enum egress_conn_state { CS_HEAD, CS_RESOLVE, CS_HELLO, CS_CONNECT, CS_RELAY, CS_REPLY, CS_LINGER };
+enum egress_conn_state {
+    CS_HEAD,    /* reading the request head (and, for a plain request, the body's start) */
+    CS_RESOLVE, /* the name is being looked up on the resolver threads */
+    CS_HELLO,   /* a tunnel: "200" sent, waiting for the ClientHello's server name */
+    CS_CONNECT, /* connecting upstream, one address after the other */
+    CS_RELAY,   /* relaying both ways */
+    CS_REPLY,   /* writing our answer (an HTTP error, or a TLS alert) */
+    CS_LINGER,  /* answered and shut down: draining what the sandbox still sends */
+    CS_CLOSED,  /* closed and logged; freed at the end of the loop's turn */
+    CS_STATE_COUNT
+};
 
 /* Why a connection was accepted only to be refused (its request is read first, so that the
  * answer and the log name it). Such connections hold no place of the caps below. */
@@ -132,7 +163,6 @@ struct egress_conn {
     bool denied;
     char *why; /* the decision's reason or the failure, for the log (owned) */
     uint64_t up, down;
-    bool dead; /* closed; freed at the end of the loop's turn */
     struct egress_conn *dead_next;
 };
 
@@ -159,6 +189,19 @@ struct egress_proxy {
     unsigned n_refusing;       /* connections being refused, all taps */
     uint64_t next_id;
 };
+
+/* connstate.c: the lifecycle drawn above */
+bool egress_conn_transition_ok(enum egress_conn_state from, enum egress_conn_state to);
+/* Move c to state to; asserts that the diagram has that edge (a programmer error if not). */
+void egress_conn_set_state(struct egress_conn *c, enum egress_conn_state to);
+const char *egress_conn_state_name(enum egress_conn_state s);
+/* Closed (and logged) already: nothing more may be done with it this turn. */
+static inline bool egress_conn_closed(const struct egress_conn *c)
+{
+    return c->st == CS_CLOSED;
+}
+/* assert_egress_conn_state(c, CS_A, CS_B...): a precondition, c is in one of these. */
+#define assert_egress_conn_state(c, ...) assert(LIFECYCLE_IN((c)->st, __VA_ARGS__))
 
 /* relay.c */
 int egress_ring_init(struct egress_ring *r, size_t cap);

@@ -89,7 +89,7 @@ static void conn_count(struct egress_conn *c, bool up, size_t n)
     atomic_store(&t->over, true);
     for (struct egress_conn *k = t->conns, *next; k; k = next) {
         next = k->next;
-        if (k->st != CS_RELAY && k->st != CS_CONNECT && k->st != CS_HELLO)
+        if (!LIFECYCLE_IN(k->st, CS_RELAY, CS_CONNECT, CS_HELLO))
             continue;
         egress_conn_why(k, "the execution's egress byte cap (%llu bytes) is reached",
                         (unsigned long long)max);
@@ -162,7 +162,7 @@ static ssize_t conn_push(struct egress_conn *c, int fd, bool up, const char *dat
     ssize_t n = conn_send(c, fd, up, data, len);
     if (n > 0)
         conn_count(c, up, (size_t)n);
-    return c->dead ? -1 : n;
+    return egress_conn_closed(c) ? -1 : n;
 }
 
 static size_t conn_min(size_t a, size_t b)
@@ -189,7 +189,7 @@ static void conn_relay_upstream_out(struct egress_conn *c)
     c->out_off += (size_t)n;
     if (counted) {
         conn_count(c, true, counted);
-        if (c->dead)
+        if (egress_conn_closed(c))
             return;
     } else if (n) {
         c->deadline_us = clock_mono_us() + EGRESS_IDLE_US;
@@ -220,7 +220,7 @@ static void conn_relay_client_out(struct egress_conn *c)
         if (!c->uin.len && c->u_hup && !c->u_eof) {
             /* What a hung-up upstream left is all in the kernel's buffer already. */
             conn_relay_upstream_in(c);
-            if (c->dead)
+            if (egress_conn_closed(c))
                 return;
             if (!c->uin.len)
                 c->u_eof = true;
@@ -274,25 +274,26 @@ void egress_conn_relay(struct egress_conn *c, bool upstream, uint32_t events)
     if (upstream) {
         if (events & EPOLLOUT)
             conn_relay_upstream_out(c);
-        if (!c->dead && (events & EPOLLIN) && !c->u_eof)
+        if (!egress_conn_closed(c) && (events & EPOLLIN) && !c->u_eof)
             conn_relay_upstream_in(c);
-        if (!c->dead && (events & (EPOLLERR | EPOLLHUP)))
+        if (!egress_conn_closed(c) && (events & (EPOLLERR | EPOLLHUP)))
             conn_upstream_hup(c);
     } else {
         if (events & EPOLLOUT)
             conn_relay_client_out(c);
-        if (!c->dead && (events & EPOLLIN) && !c->c_eof && (c->tunnel || !c->body_done))
+        if (!egress_conn_closed(c) && (events & EPOLLIN) && !c->c_eof &&
+            (c->tunnel || !c->body_done))
             conn_relay_client_in(c);
-        else if (!c->dead && (events & (EPOLLERR | EPOLLHUP)))
+        else if (!egress_conn_closed(c) && (events & (EPOLLERR | EPOLLHUP)))
             egress_conn_close(c);
     }
     /* Move what just arrived right away: the other side is usually writable. */
-    if (!c->dead && upstream)
+    if (!egress_conn_closed(c) && upstream)
         conn_relay_client_out(c);
-    else if (!c->dead && !upstream)
+    else if (!egress_conn_closed(c) && !upstream)
         conn_relay_upstream_out(c);
-    if (!c->dead)
+    if (!egress_conn_closed(c))
         conn_relay_ends(c);
-    if (!c->dead)
+    if (!egress_conn_closed(c))
         egress_conn_interest(c);
 }
