@@ -151,6 +151,7 @@ static void api_execute(struct api *api, const struct http_request *req, struct 
     }
     spec.egress = egress;
     spec.tenant = tenant_name(tenant);
+    spec.egress_share = tenant_egress_share(tenant);
     if (!tenant_run_begin(tenant, spec.handler_name)) {
         http_reply_error(reply, 429, "TENANT_LIMIT", NULL,
                          "tenant '%s' runs %u executions, its maxRunning; retry later",
@@ -173,8 +174,10 @@ static void api_execute(struct api *api, const struct http_request *req, struct 
         frame_raw_done(&ar.raw);
         if (!reply->text)
             http_reply_error(reply, 500, "INTERNAL", NULL, "out of memory");
-    } else {
+    } else if (ar.body) {
         reply->body = ar.body;
+    } else { /* not even the handlers' INTERNAL error could be built */
+        http_reply_error(reply, 500, "INTERNAL", NULL, "out of memory");
     }
     if (ar.kind == SBX_ERR_UNAVAILABLE) {
         char ra[16];
@@ -223,23 +226,29 @@ static void api_healthz(struct api *api, const struct http_request *req, struct 
         api_pool_stats(a->session_pool), "templatePool", api_pool_stats(a->template_pool),
         "executions", manager_stats(a->mgr), "definitions", defs_stats(a->defs), "frameworkLog",
         framework_log_stats(a->fw), "http", http ? http_server_stats(http) : NULL);
+    /* a part that could not be built (out of memory) fails the report */
+    int lost = http && reply->body && !json_object_get(reply->body, "http") ? -1 : 0;
     if (reply->body) {
-        json_object_set_new(reply->body, "workflows", flow_cache_stats(a->wf_cache));
-        json_object_set_new(reply->body, "profiles", profiles_stats(a->profiles));
-        json_object_set_new(reply->body, "reuse", reuse_stats(a->reuse));
-        json_object_set_new(reply->body, "egress",
-                            a->egress ? egress_proxy_describe(a->egress)
-                                      : json_pack("{s:o}", "allow", json_array()));
+        lost |= json_object_set_new(reply->body, "workflows", flow_cache_stats(a->wf_cache));
+        lost |= json_object_set_new(reply->body, "profiles", profiles_stats(a->profiles));
+        lost |= json_object_set_new(reply->body, "reuse", reuse_stats(a->reuse));
+        lost |= json_object_set_new(reply->body, "egress",
+                                    a->egress ? egress_proxy_describe(a->egress)
+                                              : json_pack("{s:o}", "allow", json_array()));
     }
     if (reply->body && api->sessions)
-        json_object_set_new(reply->body, "sessions", sessions_stats(api->sessions));
+        lost |= json_object_set_new(reply->body, "sessions", sessions_stats(api->sessions));
+    if (!reply->body || lost) {
+        json_decref(reply->body);
+        reply->body = NULL;
+        api_reply_json(reply, 500, NULL);
+    }
 }
 
 /* Liveness: the process runs and its HTTP front answers. */
 static void api_livez(struct http_reply *reply)
 {
-    reply->status = 200;
-    reply->body = json_pack("{s:s}", "status", "alive");
+    api_reply_json(reply, 200, json_pack("{s:s}", "status", "alive"));
 }
 
 /* Does the pool report a zygote that can fork interpreters? */
@@ -276,8 +285,8 @@ static void api_readyz(struct api *api, struct http_reply *reply)
         why = "the warm pool's zygotes died and are restarting";
     }
     json_decref(ps);
-    reply->status = why ? 503 : 200;
-    reply->body = json_pack("{s:s, s:s*}", "status", status, "reason", why);
+    api_reply_json(reply, why ? 503 : 200,
+                   json_pack("{s:s, s:s*}", "status", status, "reason", why));
     if (why)
         http_reply_header(reply, "Retry-After", "1");
 }
@@ -324,8 +333,7 @@ static void api_load_code(struct api *api, const struct http_request *req, struc
     size_t retired = reuse_retire_app(api->app->reuse, app_id);
     log_info("load_code: dropped %zu cached definitions and %zu reused interpreters of app %s",
              dropped, retired, app_id);
-    reply->status = 200;
-    reply->body = json_pack("{s:I}", "invalidated", (json_int_t)dropped);
+    api_reply_json(reply, 200, json_pack("{s:I}", "invalidated", (json_int_t)dropped));
     json_decref(body);
 }
 

@@ -114,8 +114,7 @@ static void api_session_create(struct api *api, const struct http_request *req,
         api_reply_sbx_error(reply, &err);
         goto out;
     }
-    reply->status = 201;
-    reply->body = info;
+    api_reply_json(reply, 201, info);
     char loc[96];
     snprintf(loc, sizeof(loc), "/v1/sessions/%s",
              json_string_value(json_object_get(info, "sessionId")));
@@ -147,12 +146,15 @@ static void api_sse_free(void *userdata)
     free(j);
 }
 
+/* data: borrowed; NULL (an event that could not be built) is reported, not sent. */
 static void api_sse_event(struct api_sse *j, const char *event, json_t *data)
 {
     size_t n;
-    char *line = http_sse_event(event, data, &n);
-    if (!line)
+    char *line = data ? http_sse_event(event, data, &n) : NULL;
+    if (!line) {
+        log_warn("session %s: a '%s' event could not be streamed (out of memory)", j->id, event);
         return;
+    }
     pthread_mutex_lock(&j->lock);
     if (!j->broken && http_stream_write(j->stream, line, n) < 0)
         j->broken = true; /* the client left; the execution still completes */
@@ -280,8 +282,7 @@ static void api_session_execute(struct api *api, const char *id, const struct ht
         api_reply_sbx_error(reply, &err);
         goto out;
     }
-    reply->status = 200;
-    reply->body = result;
+    api_reply_json(reply, 200, result);
 out:
     json_decref(body);
 }
@@ -300,8 +301,8 @@ void api_sessions_route(struct api *api, const struct http_request *req, const c
         if (post)
             api_session_create(api, req, tenant, reply);
         else if (get) {
-            reply->status = 200;
-            reply->body = json_pack("{s:o}", "sessions", sessions_list(api->sessions, tenant));
+            api_reply_json(reply, 200,
+                           json_pack("{s:o}", "sessions", sessions_list(api->sessions, tenant)));
         } else {
             http_reply_error(reply, 405, "METHOD_NOT_ALLOWED", NULL, "use GET or POST");
             http_reply_header(reply, "Allow", "GET, POST");
@@ -327,12 +328,10 @@ void api_sessions_route(struct api *api, const struct http_request *req, const c
     if (!*tail) {
         if (get) {
             json_t *info = NULL;
-            if (!visible || sessions_info(api->sessions, id, &info) < 0)
+            if (!visible || sessions_info(api->sessions, id, &info) == -ENOENT)
                 http_reply_error(reply, 404, "NOT_FOUND", NULL, "no session %s", id);
-            else {
-                reply->status = 200;
-                reply->body = info;
-            }
+            else
+                api_reply_json(reply, 200, info); /* NULL (-ENOMEM): 500 */
         } else if (del) {
             if (!visible || sessions_delete(api->sessions, id) < 0)
                 http_reply_error(reply, 404, "NOT_FOUND", NULL, "no session %s", id);

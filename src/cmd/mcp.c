@@ -396,9 +396,9 @@ int cmd_mcp(int argc, char **argv)
         log_error("mcp: out of memory");
         goto out;
     }
-    log_fields(LOG_INFO, "sandboxd mcp ready on stdio",
-               json_pack("{s:b, s:o, s:s}", "pool", su.pool || su.session_pool, "mcpServers",
-                         mcp_registry_names(su.mcp), "stateDir", su.state_dir));
+    log_pack(LOG_INFO, "sandboxd mcp ready on stdio", "{s:b, s:o, s:o}", "pool",
+             su.pool || su.session_pool, "mcpServers", mcp_registry_names(su.mcp), "stateDir",
+             log_str(su.state_dir));
     mcp_loop(&m, in_fd, sig_fd);
     status = 0;
 out:

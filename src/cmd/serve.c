@@ -555,6 +555,7 @@ int cmd_serve(int argc, char **argv)
         }
     }
     o.setup.tenant_quota = o.tenant_quota;
+    o.setup.executions = o.max_running;
     if (setup_start(&su, &o.setup, &common, "serve") < 0)
         goto out;
     /* Templates import jinja2 and jsonschema (~100 ms): a pool of its own has them
@@ -662,13 +663,14 @@ int cmd_serve(int argc, char **argv)
     if (http_server_start(&ho, api_route, &api, &http) < 0)
         goto out;
     atomic_store(&api.http, http);
-    log_fields(
-        LOG_INFO, "sandboxd listening",
-        json_pack("{s:s, s:i, s:O, s:b, s:I, s:o, s:s, s:b, s:I, s:s}", "host", o.host, "port",
-                  (int)http_server_port(http), "isolation", app.isolation, "pool", su.pool != NULL,
-                  "maxRunning", (json_int_t)o.max_running, "mcpServers", mcp_registry_names(su.mcp),
-                  "stateDir", su.state_dir, "apiToken", o.api_token != NULL, "tenants",
-                  (json_int_t)tenants_count(policy_tenants(policy)), "instance", o.instance_id));
+    /* The state directory is a path (any bytes) and the instance id optional: as "s" either
+     * would have cost the line every field. */
+    log_pack(LOG_INFO, "sandboxd listening", "{s:o, s:i, s:O, s:b, s:I, s:o, s:o, s:b, s:I, s:o?}",
+             "host", log_str(o.host), "port", (int)http_server_port(http), "isolation",
+             app.isolation, "pool", su.pool != NULL, "maxRunning", (json_int_t)o.max_running,
+             "mcpServers", mcp_registry_names(su.mcp), "stateDir", log_str(su.state_dir),
+             "apiToken", o.api_token != NULL, "tenants",
+             (json_int_t)tenants_count(policy_tenants(policy)), "instance", log_str(o.instance_id));
     int sig = 0;
     while (sigwait(&sigs, &sig) != 0)
         ;

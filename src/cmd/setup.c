@@ -343,9 +343,22 @@ int setup_start(struct setup *s, const struct setup_opts *o, struct common_opts 
             .headers = o->egress_header,
             .max_bytes = o->egress_max_mb << 20,
             .max_connections = (unsigned)o->egress_max_connections,
+            .pool = (unsigned)o->egress_pool,
+            .exec_open = (unsigned)o->egress_max_open,
+            .session_open = (unsigned)o->egress_session_max_open,
+            .tenant_open = (unsigned)o->egress_tenant_connections,
         };
+        _cleanup_free_ char *why_shares = NULL;
+        if (egress_shares_size(&eo, (unsigned)o->max_sessions, (unsigned)o->executions,
+                               &why_shares) < 0) {
+            log_error("%s: %s", cmd, why_shares ? why_shares : "out of memory");
+            return -EINVAL;
+        }
         if ((r = egress_proxy_new(&eo, &s->egress)) < 0 || (r = setup_egress_probe(s, cmd)) < 0)
             return r;
+        log_info("egress: %u connections through the proxy at once; an execution holds at most "
+                 "%u, a session %u, a tenant %u",
+                 eo.pool, eo.exec_open, eo.session_open, eo.tenant_open);
     }
     if (o->pool_size && (r = setup_pool(s, o, (unsigned)o->pool_size,
                                         (unsigned)(o->pool_max ? o->pool_max : 2 * o->pool_size),

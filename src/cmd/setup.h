@@ -64,6 +64,9 @@ struct setup_opts {
     size_t n_egress_allow, n_egress_resolve, n_egress_header;
     const char *egress_ca_file;
     uint64_t egress_max_mb, egress_max_connections;
+    /* the proxy's shares (0: sized by egress_shares_size from max_sessions and executions) */
+    uint64_t egress_pool, egress_max_open, egress_session_max_open, egress_tenant_connections;
+    uint64_t executions; /* serve's --max-running: executions that may hold proxy connections */
 };
 
 /*
@@ -192,7 +195,23 @@ struct setup_opts {
     N(EGRESS_MAX_MB, "egress-max-mb", 1, 1 << 20, egress_max_mb,                                   \
       "  --egress-max-mb N      bytes up and down per execution, in MiB (256)\n")                  \
     N(EGRESS_MAX_CONNECTIONS, "egress-max-connections", 1, 4096, egress_max_connections,           \
-      "  --egress-max-connections N  proxied connections per execution (64)\n")
+      "  --egress-max-connections N  proxied connections per execution (64)\n")                    \
+    N(EGRESS_POOL, "egress-pool", 16, 65536, egress_pool,                                          \
+      "  --egress-pool N        connections through the proxy at once, everyone together (1024;\n" \
+      "                         two descriptors each); sessions and executions may hold half\n"    \
+      "                         each\n")                                                           \
+    N(EGRESS_MAX_OPEN, "egress-max-open", 1, 65536, egress_max_open,                               \
+      "  --egress-max-open N    connections one execution holds through the proxy at once\n"       \
+      "                         (16, at most half the pool over the executions running at\n"       \
+      "                         once); more: 429\n")                                               \
+    N(EGRESS_SESSION_MAX_OPEN, "egress-session-max-open", 1, 65536, egress_session_max_open,       \
+      "  --egress-session-max-open N  the same for a session, its executions and what they\n"      \
+      "                         leave running together (8, at most half the pool /\n"              \
+      "                         --max-sessions)\n")                                                \
+    N(EGRESS_TENANT_CONNECTIONS, "egress-tenant-connections", 1, 65536, egress_tenant_connections, \
+      "  --egress-tenant-connections N  a tenant's share: connections of all its executions\n"     \
+      "                         and sessions at once (a quarter of the pool; the tenants file's\n" \
+      "                         egressConnections sets one tenant's)\n")
 
 #define SETUP_OPTIONS(X, N, H) SETUP_POOL_OPTIONS(X, N, H) SETUP_SESSION_OPTIONS(X, N, H)
 

@@ -247,10 +247,9 @@ static int local_call(struct framework *fw, const char *app, const char *tool, j
         json_t *fields = json_deep_copy(params);
         json_object_del(fields, "message");
         json_object_del(fields, "level");
-        json_t *wrapped = json_pack("{s:s, s:o}", "source", "framework", "framework", fields);
-        log_fields(lvl, msg ? msg : "", wrapped);
+        log_pack(lvl, msg ? msg : "", "{s:s, s:o}", "source", "framework", "framework", fields);
         *ret = json_pack("{s:b}", "ok", 1);
-        return 0;
+        return *ret ? 0 : -ENOMEM;
     }
     if (strcmp(tool, "core.llm.generate") == 0)
         return llm_generate(fw->llm, params, ret, err);

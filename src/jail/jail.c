@@ -502,8 +502,12 @@ json_t *jail_describe(const struct jail_config *cfg)
         "tmpBytes", (json_int_t)cfg->tmp_bytes);
     if (!layers)
         return NULL;
-    json_t *rl = json_pack("[s,s,s,s,s]", "nofile", "nproc", "fsize", "cpu", "core");
-    json_object_set_new(layers, "rlimits", rl);
+    if (json_object_set_new(layers, "rlimits",
+                            json_pack("[s,s,s,s,s]", "nofile", "nproc", "fsize", "cpu", "core")) <
+        0) {
+        json_decref(layers);
+        return NULL;
+    }
     json_object_set_new(layers, "cgroup", cgroup_env_describe(cfg->cgroups));
     json_t *ins = json_array();
     if (cfg->insecure & JAIL_INSECURE_NO_SECCOMP)

@@ -120,7 +120,8 @@ struct jail_proc {
 /* Build the config; logs and returns -errno when the interpreter or a bind is unusable. */
 int jail_config_init(struct jail_config *cfg, const struct jail_options *opt);
 void jail_config_done(struct jail_config *cfg);
-/* The active layers, for the start-up log and /healthz (new reference). */
+/* The active layers, for the start-up log and /healthz (new reference; NULL when out of
+ * memory). */
 json_t *jail_describe(const struct jail_config *cfg);
 struct jail_limits jail_limits_default(const struct jail_config *cfg);
 

@@ -270,11 +270,14 @@ json_t *profiles_stats(struct profiles *ps)
         json_t *pool = p->pool ? pool_stats(p->pool) : json_object();
         if (p->pool)
             json_object_set_new(pool, "memory", pool_memory(p->pool));
-        json_object_set_new(o, p->spec.name,
-                            json_pack("{s:s, s:I, s:I, s:b, s:o}", "modules", p->spec.modules,
-                                      "size", (json_int_t)p->spec.size, "memoryMb",
-                                      (json_int_t)p->spec.memory_mb, "builtin", p->builtin, "pool",
-                                      pool));
+        if (json_object_set_new(o, p->spec.name,
+                                json_pack("{s:s, s:I, s:I, s:b, s:o}", "modules", p->spec.modules,
+                                          "size", (json_int_t)p->spec.size, "memoryMb",
+                                          (json_int_t)p->spec.memory_mb, "builtin", p->builtin,
+                                          "pool", pool)) < 0) {
+            json_decref(o);
+            return NULL; /* out of memory */
+        }
     }
     return o;
 }

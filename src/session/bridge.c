@@ -176,7 +176,10 @@ static void bridge_call_run(struct workpool_job *job)
         r = mcp_registry_tools(ss->mcp, server, ss->opt.tool_timeout_ms, &tools, &err);
         if (r == 0) {
             mcp_alias_tools(tools); /* the same aliases as the session's init job */
-            result = json_pack("{s:o}", "tools", tools);
+            if (!(result = json_pack("{s:o}", "tools", tools))) {
+                mcp_error_set(&err, MCP_ERR_PROTOCOL, NULL, "out of memory");
+                r = -ENOMEM;
+            }
         }
     }
     if (r < 0)
@@ -267,8 +270,10 @@ static void bridge_workspace(struct session *s, json_t *id, json_t *payload, con
         const char *name = json_string_value(json_object_get(payload, "name"));
         const char *src = json_string_value(json_object_get(payload, "source"));
         r = name && src ? workspace_save_tool(ws, name, src, &error) : -EINVAL;
-        if (r == 0)
-            result = json_pack("{s:b}", "saved", 1);
+        if (r == 0 && !(result = json_pack("{s:b}", "saved", 1))) {
+            r = -ENOMEM; /* saved, but the answer cannot say so */
+            error = strdup("out of memory");
+        }
     } else if (strcmp(type, "save_file") == 0) {
         const char *name = json_string_value(json_object_get(payload, "name"));
         const char *b64 = json_string_value(json_object_get(payload, "content"));
@@ -284,6 +289,11 @@ static void bridge_workspace(struct session *s, json_t *id, json_t *payload, con
         r = -EINVAL;
     }
     atomic_fetch_add(&s->host_cpu_ns, bridge_thread_cpu_ns() - start);
+    if (r == 0 && !result) { /* the workspace's answer (json_pack) could not be built */
+        r = -ENOMEM;
+        free(error);
+        error = strdup("out of memory");
+    }
     if (r < 0)
         bridge_reply(s, id, NULL, error ? error : "invalid request", bridge_ws_kind(r), -r);
     else
@@ -326,7 +336,10 @@ int session_on_message(void *userdata, struct cell *c, json_t *msg)
     if (x->stream && x->stream->on_rpc) {
         json_t *summary = json_pack("{s:s, s:s, s:s?, s:O}", "type", type, "server", server, "tool",
                                     json_string_value(json_object_get(payload, "tool")), "id", id);
-        x->stream->on_rpc(x->stream->userdata, summary);
+        if (summary)
+            x->stream->on_rpc(x->stream->userdata, summary);
+        else /* the stream misses one event; the call itself goes on */
+            log_warn("session %s: an rpc event could not be streamed (out of memory)", s->id);
         json_decref(summary);
     }
     bridge_submit_call(s, id, payload);

@@ -164,8 +164,11 @@ json_t *session_describe(struct session *s, const struct sessions *ss)
         (double)atomic_load(&s->host_cpu_ns) / 1e6, "cpuBudgetMs",
         (json_int_t)ss->opt.cpu_budget_ms, "stopped", stopped, "stoppedReason",
         stopped ? why : NULL);
-    if (d && s->network)
-        json_object_set_new(d, "network", json_pack("{s:O}", "allow", s->network));
+    if (d && s->network &&
+        json_object_set_new(d, "network", json_pack("{s:O}", "allow", s->network)) < 0) {
+        json_decref(d); /* not a session shown without the network it has */
+        return NULL;
+    }
     return d;
 }
 
@@ -183,7 +186,9 @@ static int session_egress_cell(struct sessions *ss, struct session *s,
         return r;
     char label[SESSION_ID_MAX + 16];
     snprintf(label, sizeof(label), "session %s", s->id);
-    if ((r = egress_tap_new(ss->opt.egress, pol, listener, label, &s->tap)) < 0) {
+    const struct egress_owner who = {
+        .label = label, .share = tenant_egress_share(s->tenant), .session = true};
+    if ((r = egress_tap_new(ss->opt.egress, pol, listener, &who, &s->tap)) < 0) {
         cell_free(*ret_cell);
         *ret_cell = NULL;
         return r;
@@ -335,12 +340,16 @@ int sessions_create(struct sessions *ss, const struct session_create *c, json_t 
         r = -EIO;
         goto fail;
     }
-    json_object_set_new(job, "limits",
-                        json_pack("{s:I, s:I, s:{s:I, s:I}}", "memoryBytes",
-                                  (json_int_t)(memory_mb << 20), "outputBytes",
-                                  (json_int_t)ss->opt.output_limit, "artifacts", "count",
-                                  (json_int_t)ss->opt.artifacts.max_count, "bytes",
-                                  (json_int_t)ss->opt.artifacts.max_bytes));
+    if (json_object_set_new(job, "limits",
+                            json_pack("{s:I, s:I, s:{s:I, s:I}}", "memoryBytes",
+                                      (json_int_t)(memory_mb << 20), "outputBytes",
+                                      (json_int_t)ss->opt.output_limit, "artifacts", "count",
+                                      (json_int_t)ss->opt.artifacts.max_count, "bytes",
+                                      (json_int_t)ss->opt.artifacts.max_bytes)) < 0) {
+        sbx_error_set(err, SBX_ERR_INTERNAL, "INTERNAL", NULL, "out of memory");
+        r = -ENOMEM;
+        goto fail; /* a session without its limits must not start */
+    }
     if (c->compat)
         json_object_set_new(job, "compat", json_string(c->compat));
     struct jail_limits lim = jail_limits_default(ss->jail);
@@ -430,10 +439,9 @@ int sessions_create(struct sessions *ss, const struct session_create *c, json_t 
     exec_outcome_done(&o);
     json_decref(job);
     egress_policy_free(pol);
-    log_fields(LOG_INFO, "session created",
-               json_pack("{s:s, s:s, s:O, s:O}", "sessionId", s->id, "workspace", s->workspace,
-                         "servers", s->servers, "toolsFailed",
-                         json_object_get(info, "toolsFailed")));
+    log_pack(LOG_INFO, "session created", "{s:s, s:s, s:O?, s:O?}", "sessionId", s->id, "workspace",
+             s->workspace, "servers", s->servers, "toolsFailed",
+             json_object_get(info, "toolsFailed"));
     *ret_info = info;
     return 0;
 fail:
@@ -678,15 +686,22 @@ int sessions_execute(struct sessions *ss, const char *id, const char *code, int6
     if (result)
         json_object_set_new(result, "hostCpuMs",
                             json_real((double)(atomic_load(&s->host_cpu_ns) - host_before) / 1e6));
-    if (result)
-        artifact_set_report(&o.artifacts, &ss->opt.artifacts, result, true);
+    if (result && artifact_set_report(&o.artifacts, &ss->opt.artifacts, result, true) < 0) {
+        json_decref(result); /* answered INTERNAL below, rather than without the report */
+        result = NULL;
+    }
     exec_outcome_done(&o);
     if (s->tap && result) {
         egress_tap_take(s->tap, &net);
         metrics_egress(ss->metrics, &net);
         json_t *metrics = json_array();
-        response_egress_metrics(metrics, &net);
-        json_object_set_new(result, "metrics", metrics);
+        int mr = response_egress_metrics(metrics, &net);
+        if (mr < 0)
+            json_decref(metrics);
+        if (mr < 0 || json_object_set_new(result, "metrics", metrics) < 0) {
+            json_decref(result);
+            result = NULL;
+        }
     }
     pthread_mutex_lock(&ss->lock);
     /* ENDED: it was unlisted while the execution ran (deleted, reaped, shut down). */

@@ -120,9 +120,10 @@ int sessions_create(struct sessions *s, const struct session_create *c, json_t *
  * filled: an unconfigured (INVALID) or unavailable (UPSTREAM) server, an unknown (NOT_FOUND) or
  * dead (GONE) session. */
 int sessions_add_servers(struct sessions *s, const char *id, json_t *names, struct sbx_error *err);
-/* -ENOENT for an unknown id. */
+/* -ENOENT for an unknown id, -ENOMEM when its description could not be built. */
 int sessions_info(struct sessions *s, const char *id, json_t **ret_info);
-/* The sessions tenant may see: its own, or with tenant NULL (the operator) all of them. */
+/* The sessions tenant may see: its own, or with tenant NULL (the operator) all of them (NULL
+ * when out of memory). */
 json_t *sessions_list(struct sessions *s, const struct tenant *tenant);
 int sessions_delete(struct sessions *s, const char *id);
 /* sessions_delete() saying why (reason: what a running execution and later calls report,

@@ -28,7 +28,7 @@ int sessions_info(struct sessions *ss, const char *id, json_t **ret_info)
     HASH_FIND_STR(ss->table, id, s);
     *ret_info = s ? session_describe(s, ss) : NULL;
     pthread_mutex_unlock(&ss->lock);
-    return s ? 0 : -ENOENT;
+    return !s ? -ENOENT : *ret_info ? 0 : -ENOMEM;
 }
 
 bool sessions_visible(struct sessions *ss, const char *id, const struct tenant *tenant)
@@ -50,9 +50,12 @@ json_t *sessions_list(struct sessions *ss, const struct tenant *tenant)
 {
     json_t *list = json_array();
     pthread_mutex_lock(&ss->lock);
-    for (struct session *s = ss->table; s; s = s->hh.next)
-        if (!tenant || s->tenant == tenant)
-            json_array_append_new(list, session_describe(s, ss));
+    for (struct session *s = ss->table; list && s; s = s->hh.next)
+        if ((!tenant || s->tenant == tenant) &&
+            json_array_append_new(list, session_describe(s, ss)) < 0) {
+            json_decref(list); /* not a list that leaves a session out */
+            list = NULL;
+        }
     pthread_mutex_unlock(&ss->lock);
     return list;
 }

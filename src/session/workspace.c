@@ -653,11 +653,12 @@ int workspace_files(struct workspace *w, json_t **ret_payload, char **ret_error)
     int r = ws_index(w);
     if (r == 0) {
         HASH_SORT(w->entries[WS_FILES], ws_cmp_file);
-        for (struct ws_entry *e = w->entries[WS_FILES]; e; e = e->hh.next) {
+        for (struct ws_entry *e = w->entries[WS_FILES]; e && r == 0; e = e->hh.next) {
             char when[32];
             ws_timestamp(e->modified, when);
-            json_array_append_new(list, json_pack("{s:s, s:I, s:s}", "name", e->file, "size",
-                                                  (json_int_t)e->size, "modifiedAt", when));
+            if (json_array_append_new(list, json_pack("{s:s, s:I, s:s}", "name", e->file, "size",
+                                                      (json_int_t)e->size, "modifiedAt", when)) < 0)
+                r = -ENOMEM; /* not a listing that leaves a file out */
         }
     }
     pthread_mutex_unlock(&w->lock);

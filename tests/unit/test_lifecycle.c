@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
 /* Unit tests: the lifecycles of a pool cell (pool/cellstate.c), of a session
- * (session/lifecycle.c) and of an MCP client connection (mcp/client/client.c): the transition
- * tables against the diagrams (written out again here), the orders in which a cell's "ready",
- * attach, exit and release arrive, the orders in which a connection's handshake, lost session,
- * stalled writer, server exit, abort and close arrive (through a fake transport), and the pids
- * the pool's memory figures read, for a pool larger than the fixed arrays they once were. */
+ * (session/lifecycle.c), of an MCP client connection (mcp/client/client.c) and of an egress
+ * connection (egress/connstate.c): the transition tables against the diagrams (written out again
+ * here), the orders in which a cell's "ready", attach, exit and release arrive, the orders in which
+ * a connection's handshake, lost session, stalled writer, server exit, abort and close arrive
+ * (through a fake transport), and the pids the pool's memory figures read, for a pool larger than
+ * the fixed arrays they once were. */
 #include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -17,6 +18,7 @@
 #include <cmocka.h>
 
 #include "mcp/client/client_int.h"
+#include "egress/proxy_int.h"
 #include "pool/pool_int.h"
 #include "proto/jsonrpc.h"
 #include "session/session_int.h"
@@ -85,6 +87,26 @@ static const struct edge mcp_diagram[] = {
     {MCP_CONN_DEAD, MCP_CONN_CLOSING},       /* [C] */
 };
 
+/* The arrows of the diagram in egress/proxy_int.h. */
+static const struct edge egress_diagram[] = {
+    {CS_HEAD, CS_RESOLVE},    /* CONNECT, a name to look up */
+    {CS_HEAD, CS_HELLO},      /* CONNECT, pinned or an IP literal */
+    {CS_HEAD, CS_CONNECT},    /* a plain request, pinned or an IP literal */
+    {CS_RESOLVE, CS_HELLO},   /* CONNECT, the addresses allowed */
+    {CS_RESOLVE, CS_CONNECT}, /* a plain request, the addresses allowed */
+    {CS_HELLO, CS_CONNECT},   /* the ClientHello names the host */
+    {CS_CONNECT, CS_CONNECT}, /* the next address */
+    {CS_CONNECT, CS_RELAY},   /* connected */
+    {CS_HEAD, CS_REPLY},      /* refused or failed: an HTTP answer */
+    {CS_RESOLVE, CS_REPLY},   {CS_CONNECT, CS_REPLY},
+    {CS_HELLO, CS_REPLY},  /* refused: a TLS alert */
+    {CS_REPLY, CS_LINGER}, /* the answer written */
+    {CS_HEAD, CS_CLOSED},  /* egress_conn_close, from every state but CLOSED */
+    {CS_RESOLVE, CS_CLOSED},  {CS_HELLO, CS_CLOSED},
+    {CS_CONNECT, CS_CLOSED},  {CS_RELAY, CS_CLOSED},
+    {CS_REPLY, CS_CLOSED},    {CS_LINGER, CS_CLOSED},
+};
+
 static bool in_diagram(const struct edge *d, size_t n, int from, int to)
 {
     for (size_t i = 0; i < n; i++)
@@ -96,6 +118,11 @@ static bool in_diagram(const struct edge *d, size_t n, int from, int to)
 static bool pool_ok(int from, int to)
 {
     return pool_cell_transition_ok((enum pool_cell_state)from, (enum pool_cell_state)to);
+}
+
+static bool egress_ok(int from, int to)
+{
+    return egress_conn_transition_ok((enum egress_conn_state)from, (enum egress_conn_state)to);
 }
 
 static bool session_ok(int from, int to)
@@ -136,6 +163,11 @@ static const char *mcp_name(int s)
 static const char *pool_name(int s)
 {
     return pool_cell_state_name((enum pool_cell_state)s);
+}
+
+static const char *egress_name(int s)
+{
+    return egress_conn_state_name((enum egress_conn_state)s);
 }
 
 static const char *session_name(int s)
@@ -190,7 +222,35 @@ static void mcp_connection_table_is_the_diagram(void **state)
     assert_string_equal(mcp_client_state_name(MCP_CONN_STATE_COUNT), "?");
 }
 
-/* ---- a cell's messages in their possible orders -------------------------------------------- */
+static void egress_conn_table_is_the_diagram(void **state)
+{
+    (void)state;
+    check_table(egress_diagram, ARRAY_SIZE(egress_diagram), CS_STATE_COUNT, egress_ok, egress_name);
+    /* Some edges one could think of, refused. */
+    assert_false(egress_conn_transition_ok(CS_HEAD, CS_RELAY));    /* never unchecked */
+    assert_false(egress_conn_transition_ok(CS_RESOLVE, CS_RELAY)); /* not connected yet */
+    assert_false(egress_conn_transition_ok(CS_HELLO, CS_RELAY));   /* SNI, then connect */
+    assert_false(egress_conn_transition_ok(CS_RELAY, CS_REPLY));   /* the answer is the origin's */
+    assert_false(egress_conn_transition_ok(CS_HEAD, CS_LINGER));   /* nothing was answered */
+    assert_false(egress_conn_transition_ok(CS_LINGER, CS_REPLY));  /* answered once */
+    assert_false(egress_conn_transition_ok(CS_CLOSED, CS_CLOSED)); /* closed and logged once */
+    assert_false(egress_conn_transition_ok(CS_CLOSED, CS_HEAD));
+    for (int s = 0; s < CS_STATE_COUNT; s++) /* every state ends the same way */
+        assert_int_equal(egress_conn_transition_ok((enum egress_conn_state)s, CS_CLOSED),
+                         s != CS_CLOSED);
+    assert_string_equal(egress_conn_state_name(CS_LINGER), "LINGER");
+    assert_string_equal(egress_conn_state_name(CS_STATE_COUNT), "?");
+    /* The test behind assert_egress_conn_state() and egress_conn_closed(). */
+    struct egress_conn c = {.st = CS_CONNECT};
+    assert_true(LIFECYCLE_IN(c.st, CS_RELAY, CS_CONNECT, CS_HELLO));
+    assert_false(egress_conn_closed(&c));
+    egress_conn_set_state(&c, CS_CONNECT); /* the next address */
+    egress_conn_set_state(&c, CS_RELAY);
+    egress_conn_set_state(&c, CS_CLOSED);
+    assert_true(egress_conn_closed(&c));
+}
+
+/* ---- a cell's messages in their possible orders ------------------------------------------ */
 
 /* A pool with no thread and no epoll set (epfd -1: nothing to unwatch). */
 static struct pool *fake_pool(void)
@@ -341,7 +401,8 @@ static void released_then_exited_is_freed(void **state)
     fake_pool_free(p);
 }
 
-/* ---- an MCP connection's reports in their possible orders ------------------------------------ */
+/* ---- an MCP connection's reports in their possible orders
+ * ------------------------------------ */
 
 /* A transport that answers nothing (requests wait for what the test makes happen), or, with
  * answer set, answers every request inside send() as an HTTP server does; with forget set, the
@@ -582,7 +643,8 @@ static void mcp_lost_session_is_initialized_again(void **state)
     fake_done(&ft);
 }
 
-/* The exit that mcp_client_close() causes (the stdio reader sees it during close) is no news. */
+/* The exit that mcp_client_close() causes (the stdio reader sees it during close) is no news.
+ */
 static void mcp_exit_caused_by_close_is_no_news(void **state)
 {
     (void)state;
@@ -596,7 +658,8 @@ static void mcp_exit_caused_by_close_is_no_news(void **state)
     fake_done(&ft);
 }
 
-/* ---- the pids of the memory figures ---------------------------------------------------------- */
+/* ---- the pids of the memory figures
+ * ---------------------------------------------------------- */
 
 static void memory_pids_cover_a_large_pool(void **state)
 {
@@ -636,6 +699,7 @@ int main(void)
         cmocka_unit_test(pool_cell_table_is_the_diagram),
         cmocka_unit_test(session_table_is_the_diagram),
         cmocka_unit_test(mcp_connection_table_is_the_diagram),
+        cmocka_unit_test(egress_conn_table_is_the_diagram),
         cmocka_unit_test(ready_before_forked_then_attached),
         cmocka_unit_test(attached_before_ready),
         cmocka_unit_test(setup_failure_while_forking),

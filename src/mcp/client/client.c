@@ -709,6 +709,11 @@ int mcp_client_list_tools(struct mcp_client *c, int64_t timeout_ms, json_t **ret
             break;
         }
         _cleanup_json_ json_t *params = cursor ? json_pack("{s:s}", "cursor", cursor) : NULL;
+        if (cursor && !params) { /* asking again without it would start over */
+            mcp_error_set(err, MCP_ERR_PROTOCOL, NULL, "out of memory");
+            r = -ENOMEM;
+            break;
+        }
         _cleanup_json_ json_t *result = NULL;
         r = client_call(c, "tools/list", params, deadline, true, &result, err);
         free(cursor);

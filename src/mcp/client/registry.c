@@ -296,8 +296,9 @@ json_t *mcp_registry_describe(struct mcp_registry *r)
             json_object_set_new(d, "lastError", json_string(last_error));
         free(last_error);
         reg_release(s, conn);
-        if (d)
-            json_array_append_new(list, d);
+        if (!d || json_array_append_new(list, d) < 0)
+            log_warn("mcp: server %s is missing from the list of servers (out of memory)",
+                     s->cfg.name);
     }
     return list;
 }

@@ -150,14 +150,17 @@ static json_t *srv_run_python_tool(struct mcp_server *s)
         "integer", "notes", "type", "array", "items", "type", "string", "required", "status",
         "stdout", "stderr", "error", "result", "durationMs", "truncated", "sessionAlive");
     json_decref(nullable_str);
-    json_object_set_new(
-        json_object_get(output, "properties"), "artifacts",
-        json_pack("{s:s, s:s, s:{s:s, s:{s:{s:s}, s:{s:s}, s:{s:s}}}}", "type", "array",
-                  "description",
-                  "Figures, displayed objects and the like the code produced; their content "
-                  "follows as image or resource content blocks",
-                  "items", "type", "object", "properties", "name", "type", "string", "mimeType",
-                  "type", "string", "size", "type", "integer"));
+    if (json_object_set_new(
+            json_object_get(output, "properties"), "artifacts",
+            json_pack("{s:s, s:s, s:{s:s, s:{s:{s:s}, s:{s:s}, s:{s:s}}}}", "type", "array",
+                      "description",
+                      "Figures, displayed objects and the like the code produced; their content "
+                      "follows as image or resource content blocks",
+                      "items", "type", "object", "properties", "name", "type", "string", "mimeType",
+                      "type", "string", "size", "type", "integer")) < 0) {
+        json_decref(output);
+        output = NULL; /* "o" fails on it below: the tool is missing, which the catalog counts */
+    }
     return json_pack(
         "{s:s, s:s, s:s, s:o, s:o, s:{s:b, s:b, s:b, s:b}}", "name", "run_python", "title",
         "Run Python in a sandbox", "description",

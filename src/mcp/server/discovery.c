@@ -18,6 +18,7 @@
 #include "mcp/server/server_int.h"
 #include "util/buf.h"
 #include "util/jdump.h"
+#include "util/log.h"
 
 #define SRV_MAX_QUERY   1000 /* bytes of a search_tool_docs query */
 #define SRV_NOT_STARTED "not running; name it in `servers` to start it and read its tools"
@@ -126,6 +127,11 @@ json_t *srv_list_servers(struct mcp_server_conn *c, json_t *args)
         (void)buf_appends(&b, "Pass names in run_python's `servers` to use them from code; "
                               "search_tool_docs finds their tools.");
     json_t *st = json_pack("{s:o}", "servers", servers);
+    if (!st) {
+        buf_free(&b);
+        json_decref(named);
+        return srv_tool_error(c, "out of memory");
+    }
     char *text = s->opt.output_json ? jdump(st, JSON_COMPACT, NULL) : buf_take(&b, NULL);
     json_t *r = srv_tool_result(c, text ? text : "", st, false);
     free(text);
@@ -257,8 +263,12 @@ json_t *srv_search(struct mcp_server_conn *c, json_t *args)
         json_t *tools = NULL;
         struct mcp_error me = {0};
         if (mcp_registry_tools(s->registry, server, s->opt.lookup_timeout_ms, &tools, &me) < 0) {
-            json_array_append_new(unavailable, json_pack("{s:s, s:s}", "server", server, "error",
-                                                         me.message ? me.message : "failed"));
+            if (json_array_append_new(unavailable,
+                                      json_pack("{s:s, s:o}", "server", server, "error",
+                                                log_str(me.message ? me.message : "failed"))) < 0)
+                log_warn("mcp: search_tool_docs: server %s is unavailable (%s), and the answer "
+                         "cannot say so (out of memory)",
+                         server, me.message ? me.message : "failed");
             mcp_error_clear(&me);
             continue;
         }
@@ -304,10 +314,14 @@ json_t *srv_search(struct mcp_server_conn *c, json_t *args)
                          json_string_value(json_object_get(t, "alias")) ?: tn);
         srv_params_text(json_object_get(t, "inputSchema"), &params, &args_text);
         (void)buf_printf(&alias, "(%s)", args_text.data ? args_text.data : "");
-        json_array_append_new(
-            results, json_pack("{s:s, s:s, s:s, s:s, s:O*}", "server", hits[h].server, "tool", tn,
-                               "python", alias.data ? alias.data : "", "description",
-                               desc ? desc : "", "inputSchema", json_object_get(t, "inputSchema")));
+        if (json_array_append_new(results,
+                                  json_pack("{s:s, s:s, s:s, s:s, s:O*}", "server", hits[h].server,
+                                            "tool", tn, "python", alias.data ? alias.data : "",
+                                            "description", desc ? desc : "", "inputSchema",
+                                            json_object_get(t, "inputSchema"))) < 0)
+            log_warn("mcp: search_tool_docs: %s.%s is missing from structuredContent (out of "
+                     "memory)",
+                     hits[h].server, tn);
         (void)buf_printf(&b, "%s.%s — %.300s\n  python: %s   (run_python with servers=[\"%s\"])\n",
                          hits[h].server, tn, desc ? desc : "", alias.data ? alias.data : "",
                          hits[h].server);
@@ -338,8 +352,11 @@ json_t *srv_search(struct mcp_server_conn *c, json_t *args)
         b.data[--b.len] = '\0';
     json_t *st = json_pack("{s:o, s:o, s:o}", "results", results, "unavailable", unavailable,
                            "notStarted", not_started);
-    char *text = s->opt.output_json ? jdump(st, JSON_COMPACT, NULL) : buf_take(&b, NULL);
-    json_t *r = srv_tool_result(c, text ? text : "", st, false);
+    char *text = !st                  ? NULL
+                 : s->opt.output_json ? jdump(st, JSON_COMPACT, NULL)
+                                      : buf_take(&b, NULL);
+    json_t *r =
+        st ? srv_tool_result(c, text ? text : "", st, false) : srv_tool_error(c, "out of memory");
     free(text);
     buf_free(&b);
     free(hits);

@@ -427,11 +427,10 @@ static json_t *srv_initialize(struct mcp_server_conn *c, json_t *id, json_t *par
         return srv_error(id, JSONRPC_INVALID_REQUEST, NULL,
                          "Invalid Request: this connection is initialized already");
     json_t *client = json_object_get(params, "clientInfo");
-    log_fields(LOG_INFO, "mcp: client connected",
-               json_pack("{s:s, s:s, s:s?, s:s?}", "transport", c->srv->opt.transport,
-                         "protocolVersion", version, "client",
-                         json_string_value(json_object_get(client, "name")), "clientVersion",
-                         json_string_value(json_object_get(client, "version"))));
+    log_pack(LOG_INFO, "mcp: client connected", "{s:s, s:s, s:s?, s:s?}", "transport",
+             c->srv->opt.transport, "protocolVersion", version, "client",
+             json_string_value(json_object_get(client, "name")), "clientVersion",
+             json_string_value(json_object_get(client, "version")));
     json_t *info = json_pack("{s:s, s:s}", "name", "sandboxd", "version", SANDBOXD_VERSION);
     if (info && srv_since(c, "2025-06-18"))
         json_object_set_new(info, "title", json_string("sandboxd Python sandbox"));
@@ -440,6 +439,8 @@ static json_t *srv_initialize(struct mcp_server_conn *c, json_t *id, json_t *par
                   "capabilities", "tools", "listChanged", 0, "resources", "subscribe", 0,
                   "listChanged", 0, "serverInfo", info, "instructions",
                   c->srv->opt.compat ? srv_compat_instructions(c->srv) : srv_instructions);
+    if (!result)
+        return srv_error(id, JSONRPC_INTERNAL_ERROR, NULL, "Internal error: out of memory");
     json_t *r = jsonrpc_result_new(id, result);
     json_decref(result);
     return r;
@@ -524,10 +525,9 @@ static json_t *srv_tools_call(struct mcp_server_conn *c, json_t *id, json_t *par
                                         : srv_reset(c, a);
     json_decref(empty);
     bool cancelled = srv_call_end(c, k);
-    log_fields(LOG_INFO, "mcp: tools/call",
-               json_pack("{s:s, s:f, s:b, s:b}", "tool", name, "durationMs",
-                         (double)(clock_mono_us() - start) / 1000.0, "isError",
-                         json_is_true(json_object_get(result, "isError")), "cancelled", cancelled));
+    log_pack(LOG_INFO, "mcp: tools/call", "{s:s, s:f, s:b, s:b}", "tool", name, "durationMs",
+             (double)(clock_mono_us() - start) / 1000.0, "isError",
+             json_is_true(json_object_get(result, "isError")), "cancelled", cancelled);
     if (cancelled) {
         json_decref(result); /* the client gave up on it: no answer (spec) */
         return NULL;

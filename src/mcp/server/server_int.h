@@ -68,7 +68,8 @@ struct mcp_server_conn {
  * 2025-06-18 brought titles, outputSchema and structuredContent; 2025-03-26 tool annotations
  * and the message of progress notifications. */
 bool srv_since(const struct mcp_server_conn *c, const char *version);
-/* A JSON-RPC error response (new reference); data is stolen. */
+/* A JSON-RPC error response (new reference); data is stolen and optional (NULL: none, also when
+ * it could not be built: the error itself is what matters). */
 json_t *srv_error(json_t *id, int code, json_t *data, const char *fmt, ...) _printf_(4, 5);
 /* Record which sandbox session the call executes in (NULL: none any more); false when it was
  * cancelled already. */

@@ -599,5 +599,6 @@ json_t *srv_reset(struct mcp_server_conn *c, json_t *args)
                  n == 1 ? "" : "s");
     else
         snprintf(text, sizeof(text), "there was no default session: nothing to reset");
-    return srv_tool_result(c, text, json_pack("{s:I}", "ended", (json_int_t)n), false);
+    json_t *st = json_pack("{s:I}", "ended", (json_int_t)n);
+    return st ? srv_tool_result(c, text, st, false) : srv_tool_error(c, "out of memory");
 }
