@@ -119,8 +119,10 @@ class Server:
     def execute(self, body, headers=None, fresh=False, timeout=120):
         return self.request("POST", "/execute", body, headers, fresh=fresh, timeout=timeout)
 
-    def health(self):
-        return self.request("GET", "/healthz", fresh=True).json
+    def health(self, token=None):
+        """/healthz; its details need the operator's token where one is set (or tenants are)."""
+        headers = {"Authorization": "Bearer " + token} if token else None
+        return self.request("GET", "/healthz", headers=headers, fresh=True).json
 
     def stop(self, check=True):
         if self.conn:

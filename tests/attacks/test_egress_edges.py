@@ -27,6 +27,7 @@ from origins import fixtures  # noqa: E402
 SECRET = "s3cret-operator-key-0123456789"
 ALPHA = "alpha-token-0123456789abcdef"
 BETA = "beta-token-0123456789abcdef"
+OPERATOR = "operator-token-0123456789abcdef"  # sees /healthz's details
 
 certs, web, tls = fixtures()
 
@@ -52,7 +53,7 @@ def srv(web, tls, tenants_file):
     other port of 127.0.0.1 but tls.port unnamed, a connection cap high enough for one
     execution to reach the whole pool."""
     p = web.port
-    s = Server("--pool-size", "1", "--tenants", tenants_file,
+    s = Server("--pool-size", "1", "--tenants", tenants_file, "--api-token", OPERATOR,
                "--egress-allow", "api.test:%d" % p, "--egress-allow", "other.test:%d" % p,
                "--egress-allow", "localhost:%d" % p, "--egress-allow", "127.0.0.1:%d" % tls.port,
                "--egress-resolve", "api.test:%d:127.0.0.1" % p,
@@ -340,7 +341,7 @@ def test_one_execution_cannot_take_every_connection_of_the_proxy(srv, web):
     assert out == "HTTP/1.1 200", (out, last)
     (held, marked), counts = box["a"]
     assert marked == "HTTP/1.1 200", marked
-    cap = srv.health()["egress"]["shares"]["execution"]
+    cap = srv.health(OPERATOR)["egress"]["shares"]["execution"]
     assert cap <= 1024 // 2
     assert last <= cap, (last, cap)  # no more of its requests reached the origin at once
     assert counts["net.egress_denied"] > 0, counts  # the others were answered 429
@@ -378,7 +379,7 @@ len(held)
         srv.request("DELETE", "/v1/sessions/" + sid, headers=auth(BETA), fresh=True)
     assert out.startswith("HTTP/1.1 429 Too Many Requests (sandboxd egress: this session holds "
                           "%d connections through the proxy, its cap" % cap), out
-    assert srv.health()["egress"]["shares"]["session"] == cap
+    assert srv.health(OPERATOR)["egress"]["shares"]["session"] == cap
 
 
 @pytest.fixture(scope="module")
@@ -386,7 +387,8 @@ def shares(web):
     path = write_tenants({"tenants": {"alpha": {"token": ALPHA, "egressConnections": 3},
                                       "beta": {"token": BETA}}})
     p = web.port
-    s = Server("--pool-size", "1", "--tenants", path, "--egress-max-open", "4",
+    s = Server("--pool-size", "1", "--tenants", path, "--api-token", OPERATOR,
+               "--egress-max-open", "4",
                "--egress-allow", "api.test:%d" % p, "--egress-resolve", "api.test:%d:127.0.0.1" % p)
     yield s
     s.stop()
@@ -409,7 +411,7 @@ def slow(n, seconds):
 
 
 def test_an_execution_over_its_cap_is_answered_429_and_logged(shares, web):
-    h = shares.health()
+    h = shares.health(OPERATOR)
     assert h["egress"]["shares"]["execution"] == 4 and h["egress"]["shares"]["pool"] == 1024
     code = SLOW % web.port + ("held = slow(4, 4)\n"
                               "ask(b'GET http://api.test:%d/over HTTP/1.1\\r\\n\\r\\n')" % web.port)
@@ -514,7 +516,7 @@ def slow_dns(web, tenants_file):
         ["ldd", BIN], capture_output=True, text=True).stdout.splitlines()
         if "=>" in line and ("libasan" in line or "libubsan" in line)]
     p = web.port
-    s = Server("--pool-size", "1", "--tenants", tenants_file,
+    s = Server("--pool-size", "1", "--tenants", tenants_file, "--api-token", OPERATOR,
                "--egress-allow", "*.slow.test:%d" % p, "--egress-allow", "localhost:%d" % p,
                env={"LD_PRELOAD": " ".join(runtimes + [lib]), "SLOW_DNS_DIR": d})
     yield s, d
@@ -561,5 +563,5 @@ len(out)
     # beta's name was looked up (and its loopback address refused), not left to time out
     assert out.startswith("HTTP/1.1 403") and "resolves to 127.0.0.1" in out, out
     # alpha had two threads of the four, the others waited in the queue
-    assert started == srv.health()["egress"]["shares"]["resolverTenantThreads"] == 2, started
+    assert started == srv.health(OPERATOR)["egress"]["shares"]["resolverTenantThreads"] == 2, started
     assert box["a"][0] == 8
