@@ -443,14 +443,29 @@ json_t *workspace_usage(struct workspace *w)
  * the workspace calls). Python's builtins are refused by the runtime, which knows them. */
 static const char *ws_tool_name_problem(const char *name)
 {
-    static const char *const reserved[] = {
-        "save_memory",          "load_memory",       "delete_memory",
-        "list_memories",        "update_memory",     "memory_exists",
-        "get_memory_info",      "save_tool",         "save_file",
-        "list_execution_files", "list_tools",        "search_tool_docs",
-        "query_tool_docs",      "list_servers",      "describe_server",
-        "capability_summary",   "MCPError",          "mcp",
-        "mcp_servers",          "LOADED_MCP_SERVERS"};
+    static const char *const reserved[] = {"save_memory",
+                                           "load_memory",
+                                           "delete_memory",
+                                           "list_memories",
+                                           "update_memory",
+                                           "memory_exists",
+                                           "get_memory_info",
+                                           "save_tool",
+                                           "save_file",
+                                           "list_execution_files",
+                                           "list_tools",
+                                           "search_tool_docs",
+                                           "query_tool_docs",
+                                           "list_servers",
+                                           "describe_server",
+                                           "capability_summary",
+                                           "MCPError",
+                                           "mcp",
+                                           "mcp_servers",
+                                           "LOADED_MCP_SERVERS",
+                                           "ApprovalDenied",
+                                           "NOT_SENT",
+                                           "help"};
     if (!request_is_identifier(name) || strlen(name) > WORKSPACE_MAX_NAME)
         return "is not a Python identifier of at most 128 characters";
     if (strncmp(name, "mcp_", 4) == 0 || strncmp(name, "__", 2) == 0)
