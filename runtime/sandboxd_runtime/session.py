@@ -438,6 +438,7 @@ def serve(init):
         helpers.begin_run(code)
         status, error, result = run_code(loop, ns, code, filename)
         dropped = artifacts.finish()  # figures still open
+        helpers.finish_run()  # the run's folder kept on the host, before the answer
         for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
             try:
                 stream.flush()
@@ -446,4 +447,3 @@ def serve(init):
         CHANNEL.send({"type": "execution_done", "id": cmd.get("id"), "status": status,
                       "error": error, "result": result,
                       "durationMs": round((time.perf_counter() - start) * 1000, 3), **dropped})
-        helpers.end_run()  # the run's folder, after the answer: off the caller's clock

@@ -5,6 +5,7 @@
  */
 #include "session/workspace.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -28,7 +29,7 @@
 #include "util/randid.h"
 #include "util/trust.h"
 
-static const char *const ws_kind_dir[WS_KINDS] = {"memory", "tools", "files"};
+static const char *const ws_kind_dir[WS_KINDS] = {"memory", "tools", "files", "runs"};
 
 struct workspace_store {
     char *dir;
@@ -56,7 +57,8 @@ int workspace_store_new(const char *state_dir, const struct workspace_limits *li
     pthread_mutex_init(&s->lock, NULL);
     s->state_fd = open(state_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
     s->root_fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    s->dir = strdup(state_dir);
+    /* Absolute: the file:// URLs of kept files are made of it (workspace_keep_file). */
+    s->dir = realpath(state_dir, NULL);
     s->lim = *lim;
     if (s->state_fd < 0 || s->root_fd < 0 || !s->dir) {
         r = s->state_fd < 0 || s->root_fd < 0
@@ -429,10 +431,11 @@ json_t *workspace_usage(struct workspace *w)
     json_t *o =
         ws_index(w) < 0
             ? json_object()
-            : json_pack("{s:I, s:I, s:I, s:I, s:I}", "bytes", (json_int_t)w->bytes, "maxBytes",
+            : json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "bytes", (json_int_t)w->bytes, "maxBytes",
                         (json_int_t)ws_limits(w)->max_bytes, "memories",
                         (json_int_t)w->count[WS_MEMORY], "tools", (json_int_t)w->count[WS_TOOLS],
-                        "files", (json_int_t)w->count[WS_FILES]);
+                        "files", (json_int_t)w->count[WS_FILES], "runFiles",
+                        (json_int_t)w->count[WS_RUNS]);
     pthread_mutex_unlock(&w->lock);
     return o;
 }
@@ -573,6 +576,47 @@ int workspace_save_file(struct workspace *w, const char *name, const void *data,
     if (r == 0)
         *ret_payload = json_pack("{s:s, s:I}", "path", name, "size", (json_int_t)len);
     return r;
+}
+
+/* ---- files of sessions' execution folders ------------------------------------------------ */
+
+int workspace_keep_file(struct workspace *w, const char *session, const char *path,
+                        const void *data, size_t len, json_t **ret_payload, char **ret_error)
+{
+    *ret_payload = NULL;
+    *ret_error = NULL;
+    /* "<session>_<path with '/' as '_'>": one directory, names of [A-Za-z0-9._-] only, so that
+     * nothing the sandbox sends can name another place. */
+    char name[WORKSPACE_MAX_RUN_NAME + 1];
+    int n = snprintf(name, sizeof(name), "%s_%s", session, path);
+    const char *why = n <= 0 || (size_t)n >= sizeof(name) ? "is too long" : NULL;
+    for (char *p = name; !why && *p; p++) {
+        if (*p == '/')
+            *p = '_';
+        else if (!isalnum((unsigned char)*p) && !strchr("._-", *p))
+            why = "may only contain letters, digits, '.', '_', '-' and '/'";
+    }
+    if (!why && (name[0] == '.' || strstr(path, "..")))
+        why = "may not start with '.' nor hold \"..\"";
+    if (why)
+        return fmt_error(ret_error, EINVAL, "keep_file: the path %s", why);
+    if (len > ws_limits(w)->max_file)
+        return fmt_error(ret_error, EFBIG, "keep_file: %zu bytes is over the limit of %zu", len,
+                         ws_limits(w)->max_file);
+    int r = ws_save(w, WS_RUNS, name, data, len, "keep_file", ret_error);
+    if (r < 0)
+        return r;
+    struct workspace_store *s = w->store;
+    char tenant[WORKSPACE_MAX_KEY_LEN + 1];
+    bool own = ws_check_key(w->key, tenant) == 0 && tenant[0];
+    char *host =
+        fmt_str("%s/%s%s%sworkspaces/%s/%s/%s", s->dir, own ? "tenants/" : "", own ? tenant : "",
+                own ? "/" : "", workspace_key_name(w->key), ws_kind_dir[WS_RUNS], name);
+    *ret_payload =
+        host ? json_pack("{s:s, s:I, s:s}", "name", name, "size", (json_int_t)len, "hostPath", host)
+             : NULL;
+    free(host);
+    return *ret_payload ? 0 : fmt_error(ret_error, ENOMEM, "keep_file: out of memory");
 }
 
 int workspace_files(struct workspace *w, json_t **ret_payload, char **ret_error)
