@@ -233,21 +233,31 @@ def keep(path):
     its file:// URL there, which outlives the session. Raises MCPError when it cannot be kept
     (the workspace's quota)."""
     path = os.path.abspath(str(path))
-    rel = os.path.relpath(path, EXEC_BASE)
-    if rel.startswith(".."):
+    if os.path.relpath(path, EXEC_BASE).startswith(".."):
         return file_url(path)  # not in an execution folder: only where it is
-    with open(path, "rb") as f:
-        data = f.read()
-    st = os.stat(path)
-    reply = HOST({"type": "keep_file", "path": _UNSAFE.sub("_", rel).lstrip("."),
-                  "content": base64.b64encode(data).decode("ascii")})
-    STATE["kept"][path] = (st.st_size, st.st_mtime_ns, reply["hostPath"])
-    return "file://" + reply["hostPath"]
+    _keep_all([path])
+    return "file://" + STATE["kept"][path][2]
+
+
+def _keep_all(paths):
+    """One request for the files of paths (in execution folders)."""
+    files, stats = [], []
+    for path in paths:
+        with open(path, "rb") as f:
+            data = f.read()
+        stats.append(os.stat(path))
+        files.append({"path": _UNSAFE.sub("_", os.path.relpath(path, EXEC_BASE)).lstrip("."),
+                      "content": base64.b64encode(data).decode("ascii")})
+    if not files:
+        return
+    reply = HOST({"type": "keep_files", "files": files})
+    for path, st, kept in zip(paths, stats, reply["files"]):
+        STATE["kept"][path] = (st.st_size, st.st_mtime_ns, kept["hostPath"])
 
 
 def sync_folder(folder):
-    """Keep on the host what is new or changed in a run's folder."""
-    n = 0
+    """Keep on the host what is new or changed in a run's folder, in one request."""
+    n, todo = 0, []
     for root, dirs, files in os.walk(folder):
         dirs.sort()
         for name in sorted(files):
@@ -260,10 +270,13 @@ def sync_folder(folder):
                 continue
             n += 1
             if n > RUN_FILES_KEPT:
-                return
+                break
             seen = STATE["kept"].get(path)
             if seen is None or seen[:2] != (st.st_size, st.st_mtime_ns):
-                keep(path)
+                todo.append(path)
+        if n > RUN_FILES_KEPT:
+            break
+    _keep_all(todo)
 
 
 def execution_folder():

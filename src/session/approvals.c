@@ -30,11 +30,11 @@
 #include "util/log.h"
 #include "util/randid.h"
 
-#define APPROVAL_ID_BYTES    16   /* 32 hex digits: unguessable, never sent into the sandbox */
-#define APPROVAL_MAX_WAITING 64   /* calls of one session waiting at once; more are refused */
+#define APPROVAL_ID_BYTES    16      /* 32 hex digits: unguessable, never sent into the sandbox */
+#define APPROVAL_MAX_WAITING 64      /* calls of one session waiting at once; more are refused */
 #define APPROVAL_WAKE_US     1000000 /* an execution on hold looks at the deadlines this often */
-#define PROMPT_STRING_MAX    200  /* characters of one string argument shown in a prompt */
-#define PROMPT_ARGS_MAX      1000 /* bytes of the arguments shown in a prompt */
+#define PROMPT_STRING_MAX    200     /* characters of one string argument shown in a prompt */
+#define PROMPT_ARGS_MAX      1000    /* bytes of the arguments shown in a prompt */
 #define PROMPT_DEPTH_MAX     8
 
 struct session_approval {
@@ -137,8 +137,8 @@ int session_approval_add(struct session *s, json_t *id, json_t *payload)
     ssize_t w = write(s->wake_fd, &one, sizeof(one));
     (void)w; /* a full counter still wakes it */
     log_fields(LOG_INFO, "session: a tool call waits for approval",
-               json_pack("{s:s, s:s, s:O, s:O}", "sessionId", s->id, "approvalId", aid,
-                         "server", json_object_get(payload, "server"), "tool",
+               json_pack("{s:s, s:s, s:O, s:O}", "sessionId", s->id, "approvalId", aid, "server",
+                         json_object_get(payload, "server"), "tool",
                          json_object_get(payload, "tool")));
     return 0;
 }
@@ -278,8 +278,8 @@ int sessions_approval_decide(struct sessions *ss, const char *id, const char *ai
 /* A key whose value is not shown: it names a secret. */
 static bool approval_secret_key(const char *key)
 {
-    static const char *const words[] = {"password", "passwd", "passphrase", "secret", "token",
-                                        "apikey",   "api_key", "api-key",   "auth",   "credential",
+    static const char *const words[] = {"password", "passwd",  "passphrase", "secret", "token",
+                                        "apikey",   "api_key", "api-key",    "auth",   "credential",
                                         "private",  "cookie",  "signature"};
     for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
         if (strcasestr(key, words[i]))
@@ -291,9 +291,9 @@ static bool approval_secret_key(const char *key)
  * long run of token characters with letters and digits mixed. */
 static bool approval_secret_value(const char *v, size_t len)
 {
-    static const char *const prefixes[] = {"sk-", "sk_", "pk_", "ghp_", "gho_", "ghs_", "github_pat_",
-                                           "xox", "AKIA", "ASIA", "AIza", "Bearer ", "Basic ",
-                                           "-----BEGIN"};
+    static const char *const prefixes[] = {"sk-",  "sk_",         "pk_",    "ghp_",      "gho_",
+                                           "ghs_", "github_pat_", "xox",    "AKIA",      "ASIA",
+                                           "AIza", "Bearer ",     "Basic ", "-----BEGIN"};
     for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
         if (strncmp(v, prefixes[i], strlen(prefixes[i])) == 0)
             return true;

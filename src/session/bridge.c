@@ -297,6 +297,47 @@ static uint64_t bridge_thread_cpu_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* Files of the execution folders (save_image, render_chart, code.py, ...), [{path, content}]:
+ * kept in the workspace where they outlive the session, tagged with the session (its id's last
+ * 8 digits); one request for a run's folder. {"files": [{name, size, hostPath}]}, or the first
+ * failure (those before it are kept). */
+#define BRIDGE_MAX_KEEP 256
+
+static int bridge_keep_files(struct session *s, json_t *files, json_t **ret, char **ret_error)
+{
+    if (!json_is_array(files) || json_array_size(files) > BRIDGE_MAX_KEEP)
+        return fmt_error(ret_error, EINVAL, "keep_files: at most %d files", BRIDGE_MAX_KEEP);
+    size_t idl = strlen(s->id);
+    json_t *kept = json_array();
+    size_t i;
+    json_t *f;
+    int r = 0;
+    json_array_foreach(files, i, f)
+    {
+        const char *path = json_string_value(json_object_get(f, "path"));
+        const char *b64 = json_string_value(json_object_get(f, "content"));
+        char *data = NULL;
+        size_t len = 0;
+        json_t *one = NULL;
+        r = path && b64 ? defs_decode(b64, &data, &len) : -EINVAL;
+        if (r == 0)
+            r = workspace_keep_file(s->wsh, s->id + (idl > 8 ? idl - 8 : 0), path, data, len, &one,
+                                    ret_error);
+        else
+            r = fmt_error(ret_error, EINVAL, "keep_files: files[%zu] needs path and content", i);
+        free(data);
+        if (r < 0)
+            break;
+        json_array_append_new(kept, one);
+    }
+    if (r < 0) {
+        json_decref(kept);
+        return r;
+    }
+    *ret = json_pack("{s:o}", "files", kept);
+    return *ret ? 0 : -ENOMEM;
+}
+
 static void bridge_workspace(struct session *s, json_t *id, json_t *payload, const char *type)
 {
     struct workspace *ws = s->wsh;
@@ -332,19 +373,8 @@ static void bridge_workspace(struct session *s, json_t *id, json_t *payload, con
         if (r == 0)
             r = workspace_save_file(ws, name, data, len, &result, &error);
         free(data);
-    } else if (strcmp(type, "keep_file") == 0) {
-        /* A file of the execution folder (save_image, render_chart, code.py...): kept where it
-         * outlives the session, tagged with the session (its id's last 8 digits). */
-        const char *path = json_string_value(json_object_get(payload, "path"));
-        const char *b64 = json_string_value(json_object_get(payload, "content"));
-        char *data = NULL;
-        size_t len = 0;
-        size_t idl = strlen(s->id);
-        r = path && b64 ? defs_decode(b64, &data, &len) : -EINVAL;
-        if (r == 0)
-            r = workspace_keep_file(ws, s->id + (idl > 8 ? idl - 8 : 0), path, data, len, &result,
-                                    &error);
-        free(data);
+    } else if (strcmp(type, "keep_files") == 0) {
+        r = bridge_keep_files(s, json_object_get(payload, "files"), &result, &error);
     } else if (strcmp(type, "list_files") == 0) {
         r = workspace_files(ws, &result, &error);
     } else {

@@ -56,7 +56,9 @@ int sessions_tool_docs(struct sessions *ss, json_t *servers, const char *detail,
     } else {
         const char *m = json_string_value(json_object_get(o.final, "message"));
         sbx_error_set(err, SBX_ERR_INTERNAL, "INTERNAL", NULL, "the docs could not be rendered: %s",
-                      m ? m : o.internal ? o.internal : verdict_status_name(o.verdict.status));
+                      m            ? m
+                      : o.internal ? o.internal
+                                   : verdict_status_name(o.verdict.status));
         r = r < 0 ? r : -EIO;
     }
     exec_outcome_done(&o);

@@ -320,8 +320,8 @@ struct ws_entry *ws_find(struct workspace *w, enum ws_kind k, const char *file)
     return e;
 }
 
-/* Atomic replace of dirfd/name with data. */
-static int ws_write(int dirfd, const char *name, const void *data, size_t len)
+/* Atomic replace of dirfd/name with data; durable (fdatasync before the rename) when sync. */
+static int ws_write(int dirfd, const char *name, const void *data, size_t len, bool sync)
 {
     char tmp[32] = ".tmp-";
     int r = randid_hex(tmp + 5, sizeof(tmp) - 5, 8);
@@ -331,7 +331,7 @@ static int ws_write(int dirfd, const char *name, const void *data, size_t len)
     if (fd < 0)
         return -errno;
     r = fd_write_all(fd, data, len, 0);
-    if (r == 0 && fdatasync(fd) < 0)
+    if (r == 0 && sync && fdatasync(fd) < 0)
         r = -errno;
     if (close(fd) < 0 && r == 0)
         r = -errno; /* a full disk may only show here (NFS, some FUSE) */
@@ -360,7 +360,9 @@ int ws_store(struct workspace *w, enum ws_kind k, const char *file, const void *
         free(fresh);
         return fmt_error(ret_error, ENOMEM, "%s: out of memory", what);
     }
-    int r = ws_write(w->dirfd[k], file, data, len);
+    /* The copies of execution folders are not worth a disk flush each (one or two per run of
+     * --compat code-execution-mode): a crash of the machine may lose the last ones. */
+    int r = ws_write(w->dirfd[k], file, data, len, k != WS_RUNS);
     if (r < 0) {
         ws_entry_free(fresh);
         return fmt_error(ret_error, -r, "%s: %s", what, strerror(-r));

@@ -79,7 +79,7 @@ def test_kept_files_count_against_the_quota(srv):
     out = run(srv, sid, "try:\n    save_image('big.png', b'\\x89PNG' + bytes(3 << 20))\n"
                         "except MCPError as e:\n    print('REFUSED', e)")
     assert out["status"] == "ok", out
-    assert out["stdout"].startswith("REFUSED keep_file: "), out
+    assert out["stdout"].startswith("REFUSED keep_file: the workspace is full"), out
 
 
 def test_compat_save_file_outlives_the_session(tmp_path):
@@ -105,8 +105,8 @@ import json, os, struct, time, base64
 for i, path in enumerate(["../../escaped.txt", "a/../../escaped.txt", "/tmp/escaped.txt",
                           ".hidden", "x\n../escaped.txt", "ok/fine.txt"]):
     body = json.dumps({"type": "rpc_request", "id": 7000 + i, "payload": {
-        "type": "keep_file", "path": path,
-        "content": base64.b64encode(b"forged").decode()}}).encode()
+        "type": "keep_files", "files": [{"path": path,
+                                         "content": base64.b64encode(b"forged").decode()}]}}).encode()
     os.write(3, struct.pack(">I", len(body)) + body)
 time.sleep(0.5)
 print("sent")

@@ -12,7 +12,6 @@
 #ifndef SANDBOXD_MCP_CLIENT_APPROVAL_H
 #define SANDBOXD_MCP_CLIENT_APPROVAL_H
 
-
 #include "mcp/client/config.h"
 
 #define MCP_APPROVAL_MAX_RULES 256 /* rules of one server */

@@ -48,9 +48,9 @@ struct srv_exec {
     pthread_cond_t cond; /* done, or a call waits that the listener cannot ask about */
     atomic_int refs;     /* the thread's, the listener's, c->execs' */
     struct mcp_server *srv;
-    char id[65];    /* the sandbox session */
-    char *label;    /* its name in answers */
-    json_t *notes;  /* for the answer that ends it */
+    char id[65];   /* the sandbox session */
+    char *label;   /* its name in answers */
+    json_t *notes; /* for the answer that ends it */
     char *code;
     int64_t timeout_ms;
     atomic_bool done; /* set under lock too, so that waiters see it with the result */
@@ -98,11 +98,11 @@ static bool srv_elicit_send(struct srv_listener *l, const char *sandbox, json_t 
     snprintf(q->rpc_id, sizeof(q->rpc_id), "sandboxd-approval-%s", aid);
     snprintf(q->sandbox, sizeof(q->sandbox), "%s", sandbox);
     snprintf(q->approval, sizeof(q->approval), "%s", aid);
-    json_t *params = json_pack(
-        "{s:s, s:{s:s, s:{s:{s:s, s:s, s:s}}, s:[s]}}", "message", message, "requestedSchema",
-        "type", "object", "properties", "approve", "type", "boolean", "title", "Approve",
-        "description", "true lets this tool call go to its server; false refuses it", "required",
-        "approve");
+    json_t *params = json_pack("{s:s, s:{s:s, s:{s:{s:s, s:s, s:s}}, s:[s]}}", "message", message,
+                               "requestedSchema", "type", "object", "properties", "approve", "type",
+                               "boolean", "title", "Approve", "description",
+                               "true lets this tool call go to its server; false refuses it",
+                               "required", "approve");
     free(message);
     if (params && srv_since(c, "2025-11-25"))
         json_object_set_new(params, "mode", json_string("form"));
@@ -328,10 +328,10 @@ static void srv_listener_init(struct srv_listener *l, struct mcp_server_conn *c,
         srv_progress_start(prog, out, token, srv_since(c, "2025-03-26"));
 }
 
-int srv_exec_run(struct mcp_server_conn *c, struct srv_call *k, const char *id,
-                 const char *label, const char *code, int64_t timeout_ms, json_t *notes,
-                 json_t *token, const struct mcp_server_out *out, json_t **ret_result,
-                 json_t **ret_waiting, struct sbx_error *err)
+int srv_exec_run(struct mcp_server_conn *c, struct srv_call *k, const char *id, const char *label,
+                 const char *code, int64_t timeout_ms, json_t *notes, json_t *token,
+                 const struct mcp_server_out *out, json_t **ret_result, json_t **ret_waiting,
+                 struct sbx_error *err)
 {
     (void)k;
     *err = (struct sbx_error){0};
@@ -376,7 +376,8 @@ int srv_exec_run(struct mcp_server_conn *c, struct srv_call *k, const char *id,
     return r;
 }
 
-/* ---- approve_call ------------------------------------------------------------------------------ */
+/* ---- approve_call ------------------------------------------------------------------------------
+ */
 
 json_t *srv_approve_call(struct mcp_server_conn *c, json_t *args, json_t *token,
                          const struct mcp_server_out *out, struct srv_call *k)
