@@ -349,8 +349,10 @@ def capability_summary():
         lines.append("- mcp_%s%s: %s" % (alias_of(info), " (%s)" % desc if desc else "", tools))
     if not SERVERS:
         lines.append("- (none)")
-    lines.append("Discovery: `import mcp.runtime as runtime`; runtime.discovered_servers(), "
-                 "runtime.search_tool_docs(query), runtime.query_tool_docs(server, tool).")
+    lines.append("Discovery: help(mcp_<alias>) and help(mcp_<alias>.<tool>) (typed signatures "
+                 "and docstrings), print(search_tool_docs('words')), the stub files under "
+                 "%s; `import mcp.runtime as runtime`: runtime.discovered_servers(), "
+                 "runtime.query_tool_docs(server, tool)." % stubs.TREE)
     lines.append("Helpers: save_memory/load_memory/list_memories/update_memory/delete_memory, "
                  "save_tool, save_file/save_image/render_chart, execution_folder(), "
                  "now/convert_time/list_timezones.")
