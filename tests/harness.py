@@ -239,7 +239,7 @@ class McpStdio:
     and (for sanitizer builds) on a clean log."""
 
     def __init__(self, *args, env=None, initialize=True, version=MCP_VERSION, cwd=None,
-                 exact=False):
+                 exact=False, capabilities=None):
         """exact: run `sandboxd` with args alone, as an MCP client's configuration would (no
         log level, pool size, state directory or --no-mcp-discovery added; --cell-lib only when
         the tests name one)."""
@@ -266,6 +266,7 @@ class McpStdio:
         self.next_id = 0
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
+        self.capabilities = capabilities or {}
         if initialize:
             self.init = self.initialize(version)
 
@@ -324,7 +325,8 @@ class McpStdio:
         self.send(msg)
 
     def initialize(self, version=MCP_VERSION):
-        r = self.request("initialize", {"protocolVersion": version, "capabilities": {},
+        r = self.request("initialize", {"protocolVersion": version,
+                                        "capabilities": self.capabilities,
                                         "clientInfo": {"name": "pytest", "version": "1"}})
         if "result" in r:
             self.notify("notifications/initialized")
@@ -373,9 +375,11 @@ class McpHttp:
 
     ACCEPT = "application/json, text/event-stream"
 
-    def __init__(self, server, initialize=True, version=MCP_VERSION, headers=None):
+    def __init__(self, server, initialize=True, version=MCP_VERSION, headers=None,
+                 capabilities=None):
         self.server = server
         self.headers = dict(headers or {})
+        self.capabilities = capabilities or {}
         self.session = None
         self.version = None
         self.next_id = 0
@@ -416,7 +420,8 @@ class McpHttp:
 
     def initialize(self, version=MCP_VERSION):
         r = self.post({"jsonrpc": "2.0", "id": self.new_id(), "method": "initialize",
-                       "params": {"protocolVersion": version, "capabilities": {},
+                       "params": {"protocolVersion": version,
+                                  "capabilities": self.capabilities,
                                   "clientInfo": {"name": "pytest", "version": "1"}}})
         assert r.status == 200, r
         if "result" in r.json:

@@ -381,12 +381,14 @@ int cmd_mcp(int argc, char **argv)
         goto out;
     struct mcp_server_options mso = {
         .output_json = strcmp(o.mcp_output, "json") == 0,
+        .full_tools = strcmp(o.mcp_tools, "full") == 0,
         .workspace = o.mcp_workspace,
         .profile = o.mcp_profile,
         .page_size = (unsigned)o.mcp_page_size,
         .default_timeout_ms = su.so.default_timeout_ms,
         .max_timeout_ms = su.so.max_timeout_ms,
         .lookup_timeout_ms = su.so.tool_timeout_ms,
+        .approval_timeout_s = su.so.approval_timeout_ms / 1000,
         .transport = "stdio",
         .compat = compat_mode,
         .compat_toon = compat.toon,

@@ -594,12 +594,14 @@ int cmd_serve(int argc, char **argv)
         goto out;
     struct mcp_server_options mso = {
         .output_json = strcmp(o.setup.mcp_output, "json") == 0,
+        .full_tools = strcmp(o.setup.mcp_tools, "full") == 0,
         .workspace = o.setup.mcp_workspace,
         .profile = o.setup.mcp_profile,
         .page_size = (unsigned)o.setup.mcp_page_size,
         .default_timeout_ms = su.so.default_timeout_ms,
         .max_timeout_ms = su.so.max_timeout_ms,
         .lookup_timeout_ms = su.so.tool_timeout_ms,
+        .approval_timeout_s = su.so.approval_timeout_ms / 1000,
         .transport = "streamable-http",
     };
     if (mcp_server_new(&mso, su.sessions, su.mcp, &mcps) < 0)

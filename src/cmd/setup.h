@@ -28,7 +28,8 @@ struct mcp_registry;
 struct workspace_store;
 struct metrics;
 
-#define SETUP_MAX_MCP_CONFIGS 32 /* --mcp-config given more often is refused */
+#define SETUP_MAX_MCP_CONFIGS 32  /* --mcp-config given more often is refused */
+#define SETUP_MAX_APPROVALS   256 /* --approval rules */
 
 /* The options of setup; filled by setup_opts_init() and setup_opt(). */
 struct setup_opts {
@@ -38,6 +39,9 @@ struct setup_opts {
     uint64_t max_memory, output_kb, procs, max_result_mb;
     const char *mcp_configs[SETUP_MAX_MCP_CONFIGS + 1]; /* --mcp-config, NULL-terminated */
     size_t n_mcp_configs;
+    const char *approvals[SETUP_MAX_APPROVALS + 1]; /* --approval, NULL-terminated */
+    size_t n_approvals;
+    uint64_t approval_timeout; /* --approval-timeout-s */
     const char *state_dir;
     bool no_discovery;
     bool trust_project; /* --mcp-trust-project */
@@ -48,6 +52,7 @@ struct setup_opts {
     uint64_t tenant_quota; /* serve's --tenant-quota-mb (0: 4 x workspace_quota) */
     /* the MCP server (mcp/server/server.h) of either subcommand */
     const char *mcp_output;        /* "text" or "json" */
+    const char *mcp_tools;         /* "lean" or "full" */
     const char *mcp_workspace;     /* workspace of the sessions run_python creates */
     const char *mcp_profile;       /* profile of the sessions run_python creates (NULL: default) */
     uint64_t mcp_page_size;        /* tools per tools/list page */
@@ -168,7 +173,20 @@ struct setup_opts {
       "                         use (5000); later calls of that execution are refused\n")          \
     N(WORKSPACE_QUOTA, "workspace-quota-mb", 1, 1 << 20, workspace_quota,                          \
       "  --workspace-quota-mb N bytes a workspace may hold: memories, tools and files (64)\n")     \
+    X(APPROVAL, "approval", required_argument,                                                     \
+      "  --approval SERVER.TOOL=POLICY  who decides a tool call made from code: auto (it goes),\n" \
+      "                         ask (a person: GET/POST /v1/sessions/ID/approvals, or MCP\n"       \
+      "                         elicitation), deny (ApprovalDenied); SERVER.* for all its "        \
+      "tools;\n"                                                                                   \
+      "                         repeatable, before a config entry's \"approvals\" (auto)\n")       \
+    N(APPROVAL_TIMEOUT, "approval-timeout-s", 1, 86400, approval_timeout,                          \
+      "  --approval-timeout-s N a call waits this long for its decision, then ApprovalDenied\n"    \
+      "                         (300; the wait does not count against the time limit)\n")          \
     H("\nsandboxd as an MCP server (docs/MCP.md):\n")                                              \
+    X(MCP_TOOLS, "mcp-tools", required_argument,                                                   \
+      "  --mcp-tools SURFACE    lean (default): run_python alone (and approve_call with\n"         \
+      "                         approvals), discovery inside the sandbox; full: list_servers,\n"   \
+      "                         search_tool_docs and reset_session as MCP tools too\n")            \
     X(MCP_OUTPUT, "mcp-output", required_argument,                                                 \
       "  --mcp-output MODE      text (compact, default) or json: how tool results are written\n"   \
       "                         (run_python's \"output\" argument overrides it per call)\n")       \

@@ -87,6 +87,7 @@ void session_unref(struct session *s)
     json_decref(s->network);
     workspace_close(s->wsh);
     session_bridge_done(s);
+    session_approvals_done(s);
     json_decref(s->servers);
     free(s->workspace);
     pthread_mutex_destroy(&s->exec_lock);
@@ -308,6 +309,7 @@ int sessions_create(struct sessions *ss, const struct session_create *c, json_t 
     atomic_init(&s->host_cpu_cap, 0); /* no workspace call outside an execution */
     pthread_mutex_init(&s->exec_lock, NULL);
     pthread_mutex_init(&s->servers_lock, NULL);
+    session_approvals_init(s);
     pthread_mutex_lock(&ss->lock);
     s->serial = ++ss->next_serial;
     session_all_add(ss, s);
@@ -635,6 +637,7 @@ int sessions_execute(struct sessions *ss, const char *id, const char *code, int6
         .pending = session_pending,
         .flush = session_flush,
         .wake_fd = s->wake_fd,
+        .held = session_held_us,
     };
     struct exec_request req = {
         .job = NULL,
@@ -649,10 +652,12 @@ int sessions_execute(struct sessions *ss, const char *id, const char *code, int6
     };
     struct exec_outcome o = {0};
     int64_t start = clock_mono_us();
+    session_approvals_begin(s, stream);
     if (r == 0)
         r = exec_run(s->cell, &req, &o);
     else
         o.verdict.status = VERDICT_EXITED; /* could not even send: the interpreter is gone */
+    session_approvals_end(s);              /* what still waits is refused: its execution is over */
     bool survived;
     const char *status = session_status(&o, &survived);
     if (survived && s->cpu_rule)

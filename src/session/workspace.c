@@ -5,6 +5,7 @@
  */
 #include "session/workspace.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -29,7 +30,7 @@
 #include "util/randid.h"
 #include "util/trust.h"
 
-static const char *const ws_kind_dir[WS_KINDS] = {"memory", "tools", "files"};
+static const char *const ws_kind_dir[WS_KINDS] = {"memory", "tools", "files", "runs"};
 
 struct workspace_store {
     char *dir;
@@ -58,7 +59,8 @@ int workspace_store_new(const char *state_dir, const struct workspace_limits *li
     pthread_mutex_init(&s->lock, NULL);
     s->state_fd = open(state_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
     s->root_fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    s->dir = strdup(state_dir);
+    /* Absolute: the file:// URLs of kept files are made of it (workspace_keep_file). */
+    s->dir = realpath(state_dir, NULL);
     s->lim = *lim;
     if (s->state_fd < 0 || s->root_fd < 0 || !s->dir) {
         r = s->state_fd < 0 || s->root_fd < 0
@@ -391,8 +393,8 @@ struct ws_entry *ws_find(struct workspace *w, enum ws_kind k, const char *file)
     return e;
 }
 
-/* Atomic replace of dirfd/name with data. */
-static int ws_write(int dirfd, const char *name, const void *data, size_t len)
+/* Atomic replace of dirfd/name with data; durable (fdatasync before the rename) when sync. */
+static int ws_write(int dirfd, const char *name, const void *data, size_t len, bool sync)
 {
     char tmp[32] = ".tmp-";
     int r = randid_hex(tmp + 5, sizeof(tmp) - 5, 8);
@@ -402,7 +404,7 @@ static int ws_write(int dirfd, const char *name, const void *data, size_t len)
     if (fd < 0)
         return -errno;
     r = fd_write_all(fd, data, len, 0);
-    if (r == 0 && fdatasync(fd) < 0)
+    if (r == 0 && sync && fdatasync(fd) < 0)
         r = -errno;
     if (close(fd) < 0 && r == 0)
         r = -errno; /* a full disk may only show here (NFS, some FUSE) */
@@ -437,7 +439,9 @@ int ws_store(struct workspace *w, enum ws_kind k, const char *file, const void *
         ws_account_refund(w->account, w->space, grows);
         return fmt_error(ret_error, ENOMEM, "%s: out of memory", what);
     }
-    r = ws_write(w->dirfd[k], file, data, len);
+    /* The copies of execution folders are not worth a disk flush each (one or two per run of
+     * --compat code-execution-mode): a crash of the machine may lose the last ones. */
+    r = ws_write(w->dirfd[k], file, data, len, k != WS_RUNS);
     if (r < 0) {
         ws_entry_free(fresh);
         ws_account_refund(w->account, w->space, grows);
@@ -511,10 +515,11 @@ json_t *workspace_usage(struct workspace *w)
     json_t *o =
         ws_index(w) < 0
             ? json_object()
-            : json_pack("{s:I, s:I, s:I, s:I, s:I}", "bytes", (json_int_t)w->bytes, "maxBytes",
+            : json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "bytes", (json_int_t)w->bytes, "maxBytes",
                         (json_int_t)ws_limits(w)->max_bytes, "memories",
                         (json_int_t)w->count[WS_MEMORY], "tools", (json_int_t)w->count[WS_TOOLS],
-                        "files", (json_int_t)w->count[WS_FILES]);
+                        "files", (json_int_t)w->count[WS_FILES], "runFiles",
+                        (json_int_t)w->count[WS_RUNS]);
     if (o && w->account)
         json_object_set_new(o, "tenant", ws_account_usage(w->account));
     pthread_mutex_unlock(&w->lock);
@@ -527,14 +532,29 @@ json_t *workspace_usage(struct workspace *w)
  * the workspace calls). Python's builtins are refused by the runtime, which knows them. */
 static const char *ws_tool_name_problem(const char *name)
 {
-    static const char *const reserved[] = {
-        "save_memory",          "load_memory",       "delete_memory",
-        "list_memories",        "update_memory",     "memory_exists",
-        "get_memory_info",      "save_tool",         "save_file",
-        "list_execution_files", "list_tools",        "search_tool_docs",
-        "query_tool_docs",      "list_servers",      "describe_server",
-        "capability_summary",   "MCPError",          "mcp",
-        "mcp_servers",          "LOADED_MCP_SERVERS"};
+    static const char *const reserved[] = {"save_memory",
+                                           "load_memory",
+                                           "delete_memory",
+                                           "list_memories",
+                                           "update_memory",
+                                           "memory_exists",
+                                           "get_memory_info",
+                                           "save_tool",
+                                           "save_file",
+                                           "list_execution_files",
+                                           "list_tools",
+                                           "search_tool_docs",
+                                           "query_tool_docs",
+                                           "list_servers",
+                                           "describe_server",
+                                           "capability_summary",
+                                           "MCPError",
+                                           "mcp",
+                                           "mcp_servers",
+                                           "LOADED_MCP_SERVERS",
+                                           "ApprovalDenied",
+                                           "NOT_SENT",
+                                           "help"};
     if (!request_is_identifier(name) || strlen(name) > WORKSPACE_MAX_NAME)
         return "is not a Python identifier of at most 128 characters";
     if (strncmp(name, "mcp_", 4) == 0 || strncmp(name, "__", 2) == 0)
@@ -642,6 +662,47 @@ int workspace_save_file(struct workspace *w, const char *name, const void *data,
     if (r == 0)
         *ret_payload = json_pack("{s:s, s:I}", "path", name, "size", (json_int_t)len);
     return r;
+}
+
+/* ---- files of sessions' execution folders ------------------------------------------------ */
+
+int workspace_keep_file(struct workspace *w, const char *session, const char *path,
+                        const void *data, size_t len, json_t **ret_payload, char **ret_error)
+{
+    *ret_payload = NULL;
+    *ret_error = NULL;
+    /* "<session>_<path with '/' as '_'>": one directory, names of [A-Za-z0-9._-] only, so that
+     * nothing the sandbox sends can name another place. */
+    char name[WORKSPACE_MAX_RUN_NAME + 1];
+    int n = snprintf(name, sizeof(name), "%s_%s", session, path);
+    const char *why = n <= 0 || (size_t)n >= sizeof(name) ? "is too long" : NULL;
+    for (char *p = name; !why && *p; p++) {
+        if (*p == '/')
+            *p = '_';
+        else if (!isalnum((unsigned char)*p) && !strchr("._-", *p))
+            why = "may only contain letters, digits, '.', '_', '-' and '/'";
+    }
+    if (!why && (name[0] == '.' || strstr(path, "..")))
+        why = "may not start with '.' nor hold \"..\"";
+    if (why)
+        return fmt_error(ret_error, EINVAL, "keep_file: the path %s", why);
+    if (len > ws_limits(w)->max_file)
+        return fmt_error(ret_error, EFBIG, "keep_file: %zu bytes is over the limit of %zu", len,
+                         ws_limits(w)->max_file);
+    int r = ws_save(w, WS_RUNS, name, data, len, "keep_file", ret_error);
+    if (r < 0)
+        return r;
+    struct workspace_store *s = w->store;
+    char tenant[WORKSPACE_MAX_KEY_LEN + 1];
+    bool own = ws_check_key(w->key, tenant) == 0 && tenant[0];
+    char *host =
+        fmt_str("%s/%s%s%sworkspaces/%s/%s/%s", s->dir, own ? "tenants/" : "", own ? tenant : "",
+                own ? "/" : "", workspace_key_name(w->key), ws_kind_dir[WS_RUNS], name);
+    *ret_payload =
+        host ? json_pack("{s:s, s:I, s:s}", "name", name, "size", (json_int_t)len, "hostPath", host)
+             : NULL;
+    free(host);
+    return *ret_payload ? 0 : fmt_error(ret_error, ENOMEM, "keep_file: out of memory");
 }
 
 int workspace_files(struct workspace *w, json_t **ret_payload, char **ret_error)

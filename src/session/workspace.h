@@ -8,7 +8,7 @@
  * resolved relative to directory fds with O_NOFOLLOW, writes are atomic
  * (temp file + rename) and everything is capped.
  *
- * Layout: STATE_DIR/workspaces/<name>/{memory,tools,files}/, and for the
+ * Layout: STATE_DIR/workspaces/<name>/{memory,tools,files,runs}/, and for the
  * workspaces of a tenant STATE_DIR/tenants/<tenant>/workspaces/<name>/...:
  * a workspace is opened by its key, "name" or "tenant/name"
  * (workspace_key()), so that two tenants' workspaces of one name never meet;
@@ -46,6 +46,7 @@
 #define WORKSPACE_MAX_TOOL     (256u << 10) /* bytes of a saved tool's source */
 #define WORKSPACE_MAX_NAME     128          /* bytes of a tool or file name */
 #define WORKSPACE_MAX_KEY_LEN  64           /* bytes of a workspace or tenant name */
+#define WORKSPACE_MAX_RUN_NAME 200          /* bytes of a kept execution-folder file's name */
 
 struct workspace_limits {
     size_t max_value;         /* one memory value, compact JSON bytes */
@@ -120,10 +121,18 @@ int workspace_delete_tool(struct workspace *w, const char *name);
 
 int workspace_save_file(struct workspace *w, const char *name, const void *data, size_t len,
                         json_t **ret_payload, char **ret_error);
+/* Keep a file of a session's execution folder (path: relative to the sessions' folder of
+ * executions, e.g. "0001-20261126-101500/images/chart.png"; session: a short tag of the
+ * session) in the workspace's runs/ directory, as "<session>_<path, '/' as '_'>", within the
+ * quota, so that it outlives the session. 0 and *ret_payload {name, size, hostPath (absolute:
+ * for a file:// URL)}; -EINVAL (a path of other characters, or "..", or too long), -EFBIG,
+ * -EDQUOT, or the file system's error, with *ret_error. */
+int workspace_keep_file(struct workspace *w, const char *session, const char *path,
+                        const void *data, size_t len, json_t **ret_payload, char **ret_error);
 /* {"files": [{name, size, modifiedAt}]} by name. */
 int workspace_files(struct workspace *w, json_t **ret_payload, char **ret_error);
-/* {bytes, maxBytes, memories, tools, files, and for a tenant's workspace "tenant": {bytes,
- * maxBytes, workspaces, maxWorkspaces}, all its workspaces together} (new reference). */
+/* {bytes, maxBytes, memories, tools, files, runFiles, and for a tenant's workspace "tenant":
+ * {bytes, maxBytes, workspaces, maxWorkspaces}, all its workspaces together} (new reference). */
 json_t *workspace_usage(struct workspace *w);
 
 #endif

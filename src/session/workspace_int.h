@@ -15,7 +15,7 @@
 
 #include "session/workspace.h"
 
-enum ws_kind { WS_MEMORY, WS_TOOLS, WS_FILES, WS_KINDS };
+enum ws_kind { WS_MEMORY, WS_TOOLS, WS_FILES, WS_RUNS, WS_KINDS };
 
 /* One stored file of a workspace. */
 struct ws_entry {

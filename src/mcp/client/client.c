@@ -183,6 +183,7 @@ void mcp_server_config_done(struct mcp_server_config *cfg)
     free(cfg->url);
     strv_free(cfg->headers);
     free(cfg->description);
+    strv_free(cfg->approvals);
     *cfg = (struct mcp_server_config){0};
 }
 
@@ -198,6 +199,7 @@ int mcp_server_config_copy(const struct mcp_server_config *src, struct mcp_serve
     r = r ?: str_copy(src->url, &c.url);
     r = r ?: strv_copy(src->headers, &c.headers);
     r = r ?: str_copy(src->description, &c.description);
+    r = r ?: strv_copy(src->approvals, &c.approvals);
     if (r < 0) {
         mcp_server_config_done(&c);
         return r;

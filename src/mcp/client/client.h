@@ -43,6 +43,7 @@ struct mcp_server_config {
     char **headers; /* "Name: value" lines sent with every HTTP request, NULL-terminated, may be
                        NULL */
     char *description;
+    char **approvals; /* "POLICY:TOOL" rules, in precedence order (approval.h); may be NULL */
 };
 
 /* Free every member and zero *cfg; NULL-safe. */

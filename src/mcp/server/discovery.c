@@ -16,6 +16,7 @@
 #include "mcp/client/alias.h"
 #include "mcp/client/registry.h"
 #include "mcp/server/server_int.h"
+#include "session/session.h"
 #include "util/buf.h"
 #include "util/jdump.h"
 #include "util/log.h"
@@ -62,8 +63,10 @@ static bool srv_may_read(json_t *d, json_t *named)
     return false;
 }
 
-json_t *srv_list_servers(struct mcp_server_conn *c, json_t *args)
+json_t *srv_list_servers(struct mcp_server_conn *c, json_t *args, json_t *token,
+                         const struct mcp_server_out *out, struct srv_call *call)
 {
+    (void)token, (void)out, (void)call;
     struct mcp_server *s = c->srv;
     static const char *const allowed[] = {"tools", "servers", NULL};
     json_t *want = json_object_get(args, "tools");
@@ -211,8 +214,47 @@ static void srv_params_text(json_t *schema, struct buf *params, struct buf *call
     }
 }
 
-json_t *srv_search(struct mcp_server_conn *c, json_t *args)
+/* The docs of the first n hits as the sandbox renders them ({server: {tool: text}}, new
+ * reference), or NULL when they cannot be rendered (the search answers without them). */
+static json_t *srv_hit_docs(struct mcp_server_conn *c, json_t *described,
+                            const struct srv_hit *hits, size_t n)
 {
+    if (!n)
+        return NULL;
+    json_t *by_server = json_object();
+    for (size_t h = 0; h < n; h++) {
+        json_t *info = json_object_get(by_server, hits[h].server);
+        if (!info) {
+            const char *alias = mcp_alias_of(described, hits[h].server);
+            info = json_pack("{s:s, s:s, s:[]}", "name", hits[h].server, "alias",
+                             alias ? alias : hits[h].server, "tools");
+            json_object_set_new(by_server, hits[h].server, info);
+        }
+        json_array_append(json_object_get(info, "tools"), hits[h].tool);
+    }
+    json_t *servers = json_array(), *docs = NULL;
+    const char *key;
+    json_t *info;
+    json_object_foreach(by_server, key, info)
+    {
+        json_array_append(servers, info);
+    }
+    struct sbx_error err;
+    if (sessions_tool_docs(c->srv->sessions, servers, "summary", &docs, &err) < 0) {
+        log_warn("mcp: search_tool_docs answers without docs: %s",
+                 err.message ? err.message : "failed");
+        sbx_error_clear(&err);
+        docs = NULL;
+    }
+    json_decref(servers);
+    json_decref(by_server);
+    return docs;
+}
+
+json_t *srv_search(struct mcp_server_conn *c, json_t *args, json_t *token,
+                   const struct mcp_server_out *out, struct srv_call *call)
+{
+    (void)token, (void)out, (void)call;
     struct mcp_server *s = c->srv;
     static const char *const allowed[] = {"query", "limit", "servers", NULL};
     json_t *bad = srv_check_args(c, "search_tool_docs", args, allowed);
@@ -301,6 +343,7 @@ json_t *srv_search(struct mcp_server_conn *c, json_t *args)
     json_t *results = json_array();
     struct buf b;
     buf_init(&b, 4u << 20);
+    json_t *docs = srv_hit_docs(c, described, hits, n_hits < limit ? n_hits : limit);
     for (size_t h = 0; h < n_hits && h < limit; h++) {
         json_t *t = hits[h].tool;
         const char *tn = json_string_value(json_object_get(t, "name"));
@@ -314,19 +357,27 @@ json_t *srv_search(struct mcp_server_conn *c, json_t *args)
                          json_string_value(json_object_get(t, "alias")) ?: tn);
         srv_params_text(json_object_get(t, "inputSchema"), &params, &args_text);
         (void)buf_printf(&alias, "(%s)", args_text.data ? args_text.data : "");
-        if (json_array_append_new(results,
-                                  json_pack("{s:s, s:s, s:s, s:s, s:O*}", "server", hits[h].server,
-                                            "tool", tn, "python", alias.data ? alias.data : "",
-                                            "description", desc ? desc : "", "inputSchema",
-                                            json_object_get(t, "inputSchema"))) < 0)
+        const char *doc =
+            json_string_value(json_object_get(json_object_get(docs, hits[h].server), tn));
+        if (json_array_append_new(results, json_pack("{s:s, s:s, s:s, s:s, s:s?, s:O*}", "server",
+                                                     hits[h].server, "tool", tn, "python",
+                                                     alias.data ? alias.data : "", "description",
+                                                     desc ? desc : "", "doc", doc, "inputSchema",
+                                                     json_object_get(t, "inputSchema"))) < 0)
             log_warn("mcp: search_tool_docs: %s.%s is missing from structuredContent (out of "
                      "memory)",
                      hits[h].server, tn);
-        (void)buf_printf(&b, "%s.%s — %.300s\n  python: %s   (run_python with servers=[\"%s\"])\n",
-                         hits[h].server, tn, desc ? desc : "", alias.data ? alias.data : "",
-                         hits[h].server);
-        if (params.len)
-            (void)buf_printf(&b, "  parameters: %s\n", params.data);
+        if (doc) {
+            /* The text help() shows in the sandbox: one renderer (session/docs.c). */
+            (void)buf_printf(&b, "%s.%s   (run_python with servers=[\"%s\"])\n%s\n", hits[h].server,
+                             tn, hits[h].server, doc);
+        } else {
+            (void)buf_printf(
+                &b, "%s.%s — %.300s\n  python: %s   (run_python with servers=[\"%s\"])\n",
+                hits[h].server, tn, desc ? desc : "", alias.data ? alias.data : "", hits[h].server);
+            if (params.len)
+                (void)buf_printf(&b, "  parameters: %s\n", params.data);
+        }
         buf_free(&alias);
         buf_free(&params);
         buf_free(&args_text);
@@ -360,6 +411,7 @@ json_t *srv_search(struct mcp_server_conn *c, json_t *args)
     free(text);
     buf_free(&b);
     free(hits);
+    json_decref(docs);
     json_decref(all);
     json_decref(described);
     json_decref(named);
