@@ -258,7 +258,7 @@ static json_t *srv_run_python_lean(struct mcp_server *s)
             ? json_pack("{s:s, s:{s:O}}", "type", "array", "items", "enum", names)
             : json_pack("{s:s, s:i}", "type", "array", "maxItems", 0); /* none configured */
     json_decref(names);
-    return json_pack(
+    json_t *tool = json_pack(
         "{s:s, s:s, s:{s:s, s:{s:{s:s}, s:o, s:{s:s}, s:{s:s, s:s}}, s:[s]}}", "name", "run_python",
         "description",
         "Run Python 3 in a sandbox session; variables persist, top-level await works, the last "
@@ -268,6 +268,28 @@ static json_t *srv_run_python_lean(struct mcp_server *s)
         "inputSchema", "type", "object", "properties", "code", "type", "string", "servers", servers,
         "session_id", "type", "string", "timeout", "type", "number", "description", "seconds",
         "required", "code");
+    /* A network is offered only where the operator allows one: then the model must know the
+     * parameter and what it may name (a server without --egress-allow pays nothing for it). */
+    json_t *ceiling = sessions_network_ceiling(s->sessions);
+    if (tool && json_array_size(ceiling)) {
+        char *allowed = jdump(ceiling, JSON_COMPACT, NULL);
+        char *desc = fmt_str("Hosts to reach over HTTP(S), within %s", allowed ? allowed : "?");
+        json_t *network =
+            desc ? json_pack("{s:s, s:{s:{s:s, s:{s:s}}}, s:[s], s:s}", "type", "object",
+                             "properties", "allow", "type", "array", "items", "type", "string",
+                             "required", "allow", "description", desc)
+                 : NULL;
+        free(allowed);
+        free(desc);
+        if (!network ||
+            json_object_set_new(json_object_get(json_object_get(tool, "inputSchema"), "properties"),
+                                "network", network) < 0) {
+            json_decref(tool);
+            tool = NULL; /* the tool is missing, which the catalog counts */
+        }
+    }
+    json_decref(ceiling);
+    return tool;
 }
 
 static json_t *srv_compat_tool(struct mcp_server *s);
