@@ -64,5 +64,7 @@ int profiles_lookup(struct profiles *p, const char *name, struct pool **ret_pool
                     uint64_t *ret_memory_mb);
 /* {"NAME": {modules, size, memoryMb, builtin, pool: pool_stats + memory}} (new reference). */
 json_t *profiles_stats(struct profiles *p);
+/* ["NAME", ...] in the order profiles were defined (new reference; [] for NULL). */
+json_t *profiles_names(struct profiles *p);
 
 #endif
