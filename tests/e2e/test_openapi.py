@@ -11,6 +11,8 @@ import pathlib
 import re
 import subprocess
 import tempfile
+import threading
+import time
 
 import pytest
 import yaml
@@ -64,9 +66,11 @@ def check(doc, records):
 
 
 @pytest.fixture(scope="module")
-def served():
-    """The server, and the document it serves (without a token)."""
-    s = Server("--pool-size", "2", "--api-token", TOKEN,
+def served(mcp_config):
+    """The server, and the document it serves (without a token). Every tool of "everything"
+    waits for a person (the approvals routes)."""
+    s = Server("--pool-size", "2", "--api-token", TOKEN, "--mcp-config", mcp_config,
+               "--approval", "everything.*=ask",
                definitions=pathlib.Path(__file__).resolve().parent / "apps")
     r = s.request("GET", "/openapi.json", fresh=True)
     assert r.status == 200 and r.header("Content-Type") == "application/json", r
@@ -231,6 +235,7 @@ def answers(srv):
     rec("POST", "/v1/workspaces/oa/tools")
     rec("DELETE", base)
     rec("DELETE", base)
+    approvals(srv, rec)
     # MCP
     init = rec("POST", "/mcp", {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {},
@@ -266,6 +271,37 @@ def answers(srv):
     rec("GET", "/v1/sessions/%s/nothing" % sid)
     assert ui["status"] == 200
     return out
+
+
+def approvals(srv, rec):
+    """A tool call that waits for a person, listed, refused a bad body, approved, and
+    approved again (gone)."""
+    sid = rec("POST", "/v1/sessions", {"servers": ["everything"]})["body"]["sessionId"]
+    base = "/v1/sessions/%s/approvals" % sid
+    rec("GET", base)
+    done = {}
+    t = threading.Thread(target=lambda: done.update(r=srv.request(
+        "POST", "/v1/sessions/%s/execute" % sid, json.dumps(
+            {"code": "print(await mcp_everything.get_sum(a=1, b=2))"}),
+        dict(AUTH, **{"Content-Type": "application/json"}), fresh=True)))
+    t.start()
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        waiting = rec("GET", base)["body"]["approvals"]
+        if waiting:
+            break
+        time.sleep(0.1)
+    assert waiting, "no call waited for approval"
+    one = base + "/" + waiting[0]["id"]
+    rec("POST", one, {"approve": "yes"})
+    rec("POST", one, "x", headers={"Content-Type": "text/plain"}, raw=True)
+    rec("GET", one)
+    rec("POST", one, {"approve": True})
+    t.join(60)
+    assert done["r"].status == 200 and done["r"].json["status"] == "ok", done
+    rec("POST", one, {"approve": True})
+    rec("GET", "/v1/sessions/vm.00000000000000000000000000000000/approvals")
+    rec("DELETE", "/v1/sessions/" + sid)
 
 
 def test_answers_match_the_document(served):
