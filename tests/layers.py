@@ -31,6 +31,7 @@ LAYERS = [
     "flow",
     "handlers",
     "mcp/server",
+    "web",
     "api",
     "cmd",
     ".",  # src/main.c

@@ -11,13 +11,16 @@
 
 #include "api/mcp_http.h"
 #include "api/policy.h"
+#include "api/routes.h"
 #include "api/status.h"
+#include "api/web.h"
 #include "app/request.h"
 #include "api/sessions.h"
 #include "handlers/dispatch.h"
 #include "api/workspaces.h"
 #include "app/tenant.h"
 #include "egress/proxy.h"
+#include "mcp/client/registry.h"
 #include "pool/pool.h"
 #include "pool/profile.h"
 #include "pool/reuse.h"
@@ -395,6 +398,26 @@ static void api_method_not_allowed(struct http_reply *reply, const char *allow)
     http_reply_header(reply, "Allow", allow);
 }
 
+/* GET /v1/session-options: what POST /v1/sessions may name (servers, profiles). The same for
+ * every caller: the configuration is the server's, and an unknown name's 400 lists it too. */
+static void api_session_options(struct api *api, struct http_reply *reply)
+{
+    json_t *servers = api->registry ? mcp_registry_names(api->registry) : json_array();
+    json_t *profiles = profiles_names(api->app->profiles);
+    reply->body = servers && profiles
+                      ? json_pack("{s:o, s:o}", "servers", servers, "profiles", profiles)
+                      : NULL;
+    if (!reply->body) {
+        if (!servers || !profiles) { /* json_pack took neither */
+            json_decref(servers);
+            json_decref(profiles);
+        }
+        http_reply_error(reply, 500, "INTERNAL", NULL, "out of memory");
+    } else {
+        reply->status = 200;
+    }
+}
+
 void api_route(void *userdata, const struct http_request *req, struct http_reply *reply)
 {
     struct api *api = userdata;
@@ -405,6 +428,19 @@ void api_route(void *userdata, const struct http_request *req, struct http_reply
     enum policy_verdict v = policy_check(api->policy, req, &tenant);
     if (v != POLICY_OK) {
         policy_refuse(v, strcmp(path, "/mcp") == 0, reply);
+        return;
+    }
+    /* The route table decides what exists (api/routes.h): the branches below never see a path
+     * or a method it does not name. */
+    const struct api_route_def *rt = api_route_lookup(path);
+    if (!rt) {
+        http_reply_error(reply, 404, "NOT_FOUND", NULL, "no route %s %s", req->method, path);
+        return;
+    }
+    if (!(rt->methods & api_method_bit(req->method))) {
+        char allow[32];
+        api_methods_format(rt->methods, allow);
+        api_method_not_allowed(reply, allow);
         return;
     }
     /* The reply's bytes count against the caller's share of the reply budget (the operator's
@@ -455,6 +491,10 @@ void api_route(void *userdata, const struct http_request *req, struct http_reply
         api_workspaces_route(api, req, path + 14, tenant, reply);
     } else if (strcmp(path, "/mcp") == 0 && api->mcp) {
         mcp_http_route(api->mcp, req, tenant, reply);
+    } else if (strcmp(path, "/v1/session-options") == 0) {
+        api_session_options(api, reply);
+    } else if (strncmp(rt->path, "/ui", 3) == 0 || strcmp(path, "/openapi.json") == 0) {
+        api_web_route(req, reply);
     } else {
         http_reply_error(reply, 404, "NOT_FOUND", NULL, "no route %s %s", req->method, path);
     }
@@ -462,13 +502,15 @@ void api_route(void *userdata, const struct http_request *req, struct http_reply
 
 bool api_route_inline(void *userdata, const char *method, const char *path)
 {
-    static const char *const cheap[] = {"/healthz", "/livez", "/readyz", "/metrics"};
+    static const char *const cheap[] = {"/healthz", "/livez", "/readyz", "/metrics",
+                                        "/openapi.json"};
     if (strcmp(method, "GET") != 0)
         return false;
     for (size_t i = 0; i < ARRAY_SIZE(cheap); i++)
         if (strcmp(path, cheap[i]) == 0)
             return true;
-    return false;
+    /* a copy of a compiled-in file */
+    return strncmp(path, "/ui", 3) == 0 && (path[3] == '\0' || path[3] == '/');
 }
 
 void api_drain(struct api *api)

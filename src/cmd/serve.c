@@ -643,8 +643,12 @@ int cmd_serve(int argc, char **argv)
         .egress = su.egress,
         .reuse = reuse,
     };
-    struct api api = {
-        .app = &app, .policy = policy, .sessions = su.sessions, .mcp = mcph, .wstore = su.wstore};
+    struct api api = {.app = &app,
+                      .policy = policy,
+                      .sessions = su.sessions,
+                      .mcp = mcph,
+                      .wstore = su.wstore,
+                      .registry = su.mcp};
     /* Every execution slot and queue place, every session and MCP session may hold a worker
      * thread while it waits; the rest answer quickly. Threads start only when needed. */
     uint64_t workers = o.max_running + o.max_queue + o.setup.max_sessions + o.mcp_max_sessions + 64;

@@ -262,6 +262,14 @@ int profiles_lookup(struct profiles *ps, const char *name, struct pool **ret_poo
     return -ENOENT;
 }
 
+json_t *profiles_names(struct profiles *ps)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; a && ps && i < ps->n; i++)
+        json_array_append_new(a, json_string(ps->items[i].spec.name));
+    return a;
+}
+
 json_t *profiles_stats(struct profiles *ps)
 {
     json_t *o = json_object();
