@@ -14,9 +14,6 @@ import sys
 import pytest
 
 TESTS = pathlib.Path(__file__).resolve().parents[1]
-if not (TESTS / "node" / "console.mjs").exists():
-    pytest.skip("tests/node is not here (the rootless stage of tests/rootless.sh): the "
-                "console's attacks run in the root pass", allow_module_level=True)
 sys.path.insert(0, str(TESTS))
 import browser  # noqa: E402
 from harness import Server  # noqa: E402

@@ -9,7 +9,6 @@ no token needed, the Host and Origin checks) and its weight (docs/CONSOLE.md).""
 import gzip
 import json
 import re
-import subprocess
 import threading
 from unittest import mock
 
@@ -160,12 +159,6 @@ def test_failures_are_explained():
     assert not r["seen"]["pageErrors"], r["seen"]["pageErrors"]
 
 
-def serve_help():
-    return subprocess.run([harness.BIN, "serve", "--help"], capture_output=True, text=True).stdout
-
-
-@pytest.mark.skipif("--approval " not in serve_help(),
-                    reason="this sandboxd has no approvals (--approval; the codemode branch)")
 def test_approvals_are_decided_in_the_page(mcp_config):
     """Two executions made through the API wait for a person; the page shows both without a
     reload; Approve lets one finish, Deny makes the other raise ApprovalDenied."""
