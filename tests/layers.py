@@ -33,7 +33,7 @@ LAYERS = [
     "mcp/server",
     "api",
     "cmd",
-    ".",  # src/main.c
+    ".",  # src/main.c, src/server.c
 ]
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
