@@ -324,7 +324,7 @@ int cmd_migrate(int argc, char **argv)
                                : bridge_dir ? strdup(bridge_dir)
                                : home       ? fmt_str("%s/MCPs", home)
                                             : NULL;
-    _cleanup_free_ char *state = setup_state_dir(state_opt ? state_opt : bridge_dir);
+    _cleanup_free_ char *state = common_state_dir(state_opt ? state_opt : bridge_dir);
     struct jail_options jo;
     if (!src || !state || common_resolve(&common, &jo) < 0) {
         common_done(&common);

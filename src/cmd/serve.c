@@ -556,18 +556,12 @@ int cmd_serve(int argc, char **argv)
     }
     o.setup.tenant_quota = o.tenant_quota;
     o.setup.executions = o.max_running;
+    /* Templates import jinja2 and jsonschema (~100 ms): a pool of its own has them imported,
+     * as the sessions' pool has asyncio; setup_start() starts it with the others. */
+    o.setup.template_pool_size = o.template_pool_size;
     if (setup_start(&su, &o.setup, &common, "serve") < 0)
         goto out;
-    /* Templates import jinja2 and jsonschema (~100 ms): a pool of its own has them
-     * imported, as the sessions' pool has asyncio. */
-    if (o.template_pool_size &&
-        setup_pool(&su, &o.setup, (unsigned)o.template_pool_size, 0, 1,
-                   "jinja2,jinja2.sandbox,jsonschema,sandboxd_runtime.template",
-                   &template_pool) < 0) {
-        log_error("serve: the template pool could not start (use --template-pool-size 0 to "
-                  "run without)");
-        goto out;
-    }
+    template_pool = su.template_pool;
     const char *key = getenv("SANDBOXD_LLM_API_KEY");
     struct framework_options fo = {
         .definitions_dir = o.definitions,
@@ -707,8 +701,7 @@ out:
     flow_cache_free(wf_cache);
     framework_free(fw);
     reuse_free(reuse); /* before the pools: a kept warm cell is released to its pool */
-    pool_free(template_pool);
-    setup_stop(&su);
+    setup_stop(&su);   /* the template pool too */
     policy_free(policy);
     url_allowlist_done(&o.framework_allow);
     common_done(&common);

@@ -16,6 +16,7 @@
 #include "session/session.h"
 #include "util/buf.h"
 #include "util/fmt.h"
+#include "util/log.h"
 
 /* ---- the sandbox sessions of a connection -------------------------------------------------- */
 
@@ -183,6 +184,71 @@ static int srv_sandbox_load(struct mcp_server_conn *c, struct srv_sandbox *b, js
     return r;
 }
 
+/* The session started ahead (mcp_server_conn_prepare) as the one the connection makes now:
+ * true with *ret_info ({"sessionId"}) when it still lives, the new session asks for no network
+ * policy (it has none; one is fixed at creation) and the servers asked for could be loaded into
+ * it. Otherwise it is ended: a connection never holds it next to a session of its own. */
+static bool srv_spare_take(struct mcp_server_conn *c, json_t *network, json_t *servers,
+                           json_t **ret_info)
+{
+    struct mcp_server *s = c->srv;
+    char id[sizeof(c->spare)];
+    pthread_mutex_lock(&c->lock);
+    memcpy(id, c->spare, sizeof(id));
+    c->spare[0] = '\0';
+    pthread_mutex_unlock(&c->lock);
+    if (!*id)
+        return false;
+    bool taken = !network && sessions_exists(s->sessions, id);
+    if (taken && json_array_size(servers)) {
+        struct sbx_error err = {0};
+        taken = sessions_add_servers(s->sessions, id, servers, &err) == 0;
+        sbx_error_clear(&err); /* a session made afresh with them says what is wrong */
+    }
+    if (taken && (*ret_info = json_pack("{s:s}", "sessionId", id)))
+        return true;
+    (void)sessions_end(s->sessions, id, "not needed: the connection made another session");
+    return false;
+}
+
+int mcp_server_conn_prepare(struct mcp_server_conn *c)
+{
+    struct mcp_server *s = c->srv;
+    pthread_mutex_lock(&c->create_lock);
+    pthread_mutex_lock(&c->lock);
+    bool needed = !c->closed && !c->sandboxes && !*c->spare;
+    pthread_mutex_unlock(&c->lock);
+    int r = 0;
+    json_t *none = json_array(), *info = NULL;
+    struct sbx_error err = {0};
+    if (needed) {
+        struct session_create sc = {.servers = none,
+                                    .workspace = s->workspace,
+                                    .tenant = c->tenant,
+                                    .profile = s->opt.profile,
+                                    .compat = s->opt.compat ? "code-execution-mode" : NULL};
+        r = none ? sessions_create(s->sessions, &sc, &info, &err) : -ENOMEM;
+    }
+    const char *id = json_string_value(json_object_get(info, "sessionId"));
+    if (r < 0)
+        log_info("mcp: no session started ahead (%s); the first run_python starts one",
+                 err.message ? err.message : strerror(-r));
+    else if (id) {
+        pthread_mutex_lock(&c->lock);
+        bool closed = c->closed;
+        if (!closed)
+            snprintf(c->spare, sizeof(c->spare), "%s", id);
+        pthread_mutex_unlock(&c->lock);
+        if (closed)
+            (void)sessions_delete(s->sessions, id);
+    }
+    sbx_error_clear(&err);
+    json_decref(info);
+    json_decref(none);
+    pthread_mutex_unlock(&c->create_lock);
+    return r;
+}
+
 /* The sandbox session run_python uses: named (name) or automatic (NULL) with at least the
  * servers asked for (sorted), created when needed. 0 with ret_id and *ret_label (caller frees),
  * or -errno with *ret_error (caller frees). create_lock is held across the creation, so two
@@ -299,7 +365,8 @@ int srv_sandbox_get(struct mcp_server_conn *c, const char *name, json_t *servers
                                 .compat = s->opt.compat ? "code-execution-mode" : NULL};
     json_t *info = NULL;
     struct sbx_error err;
-    r = sessions_create(s->sessions, &sc, &info, &err);
+    r = srv_spare_take(c, network, want, &info) ? 0
+                                                : sessions_create(s->sessions, &sc, &info, &err);
     json_decref(net);
     if (r < 0) {
         if (asprintf(ret_error, "could not start a Python session: %s",

@@ -79,8 +79,7 @@ json_t *mcp_server_parse_error(const char *why)
     return srv_error(NULL, JSONRPC_PARSE_ERROR, NULL, "Parse error: %s", why ? why : "not JSON");
 }
 
-int mcp_server_new(const struct mcp_server_options *opt, struct sessions *sessions,
-                   struct mcp_registry *registry, struct mcp_server **ret)
+int mcp_server_new_pending(const struct mcp_server_options *opt, struct mcp_server **ret)
 {
     struct mcp_server *s = calloc(1, sizeof(*s));
     if (!s)
@@ -89,17 +88,61 @@ int mcp_server_new(const struct mcp_server_options *opt, struct sessions *sessio
     if (!s->opt.page_size)
         s->opt.page_size = 100;
     s->workspace = strdup(opt->workspace ? opt->workspace : "default");
-    s->sessions = sessions;
-    s->registry = registry;
-    int r = srv_catalog_build(s);
     pthread_mutex_init(&s->bg_lock, NULL);
     pthread_cond_init(&s->bg_cond, NULL);
-    if (!s->workspace || r < 0) {
+    pthread_cond_init(&s->ready_cond, NULL);
+    if (!s->workspace) {
         mcp_server_free(s);
         return -ENOMEM;
     }
     *ret = s;
     return 0;
+}
+
+int mcp_server_start(struct mcp_server *s, struct sessions *sessions, struct mcp_registry *registry)
+{
+    s->sessions = sessions;
+    s->registry = registry;
+    int r = srv_catalog_build(s) < 0 ? -ENOMEM : 1;
+    pthread_mutex_lock(&s->bg_lock);
+    s->ready = r;
+    pthread_cond_broadcast(&s->ready_cond);
+    pthread_mutex_unlock(&s->bg_lock);
+    return r < 0 ? r : 0;
+}
+
+void mcp_server_fail(struct mcp_server *s, int err)
+{
+    pthread_mutex_lock(&s->bg_lock);
+    s->ready = err < 0 ? err : -EIO;
+    pthread_cond_broadcast(&s->ready_cond);
+    pthread_mutex_unlock(&s->bg_lock);
+}
+
+int mcp_server_new(const struct mcp_server_options *opt, struct sessions *sessions,
+                   struct mcp_registry *registry, struct mcp_server **ret)
+{
+    struct mcp_server *s = NULL;
+    int r = mcp_server_new_pending(opt, &s);
+    if (r == 0 && (r = mcp_server_start(s, sessions, registry)) < 0)
+        mcp_server_free(s);
+    if (r == 0)
+        *ret = s;
+    return r;
+}
+
+/* Wait for the set-up: NULL when the server is ready, else the error response for id. */
+static json_t *srv_wait_ready(struct mcp_server *s, json_t *id)
+{
+    pthread_mutex_lock(&s->bg_lock);
+    while (!s->ready)
+        pthread_cond_wait(&s->ready_cond, &s->bg_lock);
+    int r = s->ready;
+    pthread_mutex_unlock(&s->bg_lock);
+    return r > 0 ? NULL
+                 : srv_error(id, JSONRPC_INTERNAL_ERROR, NULL,
+                             "Internal error: sandboxd could not start (%s); see its log",
+                             strerror(-r));
 }
 
 void mcp_server_free(struct mcp_server *s)
@@ -112,6 +155,7 @@ void mcp_server_free(struct mcp_server *s)
     pthread_mutex_unlock(&s->bg_lock);
     pthread_mutex_destroy(&s->bg_lock);
     pthread_cond_destroy(&s->bg_cond);
+    pthread_cond_destroy(&s->ready_cond);
     for (size_t i = 0; i < ARRAY_SIZE(s->tools); i++)
         json_decref(s->tools[i]);
     json_decref(s->resources);
@@ -152,7 +196,12 @@ void mcp_server_conn_close(struct mcp_server_conn *c)
     bool was_closed = c->closed;
     c->closed = true;
     c->n_sandboxes = 0;
+    char spare[sizeof(c->spare)];
+    memcpy(spare, c->spare, sizeof(spare));
+    c->spare[0] = '\0';
     pthread_mutex_unlock(&c->lock);
+    if (*spare)
+        (void)sessions_end(c->srv->sessions, spare, "its MCP connection closed");
     while (list) {
         struct srv_sandbox *b = list;
         list = b->next;
@@ -581,6 +630,9 @@ static json_t *srv_handle_one(struct mcp_server_conn *c, json_t *msg,
         return srv_error(m.id, JSONRPC_INVALID_REQUEST, NULL,
                          "Invalid Request: the connection is not initialized; send initialize "
                          "first");
+    json_t *not_ready = srv_wait_ready(c->srv, m.id);
+    if (not_ready)
+        return not_ready;
     if (strcmp(m.method, "tools/list") == 0)
         return srv_tools_list(c, m.id, m.params);
     if (strcmp(m.method, "tools/call") == 0)

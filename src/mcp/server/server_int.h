@@ -59,6 +59,10 @@ struct mcp_server {
     pthread_mutex_t bg_lock;
     pthread_cond_t bg_cond;
     unsigned bg_threads; /* cancellers running */
+    /* Set up behind the first answers (mcp_server_new_pending): sessions, registry and the
+     * catalog are there once ready is 1; -errno when the set-up failed. Under bg_lock. */
+    int ready;
+    pthread_cond_t ready_cond;
 };
 
 struct srv_exec;
@@ -91,6 +95,7 @@ struct mcp_server_conn {
     bool closed;
     struct srv_sandbox *sandboxes; /* creation order; the first automatic one is "default" */
     unsigned n_sandboxes;
+    char spare[65]; /* a session made ahead for the first sandbox (mcp_server_conn_prepare) */
     struct srv_call *calls;
     unsigned n_calls;
     bool elicit;                /* the client declared form elicitation (2025-06-18 and later) */
