@@ -10,7 +10,7 @@ USER_NAME=sandboxd-test
 STAGE=$(mktemp -d /tmp/sandboxd-rootless.XXXXXX)
 trap 'rm -rf "$STAGE"' EXIT
 mkdir -p "$STAGE/build" "$STAGE/tests"
-cp build/sandboxd build/libsbxcell.so "$STAGE/build/"
+cp build/sandboxd build/sandboxd-server build/libsbxcell.so "$STAGE/build/"
 cp -r runtime "$STAGE/runtime"
 cp -r tests/attacks "$STAGE/tests/attacks"
 # The console's attacks drive Chromium through tests/node (not staged): they run in the root pass.
