@@ -43,6 +43,7 @@
 #include "util/log.h"
 #include "util/macros.h"
 #include "util/randid.h"
+#include "util/utf8.h"
 
 #define SESSION_READY_TIMEOUT_US (30 * 1000000)
 
@@ -548,6 +549,16 @@ static const char *session_metric_label(const char *status)
         if (strcmp(status, known[i]) == 0)
             return known[i];
     return "error";
+}
+
+const char *sessions_code_check(const char *code, size_t len)
+{
+    _Static_assert(EXEC_MAX_CODE == 1u << 20, "the message names the limit");
+    if (len > EXEC_MAX_CODE || strlen(code) != len)
+        return "code: at most 1 MiB, without NUL bytes";
+    if (utf8_blank(code))
+        return "code: empty or only whitespace; nothing was run";
+    return NULL;
 }
 
 int sessions_execute(struct sessions *ss, const char *id, const char *code, int64_t timeout_ms,
