@@ -209,67 +209,87 @@ static void session_all_add(struct sessions *ss, struct session *s)
     ss->allocated++;
 }
 
-int sessions_create(struct sessions *ss, const struct session_create *c, json_t **ret_info,
-                    struct sbx_error *err)
+/* What sessions_create() made of a request once it is checked, before anything is reserved. */
+struct session_plan {
+    const char *workspace;
+    json_t *names; /* the servers (owned) */
+    int64_t idle_s;
+    struct pool *pool;
+    bool named; /* a profile of its own */
+    uint64_t memory_mb;
+    struct egress_policy *pol; /* owned; NULL: no network */
+};
+
+static void session_plan_done(struct session_plan *p)
 {
-    *err = (struct sbx_error){0};
-    const char *workspace = c->workspace ? c->workspace : "default";
-    const char *why = workspace_check_name(workspace);
+    json_decref(p->names);
+    egress_policy_free(p->pol);
+    *p = (struct session_plan){0};
+}
+
+/* Check the request c: 0 with *p, or -EINVAL with *err. */
+static int session_plan(struct sessions *ss, const struct session_create *c, struct session_plan *p,
+                        struct sbx_error *err)
+{
+    *p = (struct session_plan){.workspace = c->workspace ? c->workspace : "default",
+                               .pool = ss->pool};
+    const char *why = workspace_check_name(p->workspace);
     if (why) {
         sbx_error_set(err, SBX_ERR_INVALID, "INVALID_REQUEST", "workspace", "workspace: %s", why);
         return -EINVAL;
     }
-    json_t *names = c->servers ? json_incref(c->servers) : json_array();
-    if (!json_is_array(names)) {
-        json_decref(names);
+    p->names = c->servers ? json_incref(c->servers) : json_array();
+    if (!json_is_array(p->names)) {
+        session_plan_done(p);
         sbx_error_set(err, SBX_ERR_INVALID, "INVALID_REQUEST", "servers",
                       "servers: must be an array of names");
         return -EINVAL;
     }
-    char *unknown = mcp_registry_check_names(ss->mcp, names);
+    char *unknown = mcp_registry_check_names(ss->mcp, p->names);
     if (unknown) {
         sbx_error_set(err, SBX_ERR_INVALID, "INVALID_REQUEST", "servers", "%s", unknown);
         free(unknown);
-        json_decref(names);
+        session_plan_done(p);
         return -EINVAL;
     }
-    int64_t idle_s = c->idle_timeout_s > 0 ? c->idle_timeout_s : ss->opt.default_idle_s;
-    if (idle_s > ss->opt.max_idle_s)
-        idle_s = ss->opt.max_idle_s;
-    struct pool *pool = ss->pool;
+    p->idle_s = c->idle_timeout_s > 0 ? c->idle_timeout_s : ss->opt.default_idle_s;
+    if (p->idle_s > ss->opt.max_idle_s)
+        p->idle_s = ss->opt.max_idle_s;
     uint64_t profile_mb = 0;
-    bool named = c->profile && strcmp(c->profile, "default") != 0;
-    if (named && profiles_lookup(ss->opt.profiles, c->profile, &pool, &profile_mb) < 0) {
-        json_decref(names);
+    p->named = c->profile && strcmp(c->profile, "default") != 0;
+    if (p->named && profiles_lookup(ss->opt.profiles, c->profile, &p->pool, &profile_mb) < 0) {
+        session_plan_done(p);
         sbx_error_set(err, SBX_ERR_INVALID, "INVALID_REQUEST", "profile",
                       "profile: no such profile '%.64s' (GET /healthz lists them)", c->profile);
         return -EINVAL;
     }
-    uint64_t memory_mb = c->memory_mb > 0 ? (uint64_t)c->memory_mb
-                         : profile_mb     ? profile_mb
-                                          : ss->opt.default_memory_mb;
-    if (memory_mb > ss->opt.max_memory_mb)
-        memory_mb = ss->opt.max_memory_mb;
-    struct egress_policy *pol = NULL;
+    p->memory_mb = c->memory_mb > 0 ? (uint64_t)c->memory_mb
+                   : profile_mb     ? profile_mb
+                                    : ss->opt.default_memory_mb;
+    if (p->memory_mb > ss->opt.max_memory_mb)
+        p->memory_mb = ss->opt.max_memory_mb;
     char *pwhy = NULL;
     if (c->network &&
         egress_network_parse(ss->opt.egress ? egress_proxy_config(ss->opt.egress) : NULL,
-                             c->network, &pol, &pwhy) < 0) {
+                             c->network, &p->pol, &pwhy) < 0) {
         sbx_error_set(err, SBX_ERR_INVALID, "NETWORK_NOT_ALLOWED", "network", "network: %s",
                       pwhy ? pwhy : "out of memory");
         free(pwhy);
-        json_decref(names);
+        session_plan_done(p);
         return -EINVAL;
     }
+    return 0;
+}
 
+/* Reserve a live session's slot, and one of the tenant's: 0, or <0 with *err. */
+static int session_reserve(struct sessions *ss, struct tenant *tenant, struct sbx_error *err)
+{
     pthread_mutex_lock(&ss->lock);
     bool stopping = ss->stopping, full = ss->live >= ss->opt.max_sessions;
     if (!stopping && !full)
         ss->live++; /* reserve the slot while the interpreter starts */
     pthread_mutex_unlock(&ss->lock);
     if (stopping || full) {
-        json_decref(names);
-        egress_policy_free(pol);
         if (stopping)
             session_shut_err(err);
         else
@@ -278,31 +298,32 @@ int sessions_create(struct sessions *ss, const struct session_create *c, json_t 
                           ss->opt.max_sessions);
         return stopping ? -ESHUTDOWN : -EBUSY;
     }
-    if (!tenant_session_claim(c->tenant)) {
+    if (!tenant_session_claim(tenant)) {
         pthread_mutex_lock(&ss->lock);
         ss->live--;
         pthread_mutex_unlock(&ss->lock);
-        json_decref(names);
-        egress_policy_free(pol);
         sbx_error_set(
             err, SBX_ERR_LIMIT, "TENANT_LIMIT", NULL,
             "tenant '%s' has %u live sessions, its maxSessions; delete one or retry later",
-            tenant_name(c->tenant), tenant_max_sessions(c->tenant));
+            tenant_name(tenant), tenant_max_sessions(tenant));
         return -EBUSY;
     }
-    int r = -ENOMEM;
-    json_t *job = NULL;
-    struct exec_outcome o = {0};
+    return 0;
+}
+
+/* A new session of the plan p (taking its servers), counted among every session; NULL when out
+ * of memory. */
+static struct session *session_alloc(struct sessions *ss, const struct session_create *c,
+                                     struct session_plan *p)
+{
     struct session *s = calloc(1, sizeof(*s));
-    if (!s) {
-        sbx_error_set(err, SBX_ERR_INTERNAL, "INTERNAL", NULL, "out of memory");
-        goto fail;
-    }
+    if (!s)
+        return NULL;
     s->owner = ss;
     s->tenant = c->tenant;
-    s->servers = TAKE_PTR(names);
-    s->memory_mb = memory_mb;
-    snprintf(s->profile, sizeof(s->profile), "%s", named ? c->profile : "default");
+    s->servers = TAKE_PTR(p->names);
+    s->memory_mb = p->memory_mb;
+    snprintf(s->profile, sizeof(s->profile), "%s", p->named ? c->profile : "default");
     s->wake_fd = -1;
     atomic_init(&s->refs, 1);
     atomic_init(&s->mcp_calls, 0);
@@ -315,73 +336,87 @@ int sessions_create(struct sessions *ss, const struct session_create *c, json_t 
     s->serial = ++ss->next_serial;
     session_all_add(ss, s);
     pthread_mutex_unlock(&ss->lock);
+    return s;
+}
+
+/* Its bridge, id and workspace, and the init job its interpreter starts with (*ret_job): 0, or
+ * <0 with *err. */
+static int session_prepare(struct sessions *ss, struct session *s, const struct session_create *c,
+                           const struct session_plan *p, json_t **ret_job, struct sbx_error *err)
+{
+    int r;
     if ((r = session_bridge_init(s)) < 0 ||
-        !(s->workspace = workspace_key(tenant_name(c->tenant), workspace))) {
+        !(s->workspace = workspace_key(tenant_name(c->tenant), p->workspace))) {
         sbx_error_set(err, SBX_ERR_INTERNAL, "INTERNAL", NULL, "out of resources");
-        r = r < 0 ? r : -ENOMEM;
-        goto fail;
+        return r < 0 ? r : -ENOMEM;
     }
     if ((r = session_new_id(ss->opt.id_prefix, s->id)) < 0) {
         sbx_error_set(err, SBX_ERR_INTERNAL, "INTERNAL", NULL, "cannot draw a random session id");
-        goto fail;
+        return r;
     }
     struct workspace_share share = workspace_share_of(c->tenant);
     if ((r = workspace_open(ss->ws, s->workspace, &share, true, &s->wsh)) == -EDQUOT) {
         sbx_error_set(err, SBX_ERR_TOO_LARGE, "QUOTA_EXCEEDED", "workspace",
                       "workspace %s: tenant '%s' has %zu workspaces, its maxWorkspaces; use one "
                       "of them",
-                      workspace, tenant_name(c->tenant), workspace_max_workspaces(ss->ws, &share));
-        goto fail;
+                      p->workspace, tenant_name(c->tenant),
+                      workspace_max_workspaces(ss->ws, &share));
+        return r;
     }
     if (r < 0) {
         sbx_error_set(err, SBX_ERR_INTERNAL, "INTERNAL", "workspace",
-                      "workspace %s is unavailable: %s", workspace, strerror(-r));
-        goto fail;
+                      "workspace %s is unavailable: %s", p->workspace, strerror(-r));
+        return r;
     }
-    job = session_init_job(ss, s->servers, s->wsh, err);
-    if (!job) {
-        r = -EIO;
-        goto fail;
-    }
+    json_t *job = session_init_job(ss, s->servers, s->wsh, err);
+    if (!job)
+        return -EIO;
+    *ret_job = job;
     if (json_object_set_new(job, "limits",
                             json_pack("{s:I, s:I, s:{s:I, s:I}}", "memoryBytes",
-                                      (json_int_t)(memory_mb << 20), "outputBytes",
+                                      (json_int_t)(p->memory_mb << 20), "outputBytes",
                                       (json_int_t)ss->opt.output_limit, "artifacts", "count",
                                       (json_int_t)ss->opt.artifacts.max_count, "bytes",
                                       (json_int_t)ss->opt.artifacts.max_bytes)) < 0) {
         sbx_error_set(err, SBX_ERR_INTERNAL, "INTERNAL", NULL, "out of memory");
-        r = -ENOMEM;
-        goto fail; /* a session without its limits must not start */
+        return -ENOMEM; /* a session without its limits must not start */
     }
     if (c->compat)
         json_object_set_new(job, "compat", json_string(c->compat));
+    return 0;
+}
+
+/* Its interpreter: a cell (warm from the pool, or cold with the network), which runs the init
+ * job until it says it is ready (*o, *ret_hit: from the pool). 0, or <0 with *err. */
+static int session_boot(struct sessions *ss, struct session *s, const struct session_plan *p,
+                        json_t *job, struct exec_outcome *o, bool *ret_hit, struct sbx_error *err)
+{
     struct jail_limits lim = jail_limits_default(ss->jail);
-    lim.memory = memory_mb << 20;
+    lim.memory = p->memory_mb << 20;
     lim.nproc = ss->opt.nproc;
-    bool hit = false;
     struct cell *cell = NULL;
     int64_t deadline = clock_mono_us() + SESSION_READY_TIMEOUT_US;
-    if (pol && !(s->network = egress_policy_json(pol)))
+    int r;
+    if (p->pol && !(s->network = egress_policy_json(p->pol)))
         r = -ENOMEM;
-    else if (pol)
-        r = session_egress_cell(ss, s, pol, &lim, job, &cell);
+    else if (p->pol)
+        r = session_egress_cell(ss, s, p->pol, &lim, job, &cell);
     else
-        r = pool ? pool_acquire(pool, &lim, deadline, &cell, &hit)
-                 : cell_spawn_cold(ss->jail, &lim, ss->opt.max_frame, &cell);
+        r = p->pool ? pool_acquire(p->pool, &lim, deadline, &cell, ret_hit)
+                    : cell_spawn_cold(ss->jail, &lim, ss->opt.max_frame, &cell);
     if (r < 0) {
         metrics_isolation_failure(ss->metrics);
         sbx_error_set(err, SBX_ERR_INTERNAL, "INTERNAL", NULL, "no sandbox could be started: %s",
                       strerror(-r));
-        goto fail;
+        return r;
     }
     pthread_mutex_lock(&ss->lock);
     s->cell = cell; /* from now on shutdown can kill it */
-    stopping = ss->stopping;
+    bool stopping = ss->stopping;
     pthread_mutex_unlock(&ss->lock);
     if (stopping) {
         session_shut_err(err);
-        r = -ESHUTDOWN;
-        goto fail;
+        return -ESHUTDOWN;
     }
     /* Where its working directory is on the host (while it lives), for the file:// URLs of
      * the files it saves (runtime/sandboxd_runtime/helpers.py): a link that names no host
@@ -399,17 +434,26 @@ int sessions_create(struct sessions *ss, const struct session_create *c, json_t 
         .keep_alive = true,
         .final_type = "session_ready",
     };
-    r = exec_run(s->cell, &req, &o);
-    if (r < 0 || !o.final || !o.cell_alive ||
-        strcmp(json_string_value(json_object_get(o.final, "type")) ?: "", "session_ready") != 0) {
-        const char *m = json_string_value(json_object_get(o.final, "message"));
+    r = exec_run(s->cell, &req, o);
+    if (r < 0 || !o->final || !o->cell_alive ||
+        strcmp(json_string_value(json_object_get(o->final, "type")) ?: "", "session_ready") != 0) {
+        const char *m = json_string_value(json_object_get(o->final, "message"));
         sbx_error_set(err, SBX_ERR_INTERNAL, "INTERNAL", NULL,
                       "the session interpreter did not start: %s",
-                      m ? m : (o.internal ? o.internal : verdict_status_name(o.verdict.status)));
-        r = r < 0 ? r : -EIO;
-        goto fail;
+                      m ? m : (o->internal ? o->internal : verdict_status_name(o->verdict.status)));
+        return r < 0 ? r : -EIO;
     }
-    r = session_cpu_init(&s->cpu, ss->cpuw, cell->pid, cell->pidfd, s->serial, ss->opt.nproc);
+    return 0;
+}
+
+/* The started session s in the table, its CPU budget armed: *ret_info, its description. 0, or
+ * -ESHUTDOWN with *err when shutdown began while it started. */
+static int session_publish(struct sessions *ss, struct session *s, const struct session_plan *p,
+                           const struct exec_outcome *o, bool hit, json_t **ret_info,
+                           struct sbx_error *err)
+{
+    int r =
+        session_cpu_init(&s->cpu, ss->cpuw, s->cell->pid, s->cell->pidfd, s->serial, ss->opt.nproc);
     if (r < 0)
         log_errno(LOG_WARN, r, "session %s: the CPU budget between executions cannot be enforced",
                   s->id);
@@ -419,13 +463,12 @@ int sessions_create(struct sessions *ss, const struct session_create *c, json_t 
     uint64_t cpu = session_cpu_now(s, false);
     int64_t now = clock_mono_us();
     s->created_us = s->last_used_us = now;
-    s->idle_us = idle_s * 1000000;
+    s->idle_us = p->idle_s * 1000000;
     pthread_mutex_lock(&ss->lock);
     if (ss->stopping) { /* began while the interpreter started */
         pthread_mutex_unlock(&ss->lock);
         session_shut_err(err);
-        r = -ESHUTDOWN;
-        goto fail;
+        return -ESHUTDOWN;
     }
     s->cpu_total_ns = cpu;
     if (s->cpu_rule)
@@ -435,23 +478,45 @@ int sessions_create(struct sessions *ss, const struct session_create *c, json_t 
     ss->created++;
     json_t *info = session_describe(s, ss);
     pthread_mutex_unlock(&ss->lock);
-    json_object_set(info, "toolsLoaded", json_object_get(o.final, "toolsLoaded"));
-    json_object_set(info, "toolsFailed", json_object_get(o.final, "toolsFailed"));
-    json_object_set_new(info, "startMs", json_real((double)o.verdict.wall_us / 1000.0));
+    json_object_set(info, "toolsLoaded", json_object_get(o->final, "toolsLoaded"));
+    json_object_set(info, "toolsFailed", json_object_get(o->final, "toolsFailed"));
+    json_object_set_new(info, "startMs", json_real((double)o->verdict.wall_us / 1000.0));
     json_object_set_new(info, "poolHit", json_boolean(hit));
-    exec_outcome_done(&o);
-    json_decref(job);
-    egress_policy_free(pol);
     log_pack(LOG_INFO, "session created", "{s:s, s:s, s:O?, s:O?}", "sessionId", s->id, "workspace",
              s->workspace, "servers", s->servers, "toolsFailed",
              json_object_get(info, "toolsFailed"));
     *ret_info = info;
     return 0;
-fail:
+}
+
+int sessions_create(struct sessions *ss, const struct session_create *c, json_t **ret_info,
+                    struct sbx_error *err)
+{
+    *err = (struct sbx_error){0};
+    struct session_plan p;
+    int r = session_plan(ss, c, &p, err);
+    if (r < 0)
+        return r;
+    if ((r = session_reserve(ss, c->tenant, err)) < 0) {
+        session_plan_done(&p);
+        return r;
+    }
+    json_t *job = NULL;
+    struct exec_outcome o = {0};
+    bool hit = false;
+    struct session *s = session_alloc(ss, c, &p);
+    if (!s) {
+        sbx_error_set(err, SBX_ERR_INTERNAL, "INTERNAL", NULL, "out of memory");
+        r = -ENOMEM;
+    } else if ((r = session_prepare(ss, s, c, &p, &job, err)) == 0 &&
+               (r = session_boot(ss, s, &p, job, &o, &hit, err)) == 0) {
+        r = session_publish(ss, s, &p, &o, hit, ret_info, err);
+    }
     exec_outcome_done(&o);
     json_decref(job);
-    json_decref(names);
-    egress_policy_free(pol);
+    session_plan_done(&p);
+    if (r == 0)
+        return 0;
     pthread_mutex_lock(&ss->lock);
     ss->live--;
     if (s)
