@@ -626,11 +626,23 @@ const char *sessions_code_check(const char *code, size_t len)
     return NULL;
 }
 
-int sessions_execute(struct sessions *ss, const char *id, const char *code, int64_t timeout_ms,
-                     const struct session_stream *stream, json_t **ret_result,
-                     struct sbx_error *err)
+/* An execution in a session, from its start to its end. */
+struct session_run {
+    struct session *s;
+    uint64_t n;                                            /* its number in the session */
+    char ended[sizeof(((struct session *)0)->end_reason)]; /* why it ended, when it did */
+    uint64_t cpu_before, cpu_after;                        /* the session's CPU time around it */
+    uint64_t host_before;
+    unsigned calls_before;
+    struct egress_stats net;
+    int64_t start;
+};
+
+/* The session id for an execution, RUNNING from now on (exec_lock held, a reference and a run
+ * of its tenant taken): 0, or <0 with *err. */
+static int session_run_begin(struct sessions *ss, const char *id, struct session_run *x,
+                             struct sbx_error *err)
 {
-    *err = (struct sbx_error){0};
     struct session *s = sessions_lookup(ss, id);
     if (!s) {
         pthread_mutex_lock(&ss->lock);
@@ -647,10 +659,6 @@ int sessions_execute(struct sessions *ss, const char *id, const char *code, int6
         pthread_mutex_unlock(&ss->lock);
         return down ? -ESHUTDOWN : -ENOENT;
     }
-    if (timeout_ms <= 0)
-        timeout_ms = ss->opt.default_timeout_ms;
-    if (timeout_ms > ss->opt.max_timeout_ms)
-        timeout_ms = ss->opt.max_timeout_ms;
     pthread_mutex_lock(&s->exec_lock);
     if (!tenant_run_begin(s->tenant, "session")) {
         pthread_mutex_unlock(&s->exec_lock);
@@ -665,9 +673,8 @@ int sessions_execute(struct sessions *ss, const char *id, const char *code, int6
     assert_session_state(s, SESSION_IDLE, SESSION_ARMED, SESSION_STOPPED, SESSION_ENDED);
     bool alive = s->state != SESSION_ENDED;
     bool down = ss->stopping;
-    char ended[sizeof(s->end_reason)];
-    memcpy(ended, s->end_reason, sizeof(ended));
-    uint64_t n = alive ? ++s->executions : 0;
+    memcpy(x->ended, s->end_reason, sizeof(x->ended));
+    x->n = alive ? ++s->executions : 0;
     /* Stopped by its budget, or at once with a budget of 0. */
     bool stopped = s->state == SESSION_STOPPED || ss->opt.cpu_budget_ms == 0;
     if (alive)
@@ -681,32 +688,41 @@ int sessions_execute(struct sessions *ss, const char *id, const char *code, int6
             session_shut_err(err);
         else
             sbx_error_set(err, SBX_ERR_NOT_FOUND, "NOT_FOUND", NULL, "session %s has ended%s%s", id,
-                          ended[0] ? ": " : "", ended);
+                          x->ended[0] ? ": " : "", x->ended);
         return down ? -ESHUTDOWN : -ENOENT;
     }
+    x->s = s;
     if (s->cpu_rule)
         session_cpu_resume(&s->cpu, stopped);
-    uint64_t cpu_before = session_cpu_now(s, false);
+    x->cpu_before = session_cpu_now(s, false);
     pthread_mutex_lock(&ss->lock);
-    if (cpu_before > s->cpu_total_ns)
-        s->cpu_idle_ns += cpu_before - s->cpu_total_ns;
+    if (x->cpu_before > s->cpu_total_ns)
+        s->cpu_idle_ns += x->cpu_before - s->cpu_total_ns;
     pthread_mutex_unlock(&ss->lock);
-    unsigned calls_before = atomic_load(&s->mcp_calls);
-    struct egress_stats net;
+    x->calls_before = atomic_load(&s->mcp_calls);
     if (s->tap) {
         /* What the session's code did between executions is counted, not attributed. */
-        egress_tap_take(s->tap, &net);
-        metrics_egress(ss->metrics, &net);
+        egress_tap_take(s->tap, &x->net);
+        metrics_egress(ss->metrics, &x->net);
     }
-    uint64_t host_before = atomic_load(&s->host_cpu_ns);
-    atomic_store(&s->host_cpu_cap, host_before + ss->opt.host_cpu_ms * 1000000);
+    x->host_before = atomic_load(&s->host_cpu_ns);
+    atomic_store(&s->host_cpu_cap, x->host_before + ss->opt.host_cpu_ms * 1000000);
+    return 0;
+}
+
+/* Send the code and run it to its end (*o); the session's status word of it. */
+static const char *session_run_code(struct sessions *ss, struct session_run *x, const char *code,
+                                    int64_t timeout_ms, const struct session_stream *stream,
+                                    struct exec_outcome *o, bool *ret_survived)
+{
+    struct session *s = x->s;
     json_t *job =
-        json_pack("{s:s, s:I, s:s}", "type", "execute", "id", (json_int_t)n, "code", code);
+        json_pack("{s:s, s:I, s:s}", "type", "execute", "id", (json_int_t)x->n, "code", code);
     int r = job ? session_send(s, job) : -ENOMEM;
     json_decref(job);
-    struct session_exec x = {.s = s, .stream = stream};
+    struct session_exec sx = {.s = s, .stream = stream};
     struct exec_hooks hooks = {
-        .userdata = &x,
+        .userdata = &sx,
         .on_message = session_on_message,
         .on_output = session_on_output,
         .on_artifact = session_on_artifact,
@@ -722,61 +738,68 @@ int sessions_execute(struct sessions *ss, const char *id, const char *code, int6
         .keep_alive = true,
         .interrupt_grace_us = ss->opt.interrupt_grace_ms * 1000,
         .final_type = "execution_done",
-        .final_id = (int64_t)n,
+        .final_id = (int64_t)x->n,
         .hooks = &hooks,
         .artifacts = ss->opt.artifacts,
     };
-    struct exec_outcome o = {0};
-    int64_t start = clock_mono_us();
+    x->start = clock_mono_us();
     session_approvals_begin(s, stream);
     if (r == 0)
-        r = exec_run(s->cell, &req, &o);
+        r = exec_run(s->cell, &req, o);
     else
-        o.verdict.status = VERDICT_EXITED; /* could not even send: the interpreter is gone */
-    session_approvals_end(s);              /* what still waits is refused: its execution is over */
-    bool survived;
-    const char *status = session_status(&o, &survived);
-    if (survived && s->cpu_rule)
+        o->verdict.status = VERDICT_EXITED; /* could not even send: the interpreter is gone */
+    session_approvals_end(s);               /* what still waits is refused: its execution is over */
+    const char *status = session_status(o, ret_survived);
+    if (*ret_survived && s->cpu_rule)
         session_cpu_quiesce(&s->cpu); /* first: its subprocesses stop, then are counted */
-    uint64_t cpu_after = survived ? session_cpu_now(s, true) : cpu_before;
-    if (s->cpu_rule && survived)
-        o.verdict.cpu_us = (cpu_after > cpu_before ? cpu_after - cpu_before : 0) / 1000;
+    x->cpu_after = *ret_survived ? session_cpu_now(s, true) : x->cpu_before;
+    if (s->cpu_rule && *ret_survived)
+        o->verdict.cpu_us =
+            (x->cpu_after > x->cpu_before ? x->cpu_after - x->cpu_before : 0) / 1000;
     pthread_mutex_lock(&ss->lock);
-    memcpy(ended, s->end_reason, sizeof(ended));
+    memcpy(x->ended, s->end_reason, sizeof(x->ended));
     pthread_mutex_unlock(&ss->lock);
-    json_t *error = json_object_get(o.final, "error");
-    bool answered = strcmp(status, "ok") == 0 || (strcmp(status, "error") == 0 && o.final);
+    return status;
+}
+
+/* The result of the execution (new reference), NULL when out of memory. */
+static json_t *session_run_result(struct sessions *ss, struct session_run *x, const char *status,
+                                  struct exec_outcome *o, int64_t timeout_ms, bool survived)
+{
+    struct session *s = x->s;
+    json_t *error = json_object_get(o->final, "error");
+    bool answered = strcmp(status, "ok") == 0 || (strcmp(status, "error") == 0 && o->final);
     if (json_is_object(error)) {
         json_incref(error); /* the runtime's own description, at most the output limit each */
         if (response_cap_strings(error, ss->opt.output_limit))
             json_object_set_new(error, "truncated", json_true());
     } else {
-        error = answered ? NULL : session_synth_error(status, &o, timeout_ms, survived, ended);
+        error = answered ? NULL : session_synth_error(status, o, timeout_ms, survived, x->ended);
     }
-    json_t *res = json_object_get(o.final, "result");
+    json_t *res = json_object_get(o->final, "result");
     (void)response_cap_strings(res, ss->opt.output_limit);
     json_t *result =
         json_pack("{s:I, s:s, s:o, s:o, s:o, s:O?, s:f, s:b, s:b, s:I, s:o, s:f}", "executionId",
-                  (json_int_t)n, "status", status, "stdout", response_text(&o.out), "stderr",
-                  response_text(&o.err), "error", error ? error : json_null(), "result",
+                  (json_int_t)x->n, "status", status, "stdout", response_text(&o->out), "stderr",
+                  response_text(&o->err), "error", error ? error : json_null(), "result",
                   json_is_string(res) ? res : NULL, "durationMs",
-                  (double)(clock_mono_us() - start) / 1000.0, "sessionAlive", survived, "truncated",
-                  o.verdict.stdout_truncated || o.verdict.stderr_truncated, "mcpCalls",
-                  (json_int_t)(atomic_load(&s->mcp_calls) - calls_before), "verdict",
-                  verdict_to_json(&o.verdict), "sessionCpuMs", (double)cpu_after / 1e6);
+                  (double)(clock_mono_us() - x->start) / 1000.0, "sessionAlive", survived,
+                  "truncated", o->verdict.stdout_truncated || o->verdict.stderr_truncated,
+                  "mcpCalls", (json_int_t)(atomic_load(&s->mcp_calls) - x->calls_before), "verdict",
+                  verdict_to_json(&o->verdict), "sessionCpuMs", (double)x->cpu_after / 1e6);
     if (result)
-        json_object_set_new(result, "hostCpuMs",
-                            json_real((double)(atomic_load(&s->host_cpu_ns) - host_before) / 1e6));
-    if (result && artifact_set_report(&o.artifacts, &ss->opt.artifacts, result, true) < 0) {
+        json_object_set_new(
+            result, "hostCpuMs",
+            json_real((double)(atomic_load(&s->host_cpu_ns) - x->host_before) / 1e6));
+    if (result && artifact_set_report(&o->artifacts, &ss->opt.artifacts, result, true) < 0) {
         json_decref(result); /* answered INTERNAL below, rather than without the report */
         result = NULL;
     }
-    exec_outcome_done(&o);
     if (s->tap && result) {
-        egress_tap_take(s->tap, &net);
-        metrics_egress(ss->metrics, &net);
+        egress_tap_take(s->tap, &x->net);
+        metrics_egress(ss->metrics, &x->net);
         json_t *metrics = json_array();
-        int mr = response_egress_metrics(metrics, &net);
+        int mr = response_egress_metrics(metrics, &x->net);
         if (mr < 0)
             json_decref(metrics);
         if (mr < 0 || json_object_set_new(result, "metrics", metrics) < 0) {
@@ -784,12 +807,22 @@ int sessions_execute(struct sessions *ss, const char *id, const char *code, int6
             result = NULL;
         }
     }
+    return result;
+}
+
+/* The execution is over: the session idle again (or stopped, or ended with it), exec_lock and
+ * the tenant's run let go, the reference dropped. True when sessions_shutdown() ended it while
+ * it ran. */
+static bool session_run_end(struct sessions *ss, struct session_run *x, const char *status,
+                            bool survived)
+{
+    struct session *s = x->s;
     pthread_mutex_lock(&ss->lock);
     /* ENDED: it was unlisted while the execution ran (deleted, reaped, shut down). */
     assert_session_state(s, SESSION_RUNNING, SESSION_ENDED);
     bool listed = s->state == SESSION_RUNNING;
     s->last_used_us = clock_mono_us();
-    s->cpu_total_ns = cpu_after;
+    s->cpu_total_ns = x->cpu_after;
     if (survived && s->cpu_rule)
         session_cpu_arm(&s->cpu, ss->opt.cpu_budget_ms * 1000000);
     if (listed && survived) {
@@ -798,26 +831,49 @@ int sessions_execute(struct sessions *ss, const char *id, const char *code, int6
                                                                : SESSION_ARMED;
         session_set_state(s, idle);
         if (idle == SESSION_STOPPED)
-            s->stopped_after = n;
+            s->stopped_after = x->n;
     }
     bool drop = !survived && listed;
     if (drop) {
         char why[96];
-        snprintf(why, sizeof(why), "execution %llu ended it (%s)", (unsigned long long)n, status);
+        snprintf(why, sizeof(why), "execution %llu ended it (%s)", (unsigned long long)x->n,
+                 status);
         session_unlist(ss, s, why);
     }
     /* Ended by sessions_shutdown() while it ran: the caller hears why, not "killed". */
-    bool shut = !survived && !drop && strcmp(ended, SESSION_SHUTDOWN_REASON) == 0;
+    bool shut = !survived && !drop && strcmp(x->ended, SESSION_SHUTDOWN_REASON) == 0;
     pthread_mutex_unlock(&ss->lock);
     pthread_mutex_unlock(&s->exec_lock);
     tenant_run_end(s->tenant);
-    metrics_request(ss->metrics, "session", session_metric_label(status), clock_mono_us() - start);
+    metrics_request(ss->metrics, "session", session_metric_label(status),
+                    clock_mono_us() - x->start);
     if (drop) {
         log_info("session %s ended: %s", s->id, status);
         session_end(s); /* the table's reference */
     }
     session_unref(s);
-    if (shut) {
+    return shut;
+}
+
+int sessions_execute(struct sessions *ss, const char *id, const char *code, int64_t timeout_ms,
+                     const struct session_stream *stream, json_t **ret_result,
+                     struct sbx_error *err)
+{
+    *err = (struct sbx_error){0};
+    struct session_run x = {0};
+    int r = session_run_begin(ss, id, &x, err);
+    if (r < 0)
+        return r;
+    if (timeout_ms <= 0)
+        timeout_ms = ss->opt.default_timeout_ms;
+    if (timeout_ms > ss->opt.max_timeout_ms)
+        timeout_ms = ss->opt.max_timeout_ms;
+    struct exec_outcome o = {0};
+    bool survived;
+    const char *status = session_run_code(ss, &x, code, timeout_ms, stream, &o, &survived);
+    json_t *result = session_run_result(ss, &x, status, &o, timeout_ms, survived);
+    exec_outcome_done(&o);
+    if (session_run_end(ss, &x, status, survived)) {
         json_decref(result);
         session_shut_err(err);
         return -ESHUTDOWN;
