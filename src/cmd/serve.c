@@ -291,14 +291,69 @@ static int serve_reply_budget(struct serve_opts *o, const struct common_opts *co
     return 0;
 }
 
-static int serve_parse(int argc, char **argv, struct serve_opts *o, struct common_opts *common)
+/* An option of serve parsed by hand: 0, -1 after saying why it is bad, or 1 when it is none
+ * of them. */
+static int serve_opt(struct serve_opts *o, int c, const char *arg)
 {
-    static const struct option opts[] = {
-        COMMON_LONG_OPTIONS SETUP_LONG_OPTIONS SERVE_OPTIONS(
-            SERVE_LONG_X_, SERVE_LONG_N_, SERVE_NONE_H_, SERVE_LONG_A_){"help", no_argument, NULL,
-                                                                        'h'},
-        {NULL, 0, NULL, 0},
-    };
+    switch (c) {
+    case SERVE_HOST:
+        o->host = arg;
+        break;
+    case SERVE_DEFINITIONS:
+        o->definitions = arg;
+        break;
+    case SERVE_LLM_URL:
+        o->llm_url = arg;
+        break;
+    case SERVE_LLM_MODEL:
+        o->llm_model = arg;
+        break;
+    case SERVE_ALLOWED_HOST:
+        if (serve_add_allowed(o->allowed_hosts, &o->n_allowed_hosts, "allowed-host", arg) < 0)
+            return -1;
+        break;
+    case SERVE_ALLOWED_ORIGIN:
+        if (serve_add_allowed(o->allowed_origins, &o->n_allowed_origins, "allowed-origin", arg) < 0)
+            return -1;
+        break;
+    case SERVE_API_TOKEN:
+        o->api_token = arg;
+        break;
+    case SERVE_TENANTS:
+        o->tenants = arg;
+        break;
+    case SERVE_WARM_REUSE:
+        o->warm_reuse = arg;
+        break;
+    case SERVE_INSECURE_NO_AUTH:
+        o->insecure_no_auth = true;
+        break;
+    case SERVE_FRAMEWORK_ALLOW: {
+        const char *why = "out of memory";
+        if (url_allowlist_add(&o->framework_allow, arg, &why) < 0) {
+            fprintf(stderr, "sandboxd serve: --framework-allow '%s' %s\n", arg, why);
+            return -1;
+        }
+        break;
+    }
+    case SERVE_INSTANCE_ID: {
+        const char *why = instance_id_check(arg);
+        if (why) {
+            fprintf(stderr, "sandboxd serve: --instance-id '%s': %s\n", arg, why);
+            return -1;
+        }
+        o->instance_id = arg;
+        break;
+    }
+    default:
+        return 1;
+    }
+    return 0;
+}
+
+/* The defaults. */
+static void serve_opts_init(struct serve_opts *o)
+{
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     *o = (struct serve_opts){
         .port = 8080,
@@ -326,85 +381,11 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o, struct commo
         .reuse_idle_s = 60,
     };
     setup_opts_init(&o->setup);
-    const char *env_port = getenv("UHLP_SANDBOX_PORT");
-    if (env_port && common_parse_u64("port (UHLP_SANDBOX_PORT)", env_port, 0, 65535, &o->port) < 0)
-        return 2;
-    int c;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        int r = common_opt(common, c, optarg);
-        if (r == 0)
-            r = setup_opt(&o->setup, c, optarg);
-        if (r < 0)
-            return 2;
-        if (r > 0)
-            continue;
-        o->def_timeout_set |= c == SERVE_DEF_TIMEOUT;
-        o->def_memory_set |= c == SERVE_DEF_MEMORY;
-        switch (c) {
-            SERVE_OPTIONS(SERVE_CASE_X_, SERVE_CASE_N_, SERVE_NONE_H_, SERVE_NONE_A_)
-        case SERVE_HOST:
-            o->host = optarg;
-            break;
-        case SERVE_DEFINITIONS:
-            o->definitions = optarg;
-            break;
-        case SERVE_LLM_URL:
-            o->llm_url = optarg;
-            break;
-        case SERVE_LLM_MODEL:
-            o->llm_model = optarg;
-            break;
-        case SERVE_ALLOWED_HOST:
-            if (serve_add_allowed(o->allowed_hosts, &o->n_allowed_hosts, "allowed-host", optarg) <
-                0)
-                return 2;
-            break;
-        case SERVE_ALLOWED_ORIGIN:
-            if (serve_add_allowed(o->allowed_origins, &o->n_allowed_origins, "allowed-origin",
-                                  optarg) < 0)
-                return 2;
-            break;
-        case SERVE_API_TOKEN:
-            o->api_token = optarg;
-            break;
-        case SERVE_TENANTS:
-            o->tenants = optarg;
-            break;
-        case SERVE_WARM_REUSE:
-            o->warm_reuse = optarg;
-            break;
-        case SERVE_INSECURE_NO_AUTH:
-            o->insecure_no_auth = true;
-            break;
-        case SERVE_FRAMEWORK_ALLOW: {
-            const char *why = "out of memory";
-            if (url_allowlist_add(&o->framework_allow, optarg, &why) < 0) {
-                fprintf(stderr, "sandboxd serve: --framework-allow '%s' %s\n", optarg, why);
-                return 2;
-            }
-            break;
-        }
-        case SERVE_INSTANCE_ID: {
-            const char *why = instance_id_check(optarg);
-            if (why) {
-                fprintf(stderr, "sandboxd serve: --instance-id '%s': %s\n", optarg, why);
-                return 2;
-            }
-            o->instance_id = optarg;
-            break;
-        }
-        case 'h':
-            fputs(serve_usage, stdout);
-            return 0;
-        default:
-            fputs(serve_usage, stderr);
-            return 2;
-        }
-    }
-    if (optind != argc) {
-        fprintf(stderr, "sandboxd serve: unexpected argument '%s'\n", argv[optind]);
-        return 2;
-    }
+}
+
+/* What the options say together, once every one is read: 0, or 2 after saying why not. */
+static int serve_finish(struct serve_opts *o, const struct common_opts *common)
+{
     if (o->api_token && !serve_token_ok(o->api_token)) {
         fprintf(stderr, "sandboxd serve: the API token must have 1 to 4096 printable ASCII "
                         "characters without spaces\n");
@@ -437,7 +418,51 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o, struct commo
     }
     o->setup.session_id_prefix = o->instance_id;
     setup_opts_finish(&o->setup);
-    if (serve_reply_budget(o, common) != 0)
+    return serve_reply_budget(o, common);
+}
+
+static int serve_parse(int argc, char **argv, struct serve_opts *o, struct common_opts *common)
+{
+    static const struct option opts[] = {
+        COMMON_LONG_OPTIONS SETUP_LONG_OPTIONS SERVE_OPTIONS(
+            SERVE_LONG_X_, SERVE_LONG_N_, SERVE_NONE_H_, SERVE_LONG_A_){"help", no_argument, NULL,
+                                                                        'h'},
+        {NULL, 0, NULL, 0},
+    };
+    serve_opts_init(o);
+    const char *env_port = getenv("UHLP_SANDBOX_PORT");
+    if (env_port && common_parse_u64("port (UHLP_SANDBOX_PORT)", env_port, 0, 65535, &o->port) < 0)
+        return 2;
+    int c;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        int r = common_opt(common, c, optarg);
+        if (r == 0)
+            r = setup_opt(&o->setup, c, optarg);
+        if (r < 0)
+            return 2;
+        if (r > 0)
+            continue;
+        o->def_timeout_set |= c == SERVE_DEF_TIMEOUT;
+        o->def_memory_set |= c == SERVE_DEF_MEMORY;
+        switch (c) {
+            SERVE_OPTIONS(SERVE_CASE_X_, SERVE_CASE_N_, SERVE_NONE_H_, SERVE_NONE_A_)
+        case 'h':
+            fputs(serve_usage, stdout);
+            return 0;
+        default:
+            r = serve_opt(o, c, optarg);
+            if (r == 0)
+                break;
+            if (r > 0) /* an option of none of the tables */
+                fputs(serve_usage, stderr);
+            return 2;
+        }
+    }
+    if (optind != argc) {
+        fprintf(stderr, "sandboxd serve: unexpected argument '%s'\n", argv[optind]);
+        return 2;
+    }
+    if (serve_finish(o, common) != 0)
         return 2;
     return -1; /* go on */
 }
