@@ -66,17 +66,17 @@ static bool srv_may_read(json_t *d, json_t *named)
 json_t *srv_list_servers(struct mcp_server_conn *c, json_t *args, json_t *token,
                          const struct mcp_server_out *out, struct srv_call *call)
 {
-    (void)token, (void)out, (void)call;
+    (void)token, (void)out;
     struct mcp_server *s = c->srv;
     static const char *const allowed[] = {"tools", "servers", NULL};
     json_t *want = json_object_get(args, "tools");
-    json_t *bad = srv_check_args(c, "list_servers", args, allowed);
+    json_t *bad = srv_check_args(c, srv_call_tool(call), args, allowed);
     if (bad)
         return bad;
     if (want && !json_is_boolean(want) && !json_is_null(want))
-        return srv_tool_error(c, "list_servers: tools: true or false");
+        return srv_tool_error(c, "%s: tools: true or false", srv_call_tool(call));
     json_t *named = NULL;
-    if ((bad = srv_named(c, "list_servers", args, &named)))
+    if ((bad = srv_named(c, srv_call_tool(call), args, &named)))
         return bad;
     json_t *servers = mcp_registry_describe(s->registry);
     mcp_alias_tools(servers); /* the aliases a session gives them */
@@ -372,25 +372,25 @@ static void srv_hit_answer(json_t *described, json_t *docs, const struct srv_hit
 json_t *srv_search(struct mcp_server_conn *c, json_t *args, json_t *token,
                    const struct mcp_server_out *out, struct srv_call *call)
 {
-    (void)token, (void)out, (void)call;
+    (void)token, (void)out;
     struct mcp_server *s = c->srv;
     static const char *const allowed[] = {"query", "limit", "servers", NULL};
-    json_t *bad = srv_check_args(c, "search_tool_docs", args, allowed);
+    json_t *bad = srv_check_args(c, srv_call_tool(call), args, allowed);
     if (bad)
         return bad;
     json_t *q = json_object_get(args, "query");
     json_t *lim = json_object_get(args, "limit");
     if (!json_is_string(q) || json_string_length(q) > SRV_MAX_QUERY)
         return srv_tool_error(c,
-                              "search_tool_docs: query: required, a string of at most %d "
+                              "%s: query: required, a string of at most %d "
                               "bytes",
-                              SRV_MAX_QUERY);
+                              srv_call_tool(call), SRV_MAX_QUERY);
     if (lim && !json_is_null(lim) &&
         (!json_is_integer(lim) || json_integer_value(lim) < 1 || json_integer_value(lim) > 50))
-        return srv_tool_error(c, "search_tool_docs: limit: an integer from 1 to 50");
+        return srv_tool_error(c, "%s: limit: an integer from 1 to 50", srv_call_tool(call));
     size_t limit = json_is_integer(lim) ? (size_t)json_integer_value(lim) : 5;
     json_t *named = NULL;
-    if ((bad = srv_named(c, "search_tool_docs", args, &named)))
+    if ((bad = srv_named(c, srv_call_tool(call), args, &named)))
         return bad;
     json_t *words = srv_query_words(json_string_value(q));
     json_t *described = mcp_registry_describe(s->registry);

@@ -48,7 +48,7 @@ json_t *srv_tool_result(const struct mcp_server_conn *c, const char *text, json_
     json_t *r = json_pack("{s:[{s:s, s:s}]}", "content", "type", "text", "text", text);
     if (r && is_error)
         json_object_set_new(r, "isError", json_true());
-    if (r && structured && srv_since(c, "2025-06-18")) /* structuredContent came with it */
+    if (r && structured && srv_since(c, SRV_V_2025_06_18)) /* structuredContent came with it */
         json_object_set_new(r, "structuredContent", json_incref(structured));
     json_decref(structured);
     return r;
@@ -552,7 +552,7 @@ json_t *srv_run_python(struct mcp_server_conn *c, json_t *args, json_t *token,
     struct mcp_server *s = c->srv;
     static const char *const allowed[] = {"code",   "servers", "timeout", "session_id",
                                           "output", "files",   "network", NULL};
-    json_t *bad = srv_check_args(c, "run_python", args, allowed);
+    json_t *bad = srv_check_args(c, srv_call_tool(k), args, allowed);
     if (bad)
         return bad;
     bool as_json = s->opt.output_json;
@@ -560,7 +560,7 @@ json_t *srv_run_python(struct mcp_server_conn *c, json_t *args, json_t *token,
     if (mode && !json_is_null(mode)) {
         const char *m = json_string_value(mode);
         if (!m || (strcmp(m, "text") != 0 && strcmp(m, "json") != 0))
-            return srv_tool_error(c, "run_python: output: \"text\" or \"json\"");
+            return srv_tool_error(c, "%s: output: \"text\" or \"json\"", srv_call_tool(k));
         as_json = strcmp(m, "json") == 0;
     }
     struct srv_run run;
@@ -568,9 +568,9 @@ json_t *srv_run_python(struct mcp_server_conn *c, json_t *args, json_t *token,
     if (r == -ECANCELED)
         return NULL;
     if (r < 0)
-        return srv_tool_error(c, "run_python: out of memory");
+        return srv_tool_error(c, "%s: out of memory", srv_call_tool(k));
     if (run.error) {
-        json_t *e = srv_tool_error(c, "run_python: %s", run.error);
+        json_t *e = srv_tool_error(c, "%s: %s", srv_call_tool(k), run.error);
         srv_run_done(&run);
         return e;
     }
@@ -636,15 +636,15 @@ json_t *srv_run_reply(struct mcp_server_conn *c, struct srv_run *run, bool as_js
 json_t *srv_reset(struct mcp_server_conn *c, json_t *args, json_t *token,
                   const struct mcp_server_out *out, struct srv_call *k)
 {
-    (void)token, (void)out, (void)k;
+    (void)token, (void)out;
     static const char *const allowed[] = {"session_id", NULL};
     const char *name;
-    json_t *bad = srv_check_args(c, "reset_session", args, allowed);
+    json_t *bad = srv_check_args(c, srv_call_tool(k), args, allowed);
     if (bad)
         return bad;
     char *why = srv_session_id_arg(args, &name);
     if (why) {
-        bad = srv_tool_error(c, "reset_session: %s", why);
+        bad = srv_tool_error(c, "%s: %s", srv_call_tool(k), why);
         free(why);
         return bad;
     }
@@ -672,7 +672,8 @@ json_t *srv_reset(struct mcp_server_conn *c, json_t *args, json_t *token,
     }
     pthread_mutex_unlock(&c->create_lock);
     if (name && !n)
-        return srv_tool_error(c, "reset_session: this connection has no session named '%s'", name);
+        return srv_tool_error(c, "%s: this connection has no session named '%s'", srv_call_tool(k),
+                              name);
     char text[200];
     if (name)
         snprintf(text, sizeof(text), "session '%s' was reset", name);
