@@ -192,6 +192,11 @@ static char *common_find(const char *dir, const char *const *rels, bool want_dir
     return NULL;
 }
 
+uint64_t common_tmp_mb(const struct common_opts *c)
+{
+    return c->tmp_mb ? c->tmp_mb : COMMON_TMP_MB_DEFAULT;
+}
+
 int common_resolve(struct common_opts *c, struct jail_options *ret)
 {
     if (c->no_cgroups && (c->require_cgroups || c->cgroup_root || c->cpus_milli))
@@ -219,7 +224,7 @@ int common_resolve(struct common_opts *c, struct jail_options *ret)
         .cell_lib = c->cell_lib,
         .binds = c->binds,
         .site_packages = c->site_packages,
-        .tmp_bytes = (c->tmp_mb ? c->tmp_mb : 64) << 20,
+        .tmp_bytes = common_tmp_mb(c) << 20,
         .sandbox_uid = (uid_t)c->sandbox_uid,
         .cgroup =
             {

@@ -271,7 +271,7 @@ static bool serve_token_ok(const char *t)
  * a tenant's share must always hold; 0 on success, else 2 after saying why. */
 static int serve_reply_budget(struct serve_opts *o, const struct common_opts *common)
 {
-    uint64_t tmp_mb = common->tmp_mb ? common->tmp_mb : 64;
+    uint64_t tmp_mb = common_tmp_mb(common);
     uint64_t largest = o->setup.max_result_mb > tmp_mb ? o->setup.max_result_mb : tmp_mb;
     if (!o->tenant_reply_mb)
         o->tenant_reply_mb = 2 * largest;
