@@ -265,6 +265,11 @@ int common_exec_server(char **argv)
     return 127;
 }
 
+uint64_t common_tmp_mb(const struct common_opts *c)
+{
+    return c->tmp_mb ? c->tmp_mb : COMMON_TMP_MB_DEFAULT;
+}
+
 int common_resolve(struct common_opts *c, struct jail_options *ret)
 {
     if (c->no_cgroups && (c->require_cgroups || c->cgroup_root || c->cpus_milli))
@@ -292,7 +297,7 @@ int common_resolve(struct common_opts *c, struct jail_options *ret)
         .cell_lib = c->cell_lib,
         .binds = c->binds,
         .site_packages = c->site_packages,
-        .tmp_bytes = (c->tmp_mb ? c->tmp_mb : 64) << 20,
+        .tmp_bytes = common_tmp_mb(c) << 20,
         .sandbox_uid = (uid_t)c->sandbox_uid,
         .cgroup =
             {

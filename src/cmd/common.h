@@ -39,6 +39,12 @@ struct common_opts {
     char *cell_lib_buf;
 };
 
+/* The defaults of common options that are not a fixed initializer, each written here alone:
+ * --help spells it with COMMON_STR(), a field left 0 (not given) means it. */
+#define COMMON_TMP_MB_DEFAULT 64 /* --tmp-size-mb */
+#define COMMON_STR_(x)        #x
+#define COMMON_STR(x)         COMMON_STR_(x)
+
 /*
  * The table of the common options, one row per option, from which the enum (COMMON_OPT_<ID>),
  * the getopt entries (COMMON_LONG_OPTIONS), the range checks of the numeric ones (in
@@ -72,7 +78,8 @@ struct common_opts {
       "                         packages' data, the toolbox) instead of replaying what the\n"      \
       "                         state directory's cache kept while the host is unchanged\n")       \
     N(TMP_MB, "tmp-size-mb", 1, 1 << 20, tmp_mb,                                                   \
-      "  --tmp-size-mb N        size of the sandbox's writable /tmp (default 64)\n")               \
+      "  --tmp-size-mb N        size of the sandbox's writable /tmp (default " COMMON_STR(         \
+          COMMON_TMP_MB_DEFAULT) ")\n")                                                            \
     N(SANDBOX_UID, "sandbox-uid", 1, UINT32_MAX - 1, sandbox_uid,                                  \
       "  --sandbox-uid N        host uid sandboxes run as when sandboxd is root (default "         \
       "65534)\n")                                                                                  \
@@ -131,6 +138,8 @@ int common_exec_server(char **argv);
 
 /* 1 when opt was a common option (consumed), 0 when not, -1 on a bad value (printed). */
 int common_opt(struct common_opts *c, int opt, const char *arg);
+/* The size of a sandbox's /tmp in MiB: --tmp-size-mb, else its default. */
+uint64_t common_tmp_mb(const struct common_opts *c);
 /* Locate the runtime and cell library; fills jail options. */
 int common_resolve(struct common_opts *c, struct jail_options *ret);
 /* The state directory: opt (--state-dir) when given, else $XDG_STATE_HOME/sandboxd,

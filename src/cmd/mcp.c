@@ -50,21 +50,37 @@
 
 #define MCP_MAX_LINE (16u << 20) /* one message; a longer line is answered with -32700 */
 
+/*
+ * The options of mcp besides the common (cmd/common.h) and setup (cmd/setup.h) ones, one row
+ * each, generating the enum (MCP_OPT_<ID>), the getopt entries and their lines of --help:
+ *   X(ID, "name", has_arg, help)   parsed by hand
+ */
+#define MCP_OPTIONS(X)                                                                             \
+    X(COMPAT, "compat", required_argument,                                                         \
+      "  --compat code-execution-mode\n"                                                           \
+      "                         the drop-in for mcp-server-code-execution-mode "                   \
+      "(docs/MIGRATING.md):\n"                                                                     \
+      "                         one tool, run_python(code, servers, timeout), answered as that\n"  \
+      "                         bridge does; its MCP_BRIDGE_* variables are read (TIMEOUT,\n"      \
+      "                         MAX_TIMEOUT, MEMORY, PIDS, CPUS, STATE_DIR, OUTPUT_MODE,\n"        \
+      "                         LOG_LEVEL, RUNTIME_IDLE_TIMEOUT); options given here win\n")
+
+#define MCP_OPT_ENUM_X_(id, name, has_arg, help) MCP_OPT_##id,
+#define MCP_OPT_LONG_X_(id, name, has_arg, help) {name, has_arg, NULL, MCP_OPT_##id},
+#define MCP_OPT_HELP_X_(id, name, has_arg, help) help
+enum { MCP_OPT_FIRST_ = SETUP_OPT_LAST, MCP_OPTIONS(MCP_OPT_ENUM_X_) };
+
 static const char mcp_usage[] =
     "Usage: sandboxd mcp [options]\n"
     "An MCP server on stdin/stdout: tools run_python, list_servers, search_tool_docs and\n"
     "reset_session for MCP clients such as Claude Desktop (docs/MCP.md). Logs go to stderr.\n"
-    "\n" SETUP_HELP_POOL "\n" SETUP_HELP_SESSIONS "  --compat code-execution-mode\n"
-    "                         the drop-in for mcp-server-code-execution-mode (docs/MIGRATING.md):\n"
-    "                         one tool, run_python(code, servers, timeout), answered as that\n"
-    "                         bridge does; its MCP_BRIDGE_* variables are read (TIMEOUT,\n"
-    "                         MAX_TIMEOUT, MEMORY, PIDS, CPUS, STATE_DIR, OUTPUT_MODE,\n"
-    "                         LOG_LEVEL, RUNTIME_IDLE_TIMEOUT); options given here win\n"
-    "  -h, --help\n"
-    "\n"
-    "Here run_python's sessions come from the session pool (2); the JIT pool is off\n"
-    "(--pool-size 0) unless asked for, as nothing here runs /execute jobs.\n"
-    "\n" COMMON_HELP;
+    "\n" SETUP_HELP_POOL "\n" SETUP_HELP_SESSIONS MCP_OPTIONS(
+        MCP_OPT_HELP_X_) "  -h, --help\n"
+                         "\n"
+                         "Here run_python's sessions come from the session pool (2); the JIT pool "
+                         "is off\n"
+                         "(--pool-size 0) unless asked for, as nothing here runs /execute jobs.\n"
+                         "\n" COMMON_HELP;
 
 struct mcp_stdio {
     struct mcp_server_conn *conn;
@@ -300,8 +316,6 @@ static void *mcp_setup_thread(void *arg)
     return NULL;
 }
 
-enum { MCP_OPT_COMPAT = SETUP_OPT_LAST + 1 };
-
 /* --compat MODE, looked for before the other options are read: the mode changes defaults, and
  * options on the command line must win over them. */
 static int mcp_compat_mode(int argc, char **argv, const struct option *opts, bool *ret)
@@ -330,8 +344,8 @@ static int mcp_parse(int argc, char **argv, struct setup_opts *o, struct common_
                      struct compat_env *compat, bool *ret_compat)
 {
     static const struct option opts[] = {
-        COMMON_LONG_OPTIONS SETUP_LONG_OPTIONS{"compat", required_argument, NULL, MCP_OPT_COMPAT},
-        {"help", no_argument, NULL, 'h'},
+        COMMON_LONG_OPTIONS SETUP_LONG_OPTIONS MCP_OPTIONS(MCP_OPT_LONG_X_){"help", no_argument,
+                                                                            NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     setup_opts_init(o);

@@ -309,13 +309,9 @@ static void *setup_pool_thread(void *arg)
     return NULL;
 }
 
-int setup_start(struct setup *s, const struct setup_opts *o, struct common_opts *common,
-                const char *cmd)
+/* The state directory, made or checked (util/trust.h). */
+static int setup_state(struct setup *s, const struct setup_opts *o, const char *cmd)
 {
-    *s = (struct setup){0};
-    json_t *facts = NULL;
-    /* Saved tools in the state directory run in sessions: a directory someone else made or can
-     * write would run their code with our MCP servers. Checked before anything is built. */
     s->state_dir = common_state_dir(o->state_dir);
     if (!s->state_dir)
         return -ENOMEM;
@@ -327,6 +323,15 @@ int setup_start(struct setup *s, const struct setup_opts *o, struct common_opts 
                   cmd, why ? why : "it cannot be checked");
         return r;
     }
+    return 0;
+}
+
+/* The jail configuration, proven by the self-test, and its description. */
+static int setup_jail(struct setup *s, const struct setup_opts *o, struct common_opts *common,
+                      const char *cmd)
+{
+    json_t *facts = NULL;
+    int r;
     r = common_resolve(common, &s->jopt);
     if (r < 0)
         return r;
@@ -359,14 +364,13 @@ int setup_start(struct setup *s, const struct setup_opts *o, struct common_opts 
         return -ENOMEM;
     }
     json_object_set_new(s->isolation, "selftest", facts);
-    if (httpc_global_init() < 0) {
-        log_error("%s: libcurl initialisation failed", cmd);
-        return -EIO;
-    }
-    s->httpc_ok = true;
-    r = metrics_new(&s->metrics);
-    if (r < 0)
-        return r;
+    return 0;
+}
+
+/* The egress proxy, with --egress-allow. */
+static int setup_egress(struct setup *s, const struct setup_opts *o, const char *cmd)
+{
+    int r;
     if (s->jopt.egress) {
         struct egress_options eo = {
             .allow = o->egress_allow,
@@ -391,6 +395,14 @@ int setup_start(struct setup *s, const struct setup_opts *o, struct common_opts 
                  "%u, a session %u, a tenant %u",
                  eo.pool, eo.exec_open, eo.session_open, eo.tenant_open);
     }
+    return 0;
+}
+
+/* The warm pools: the main one, the sessions', the templates' (each started on a thread of its
+ * own), and the profiles'. */
+static int setup_pools(struct setup *s, const struct setup_opts *o, const char *cmd)
+{
+    int r = 0;
     /* Each pool's zygote is an interpreter importing what its cells need (the session
      * runtime with asyncio, ~25 ms of imports; jinja2 and jsonschema for templates, ~100 ms),
      * and pool_new() returns once it is ready: the pools start together, each on a thread of
@@ -452,8 +464,13 @@ int setup_start(struct setup *s, const struct setup_opts *o, struct common_opts 
             r = jobs[i].r;
         }
     }
-    if (r < 0)
-        return r;
+    return r;
+}
+
+/* The MCP servers, the workspace store and the sessions on top of them. */
+static int setup_sessions(struct setup *s, const struct setup_opts *o)
+{
+    int r;
     r = setup_mcp_config(o, &s->mcfg);
     if (r < 0)
         return r;
@@ -498,6 +515,26 @@ int setup_start(struct setup *s, const struct setup_opts *o, struct common_opts 
     };
     return sessions_new(&s->so, &s->jail, s->session_pool ? s->session_pool : s->pool, s->mcp,
                         s->wstore, s->metrics, &s->sessions);
+}
+
+int setup_start(struct setup *s, const struct setup_opts *o, struct common_opts *common,
+                const char *cmd)
+{
+    *s = (struct setup){0};
+    /* Saved tools in the state directory run in sessions: a directory someone else made or can
+     * write would run their code with our MCP servers. Checked before anything is built. */
+    int r = setup_state(s, o, cmd);
+    if (r < 0 || (r = setup_jail(s, o, common, cmd)) < 0)
+        return r;
+    if (httpc_global_init() < 0) {
+        log_error("%s: libcurl initialisation failed", cmd);
+        return -EIO;
+    }
+    s->httpc_ok = true;
+    r = metrics_new(&s->metrics);
+    if (r < 0 || (r = setup_egress(s, o, cmd)) < 0 || (r = setup_pools(s, o, cmd)) < 0)
+        return r;
+    return setup_sessions(s, o);
 }
 
 void setup_stop(struct setup *s)

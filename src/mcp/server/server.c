@@ -34,13 +34,19 @@
 #define SRV_CANCEL_GRACE_US 2000000 /* between interrupting and ending a cancelled run */
 #define SRV_CURSOR_PREFIX   "sandboxd-tools-"
 
-static const char *const srv_versions[] = {MCP_SERVER_VERSION_LATEST, "2025-06-18", "2025-03-26",
-                                           "2024-11-05"};
+/* Each protocol version's name; c->version points to one of them. */
+static const char *const srv_versions[SRV_N_VERSIONS] = {
+    [SRV_V_2024_11_05] = "2024-11-05",
+    [SRV_V_2025_03_26] = "2025-03-26",
+    [SRV_V_2025_06_18] = "2025-06-18",
+    [SRV_V_2025_11_25] = MCP_SERVER_VERSION_LATEST,
+};
 
 /* A tools/call being handled. */
 struct srv_call {
     struct srv_call *next;
     json_t *id;
+    const char *tool; /* its name (the tool table's, static) */
     char sandbox[65]; /* the sandbox session it executes in, "" when not (yet) executing */
     bool cancelled, done;
     int refs; /* under the connection's lock */
@@ -56,10 +62,17 @@ bool mcp_server_version_supported(const char *version)
     return false;
 }
 
-bool srv_since(const struct mcp_server_conn *c, const char *version)
+enum srv_version srv_version_of(const struct mcp_server_conn *c)
 {
-    /* Versions are dates: they compare as strings. Before initialize: the latest. */
-    return !c->version || strcmp(c->version, version) >= 0;
+    for (size_t v = 0; c->version && v < SRV_N_VERSIONS; v++)
+        if (c->version == srv_versions[v])
+            return (enum srv_version)v;
+    return SRV_N_VERSIONS - 1;
+}
+
+bool srv_since(const struct mcp_server_conn *c, enum srv_version v)
+{
+    return srv_version_of(c) >= v;
 }
 
 json_t *srv_error(json_t *id, int code, json_t *data, const char *fmt, ...)
@@ -326,6 +339,11 @@ bool srv_call_executing(struct mcp_server_conn *c, struct srv_call *k, const cha
     return go;
 }
 
+const char *srv_call_tool(const struct srv_call *k)
+{
+    return k->tool;
+}
+
 bool srv_call_cancelled(struct mcp_server_conn *c, struct srv_call *k)
 {
     pthread_mutex_lock(&c->lock);
@@ -468,7 +486,7 @@ static json_t *srv_initialize(struct mcp_server_conn *c, json_t *id, json_t *par
             version = srv_versions[i];
     if (!version) {
         json_t *supported = json_array();
-        for (size_t i = 0; i < ARRAY_SIZE(srv_versions); i++)
+        for (size_t i = SRV_N_VERSIONS; i-- > 0;) /* newest first */
             json_array_append_new(supported, json_string(srv_versions[i]));
         char *list = srv_names_text(supported);
         json_t *e = srv_error(id, JSONRPC_INVALID_PARAMS,
@@ -495,7 +513,7 @@ static json_t *srv_initialize(struct mcp_server_conn *c, json_t *id, json_t *par
              json_string_value(json_object_get(client, "name")), "clientVersion",
              json_string_value(json_object_get(client, "version")));
     json_t *info = json_pack("{s:s, s:s}", "name", "sandboxd", "version", SANDBOXD_VERSION);
-    if (info && srv_since(c, "2025-06-18"))
+    if (info && srv_since(c, SRV_V_2025_06_18))
         json_object_set_new(info, "title", json_string("sandboxd Python sandbox"));
     json_t *result =
         json_pack("{s:s, s:{s:{s:b}, s:{s:b, s:b}}, s:o, s:s}", "protocolVersion", version,
@@ -573,6 +591,7 @@ static json_t *srv_tools_call(struct mcp_server_conn *c, json_t *id, json_t *par
     struct srv_call *k = srv_call_begin(c, id, &error);
     if (!k)
         return error;
+    k->tool = tool->name;
     json_t *empty = json_object();
     json_t *a = json_is_object(args) ? args : empty;
     int64_t start = clock_mono_us();
