@@ -119,10 +119,9 @@ static void api_execute(struct api *api, const struct http_request *req, struct 
         return;
     }
     struct request_spec spec;
-    struct request_error err;
+    struct sbx_error err = {0};
     if (request_parse(body, &spec, &err) < 0) {
-        api_reply_error(reply, SBX_ERR_INVALID, "INVALID_REQUEST", err.field, "%s%s%s", err.field,
-                        *err.field ? ": " : "", err.message);
+        api_reply_sbx_error(reply, &err);
         json_decref(body);
         return;
     }
