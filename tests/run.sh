@@ -2,11 +2,12 @@
 # SPDX-License-Identifier: MIT
 # Every test suite of sandboxd, ending with one summary line:
 #   N passed, N failed, N skipped
-# Suites: the include direction of src/ (tests/layers.py), C unit tests (release build,
-# ASan/UBSan build, valgrind), every libFuzzer target for a few seconds (FUZZ_TEST_SECONDS,
-# default 4), end-to-end tests against a real `sandboxd serve` (ASan build), the attack suite
-# as root and again as an unprivileged user (rootless mode), the deployment files (container
-# image, Kubernetes), and a real cgroup v2 host (a VM).
+# Suites: the include direction of src/ (tests/layers.py), where HTTP statuses are chosen
+# (tests/http_statuses.py), C unit tests (release build, ASan/UBSan build, valgrind), every
+# libFuzzer target for a few seconds (FUZZ_TEST_SECONDS, default 4), end-to-end tests against
+# a real `sandboxd serve` (ASan build), the attack suite as root and again as an unprivileged
+# user (rootless mode), the deployment files (container image, Kubernetes), and a real cgroup
+# v2 host (a VM).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -46,6 +47,13 @@ if $PY tests/layers.py --self-test; then
   $PY tests/layers.py --json "$RESULTS/layers.json"
 else
   echo '{"name": "include layers (self-test)", "result": "FAIL"}' >"$RESULTS/layers.json"
+fi
+
+suite "HTTP statuses (tests/http_statuses.py: chosen in api/status.c only)"
+if $PY tests/http_statuses.py --self-test; then
+  $PY tests/http_statuses.py --json "$RESULTS/http-statuses.json"
+else
+  echo '{"name": "HTTP statuses (self-test)", "result": "FAIL"}' >"$RESULTS/http-statuses.json"
 fi
 
 # stale logs of an earlier run must not be counted
