@@ -138,14 +138,10 @@ static void api_execute(struct api *api, const struct http_request *req, struct 
         return;
     }
     struct egress_policy *egress = NULL;
-    char *why = NULL;
     if (spec.network &&
         egress_network_parse(api->app->egress ? egress_proxy_config(api->app->egress) : NULL,
-                             spec.network, &egress, &why) < 0) {
-        api_reply_error(reply, SBX_ERR_INVALID, "NETWORK_NOT_ALLOWED",
-                        "context.taskDetails.network", "context.taskDetails.network: %s",
-                        why ? why : "out of memory");
-        free(why);
+                             spec.network, "context.taskDetails.network", &egress, &err) < 0) {
+        api_reply_sbx_error(reply, &err);
         json_decref(body);
         return;
     }

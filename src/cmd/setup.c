@@ -374,10 +374,10 @@ int setup_start(struct setup *s, const struct setup_opts *o, struct common_opts 
             .session_open = (unsigned)o->egress_session_max_open,
             .tenant_open = (unsigned)o->egress_tenant_connections,
         };
-        _cleanup_free_ char *why_shares = NULL;
+        _cleanup_sbx_error_ struct sbx_error why_shares = {0};
         if (egress_shares_size(&eo, (unsigned)o->max_sessions, (unsigned)o->executions,
                                &why_shares) < 0) {
-            log_error("%s: %s", cmd, why_shares ? why_shares : "out of memory");
+            log_error("%s: %s", cmd, why_shares.message ? why_shares.message : "out of memory");
             return -EINVAL;
         }
         if ((r = egress_proxy_new(&eo, &s->egress)) < 0 || (r = setup_egress_probe(s, cmd)) < 0)

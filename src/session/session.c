@@ -250,13 +250,9 @@ int sessions_create(struct sessions *ss, const struct session_create *c, json_t 
     if (memory_mb > ss->opt.max_memory_mb)
         memory_mb = ss->opt.max_memory_mb;
     struct egress_policy *pol = NULL;
-    char *pwhy = NULL;
     if (c->network &&
         egress_network_parse(ss->opt.egress ? egress_proxy_config(ss->opt.egress) : NULL,
-                             c->network, &pol, &pwhy) < 0) {
-        sbx_error_set(err, SBX_ERR_INVALID, "NETWORK_NOT_ALLOWED", "network", "network: %s",
-                      pwhy ? pwhy : "out of memory");
-        free(pwhy);
+                             c->network, "network", &pol, err) < 0) {
         json_decref(names);
         return -EINVAL;
     }
