@@ -319,12 +319,12 @@ int setup_start(struct setup *s, const struct setup_opts *o, struct common_opts 
     s->state_dir = setup_state_dir(o->state_dir);
     if (!s->state_dir)
         return -ENOMEM;
-    _cleanup_free_ char *why = NULL;
+    _cleanup_sbx_error_ struct sbx_error why = {0};
     int r = trust_make_dir(s->state_dir, &why);
     if (r < 0) {
         log_error("%s: refusing the state directory: %s. Use --state-dir DIR with a directory "
                   "of your own that only you can write (mode 0700)",
-                  cmd, why ? why : "it cannot be checked");
+                  cmd, why.message ? why.message : "it cannot be checked");
         return r;
     }
     r = common_resolve(common, &s->jopt);
