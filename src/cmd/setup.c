@@ -255,10 +255,9 @@ int setup_mcp_config(const struct setup_opts *o, struct mcp_config *ret)
     };
     int r = mcp_config_load(&co, ret);
     for (size_t i = 0; r == 0 && i < o->n_approvals; i++) {
-        char *why = NULL;
+        _cleanup_sbx_error_ struct sbx_error why = {0};
         if ((r = mcp_config_add_approval(ret, o->approvals[i], &why)) < 0) {
-            log_error("%s", why ? why : "--approval: out of memory");
-            free(why);
+            log_error("%s", why.message ? why.message : "--approval: out of memory");
             mcp_config_done(ret);
         }
     }
