@@ -11,6 +11,8 @@
 #include "util/fmt.h"
 
 static void sbx_error_vset(struct sbx_error *e, enum sbx_errkind kind, const char *code,
+                           const char *field, const char *fmt, va_list ap) _printf_(5, 0);
+static void sbx_error_vset(struct sbx_error *e, enum sbx_errkind kind, const char *code,
                            const char *field, const char *fmt, va_list ap)
 {
     char *message = fmt_va(fmt, ap); /* before the clear: an argument may be e's own message */
@@ -57,15 +59,6 @@ void sbx_error_clear(struct sbx_error *e)
     free(e->message);
     free(e->upstream_code);
     *e = (struct sbx_error){0};
-}
-
-void sbx_error_move(struct sbx_error *to, struct sbx_error *from)
-{
-    if (to == from)
-        return;
-    sbx_error_clear(to);
-    *to = *from;
-    *from = (struct sbx_error){0};
 }
 
 const char *sbx_errkind_name(enum sbx_errkind kind)

@@ -81,8 +81,6 @@ void sbx_error_upstream(struct sbx_error *e, enum sbx_upstream how, const char *
                         const char *fmt, ...) _printf_(4, 5);
 /* Free the message and zero *e; safe on a zeroed one. */
 void sbx_error_clear(struct sbx_error *e);
-/* Move *from into *to (what *to held is freed); *from is left zeroed. */
-void sbx_error_move(struct sbx_error *to, struct sbx_error *from);
 /* "invalid", "not_found", ...: for logs and tests (static). */
 const char *sbx_errkind_name(enum sbx_errkind kind);
 /* "transport", "timeout", "http", "protocol", "tool" ("none" for NONE): what the sandbox's
