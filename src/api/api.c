@@ -236,7 +236,8 @@ static void api_healthz(struct api *api, const struct http_request *req, struct 
     if (!reply->body || lost) {
         json_decref(reply->body);
         reply->body = NULL;
-        api_reply_json(reply, API_OK, NULL); /* answered 500 INTERNAL */
+        api_reply_error(reply, SBX_ERR_INTERNAL, "INTERNAL", NULL,
+                        "out of memory: the answer could not be built");
     }
 }
 
