@@ -31,6 +31,7 @@ LAYERS = [
     "flow",
     "handlers",
     "mcp/server",
+    "e2b",
     "api",
     "cmd",
     ".",  # src/main.c

@@ -101,6 +101,10 @@ def handle(job):
         from sandboxd_runtime import session
 
         session.serve(job)  # never returns: the process is a session from now on
+    if kind == "e2b":
+        from sandboxd_runtime import e2b
+
+        e2b.serve(job)  # never returns: an agent session's interpreter (session.h)
     return errors.error("INTERNAL", "unknown job type %r" % (kind,))
 
 

@@ -17,6 +17,7 @@
 #include "handlers/dispatch.h"
 #include "api/workspaces.h"
 #include "app/tenant.h"
+#include "e2b/e2b.h"
 #include "egress/proxy.h"
 #include "pool/pool.h"
 #include "pool/profile.h"
@@ -379,9 +380,42 @@ static void api_method_not_allowed(struct http_reply *reply, const char *allow)
     http_reply_header(reply, "Allow", allow);
 }
 
+/* /e2b: E2B's SDKs send the key as X-API-Key, and to a sandbox (the data plane) none at all:
+ * the e2b module checks the sandbox's own token there. A key sent to a sandbox anyway must be
+ * right, and then stands for its owner. Refusals in E2B's shapes, so the SDKs raise their own
+ * AuthenticationError. */
+static void api_e2b(struct api *api, const struct http_request *req, struct http_reply *reply)
+{
+    struct tenant *tenant = NULL;
+    const char *key = http_header(req, "X-API-Key");
+    const char *auth = http_header(req, "Authorization");
+    if (!key && auth && strncasecmp(auth, "Bearer ", 7) == 0)
+        key = auth + 7; /* also a sandboxd client's header; E2B's "Basic" names a user */
+    bool data = e2b_is_data_plane(req);
+    bool keyed = !data || key;
+    enum policy_verdict v = policy_check_source(api->policy, req);
+    if (v == POLICY_OK && keyed)
+        v = policy_check_key(api->policy, key, &tenant);
+    if (v != POLICY_OK) {
+        e2b_refuse(req, policy_status(v), policy_message(v), reply);
+        return;
+    }
+    if (!data && strcmp(req->method, "POST") == 0 && atomic_load(&api->draining)) {
+        e2b_refuse(req, 503, "sandboxd is shutting down and takes no new work; retry", reply);
+        http_reply_header(reply, "Retry-After", "1");
+        return;
+    }
+    e2b_route(api->e2b, req, req->path + 4, tenant, keyed, reply);
+}
+
 void api_route(void *userdata, const struct http_request *req, struct http_reply *reply)
 {
     struct api *api = userdata;
+    if (api->e2b && strncmp(req->path, "/e2b", 4) == 0 &&
+        (req->path[4] == '/' || req->path[4] == '\0')) {
+        api_e2b(api, req, reply);
+        return;
+    }
     const char *path = req->path;
     bool get = strcmp(req->method, "GET") == 0;
     bool post = strcmp(req->method, "POST") == 0;

@@ -2,7 +2,7 @@
 /*
  * api — the HTTP routes of `sandboxd serve` (CONTRACT §3): /execute,
  * /healthz, /livez, /readyz, /_framework/load_code, /metrics, and the route
- * table that sends /v1/sessions, /v1/workspaces and /mcp to their modules. Every request
+ * table that sends /v1/sessions, /v1/workspaces, /mcp and /e2b to their modules. Every request
  * passes the policy (api/policy.h: Host, Origin, token, tenant) before any
  * route sees it. Checks what HTTP itself decides (method, Content-Type,
  * Accept, JSON syntax) and the framework allowlist, and leaves the rest to
@@ -23,6 +23,7 @@ struct api {
     struct sessions *sessions;      /* NULL: sessions disabled */
     struct mcp_http *mcp;           /* NULL: /mcp disabled */
     struct workspace_store *wstore; /* NULL: /v1/workspaces disabled */
+    struct e2b *e2b;                /* NULL: /e2b (E2B's API, docs/E2B.md) disabled */
     /* set once the server runs (for /healthz and /metrics); NULL before */
     _Atomic(struct http_server *) http;
     atomic_bool draining; /* api_drain() was called */

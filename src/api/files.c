@@ -108,13 +108,8 @@ void api_session_files_route(struct api *api, const char *id, const char *tail,
         char *data = NULL;
         size_t len = 0;
         r = session_files_get(dir, path, api->app->jail->tmp_bytes, uid, gid, &data, &len);
-        if (r == 0) {
-            reply->status = 200;
-            reply->text = data;
-            reply->text_len = len;
-            reply->content_type = "application/octet-stream";
-            http_reply_header(reply, "X-Content-Type-Options", "nosniff");
-        }
+        if (r == 0)
+            http_reply_file(reply, data, len);
     } else {
         r = session_files_delete(dir, path, uid, gid);
         if (r == 0)

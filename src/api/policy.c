@@ -97,10 +97,8 @@ static bool policy_open_path(const char *path)
            strcmp(path, "/readyz") == 0;
 }
 
-enum policy_verdict policy_check(const struct policy *p, const struct http_request *req,
-                                 struct tenant **ret_tenant)
+enum policy_verdict policy_check_source(const struct policy *p, const struct http_request *req)
 {
-    *ret_tenant = NULL;
     const char *host = http_header(req, "Host");
     const char *origin = http_header(req, "Origin");
     if (p->check_host && (!host || !policy_host_ok(p, host, strlen(host)))) {
@@ -112,14 +110,22 @@ enum policy_verdict policy_check(const struct policy *p, const struct http_reque
         log_warn("refused Origin '%.100s' on %.100s (see --allowed-origin)", origin, req->path);
         return POLICY_BAD_ORIGIN;
     }
-    if ((!p->has_token && !p->tenants) || policy_open_path(req->path))
+    return POLICY_OK;
+}
+
+bool policy_requires_key(const struct policy *p)
+{
+    return p->has_token || p->tenants;
+}
+
+enum policy_verdict policy_check_key(const struct policy *p, const char *tok,
+                                     struct tenant **ret_tenant)
+{
+    *ret_tenant = NULL;
+    if (!policy_requires_key(p))
         return POLICY_OK;
-    const char *auth = http_header(req, "Authorization");
-    if (!auth)
+    if (!tok)
         return POLICY_NO_TOKEN;
-    if (strncasecmp(auth, "Bearer ", 7) != 0)
-        return POLICY_BAD_TOKEN;
-    const char *tok = auth + 7;
     size_t len = strnlen(tok, TENANT_MAX_TOKEN + 1);
     if (len == 0 || len > TENANT_MAX_TOKEN)
         return POLICY_BAD_TOKEN;
@@ -134,16 +140,40 @@ enum policy_verdict policy_check(const struct policy *p, const struct http_reque
     return POLICY_OK;
 }
 
+enum policy_verdict policy_check(const struct policy *p, const struct http_request *req,
+                                 struct tenant **ret_tenant)
+{
+    *ret_tenant = NULL;
+    enum policy_verdict v = policy_check_source(p, req);
+    if (v != POLICY_OK || !policy_requires_key(p) || policy_open_path(req->path))
+        return v;
+    const char *auth = http_header(req, "Authorization");
+    if (!auth)
+        return POLICY_NO_TOKEN;
+    if (strncasecmp(auth, "Bearer ", 7) != 0)
+        return POLICY_BAD_TOKEN;
+    return policy_check_key(p, auth + 7, ret_tenant);
+}
+
+int policy_status(enum policy_verdict v)
+{
+    return v == POLICY_OK ? 200 : v == POLICY_BAD_HOST || v == POLICY_BAD_ORIGIN ? 403 : 401;
+}
+
+const char *policy_message(enum policy_verdict v)
+{
+    return v == POLICY_BAD_HOST     ? "Forbidden: Host not allowed (DNS-rebinding protection; see "
+                                      "--allowed-host)"
+           : v == POLICY_BAD_ORIGIN ? "Forbidden: Origin not allowed (see --allowed-origin)"
+           : v == POLICY_NO_TOKEN   ? "Unauthorized: bearer token required"
+                                    : "Unauthorized: invalid bearer token";
+}
+
 void policy_refuse(enum policy_verdict v, bool jsonrpc, struct http_reply *reply)
 {
-    int status = v == POLICY_BAD_HOST || v == POLICY_BAD_ORIGIN ? 403 : 401;
+    int status = policy_status(v);
     const char *code = status == 403 ? "FORBIDDEN" : "UNAUTHORIZED";
-    const char *msg =
-        v == POLICY_BAD_HOST     ? "Forbidden: Host not allowed (DNS-rebinding protection; see "
-                                   "--allowed-host)"
-        : v == POLICY_BAD_ORIGIN ? "Forbidden: Origin not allowed (see --allowed-origin)"
-        : v == POLICY_NO_TOKEN   ? "Unauthorized: bearer token required"
-                                 : "Unauthorized: invalid bearer token";
+    const char *msg = policy_message(v);
     if (jsonrpc) {
         json_decref(reply->body);
         reply->status = status;

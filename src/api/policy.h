@@ -54,6 +54,18 @@ struct tenants *policy_tenants(const struct policy *p);
 /* Judge a request; on POLICY_OK *ret_tenant is the caller's tenant (NULL: the operator). */
 enum policy_verdict policy_check(const struct policy *p, const struct http_request *req,
                                  struct tenant **ret_tenant);
+/* The two halves of policy_check(), for front ends whose clients send their key otherwise
+ * (E2B's SDKs: X-API-Key, e2b/): rules 1 and 2 (Host, Origin) ... */
+enum policy_verdict policy_check_source(const struct policy *p, const struct http_request *req);
+/* ... and rule 3 for a key given as is (NULL: none sent): POLICY_OK and *ret_tenant when it is
+ * the operator's or a tenant's, or when no key is required. */
+enum policy_verdict policy_check_key(const struct policy *p, const char *key,
+                                     struct tenant **ret_tenant);
+/* Whether keys are required at all (--api-token or --tenants). */
+bool policy_requires_key(const struct policy *p);
+/* The status of a refusal (403 Host or Origin, 401 the token) and what it says (static). */
+int policy_status(enum policy_verdict v);
+const char *policy_message(enum policy_verdict v);
 /* Fill reply for a refusal: 403 or 401 (with WWW-Authenticate), the body a JSON-RPC error
  * without id when jsonrpc (for /mcp), else {"error": {code, message}}. */
 void policy_refuse(enum policy_verdict v, bool jsonrpc, struct http_reply *reply);

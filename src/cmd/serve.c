@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "api/api.h"
+#include "e2b/e2b.h"
 #include "api/mcp_http.h"
 #include "api/policy.h"
 #include "app/tenant.h"
@@ -149,6 +150,9 @@
     N(MCP_MAX_SESSIONS, "mcp-max-sessions", 1, 1 << 16, mcp_max_sessions,                          \
       "  --mcp-max-sessions N   MCP sessions of /mcp at most (64); idle ones end after\n"          \
       "                         --session-idle-s\n")                                               \
+    N(E2B_MAX_TIMEOUT, "e2b-max-timeout-s", 1, 86400, e2b_max_timeout_s,                           \
+      "  --e2b-max-timeout-s N  the longest timeout an E2B sandbox may have, at create or\n"       \
+      "                         setTimeout (3600; E2B's API under /e2b, docs/E2B.md)\n")           \
     X(INSTANCE_ID, "instance-id", required_argument,                                               \
       "  --instance-id ID       this instance's name behind a load balancer (default: the host\n"  \
       "                         name): session ids begin with \"ID.\", responses carry\n"          \
@@ -180,7 +184,8 @@ enum {
 static const char serve_usage[] =
     "Usage: sandboxd serve [options]\n"
     "The HTTP server: POST /execute, GET /healthz, /livez, /readyz, /metrics,\n"
-    "POST /_framework/load_code, /v1/sessions, and the MCP endpoint /mcp (docs/MCP.md).\n"
+    "POST /_framework/load_code, /v1/sessions, the MCP endpoint /mcp (docs/MCP.md), and\n"
+    "E2B's API under /e2b (docs/E2B.md).\n"
     "\n" SERVE_HELP(SERVE_OPTIONS_HTTP) SETUP_HELP_POOL SERVE_HELP(SERVE_OPTIONS_LIMITS)
         SERVE_HELP(SERVE_OPTIONS_CALLERS) "\n" SETUP_HELP_SESSIONS SERVE_HELP(
             SERVE_OPTIONS_INSTANCE) "  -h, --help\n"
@@ -204,6 +209,7 @@ struct serve_opts {
     uint64_t max_connections, header_timeout_s, body_timeout_s, idle_timeout_s, drain_timeout_s;
     bool def_timeout_set, def_memory_set;
     uint64_t mcp_max_sessions;
+    uint64_t e2b_max_timeout_s;
     const char *warm_reuse; /* NULL: no warm reuse */
     uint64_t reuse_max_executions, reuse_max_idle, reuse_idle_s;
     const char *allowed_hosts[SERVE_MAX_ALLOWED + 1];
@@ -276,6 +282,7 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o, struct commo
         .max_workflow_steps = 100,
         .template_pool_size = 2,
         .mcp_max_sessions = 64,
+        .e2b_max_timeout_s = 3600,
         .api_token = getenv("SANDBOXD_API_TOKEN") ? getenv("SANDBOXD_API_TOKEN")
                                                   : getenv("SANDBOXD_MCP_TOKEN"),
         .max_connections = HTTP_DEFAULT_MAX_CONNECTIONS,
@@ -487,6 +494,7 @@ int cmd_serve(int argc, char **argv)
     struct pool *template_pool = NULL;
     struct policy *policy = NULL;
     struct reuse *reuse = NULL;
+    struct e2b *e2b = NULL;
     struct app app = {0};
     /* Who may call is settled first: a start that would be refused should not build pools. */
     struct policy_options pol = {
@@ -599,8 +607,24 @@ int cmd_serve(int argc, char **argv)
         .egress = su.egress,
         .reuse = reuse,
     };
-    struct api api = {
-        .app = &app, .policy = policy, .sessions = su.sessions, .mcp = mcph, .wstore = su.wstore};
+    /* E2B's API (docs/E2B.md): its sandboxes are sessions. The default timeout is E2B's
+     * documented one (5 minutes). */
+    struct e2b_options eo = {
+        .sessions = su.sessions,
+        .profiles = su.profiles,
+        .default_timeout_s = o.e2b_max_timeout_s < 300 ? (int64_t)o.e2b_max_timeout_s : 300,
+        .max_timeout_s = (int64_t)o.e2b_max_timeout_s,
+        .idle_s = (int64_t)o.setup.session_idle,
+        .file_max = su.jail.tmp_bytes,
+    };
+    if (e2b_new(&eo, &e2b) < 0)
+        goto out;
+    struct api api = {.app = &app,
+                      .policy = policy,
+                      .sessions = su.sessions,
+                      .mcp = mcph,
+                      .wstore = su.wstore,
+                      .e2b = e2b};
     /* Every execution slot and queue place, every session and MCP session may hold a worker
      * thread while it waits; the rest answer quickly. Threads start only when needed. */
     uint64_t workers = o.max_running + o.max_queue + o.setup.max_sessions + o.mcp_max_sessions + 64;
@@ -647,8 +671,10 @@ out:
      * flight are aborted); then stop the server, which waits for every route and stream.
      * Nothing below is freed while any of them could still use it. */
     mcp_http_shutdown(mcph);
+    e2b_shutdown(e2b); /* no new sandbox; those that live end with their sessions */
     sessions_shutdown(su.sessions);
     http_server_stop(http);
+    e2b_free(e2b); /* after the routes and streams that used it */
     mcp_http_free(mcph);
     mcp_server_free(mcps);
     manager_free(mgr);

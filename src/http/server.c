@@ -91,6 +91,17 @@ const char *http_header(const struct http_request *req, const char *name)
     return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
 }
 
+const char *http_query(const struct http_request *req, const char *name)
+{
+    const char *value = NULL;
+    size_t len = 0;
+    if (MHD_lookup_connection_value_n(req->conn, MHD_GET_ARGUMENT_KIND, name, strlen(name), &value,
+                                      &len) != MHD_YES ||
+        !value)
+        return NULL;
+    return strlen(value) == len ? value : NULL;
+}
+
 void http_reply_header(struct http_reply *r, const char *name, const char *value)
 {
     if (r->n_headers >= ARRAY_SIZE(r->headers))
@@ -104,6 +115,15 @@ void http_reply_header(struct http_reply *r, const char *name, const char *value
         free(h->name);
         free(h->value);
     }
+}
+
+void http_reply_file(struct http_reply *r, char *data, size_t len)
+{
+    r->status = 200;
+    r->text = data;
+    r->text_len = len;
+    r->content_type = "application/octet-stream";
+    http_reply_header(r, "X-Content-Type-Options", "nosniff");
 }
 
 void http_reply_error(struct http_reply *r, int status, const char *code, const char *field,

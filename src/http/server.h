@@ -40,6 +40,9 @@ struct http_request {
 
 /* A header of the request (case-insensitive name), or NULL. */
 const char *http_header(const struct http_request *req, const char *name);
+/* A query argument of the request (percent-decoded, '+' as a space), or NULL; also NULL when
+ * the decoded value holds a NUL byte, which no argument may carry. */
+const char *http_query(const struct http_request *req, const char *name);
 
 /* Produces a streamed body with http_stream_write; runs once, on a worker thread. */
 typedef int (*http_stream_fn)(void *userdata, struct http_stream *s);
@@ -73,6 +76,9 @@ struct http_reply {
 };
 
 void http_reply_header(struct http_reply *r, const char *name, const char *value);
+/* 200 with the bytes of a file (takes data, len bytes) as application/octet-stream, which a
+ * browser must not sniff into something it would run. */
+void http_reply_file(struct http_reply *r, char *data, size_t len);
 /* {"error": {"code", "message", "field"?}} with the given status. */
 void http_reply_error(struct http_reply *r, int status, const char *code, const char *field,
                       const char *fmt, ...) __attribute__((format(printf, 5, 6)));

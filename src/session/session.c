@@ -334,6 +334,12 @@ int sessions_create(struct sessions *ss, const struct session_create *c, json_t 
                                   (json_int_t)ss->opt.artifacts.max_bytes));
     if (c->compat)
         json_object_set_new(job, "compat", json_string(c->compat));
+    if (c->agent) { /* the runtime mode it serves instead of a Python session */
+        s->agent = c->agent;
+        json_object_set_new(job, "type", json_string(c->agent));
+        if (json_is_object(c->agent_init))
+            json_object_update(job, c->agent_init);
+    }
     struct jail_limits lim = jail_limits_default(ss->jail);
     lim.memory = memory_mb << 20;
     lim.nproc = ss->opt.nproc;
@@ -382,8 +388,11 @@ int sessions_create(struct sessions *ss, const struct session_create *c, json_t 
         r = r < 0 ? r : -EIO;
         goto fail;
     }
-    r = session_cpu_init(&s->cpu, ss->cpuw, cell->pid, cell->pidfd, s->serial, ss->opt.nproc);
-    if (r < 0)
+    /* An agent's work lives between requests by design: no CPU rule (see session.h). */
+    r = s->agent
+            ? -EOPNOTSUPP
+            : session_cpu_init(&s->cpu, ss->cpuw, cell->pid, cell->pidfd, s->serial, ss->opt.nproc);
+    if (r < 0 && !s->agent)
         log_errno(LOG_WARN, r, "session %s: the CPU budget between executions cannot be enforced",
                   s->id);
     s->cpu_rule = r == 0;
@@ -545,6 +554,13 @@ int sessions_execute(struct sessions *ss, const char *id, const char *code, int6
                           "no session %s (it may have ended or been reaped)", id);
         pthread_mutex_unlock(&ss->lock);
         return down ? -ESHUTDOWN : -ENOENT;
+    }
+    if (s->agent) {
+        sbx_error_set(err, SBX_ERR_INVALID, "AGENT_SESSION", NULL,
+                      "session %s serves the %s protocol (docs/E2B.md); it runs no /execute", id,
+                      s->agent);
+        session_unref(s);
+        return -EINVAL;
     }
     if (timeout_ms <= 0)
         timeout_ms = ss->opt.default_timeout_ms;
@@ -726,7 +742,7 @@ int sessions_interrupt(struct sessions *ss, const char *id)
     HASH_FIND_STR(ss->table, id, s);
     /* Signalled under the lock: the table's reference keeps the cell alive, and RUNNING
      * cannot end (the execution end) without the lock. */
-    int r = !s ? -ENOENT : s->state != SESSION_RUNNING || !s->cell ? -EALREADY : 0;
+    int r = !s ? -ENOENT : s->agent || s->state != SESSION_RUNNING || !s->cell ? -EALREADY : 0;
     if (r == 0 && syscall(SYS_pidfd_send_signal, s->cell->pidfd, SIGINT, NULL, 0) < 0)
         r = -errno;
     pthread_mutex_unlock(&ss->lock);
