@@ -833,6 +833,8 @@ def serve(init):
     except OSError:
         pass
     agent = Agent(init)
-    agent.default_context("python")  # ready before the first /execute asks for it
     agent.send({"type": "session_ready", "pid": os.getpid()})
+    # Started now, while the answer to the create travels, so that it is ready (or nearly)
+    # when the first /execute comes.
+    agent.default_context("python")
     agent.run()

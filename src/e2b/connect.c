@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "util/jdump.h"
+#include "util/utf8.h"
 #include "util/macros.h"
 
 /* The Connect codes, their HTTP statuses (connect-es codeToHttpStatus) and sandboxd's kinds. */
@@ -17,22 +18,14 @@ static const struct {
     enum sbx_errkind kind;
     int status;
 } connect_codes[] = {
-    {"canceled", SBX_ERR_UNAVAILABLE, 499},
-    {"unknown", SBX_ERR_INTERNAL, 500},
-    {"invalid_argument", SBX_ERR_INVALID, 400},
-    {"deadline_exceeded", SBX_ERR_UNAVAILABLE, 504},
-    {"not_found", SBX_ERR_NOT_FOUND, 404},
-    {"already_exists", SBX_ERR_INVALID, 409},
-    {"permission_denied", SBX_ERR_INVALID, 403},
-    {"resource_exhausted", SBX_ERR_LIMIT, 429},
-    {"failed_precondition", SBX_ERR_INVALID, 400},
-    {"aborted", SBX_ERR_UNAVAILABLE, 409},
-    {"out_of_range", SBX_ERR_INVALID, 400},
-    {"unimplemented", SBX_ERR_INVALID, 501},
-    {"internal", SBX_ERR_INTERNAL, 500},
-    {"unavailable", SBX_ERR_UNAVAILABLE, 503},
-    {"data_loss", SBX_ERR_INTERNAL, 500},
-    {"unauthenticated", SBX_ERR_INVALID, 401},
+    {"canceled", SBX_ERR_UNAVAILABLE, 499},        {"unknown", SBX_ERR_INTERNAL, 500},
+    {"invalid_argument", SBX_ERR_INVALID, 400},    {"deadline_exceeded", SBX_ERR_UNAVAILABLE, 504},
+    {"not_found", SBX_ERR_NOT_FOUND, 404},         {"already_exists", SBX_ERR_INVALID, 409},
+    {"permission_denied", SBX_ERR_INVALID, 403},   {"resource_exhausted", SBX_ERR_LIMIT, 429},
+    {"failed_precondition", SBX_ERR_INVALID, 400}, {"aborted", SBX_ERR_UNAVAILABLE, 409},
+    {"out_of_range", SBX_ERR_INVALID, 400},        {"unimplemented", SBX_ERR_INVALID, 501},
+    {"internal", SBX_ERR_INTERNAL, 500},           {"unavailable", SBX_ERR_UNAVAILABLE, 503},
+    {"data_loss", SBX_ERR_INTERNAL, 500},          {"unauthenticated", SBX_ERR_INVALID, 401},
 };
 
 bool connect_code_lookup(const char *name, enum sbx_errkind *ret_kind, int *ret_status)
@@ -88,10 +81,20 @@ int connect_status_of(const struct sbx_error *e)
     return status;
 }
 
+json_t *connect_text(const char *text)
+{
+    size_t n = 0;
+    char *clean = utf8_sanitize(text, strlen(text), &n);
+    json_t *s = clean ? json_stringn(clean, n) : NULL;
+    free(clean);
+    return s;
+}
+
 json_t *connect_error_json(const struct sbx_error *e)
 {
-    return json_pack("{s:s, s:s}", "code", connect_code_of(e), "message",
-                     e->message ? e->message : "failed");
+    /* A message may quote what a client sent (a path), which need not be UTF-8. */
+    return json_pack("{s:s, s:o}", "code", connect_code_of(e), "message",
+                     connect_text(e->message ? e->message : "failed"));
 }
 
 static int connect_parse_object(const char *data, size_t len, json_t **ret, const char **ret_why)

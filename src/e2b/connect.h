@@ -35,6 +35,9 @@ const char *connect_code_name(const char *name);
 const char *connect_code_of(const struct sbx_error *e);
 /* The HTTP status of a unary error answer carrying e. */
 int connect_status_of(const struct sbx_error *e);
+/* text (NUL-terminated) as a JSON string, every byte that is not UTF-8 replaced by U+FFFD (new
+ * reference; NULL when out of memory). */
+json_t *connect_text(const char *text);
 /* The error body {"code", "message"} of e (new reference). */
 json_t *connect_error_json(const struct sbx_error *e);
 

@@ -38,7 +38,8 @@ static const char *const e2b_interp_templates[] = {"code-interpreter-v1", "code-
                                                    "code-interpreter-beta"};
 
 /* A 400 of the control plane. */
-#define e2b_bad(reply, ...) e2b_reply_fail(reply, E2B_SURFACE_API, SBX_ERR_INVALID, NULL, __VA_ARGS__)
+#define e2b_bad(reply, ...)                                                                        \
+    e2b_reply_fail(reply, E2B_SURFACE_API, SBX_ERR_INVALID, NULL, __VA_ARGS__)
 
 /* The warm pool profile serving template (NULL: the sessions' own pool), or false when the
  * template is not served (reply filled with the list of those that are). */
@@ -116,8 +117,9 @@ static json_t *e2b_network(struct e2b *e, json_t *body, struct http_reply *reply
     if ((internet && !json_is_boolean(internet) && !json_is_null(internet)) ||
         (net && !json_is_object(net) && !json_is_null(net)) ||
         (allow && !json_is_array(allow) && !json_is_null(allow))) {
-        e2b_bad(reply, "%s: allow_internet_access is a boolean, network an object and "
-                       "network.allowOut an array of hosts",
+        e2b_bad(reply,
+                "%s: allow_internet_access is a boolean, network an object and "
+                "network.allowOut an array of hosts",
                 "network");
         *ret_bad = true;
         return NULL;
@@ -129,8 +131,9 @@ static json_t *e2b_network(struct e2b *e, json_t *body, struct http_reply *reply
     json_t *ceiling = sessions_network_ceiling(e->opt.sessions);
     if (!json_array_size(ceiling)) {
         json_decref(ceiling);
-        e2b_bad(reply, "%s: this sandboxd lets sandboxes reach nothing (its operator's "
-                       "--egress-allow is empty); sandboxes have no network",
+        e2b_bad(reply,
+                "%s: this sandboxd lets sandboxes reach nothing (its operator's "
+                "--egress-allow is empty); sandboxes have no network",
                 "allow_internet_access");
         *ret_bad = true;
         return NULL;
@@ -177,8 +180,8 @@ static void e2b_create(struct e2b *e, const struct http_request *req, struct ten
         e2b_bad(reply, "%s: seconds, an integer of at least 0", "timeout");
         goto out;
     }
-    int64_t seconds = json_integer_value(timeout) > 0 ? json_integer_value(timeout)
-                                                      : e->opt.default_timeout_s;
+    int64_t seconds =
+        json_integer_value(timeout) > 0 ? json_integer_value(timeout) : e->opt.default_timeout_s;
     if (seconds > e->opt.max_timeout_s) {
         e2b_reply_fail(reply, E2B_SURFACE_API, SBX_ERR_INVALID, NULL,
                        "Timeout cannot be greater than %lld seconds on this sandboxd",
@@ -206,9 +209,9 @@ static void e2b_create(struct e2b *e, const struct http_request *req, struct ten
                        "sandboxd is shutting down and takes no new sandboxes; retry");
         goto out;
     }
-    init = json_pack("{s:o, s:s}", "envVars",
-                     json_is_object(envs) ? json_incref(envs) : json_object(), "templateID",
-                     template_id);
+    init =
+        json_pack("{s:o, s:s}", "envVars", json_is_object(envs) ? json_incref(envs) : json_object(),
+                  "templateID", template_id);
     struct session_create c = {
         .tenant = tenant,
         .profile = profile,
@@ -250,8 +253,10 @@ static void e2b_create(struct e2b *e, const struct http_request *req, struct ten
     }
     reply->status = 201;
     reply->body = e2b_sandbox_json(sb);
-    log_info("e2b sandbox %s created (template %s, timeout %lld s)", sb->id, template_id,
-             (long long)seconds);
+    log_info("e2b sandbox %s created (template %s, timeout %lld s, ready in %.1f ms, %s)", sb->id,
+             template_id, (long long)seconds, json_real_value(json_object_get(info, "startMs")),
+             json_is_true(json_object_get(info, "poolHit")) ? "a warm interpreter"
+                                                            : "a fresh interpreter");
     sb = NULL; /* the table's now */
 out:
     e2b_sandbox_free(sb);
@@ -387,8 +392,7 @@ static void e2b_list(struct e2b *e, const struct http_request *req, struct tenan
     long limit = limit_s ? strtol(limit_s, NULL, 10) : E2B_LIST_DEFAULT;
     long skip = next ? strtol(next, NULL, 10) : 0;
     if (limit <= 0 || limit > E2B_LIST_MAX || skip < 0) {
-        e2b_bad(reply, "%s: limit is 1 to 1000, nextToken what an earlier page gave",
-                "limit");
+        e2b_bad(reply, "%s: limit is 1 to 1000, nextToken what an earlier page gave", "limit");
         return;
     }
     struct e2b_sandbox **v = NULL;

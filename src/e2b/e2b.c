@@ -45,11 +45,11 @@ static int e2b_port_of(const struct http_request *req, const char *path)
 {
     const char *port = http_header(req, "E2b-Sandbox-Port");
     if (port)
-        return strcmp(port, "49983") == 0 ? E2B_ENVD_PORT
+        return strcmp(port, "49983") == 0   ? E2B_ENVD_PORT
                : strcmp(port, "49999") == 0 ? E2B_INTERP_PORT
                                             : 0;
     return strcmp(path, "/execute") == 0 || strncmp(path, "/contexts", 9) == 0 ? E2B_INTERP_PORT
-                                                                                : E2B_ENVD_PORT;
+                                                                               : E2B_ENVD_PORT;
 }
 
 static bool e2b_is_connect_path(const char *path)

@@ -26,11 +26,11 @@
 #include "e2b/error.h"
 #include "util/error.h"
 
-#define E2B_ID_MAX         64         /* a session id (session_int.h SESSION_ID_MAX) */
-#define E2B_TOKEN_BYTES    32         /* of randomness in a sandbox's access token */
-#define E2B_CALL_MAX       (16u << 20) /* what one call may hold unread */
-#define E2B_ENVD_VERSION   "0.5.7"    /* the envd features served (docs/internals/e2b.md) */
-#define E2B_ENDED_KEPT     64         /* why the last sandboxes ended, for late callers */
+#define E2B_ID_MAX           64               /* a session id (session_int.h SESSION_ID_MAX) */
+#define E2B_TOKEN_BYTES      32               /* of randomness in a sandbox's access token */
+#define E2B_CALL_MAX         (16u << 20)      /* what one call may hold unread */
+#define E2B_ENVD_VERSION     "0.5.7"          /* the envd features served (docs/internals/e2b.md) */
+#define E2B_ENDED_KEPT       64               /* why the last sandboxes ended, for late callers */
 #define E2B_UNARY_TIMEOUT_US (60LL * 1000000) /* an op the agent answers at once */
 
 struct e2b_event {
@@ -59,9 +59,9 @@ struct e2b_sandbox {
     struct tenant *tenant; /* the owner; NULL: the operator */
     char token[2 * E2B_TOKEN_BYTES + 1];
     unsigned char token_hash[TENANT_HASH_LEN];
-    char *template_id;    /* as the client named it */
-    json_t *metadata;     /* object of strings */
-    json_t *network;      /* {"allowOut": [...]} as served, or NULL: none */
+    char *template_id; /* as the client named it */
+    json_t *metadata;  /* object of strings */
+    json_t *network;   /* {"allowOut": [...]} as served, or NULL: none */
     uint64_t memory_mb;
     int64_t started_ms;   /* wall clock, ms since the epoch */
     int64_t end_us;       /* monotonic: the E2B timeout */

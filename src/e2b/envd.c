@@ -102,8 +102,8 @@ static void e2b_files_error(struct http_reply *reply, int r, const char *path)
         break;
     case -EACCES:
     case -EPERM:
-        sbx_error_set(&e, SBX_ERR_INVALID, "permission_denied", NULL,
-                      "permission denied: %.1024s", path);
+        sbx_error_set(&e, SBX_ERR_INVALID, "permission_denied", NULL, "permission denied: %.1024s",
+                      path);
         break;
     case -ENOSPC:
     case -EFBIG:
@@ -113,8 +113,7 @@ static void e2b_files_error(struct http_reply *reply, int r, const char *path)
                          "its /tmp (--tmp-size-mb)");
         return;
     default:
-        sbx_error_set(&e, SBX_ERR_INTERNAL, NULL, NULL, "file operation failed: %s",
-                      strerror(-r));
+        sbx_error_set(&e, SBX_ERR_INTERNAL, NULL, NULL, "file operation failed: %s", strerror(-r));
     }
     e2b_reply_error(reply, E2B_SURFACE_ENVD, &e);
 }
@@ -150,7 +149,8 @@ static int e2b_upload_one(struct e2b_upload *u, const char *path, const char *da
         return -EINVAL;
     }
     for (size_t i = 0; i < json_array_size(u->written); i++) {
-        const char *done = json_string_value(json_object_get(json_array_get(u->written, i), "path"));
+        const char *done =
+            json_string_value(json_object_get(json_array_get(u->written, i), "path"));
         if (done && strcmp(done + sizeof(E2B_HOME), rel) == 0) {
             e2b_reply_fail(u->reply, E2B_SURFACE_ENVD, SBX_ERR_INVALID, NULL,
                            "you cannot upload multiple files to the same path '%.1024s' in one "
@@ -173,8 +173,7 @@ static int e2b_upload_part(void *userdata, const struct http_part *part)
     struct e2b_upload *u = userdata;
     if (!part->name || strcmp(part->name, "file") != 0)
         return 0; /* envd ignores other fields */
-    return e2b_upload_one(u, u->query_path ? u->query_path : part->filename, part->data,
-                          part->len);
+    return e2b_upload_one(u, u->query_path ? u->query_path : part->filename, part->data, part->len);
 }
 
 static bool e2b_content_type(const struct http_request *req, const char *type)

@@ -12,13 +12,14 @@
 #include "e2b/connect.h"
 #include "util/fmt.h"
 #include "util/macros.h"
+#include "util/utf8.h"
 
 /* The status of each kind on E2B's surfaces. Not api/status.c's: E2B has no 410, a sandbox
  * that ended is simply not found (the SDKs raise NotFoundError for 404 only). */
 static const int e2b_kind_status[SBX_ERR_KIND_COUNT_] = {
-    [SBX_ERR_NONE] = 200,     [SBX_ERR_INVALID] = 400,     [SBX_ERR_NOT_FOUND] = 404,
-    [SBX_ERR_GONE] = 404,     [SBX_ERR_TOO_LARGE] = 413,   [SBX_ERR_LIMIT] = 429,
-    [SBX_ERR_UNAVAILABLE] = 503, [SBX_ERR_UPSTREAM] = 502, [SBX_ERR_INTERNAL] = 500,
+    [SBX_ERR_NONE] = 200,        [SBX_ERR_INVALID] = 400,   [SBX_ERR_NOT_FOUND] = 404,
+    [SBX_ERR_GONE] = 404,        [SBX_ERR_TOO_LARGE] = 413, [SBX_ERR_LIMIT] = 429,
+    [SBX_ERR_UNAVAILABLE] = 503, [SBX_ERR_UPSTREAM] = 502,  [SBX_ERR_INTERNAL] = 500,
 };
 
 int e2b_status_of(const struct sbx_error *e)
@@ -41,13 +42,13 @@ static void e2b_reply_body(struct http_reply *reply, enum e2b_surface surface, i
     switch (surface) {
     case E2B_SURFACE_API:
     case E2B_SURFACE_ENVD:
-        reply->body = json_pack("{s:i, s:s}", "code", status, "message", message);
+        reply->body = json_pack("{s:i, s:o}", "code", status, "message", connect_text(message));
         break;
     case E2B_SURFACE_CONNECT:
         reply->body = connect_error_json(e);
         break;
     case E2B_SURFACE_INTERP:
-        reply->text = strdup(message);
+        reply->text = utf8_sanitize(message, strlen(message), NULL);
         reply->content_type = "text/plain; charset=utf-8";
         break;
     }
@@ -84,10 +85,10 @@ static const char *e2b_code_of_status(int status)
     static const struct {
         int status;
         const char *code;
-    } map[] = {{400, "invalid_argument"}, {401, "unauthenticated"},   {403, "permission_denied"},
-               {404, "not_found"},        {405, "unimplemented"},     {409, "already_exists"},
+    } map[] = {{400, "invalid_argument"},   {401, "unauthenticated"},  {403, "permission_denied"},
+               {404, "not_found"},          {405, "unimplemented"},    {409, "already_exists"},
                {413, "resource_exhausted"}, {415, "invalid_argument"}, {429, "resource_exhausted"},
-               {501, "unimplemented"},    {502, "unavailable"},       {503, "unavailable"},
+               {501, "unimplemented"},      {502, "unavailable"},      {503, "unavailable"},
                {504, "deadline_exceeded"}};
     for (size_t i = 0; i < ARRAY_SIZE(map); i++)
         if (map[i].status == status)
@@ -98,9 +99,8 @@ static const char *e2b_code_of_status(int status)
 void e2b_reply_status(struct http_reply *reply, enum e2b_surface surface, int status,
                       const char *message)
 {
-    struct sbx_error e = {.kind = SBX_ERR_INVALID,
-                          .code = e2b_code_of_status(status),
-                          .message = (char *)message};
+    struct sbx_error e = {
+        .kind = SBX_ERR_INVALID, .code = e2b_code_of_status(status), .message = (char *)message};
     /* CONNECT: the status of the code, which for these statuses is the status itself. */
     e2b_reply_body(reply, surface, surface == E2B_SURFACE_CONNECT ? connect_status_of(&e) : status,
                    &e);

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "e2b/connect.h"
 #include "e2b/e2b_int.h"
 #include "e2b/ndjson.h"
 #include "util/clock.h"
@@ -41,8 +42,8 @@ static bool e2b_is_python(const char *language)
         return true;
     while (*language == ' ')
         language++;
-    return strncasecmp(language, "python", 6) == 0 && strspn(language + 6, " ") ==
-                                                          strlen(language + 6);
+    return strncasecmp(language, "python", 6) == 0 &&
+           strspn(language + 6, " ") == strlen(language + 6);
 }
 
 struct e2b_xstream {
@@ -68,8 +69,8 @@ static int e2b_write_simple(struct http_stream *st, const char *type)
 
 static int e2b_write_error_line(struct http_stream *st, const char *name, const char *value)
 {
-    json_t *out = json_pack("{s:s, s:s, s:s, s:s}", "type", "error", "name", name, "value",
-                            value ? value : "", "traceback", "");
+    json_t *out = json_pack("{s:s, s:s, s:o, s:s}", "type", "error", "name", name, "value",
+                            connect_text(value ? value : ""), "traceback", "");
     size_t n = 0;
     char *line = out ? ndjson_line(out, &n) : NULL;
     json_decref(out);
@@ -113,8 +114,8 @@ static int e2b_xstream_run(void *userdata, struct http_stream *st)
             break;
     }
     /* The client is gone: stop the code, as E2B's server interrupts the kernel. */
-    e2b_notify(xs->sb, json_pack("{s:s, s:I}", "op", "ci.interrupt", "target",
-                                 (json_int_t)xs->call->rid));
+    e2b_notify(xs->sb,
+               json_pack("{s:s, s:I}", "op", "ci.interrupt", "target", (json_int_t)xs->call->rid));
     return 0;
 }
 
@@ -155,7 +156,8 @@ static void e2b_execute(struct e2b_sandbox *sb, const struct http_request *req,
         goto out;
     }
     if (json_is_string(context) && json_is_string(language)) {
-        e2b_text_error(reply, SBX_ERR_INVALID, "Only one of context_id or language can be provided");
+        e2b_text_error(reply, SBX_ERR_INVALID,
+                       "Only one of context_id or language can be provided");
         goto out;
     }
     if (!(xs = calloc(1, sizeof(*xs))))
@@ -245,7 +247,8 @@ static void e2b_contexts(struct e2b_sandbox *sb, const struct http_request *req,
         e2b_text_error(reply, SBX_ERR_NOT_FOUND, "Not Found");
         return;
     }
-    if (n >= sizeof(id)) {
+    /* Context ids are UUIDs: anything else names no context (and goes nowhere further). */
+    if (n >= sizeof(id) || strspn(rest + 1, "0123456789abcdefABCDEF-") < n) {
         e2b_text_error(reply, SBX_ERR_NOT_FOUND, "Context not found");
         return;
     }

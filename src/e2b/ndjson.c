@@ -79,8 +79,10 @@ static char *ndjson_dump(const json_t *line, size_t *ret_len)
 
 char *ndjson_line(const json_t *out, size_t *ret_len)
 {
-    const char *type = json_string_value(json_object_get(out, "type"));
-    if (!json_is_object(out) || !type)
+    json_t *t = json_object_get(out, "type");
+    const char *type = json_string_value(t);
+    /* The whole string is the type: "stdout\u0000x" is none of E2B's. */
+    if (!json_is_object(out) || !type || strlen(type) != json_string_length(t))
         return NULL;
     json_t *line = json_pack("{s:s}", "type", type);
     char *text = line && ndjson_build(line, out, type) ? ndjson_dump(line, ret_len) : NULL;

@@ -27,7 +27,7 @@
 #include "util/clock.h"
 #include "util/macros.h"
 
-#define E2B_KEEPALIVE_DEFAULT_S 90   /* envd's, when the client asks for none */
+#define E2B_KEEPALIVE_DEFAULT_S 90 /* envd's, when the client asks for none */
 #define E2B_KEEPALIVE_MAX_S     3600
 #define E2B_STREAM_START_US     (30LL * 1000000) /* the agent answers a start at once */
 
@@ -61,8 +61,8 @@ static json_t *e2b_entry(const json_t *in)
     json_t *e = json_object();
     if (!e || !json_is_object(in))
         return e;
-    static const char *const strings[] = {"name", "path", "permissions", "owner", "group",
-                                          "symlinkTarget"};
+    static const char *const strings[] = {"name",  "path",  "permissions",
+                                          "owner", "group", "symlinkTarget"};
     for (size_t i = 0; i < ARRAY_SIZE(strings); i++)
         e2b_copy_string(e, in, strings[i]);
     const char *type = json_string_value(json_object_get(in, "type"));
@@ -70,12 +70,12 @@ static json_t *e2b_entry(const json_t *in)
         if (strcmp(type, types[i]) == 0)
             json_object_set_new(e, "type", json_string(types[i]));
     json_t *size = json_object_get(in, "size"); /* int64: a string in proto3 JSON */
-    if (json_is_string(size) && strspn(json_string_value(size), "0123456789") ==
-                                    json_string_length(size) && json_string_length(size) < 20)
+    if (json_is_string(size) &&
+        strspn(json_string_value(size), "0123456789") == json_string_length(size) &&
+        json_string_length(size) < 20)
         json_object_set(e, "size", size);
     json_t *mode = json_object_get(in, "mode");
-    if (json_is_integer(mode) && json_integer_value(mode) >= 0 &&
-        json_integer_value(mode) <= 07777)
+    if (json_is_integer(mode) && json_integer_value(mode) >= 0 && json_integer_value(mode) <= 07777)
         json_object_set(e, "mode", mode);
     const char *t = json_string_value(json_object_get(in, "modifiedTime"));
     if (e2b_is_timestamp(t))
@@ -119,8 +119,8 @@ static bool e2b_take_string(json_t *op, const json_t *msg, const char *key)
     json_t *v = json_object_get(msg, key);
     if (v && !json_is_string(v) && !json_is_null(v))
         return false;
-    return json_object_set_new(op, key, json_string(json_is_string(v) ? json_string_value(v)
-                                                                       : "")) == 0;
+    return json_object_set_new(op, key,
+                               json_string(json_is_string(v) ? json_string_value(v) : "")) == 0;
 }
 
 /* A ProcessSelector {"pid": n} | {"tag": s} into op. */
@@ -237,8 +237,7 @@ static void e2b_unary(struct e2b_sandbox *sb, const char *path, json_t *msg,
     bool ok = op && name && e2b_unary_args(name, msg, op, &err);
     if (!ok || !name) {
         if (!err.message)
-            sbx_error_set(&err, SBX_ERR_INVALID, name ? "invalid_argument" : "unimplemented",
-                          NULL,
+            sbx_error_set(&err, SBX_ERR_INVALID, name ? "invalid_argument" : "unimplemented", NULL,
                           name ? "the %s request is malformed (see spec/envd/*.proto)"
                                : "%s is not served by sandboxd (no directory watchers, "
                                  "pseudo-terminals or input streams)",
@@ -275,10 +274,10 @@ static void e2b_unary(struct e2b_sandbox *sb, const char *path, json_t *msg,
             e2b_copy_string(c, cfg, "cmd");
             e2b_copy_string(c, cfg, "cwd");
             json_t *args = json_object_get(cfg, "args"), *envs = json_object_get(cfg, "envs");
-            json_object_set_new(c, "args", json_is_array(args) ? json_deep_copy(args)
-                                                               : json_array());
-            json_object_set_new(c, "envs", json_is_object(envs) ? json_deep_copy(envs)
-                                                                : json_object());
+            json_object_set_new(c, "args",
+                                json_is_array(args) ? json_deep_copy(args) : json_array());
+            json_object_set_new(c, "envs",
+                                json_is_object(envs) ? json_deep_copy(envs) : json_object());
             json_t *p = json_pack("{s:o, s:I}", "config", c, "pid",
                                   (json_int_t)e2b_uint32(json_object_get(v, "pid")));
             e2b_copy_string(p, v, "tag");

@@ -145,14 +145,14 @@ json_t *e2b_sandbox_detail(struct e2b_sandbox *sb, bool listed)
     int64_t left_ms = (sb->end_us - clock_mono_us()) / 1000;
     pthread_mutex_unlock(&e->lock);
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    json_t *d = json_pack(
-        "{s:s, s:s, s:s, s:s, s:o, s:o, s:s, s:I, s:I, s:I, s:O, s:s}", "sandboxID", sb->id,
-        "templateID", sb->template_id, "alias", sb->template_id, "clientID", "sandboxd",
-        "startedAt", e2b_time_json(sb->started_ms), "endAt",
-        e2b_time_json(e2b_wall_ms() + (left_ms > 0 ? left_ms : 0)), "envdVersion",
-        E2B_ENVD_VERSION, "cpuCount", (json_int_t)(cpus > 0 ? cpus : 1), "memoryMB",
-        (json_int_t)sb->memory_mb, "diskSizeMB", (json_int_t)(e->opt.file_max >> 20), "metadata",
-        sb->metadata, "state", "running");
+    json_t *d =
+        json_pack("{s:s, s:s, s:s, s:s, s:o, s:o, s:s, s:I, s:I, s:I, s:O, s:s}", "sandboxID",
+                  sb->id, "templateID", sb->template_id, "alias", sb->template_id, "clientID",
+                  "sandboxd", "startedAt", e2b_time_json(sb->started_ms), "endAt",
+                  e2b_time_json(e2b_wall_ms() + (left_ms > 0 ? left_ms : 0)), "envdVersion",
+                  E2B_ENVD_VERSION, "cpuCount", (json_int_t)(cpus > 0 ? cpus : 1), "memoryMB",
+                  (json_int_t)sb->memory_mb, "diskSizeMB", (json_int_t)(e->opt.file_max >> 20),
+                  "metadata", sb->metadata, "state", "running");
     if (d && !listed) {
         json_object_set_new(d, "envdAccessToken", json_string(sb->token));
         json_object_set_new(d, "allowInternetAccess", json_boolean(sb->network != NULL));

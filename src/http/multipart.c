@@ -54,8 +54,8 @@ static char *multipart_dup(const char *s)
 
 static enum MHD_Result multipart_iter(void *cls, enum MHD_ValueKind kind, const char *key,
                                       const char *filename, const char *content_type,
-                                      const char *transfer_encoding, const char *data,
-                                      uint64_t off, size_t size)
+                                      const char *transfer_encoding, const char *data, uint64_t off,
+                                      size_t size)
 {
     (void)kind;
     (void)transfer_encoding;
@@ -67,8 +67,7 @@ static enum MHD_Result multipart_iter(void *cls, enum MHD_ValueKind kind, const 
         m->filename = multipart_dup(filename);
         m->content_type = multipart_dup(content_type);
         m->open = true;
-        if ((key && !m->name) || (filename && !m->filename) ||
-            (content_type && !m->content_type)) {
+        if ((key && !m->name) || (filename && !m->filename) || (content_type && !m->content_type)) {
             m->r = -ENOMEM;
             return MHD_NO;
         }
@@ -85,8 +84,8 @@ int http_multipart(const struct http_request *req, http_part_fn fn, void *userda
     struct multipart m = {.fn = fn, .userdata = userdata};
     /* No part is larger than the body that holds it. */
     buf_init(&m.data, req->body_len + 1);
-    struct MHD_PostProcessor *pp = MHD_create_post_processor(req->conn, 64 * 1024,
-                                                             multipart_iter, &m);
+    struct MHD_PostProcessor *pp =
+        MHD_create_post_processor(req->conn, 64 * 1024, multipart_iter, &m);
     if (!pp) {
         buf_free(&m.data);
         return -EINVAL; /* not multipart/form-data, or no boundary */
