@@ -4,9 +4,10 @@ on loopback with wrk. Prints a markdown table (p50/p99 latency, throughput, rati
 isolation overhead of a cold spawn, memory figures, sessions against a Jupyter kernel
 (bench/session_bench.py), data work (pandas, a chart) against cold python and a Jupyter
 kernel (bench/data_bench.py), the latency the egress proxy adds to one request
-(bench/egress_bench.py), `sandboxd mcp` against its --compat mode (bench/compat_bench.py) and
-fresh interpreters against warm reuse with their cost per execution (bench/perf_bench.py);
-writes them to bench/last-run.md.
+(bench/egress_bench.py), `sandboxd mcp` against its --compat mode (bench/compat_bench.py),
+fresh interpreters against warm reuse with their cost per execution (bench/perf_bench.py) and
+E2B's SDK against /e2b (bench/e2b_bench.py, bench/e2b_bench.mjs); writes them to
+bench/last-run.md.
 
 Environment: BENCH_DURATION (seconds per load run, default 8), BENCH_SANDBOXD (binary).
 """
@@ -21,6 +22,7 @@ import time
 
 import compat_bench
 import data_bench
+import e2b_bench
 import egress_bench
 import perf_bench
 import session_bench
@@ -210,6 +212,8 @@ def main():
     text += "\n## Sessions\n\n" + session_bench.main(free_port())[0]
     print("data work: pandas and a chart against cold python and a Jupyter kernel ...", flush=True)
     text += "\n## Data work\n\n" + data_bench.main(free_port())[0]
+    print("E2B's SDK against /e2b ...", flush=True)
+    text += "\n## E2B's SDK (docs/E2B.md)\n\n" + e2b_bench.main(free_port())[0]
     print("network egress through the proxy ...", flush=True)
     text += "\n## Network egress (docs/NETWORK.md)\n\n" + egress_bench.main(free_port())[0]
     print("sandboxd mcp against --compat code-execution-mode ...", flush=True)

@@ -66,4 +66,5 @@ for (let i = 0; i < N_CMD; i++) {
 }
 out.command = stats(cmd)
 await sbx.kill()
-process.stdout.write(JSON.stringify(out) + '\n')
+// The SDK leaves request timers (requestTimeoutMs, a minute) behind that would keep Node alive.
+process.stdout.write(JSON.stringify(out) + '\n', () => process.exit(0))

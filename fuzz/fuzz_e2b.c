@@ -49,9 +49,9 @@ static void fuzz_envelope(const uint8_t *data, size_t len, bool stream)
 /* Every member of a written line is one E2B defines for its type, of that member's type. */
 static void check_line(const json_t *in, const json_t *line)
 {
-    static const char *const strings[] = {"text", "html", "markdown", "svg", "png", "jpeg",
-                                          "pdf", "latex", "javascript", "timestamp", "name",
-                                          "value", "traceback", "type"};
+    static const char *const strings[] = {"text", "html",  "markdown",  "svg",        "png",
+                                          "jpeg", "pdf",   "latex",     "javascript", "timestamp",
+                                          "name", "value", "traceback", "type"};
     static const char *const objects[] = {"data", "chart", "extra"};
     const char *type = json_string_value(json_object_get(line, "type"));
     FUZZ_CHECK(type && strcmp(type, json_string_value(json_object_get(in, "type"))) == 0);
@@ -86,11 +86,11 @@ static void fuzz_ndjson(const uint8_t *data, size_t len)
     char *line = ndjson_line(in, &n);
     json_t *t = json_object_get(in, "type");
     const char *type = json_string_value(t);
-    bool printed = type && json_string_length(t) == 6 &&
-                   (strcmp(type, "stdout") == 0 || strcmp(type, "stderr") == 0) &&
-                   json_is_string(json_object_get(in, "text")) &&
-                   (!json_object_get(in, "timestamp") ||
-                    json_is_string(json_object_get(in, "timestamp")));
+    bool printed =
+        type && json_string_length(t) == 6 &&
+        (strcmp(type, "stdout") == 0 || strcmp(type, "stderr") == 0) &&
+        json_is_string(json_object_get(in, "text")) &&
+        (!json_object_get(in, "timestamp") || json_is_string(json_object_get(in, "timestamp")));
     FUZZ_CHECK(!printed || line != NULL);
     if (line) {
         FUZZ_CHECK(n > 1 && line[n - 1] == '\n' && memchr(line, '\n', n) == line + n - 1);
@@ -107,12 +107,12 @@ static void fuzz_ndjson(const uint8_t *data, size_t len)
 static void fuzz_end(const uint8_t *data, size_t len)
 {
     char *code = fuzz_strndup(data, len);
-    struct sbx_error e = {.kind = (enum sbx_errkind)(len % SBX_ERR_KIND_COUNT_), .code = code,
-                          .message = code};
+    struct sbx_error e = {
+        .kind = (enum sbx_errkind)(len % SBX_ERR_KIND_COUNT_), .code = code, .message = code};
     size_t n = 0;
     char *env = connect_end_stream(&e, &n);
-    FUZZ_CHECK(env && n > CONNECT_ENVELOPE_HEADER && (unsigned char)env[0] ==
-                                                         CONNECT_FLAG_END_STREAM);
+    FUZZ_CHECK(env && n > CONNECT_ENVELOPE_HEADER &&
+               (unsigned char)env[0] == CONNECT_FLAG_END_STREAM);
     json_t *end = json_loadb(env + CONNECT_ENVELOPE_HEADER, n - CONNECT_ENVELOPE_HEADER,
                              JSON_ALLOW_NUL, NULL);
     const char *name = json_string_value(json_object_get(json_object_get(end, "error"), "code"));

@@ -22,29 +22,25 @@ docs/internals/e2b.md lists every op.
 """
 import base64
 import errno
-import grp
 import heapq
 import json
 import os
-import pwd
 import selectors
-import shutil
 import signal
 import socket
-import stat
 import subprocess
+import sys
 import time
 import uuid
 
 from sandboxd_runtime import e2b_kernel, network, proto
+from sandboxd_runtime.e2b_files import FS_OPS, HOME, OpError, resolve
 
-HOME = "/home/user"
 USER = "user"
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 CHUNK = 32 << 10            # envd's stdChunkSize: output is sent in pieces of at most this
 OUT_HIGH = 8 << 20          # frames for the host waiting: stop reading pipes and contexts
 OUT_LOW = 1 << 20           # ... until it is down to this
-LIST_MAX = 10000            # entries one ListDir answers at most
 INTERRUPT_GRACE = 2.0       # an interrupted context that does not stop is restarted
 
 # Go's syscall signal names, as envd's ProcessState.String() writes them ("signal: killed").
@@ -54,206 +50,6 @@ SIGNAL_NAMES = {signal.SIGKILL: "killed", signal.SIGTERM: "terminated", signal.S
                 signal.SIGQUIT: "quit", signal.SIGBUS: "bus error",
                 signal.SIGFPE: "floating point exception", signal.SIGXCPU: "CPU time limit exceeded",
                 signal.SIGXFSZ: "file size limit exceeded"}
-
-
-class OpError(Exception):
-    """An op that fails with a Connect code (invalid_argument, not_found, ...)."""
-
-    def __init__(self, code, message):
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
-
-# ---- paths and entries ------------------------------------------------------------------------
-
-def resolve(path):
-    """An E2B path as envd reads it: "~" is the home, a relative path is under it. The result is
-    normalised but symlinks are kept (entries are named as asked for)."""
-    if not isinstance(path, str) or "\0" in path:
-        raise OpError("invalid_argument", "the path must be a string without NUL bytes")
-    if path == "~" or path.startswith("~/"):
-        path = HOME + path[1:]
-    if not path.startswith("/"):
-        path = os.path.join(HOME, path)
-    return os.path.normpath(path)
-
-
-def _owner(uid, gid):
-    try:
-        user = pwd.getpwuid(uid).pw_name
-    except KeyError:
-        user = str(uid)
-    try:
-        group = grp.getgrgid(gid).gr_name
-    except KeyError:
-        group = str(gid)
-    return user, group
-
-
-def _mtime(st):
-    t = time.gmtime(st.st_mtime_ns // 1000000000)
-    frac = st.st_mtime_ns % 1000000000
-    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", t)
-    return stamp + ("Z" if frac == 0 else ".%09dZ" % frac)
-
-
-def entry(path, st=None):
-    """An EntryInfo (filesystem.proto, JSON names) of path, from lstat()."""
-    if st is None:
-        st = os.lstat(path)
-    if stat.S_ISLNK(st.st_mode):
-        kind = "FILE_TYPE_SYMLINK"
-    elif stat.S_ISDIR(st.st_mode):
-        kind = "FILE_TYPE_DIRECTORY"
-    elif stat.S_ISREG(st.st_mode):
-        kind = "FILE_TYPE_FILE"
-    else:
-        kind = "FILE_TYPE_UNSPECIFIED"
-    owner, group = _owner(st.st_uid, st.st_gid)
-    info = {"name": os.path.basename(path) or "/", "type": kind, "path": path,
-            "size": str(st.st_size), "mode": stat.S_IMODE(st.st_mode),
-            "permissions": go_mode_string(st.st_mode), "owner": owner, "group": group,
-            "modifiedTime": _mtime(st)}
-    if kind == "FILE_TYPE_SYMLINK":
-        try:
-            info["symlinkTarget"] = os.readlink(path)
-        except OSError:
-            pass
-    return info
-
-
-FILE_KINDS = ((stat.S_ISDIR, "d"), (stat.S_ISLNK, "L"), (stat.S_ISFIFO, "p"),
-              (stat.S_ISSOCK, "S"), (stat.S_ISCHR, "Dc"), (stat.S_ISBLK, "D"))
-
-
-def go_mode_string(mode):
-    """Go's fs.FileMode.String() (envd's "permissions"): "drwxr-xr-x", "-rw-r--r--",
-    "Lrwxrwxrwx"."""
-    kind = next((k for test, k in FILE_KINDS if test(mode)), "-")
-    bits = "".join(c if mode & (1 << (8 - i)) else "-" for i, c in enumerate("rwxrwxrwx"))
-    return kind + bits
-
-
-# How a failed file operation reads in Connect's terms: (errno, code, what).
-OS_ERRORS = (
-    (errno.ENOENT, "not_found", "no such file or directory"),
-    (errno.EACCES, "permission_denied", "permission denied"),
-    (errno.EPERM, "permission_denied", "operation not permitted"),
-    (errno.EROFS, "permission_denied", "read-only file system (only /home/user is writable)"),
-    (errno.EXDEV, "permission_denied", "cannot move across file systems"),
-    (errno.ENOTDIR, "invalid_argument", "not a directory"),
-    (errno.EISDIR, "invalid_argument", "is a directory"),
-    (errno.ENOTEMPTY, "failed_precondition", "directory not empty"),
-    (errno.EEXIST, "already_exists", "already exists"),
-    (errno.ELOOP, "failed_precondition", "too many levels of symbolic links"),
-    (errno.ENOSPC, "resource_exhausted", "no space left in the sandbox"),
-)
-
-
-def os_error(exc, path):
-    """The Connect error of a failed file operation on path."""
-    for num, code, what in OS_ERRORS:
-        if exc.errno == num:
-            return OpError(code, "%s: %s" % (what, path))
-    return OpError("internal", "%s: %s" % (exc.strerror or exc, path))
-
-
-def fs_stat(msg):
-    path = resolve(msg.get("path"))
-    try:
-        return {"entry": entry(path)}
-    except OSError as exc:
-        raise os_error(exc, path) from None
-
-
-def fs_list(msg):
-    path = resolve(msg.get("path"))
-    depth = msg.get("depth") or 1
-    if not isinstance(depth, int) or depth < 1:
-        raise OpError("invalid_argument", "depth must be at least 1")
-    try:
-        real = os.path.realpath(path, strict=True)
-        if not os.path.isdir(real):
-            raise OpError("invalid_argument", "path is not a directory: %s" % path)
-    except OSError as exc:
-        raise os_error(exc, path) from None
-    entries = []
-    # Breadth first below the directory asked for; links are listed, never followed.
-    level = [(real, path)]
-    for _ in range(min(depth, 64)):
-        below = []
-        for real_dir, shown_dir in level:
-            try:
-                with os.scandir(real_dir) as it:
-                    items = sorted(it, key=lambda e: e.name)
-            except OSError:
-                continue
-            for item in items:
-                shown = os.path.join(shown_dir, item.name)
-                try:
-                    entries.append(entry(shown, item.stat(follow_symlinks=False)))
-                except OSError:
-                    continue
-                if len(entries) >= LIST_MAX:
-                    raise OpError("resource_exhausted", "%s holds more than %d entries at "
-                                  "depth %d; list a smaller part" % (path, LIST_MAX, depth))
-                if item.is_dir(follow_symlinks=False):
-                    below.append((item.path, shown))
-        level = below
-        if not level:
-            break
-    return {"entries": entries}
-
-
-def fs_mkdir(msg):
-    path = resolve(msg.get("path"))
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        st = None
-    except OSError as exc:
-        raise os_error(exc, path) from None
-    if st is not None:
-        if stat.S_ISDIR(st.st_mode):
-            raise OpError("already_exists", "directory already exists: %s" % path)
-        raise OpError("invalid_argument", "path already exists but it is not a directory: %s"
-                      % path)
-    try:
-        os.makedirs(path, 0o755)
-        return {"entry": entry(path)}
-    except OSError as exc:
-        raise os_error(exc, path) from None
-
-
-def fs_remove(msg):
-    path = resolve(msg.get("path"))
-    try:
-        st = os.lstat(path)
-        if stat.S_ISDIR(st.st_mode):
-            shutil.rmtree(path)
-        else:
-            os.unlink(path)
-    except OSError as exc:
-        raise os_error(exc, path) from None
-    return {}
-
-
-def fs_move(msg):
-    src, dst = resolve(msg.get("source")), resolve(msg.get("destination"))
-    try:
-        os.lstat(src)
-        parent = os.path.dirname(dst)
-        if parent:
-            os.makedirs(parent, 0o755, exist_ok=True)
-        os.rename(src, dst)
-        return {"entry": entry(dst)}
-    except OSError as exc:
-        raise os_error(exc, src) from None
-
-
-FS_OPS = {"fs.stat": fs_stat, "fs.list": fs_list, "fs.mkdir": fs_mkdir, "fs.remove": fs_remove,
-          "fs.move": fs_move}
 
 
 # ---- processes --------------------------------------------------------------------------------
@@ -418,6 +214,14 @@ class Agent:
         except OpError as exc:
             if rid is not None:
                 self.reply(rid, error={"code": exc.code, "message": exc.message})
+        except OSError as exc:
+            # What the sandbox's own limits refuse (no process left to fork, no memory): the
+            # caller hears it, the agent goes on.
+            if rid is not None:
+                code = "resource_exhausted" if exc.errno in (errno.EAGAIN, errno.ENOMEM,
+                                                             errno.EMFILE) else "internal"
+                self.reply(rid, error={"code": code, "message": "%s: %s" % (
+                    op, exc.strerror or exc)})
 
     # ---- processes ----
 
@@ -621,7 +425,7 @@ class Agent:
             raise OpError("not_found", "Context %s not found" % (cid,))
         return ctx
 
-    def new_context(self, language, cwd):
+    def new_context(self, language, cwd, adopt=None):
         language = normalize_language(language)
         if language != "python":
             raise OpError("invalid_argument", unsupported_language(language))
@@ -631,28 +435,23 @@ class Agent:
                           "exist" % cwd)
         ctx = Context(str(uuid.uuid4()), language, cwd)
         self.contexts[ctx.id] = ctx
-        self.spawn_kernel(ctx)
+        self.spawn_kernel(ctx, adopt)
         return ctx
 
-    def spawn_kernel(self, ctx):
-        parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    def kernel_config(self, ctx):
         env = dict(self.envs)
         env.update({"HOME": HOME, "USER": USER, "LOGNAME": USER})
-        pid = os.fork()
-        if pid == 0:  # the context's process: it must not hold the host's channel
-            try:
-                keep = child.fileno()
-                for fd in os.listdir("/proc/self/fd"):
-                    fd = int(fd)
-                    if fd > 2 and fd != keep:
-                        try:
-                            os.close(fd)
-                        except OSError:
-                            pass
-                e2b_kernel.main(keep, ctx.cwd, env, self.limits)
-            finally:
-                os._exit(70)
-        child.close()
+        return {"op": "configure", "cwd": ctx.cwd, "env": env, "limits": self.limits}
+
+    def spawn_kernel(self, ctx, adopt=None):
+        """The context's process: a fork of this one, or (adopt) the one forked in advance while
+        this interpreter waited in the pool (prefork())."""
+        if adopt is not None:
+            pid, parent = adopt
+        else:
+            pid, parent = fork_kernel()
+        parent.setblocking(True)
+        parent.sendall(proto.frame(self.kernel_config(ctx)))
         parent.setblocking(False)
         ctx.pid, ctx.sock, ctx.buf = pid, parent, bytearray()
         self.kernels[pid] = ctx
@@ -669,7 +468,9 @@ class Agent:
         except OSError:
             data = b""
         if not data:
-            self.drop_kernel_socket(ctx)
+            # The code closed its end, or the process is ending: a process without its link is
+            # of no use, and its end (SIGCHLD) restarts the context.
+            self.kill_kernel(ctx)
             return
         ctx.buf += data
         try:
@@ -720,7 +521,6 @@ class Agent:
                 "traceback": ""})
             self.execution_done(ctx, restart=False)
         if self.contexts.get(ctx.id) is ctx:
-            self.spawn_kernel(ctx)
             self.next_execution(ctx)
 
     def end_context(self, ctx, restart):
@@ -735,11 +535,11 @@ class Agent:
             ctx.queue = []
         self.kill_kernel(ctx)  # kernel_ended() restarts it when it is still listed
 
-    def default_context(self, language):
+    def default_context(self, language, adopt=None):
         cid = self.defaults.get(language)
         if cid in self.contexts:
             return self.contexts[cid]
-        ctx = self.new_context(language, HOME)
+        ctx = self.new_context(language, HOME, adopt)
         self.defaults[language] = ctx.id
         return ctx
 
@@ -756,8 +556,22 @@ class Agent:
         self.next_execution(ctx)
 
     def next_execution(self, ctx):
-        if ctx.current is not None or not ctx.queue or ctx.sock is None:
+        if ctx.current is not None or not ctx.queue:
             return
+        if ctx.sock is None and ctx.pid is None:  # its process ended: a fresh one
+            try:
+                self.spawn_kernel(ctx)
+            except OSError as exc:
+                for op in ctx.queue:
+                    self.reply(op["rid"], out={
+                        "type": "error", "name": "ContextUnavailable",
+                        "value": "the context's process could not be started: %s"
+                                 % (exc.strerror or exc), "traceback": ""})
+                    self.reply(op["rid"], done=True)
+                ctx.queue = []
+                return
+        if ctx.sock is None:
+            return  # the old process is still ending
         msg = ctx.queue.pop(0)
         ctx.current = msg["rid"]
         ctx.interrupted_at = None
@@ -807,8 +621,66 @@ class Agent:
                 # A callback may have unregistered (or replaced) another one of this turn.
                 cur = self.sel.get_map().get(key.fd)
                 if cur is not None and cur.events & mask:
-                    cur.data(cur.events & mask)
-            self.run_timers()
+                    self.guarded(cur.data, cur.events & mask)
+            self.guarded(self.run_timers)
+
+    def guarded(self, fn, *args):
+        """A failure of one event (the sandbox out of processes or memory, say) must not end
+        the agent, and with it the sandbox: it is reported on stderr, the host's log."""
+        try:
+            fn(*args)
+        except Exception as exc:
+            sys.stderr.write("sandboxd e2b agent: %s: %s\n" % (type(exc).__name__, exc))
+
+
+def fork_kernel():
+    """Fork a context's process (e2b_kernel.main): (its pid, the agent's end of its socket)."""
+    parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    pid = os.fork()
+    if pid == 0:  # the context's process: it must not hold the host's channel (fd 3)
+        try:
+            keep = child.fileno()
+            for fd in os.listdir("/proc/self/fd"):
+                fd = int(fd)
+                if fd > 2 and fd != keep:
+                    try:
+                        os.close(fd)
+                    except OSError:
+                        pass
+            e2b_kernel.main(keep)
+        finally:
+            os._exit(70)
+    child.close()
+    return pid, parent
+
+
+PREFORKED = None  # (pid, socket) of a context's process made while waiting in the pool
+
+
+def prefork():
+    """In a warm interpreter of the code-interpreter profile, before it is handed out: the first
+    context's process, forked and warmed up now, off any request's path (worker.serve_one)."""
+    global PREFORKED
+    try:
+        PREFORKED = fork_kernel()
+    except OSError:
+        PREFORKED = None  # the agent forks one when it starts
+
+
+def _adopt_preforked():
+    """The pre-forked context's process, when it is still there."""
+    global PREFORKED
+    found, PREFORKED = PREFORKED, None
+    if found is None:
+        return None
+    try:
+        pid, _ = os.waitpid(found[0], os.WNOHANG)
+    except ChildProcessError:
+        pid = found[0]
+    if pid != 0:  # it died meanwhile
+        found[1].close()
+        return None
+    return found
 
 
 def normalize_language(language):
@@ -836,5 +708,5 @@ def serve(init):
     agent.send({"type": "session_ready", "pid": os.getpid()})
     # Started now, while the answer to the create travels, so that it is ready (or nearly)
     # when the first /execute comes.
-    agent.default_context("python")
+    agent.default_context("python", _adopt_preforked())
     agent.run()

@@ -23,18 +23,20 @@ import ast
 import asyncio
 import base64
 import builtins
+import codecs
 import datetime
 import io
 import json
 import linecache
 import os
+import select
 import signal
 import sys
 import threading
 import time
 import traceback
 
-from sandboxd_runtime import artifacts, proto
+from sandboxd_runtime import artifacts, proto, worker
 
 FLUSH_INTERVAL = 0.2  # seconds output may wait for a newline before it is sent anyway
 FLUSH_BYTES = 8192
@@ -209,9 +211,7 @@ class Kernel:
                     os.environ.pop(k, None)
                 else:
                     os.environ[k] = v
-            for stream in self.streams.values():
-                stream.flush()
-            flush_fd_output()
+            self.sync_output()
             with self.lock:
                 self.eid = None
             self.link.send({"eid": eid, "done": True})
@@ -244,6 +244,7 @@ class Kernel:
             if tail is not None and value is not None and not silent:
                 self.ns["_"] = value
                 self.ns.setdefault("Out", {})[self.count] = value
+                self.sync_output()  # what was printed comes before the value, as in Jupyter
                 self.show(value, True)
         except BaseException as exc:
             if task is not None and not task.done():
@@ -256,7 +257,13 @@ class Kernel:
                 return  # sys.exit() ends the cell, not the context, as in Jupyter
             self.error(exc)
 
+    def sync_output(self):
+        for stream in self.streams.values():
+            stream.flush()
+        flush_fd_output()
+
     def error(self, exc):
+        self.sync_output()
         name = type(exc).__name__
         value = str(exc)
         if isinstance(exc, SyntaxError):
@@ -310,60 +317,65 @@ class Stream(io.TextIOBase):
             self.kernel.output(self.name_, text)
 
 
-class _Sync:
-    def __init__(self, fd):
-        self.fd = fd
-        self.marker = b"\0sandboxd-sync-" + os.urandom(12).hex().encode() + b"\0"
-        self.event = threading.Event()
+class _FdPipe:
+    """fd 1 or 2 of the context, a pipe whose bytes become output lines. Whoever holds lock
+    reads and sends, so a read is never half done outside it: drain() under the lock sends
+    everything written before it was called, with no handover to the pump's thread."""
+
+    def __init__(self, kernel, fd, name):
+        self.kernel = kernel
+        self.name = name
+        self.lock = threading.Lock()
+        r, w = os.pipe()
+        os.dup2(w, fd)
+        os.close(w)
+        os.set_blocking(r, False)
+        self.r = r
+        self.poll = select.poll()
+        self.poll.register(r, select.POLLIN)
+        self.decoder = codecs.getincrementaldecoder("utf-8")("replace")  # chunks split characters
+
+    def _read_all(self):
+        """What the pipe holds now, sent (lock held). False at its end."""
+        while True:
+            try:
+                data = os.read(self.r, 1 << 16)
+            except BlockingIOError:
+                return True
+            except InterruptedError:
+                continue
+            if not data:
+                return False
+            self.kernel.output(self.name, self.decoder.decode(data))
+
+    def pump(self):
+        while True:
+            self.poll.poll()
+            with self.lock:
+                if not self._read_all():
+                    return
+
+    def drain(self):
+        with self.lock:
+            self._read_all()
 
 
-_FD_SYNC = []
+_FD_PIPES = []
 
 
 def capture_fds(kernel):
     """fd 1 and 2 become pipes; a thread each sends what arrives as output of the running
     execution (what os.system, subprocesses and C libraries write), as ipykernel does."""
     for fd, name in ((1, "stdout"), (2, "stderr")):
-        r, w = os.pipe()
-        os.dup2(w, fd)
-        os.close(w)
-        sync = _Sync(fd)
-        _FD_SYNC.append(sync)
-
-        def pump(r=r, name=name, sync=sync):
-            pending = b""
-            while True:
-                try:
-                    data = os.read(r, 1 << 16)
-                except InterruptedError:
-                    continue
-                if not data:
-                    return
-                pending += data
-                at = pending.find(sync.marker)
-                if at >= 0:
-                    head, pending = pending[:at], pending[at + len(sync.marker):]
-                    kernel.output(name, head.decode("utf-8", "replace"))
-                    sync.event.set()
-                keep = len(sync.marker) - 1  # a marker may be cut between two reads
-                if len(pending) > keep:
-                    cut = len(pending) - keep if b"\0" in pending[-keep:] else len(pending)
-                    kernel.output(name, pending[:cut].decode("utf-8", "replace"))
-                    pending = pending[cut:]
-
-        threading.Thread(target=pump, daemon=True, name="e2b-" + name).start()
+        pipe = _FdPipe(kernel, fd, name)
+        _FD_PIPES.append(pipe)
+        threading.Thread(target=pipe.pump, daemon=True, name="e2b-" + name).start()
 
 
 def flush_fd_output():
-    """Wait until the fd pumps sent everything written on fd 1 and 2 before now: a marker goes
-    down each pipe behind it, and its pump says when it got there."""
-    for sync in _FD_SYNC:
-        sync.event.clear()
-        try:
-            os.write(sync.fd, sync.marker)
-        except OSError:
-            continue
-        sync.event.wait(1.0)
+    """Send everything written on fd 1 and 2 before now (as output of the running execution)."""
+    for pipe in _FD_PIPES:
+        pipe.drain()
 
 
 def make_formatter():
@@ -457,20 +469,45 @@ def result_line(data, main):
     return line
 
 
-def main(sock_fd, cwd, env, limits):
+def configure(kernel, msg):
+    """What the agent tells a context before its first execution: its directory, environment and
+    limits (worker.apply_limits: a context forked before the sandbox's job sets its own)."""
+    for k, v in (msg.get("env") or {}).items():
+        if isinstance(k, str) and isinstance(v, str) and k and "=" not in k and \
+                "\0" not in k + v:
+            os.environ[k] = v
+    try:
+        os.chdir(msg.get("cwd") or "/home/user")
+    except OSError:
+        pass
+    limits = msg.get("limits") or {}
+    kernel.out_limit = int(limits.get("outputBytes") or kernel.out_limit)
+    try:
+        worker.apply_limits(limits)
+    except (OSError, ValueError):
+        pass
+
+
+def warm_up(kernel):
+    """Run the first execution's path once, unseen (no execution id): the pages it touches are
+    this process's own before a request comes."""
+    ns, kernel.ns = kernel.ns, {"__name__": "__warmup__", "__builtins__": builtins}
+    try:
+        kernel.run_cell("1 + 1", "<warm-up>")
+        kernel.bundle([1, "x"])
+    finally:
+        kernel.ns = ns  # the user's namespace starts empty
+        linecache.cache.pop("<warm-up>", None)
+
+
+def main(sock_fd):
     """The context process, right after the fork: never returns."""
     for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGPIPE):
         signal.signal(sig, signal.SIG_DFL)
     signal.set_wakeup_fd(-1)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     link = Link(sock_fd)
-    kernel = Kernel(link, limits)
-    for k, v in (env or {}).items():
-        os.environ[k] = v
-    try:
-        os.chdir(cwd)
-    except OSError:
-        pass
+    kernel = Kernel(link, {})
     capture_fds(kernel)
     for fd, name in ((1, "stdout"), (2, "stderr")):
         stream = Stream(kernel, name)
@@ -491,12 +528,18 @@ def main(sock_fd, cwd, env, limits):
                     pass
 
     threading.Thread(target=flusher, daemon=True, name="e2b-flush").start()
+    try:
+        warm_up(kernel)
+    except BaseException:
+        pass
     while True:
         try:
             msg = link.recv()
         except KeyboardInterrupt:
             continue  # an interrupt that came after its execution ended
-        if msg.get("op") == "execute":
+        if msg.get("op") == "configure":
+            configure(kernel, msg)
+        elif msg.get("op") == "execute":
             try:
                 kernel.execute(msg)
             except KeyboardInterrupt:

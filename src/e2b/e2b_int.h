@@ -132,7 +132,7 @@ void e2b_call_close(struct e2b_call *c);
 /* Send op and wait for its answer: 0 and *ret_ok (its "ok" member, new reference), or <0 and
  * *err (the agent's Connect error, or why the sandbox could not answer). */
 int e2b_call_unary(struct e2b_sandbox *sb, json_t *op, json_t **ret_ok, struct sbx_error *err);
-/* Tell the agent something that needs no answer (rid 0). */
+/* Tell the agent something that needs no answer (no rid); takes op (NULL: nothing). */
 void e2b_notify(struct e2b_sandbox *sb, json_t *op);
 
 /* ---- the routes ---- */

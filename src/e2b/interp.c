@@ -3,7 +3,7 @@
  * interp — E2B's code interpreter (template/server/main.py of e2b-dev/code-interpreter; what
  * @e2b/code-interpreter 2.8's sandbox.ts sends), port 49999 of a sandbox:
  *   POST   /execute {code, context_id?, language?, env_vars?}   application/x-ndjson: the
- *          context's lines (ndjson.h) as the code runs, {"type": "keepalive"} every 5 s of
+ *          context's lines (ndjson.h) as the code runs, {"type": "keepalive"} every 1 s of
  *          silence, then {"type": "end_of_execution"}
  *   POST   /contexts {language?, cwd?} -> {id, language, cwd}
  *   GET    /contexts                    -> [{id, language, cwd}]
@@ -27,7 +27,11 @@
 #include "util/clock.h"
 #include "util/macros.h"
 
-#define E2B_NDJSON_KEEPALIVE_US (5LL * 1000000) /* E2B's server: KEEPALIVE_INTERVAL */
+/* E2B's server writes one every 5 s (KEEPALIVE_INTERVAL) to notice a client that went away,
+ * whose execution it then interrupts. Here a write fails only two writes after the client left
+ * (the first reaches a closed connection, the second is taken into the stream's buffer before
+ * the server notices): 1 s finds it within 3. */
+#define E2B_NDJSON_KEEPALIVE_US (1LL * 1000000)
 #define E2B_EXECUTE_START_US    (30LL * 1000000)
 
 static void e2b_text_error(struct http_reply *reply, enum sbx_errkind kind, const char *msg)

@@ -251,8 +251,9 @@ int e2b_call_send(struct e2b_call *c, json_t *op, struct sbx_error *err)
 
 void e2b_notify(struct e2b_sandbox *sb, json_t *op)
 {
-    if (json_object_set_new(op, "type", json_string("e2b")) == 0)
+    if (op && json_object_set_new(op, "type", json_string("e2b")) == 0)
         (void)sessions_send(sb->e->opt.sessions, sb->id, op); /* gone: nothing to tell */
+    json_decref(op);
 }
 
 int e2b_call_next(struct e2b_call *c, int64_t deadline_us, json_t **ret, struct sbx_error *err)

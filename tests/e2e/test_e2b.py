@@ -14,6 +14,7 @@ import subprocess
 
 import pytest
 
+from harness import wait_until
 from mcp_peers import NODE, NODE_DIR
 
 SUITE = NODE_DIR / "e2b-suite.mjs"
@@ -106,9 +107,13 @@ def test_create_answers_e2b_sandbox(e2b_server):
         assert sb["templateID"] == "base" and sb["envdVersion"] == "0.5.7"
         assert sb["envdAccessToken"] == sb["trafficAccessToken"] and len(sb["envdAccessToken"]) == 64
         # An E2B sandbox is a sandboxd session: listed there, with its tenant and limits.
-        r = e2b_server.request("GET", "/v1/sessions/" + sb["sandboxID"],
-                               headers={"Authorization": "Bearer " + KEY}, fresh=True)
-        assert r.status == 200 and r.json["alive"] and r.json["busy"], r
+        def info():
+            r = e2b_server.request("GET", "/v1/sessions/" + sb["sandboxID"],
+                                   headers={"Authorization": "Bearer " + KEY}, fresh=True)
+            assert r.status == 200 and r.json["alive"], r
+            return r.json
+        # Busy once its agent thread serves it (at once, but after the create answered).
+        wait_until(lambda: info()["busy"], 10, "the sandbox's session to be served")
         # It runs no /execute of the session API: it serves E2B's protocol.
         r = e2b_server.request("POST", "/v1/sessions/%s/execute" % sb["sandboxID"],
                                body={"code": "1"}, headers={"Authorization": "Bearer " + KEY},

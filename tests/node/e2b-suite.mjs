@@ -202,6 +202,11 @@ const cases = {
       check(ex.error?.name === 'SyntaxError', 'a syntax error', ex.error)
       ex = await sbx.runCode('print(1)', { language: 'javascript' })
       check(ex.error && ex.error.value.includes('Python only'), 'another language', ex.error)
+      // A client that gives up (timeoutMs) interrupts its execution; the context goes on.
+      await rejects(sbx.runCode('import time\nfor i in range(60):\n    time.sleep(0.5)',
+        { timeoutMs: 1000 }), TimeoutError, 'an execution past its timeoutMs')
+      ex = await sbx.runCode('x')
+      check(ex.text === '21', 'the context after an interrupted execution', ex.toJSON())
       // Code runs while a command does, and files meet the code.
       const bg = await sbx.commands.run('sleep 3', { background: true })
       await sbx.files.write('/home/user/in.csv', 'a,b\n1,2\n3,4\n')
@@ -329,4 +334,5 @@ for (const name of names) {
     results[name] = { ok: false, ms: Date.now() - t0, error: `${e?.name}: ${e?.message}`, stack: e?.stack }
   }
 }
-process.stdout.write(JSON.stringify(results) + '\n')
+// The SDKs leave request timers (requestTimeoutMs, a minute) behind that would keep Node alive.
+process.stdout.write(JSON.stringify(results) + '\n', () => process.exit(0))

@@ -36,13 +36,13 @@ static void envelopes(void **state)
     assert_memory_equal(out, "\x00\x00\x00\x00\x0c{\"path\":\"a\"}", 17);
     free(out);
     json_decref(msg);
-    read_env("", 0, -EINVAL);                                     /* no header */
-    read_env("\x00\x00\x00\x00\x03{}", 7, -EINVAL);               /* length past the body */
-    read_env("\x01\x00\x00\x00\x02{}", 7, -EINVAL);               /* compressed */
-    read_env("\x02\x00\x00\x00\x02{}", 7, -EINVAL);               /* an end-of-stream */
-    read_env("\x00\x00\x00\x00\x02[]", 7, -EINVAL);               /* not an object */
+    read_env("", 0, -EINVAL);                       /* no header */
+    read_env("\x00\x00\x00\x00\x03{}", 7, -EINVAL); /* length past the body */
+    read_env("\x01\x00\x00\x00\x02{}", 7, -EINVAL); /* compressed */
+    read_env("\x02\x00\x00\x00\x02{}", 7, -EINVAL); /* an end-of-stream */
+    read_env("\x00\x00\x00\x00\x02[]", 7, -EINVAL); /* not an object */
     read_env("\x00\x00\x00\x00\x02{}\x00\x00\x00\x00\x02{}", 14, -EINVAL); /* two messages */
-    read_env("\x00\x7f\xff\xff\xff{}", 7, -EINVAL);               /* over 4 MiB */
+    read_env("\x00\x7f\xff\xff\xff{}", 7, -EINVAL);                        /* over 4 MiB */
     msg = NULL;
     const char *why = NULL;
     assert_int_equal(connect_read_unary("", 0, &msg, &why), 0); /* an empty body is {} */
@@ -146,10 +146,13 @@ static void error_shapes(void **state)
     r = (struct http_reply){0};
     /* Found by fuzz_e2b: a message quoting a client's bytes that are not UTF-8 still makes a
      * body (it had none: JSON strings are UTF-8). */
-    e2b_reply_fail(&r, E2B_SURFACE_ENVD, SBX_ERR_INVALID, NULL, "bad path: %s", "a\xff\xfe" "b");
+    e2b_reply_fail(&r, E2B_SURFACE_ENVD, SBX_ERR_INVALID, NULL, "bad path: %s",
+                   "a\xff\xfe"
+                   "b");
     assert_int_equal(r.status, 400);
     assert_string_equal(json_string_value(json_object_get(r.body, "message")),
-                        "bad path: a\xef\xbf\xbd\xef\xbf\xbd" "b");
+                        "bad path: a\xef\xbf\xbd\xef\xbf\xbd"
+                        "b");
     http_reply_done(&r);
     r = (struct http_reply){0};
     e2b_reply_status(&r, E2B_SURFACE_CONNECT, 401, "no");
