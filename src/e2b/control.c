@@ -124,9 +124,18 @@ static json_t *e2b_network(struct e2b *e, json_t *body, struct http_reply *reply
         *ret_bad = true;
         return NULL;
     }
-    if (json_array_size(allow))
+    /* E2B's ALL_TRAFFIC ("0.0.0.0/0") in allowOut is all that is allowed here. */
+    bool all = false;
+    size_t i;
+    json_t *v;
+    json_array_foreach(allow, i, v)
+    {
+        if (strcmp(json_string_value(v) ?: "", "0.0.0.0/0") == 0)
+            all = true;
+    }
+    if (json_array_size(allow) && !all)
         return json_pack("{s:O}", "allow", allow);
-    if (!json_is_true(internet))
+    if (!json_is_true(internet) && !all)
         return NULL;
     json_t *ceiling = sessions_network_ceiling(e->opt.sessions);
     if (!json_array_size(ceiling)) {

@@ -6,6 +6,7 @@ what E2B's docs show; this file starts `sandboxd serve` with an API token in E2B
 runs the suite once with E2B_API_URL = E2B_SANDBOX_URL = http://127.0.0.1:PORT/e2b, and turns
 each case into a test. What the SDKs cannot show (the wire itself) is checked with raw HTTP
 below; the attacks are in tests/attacks/test_e2b_attacks.py."""
+import base64
 import json
 import os
 import secrets
@@ -16,6 +17,9 @@ import pytest
 
 from harness import wait_until
 from mcp_peers import NODE, NODE_DIR
+from origins import fixtures
+
+certs, web, tls = fixtures()  # an HTTP origin on the host's loopback stands in for the internet
 
 SUITE = NODE_DIR / "e2b-suite.mjs"
 SDK = NODE_DIR / "node_modules" / "@e2b" / "code-interpreter" / "package.json"
@@ -219,3 +223,63 @@ def test_timeout_ends_the_sandbox(e2b_server):
     r = e2b_server.request("GET", "/v1/sessions/" + sb["sandboxID"],
                            headers={"Authorization": "Bearer " + KEY}, fresh=True)
     assert r.status == 404, r  # its session ended with it
+
+
+def execute(srv, sb, code):
+    """The NDJSON lines of one /execute."""
+    r = envd(srv, sb, "/execute", json.dumps({"code": code}), {"Content-Type": "application/json"},
+             port="49999")
+    assert r.status == 200, r
+    return [json.loads(x) for x in r.raw.decode().splitlines()]
+
+
+def command(srv, sb, cmd):
+    """(exit code, stdout) of a shell command in the sandbox, through process.Process/Start."""
+    r = envd(srv, sb, "/process.Process/Start",
+             envelope({"process": {"cmd": "/bin/bash", "args": ["-c", cmd]}}),
+             {"Content-Type": "application/connect+json"})
+    out, code = b"", None
+    for _, msg in envelopes(r.raw):
+        ev = msg.get("event", {})
+        out += base64.b64decode(ev.get("data", {}).get("stdout", ""))
+        code = ev["end"]["exitCode"] if "end" in ev else code
+    return code, out.decode()
+
+
+def main_text(lines):
+    return next((x.get("text") for x in lines if x.get("is_main_result")), lines)
+
+
+def test_network_follows_the_operators_policy(make_module_server, web):
+    """No network unless the create asks and --egress-allow permits: network.allowOut (hosts
+    within the ceiling), allow_internet_access (all of it), E2B's ALL_TRAFFIC."""
+    host = "api.test:%d" % web.port
+    srv = make_module_server("--api-token", KEY, "--egress-allow", host,
+                             "--egress-resolve", "api.test:%d:127.0.0.1" % web.port)
+    fetch = ("import urllib.request\n"
+             "try:\n"
+             "    r = str(urllib.request.urlopen('http://%s/hello', timeout=10).status)\n"
+             "except Exception as e:\n"
+             "    r = type(e).__name__\n"
+             "r" % host)
+    r = srv.request("POST", "/e2b/v2/sandboxes", headers={"X-API-Key": KEY}, fresh=True,
+                    body={"templateID": "base", "network": {"allowOut": ["other.test"]}})
+    assert r.status == 400 and r.json["code"] == 400 and "other.test" in r.json["message"], r
+    plain = create(srv)
+    assert main_text(execute(srv, plain, fetch)) != "200"  # none by default
+    seen = len(web.seen)
+    for body in ({"network": {"allowOut": [host]}}, {"allow_internet_access": True},
+                 {"network": {"allowOut": ["0.0.0.0/0"]}}):
+        sb = create(srv, **body)
+        assert main_text(execute(srv, sb, fetch)) == "200", body
+        # Commands go through the same proxy (HTTP_PROXY and friends are set for them).
+        get = "import urllib.request as u; print(u.urlopen('http://%s/hi', timeout=10).status)"
+        assert command(srv, sb, 'python3 -c "%s"' % (get % host)) == (0, "200\n"), body
+        info = srv.request("GET", "/e2b/sandboxes/" + sb["sandboxID"],
+                           headers={"X-API-Key": KEY}, fresh=True).json
+        assert info["allowInternetAccess"] is True and info["network"]["allowOut"] == [host], info
+        srv.request("DELETE", "/e2b/sandboxes/" + sb["sandboxID"], headers={"X-API-Key": KEY},
+                    fresh=True)
+    assert len(web.seen) == seen + 6
+    srv.request("DELETE", "/e2b/sandboxes/" + plain["sandboxID"], headers={"X-API-Key": KEY},
+                fresh=True)
