@@ -24,6 +24,7 @@
 #include "e2b/connect.h"
 #include "e2b/e2b_int.h"
 #include "e2b/ndjson.h"
+#include "util/buf.h"
 #include "util/clock.h"
 #include "util/macros.h"
 
@@ -57,69 +58,107 @@ struct e2b_xstream {
     bool counted;         /* a tenant's running execution */
 };
 
-static int e2b_write_line(struct http_stream *st, char *line, size_t n)
+/* Lines are gathered into one write when they come together (a quick execution's count,
+ * result and end): a write is a wakeup of the HTTP thread and a TCP segment of its own. */
+#define E2B_BATCH_MAX (64u << 10)
+/* How long the count of executions, which comes first, waits for what follows it: an
+ * execution that ends within this is answered in one write. */
+#define E2B_HOLD_US 2000
+
+static int e2b_add_line(struct buf *out, char *line, size_t n)
 {
-    int r = line ? http_stream_write(st, line, n) : -ENOMEM;
+    int r = line ? buf_append(out, line, n) : -ENOMEM;
     free(line);
     return r;
 }
 
-static int e2b_write_simple(struct http_stream *st, const char *type)
+static int e2b_add_simple(struct buf *out, const char *type)
 {
     size_t n = 0;
     char *line = ndjson_simple(type, &n);
-    return e2b_write_line(st, line, n);
+    return e2b_add_line(out, line, n);
 }
 
-static int e2b_write_error_line(struct http_stream *st, const char *name, const char *value)
+static int e2b_add_error_line(struct buf *out, const char *name, const char *value)
 {
-    json_t *out = json_pack("{s:s, s:s, s:o, s:s}", "type", "error", "name", name, "value",
-                            connect_text(value ? value : ""), "traceback", "");
+    json_t *line = json_pack("{s:s, s:s, s:o, s:s}", "type", "error", "name", name, "value",
+                             connect_text(value ? value : ""), "traceback", "");
     size_t n = 0;
-    char *line = out ? ndjson_line(out, &n) : NULL;
-    json_decref(out);
-    return e2b_write_line(st, line, n);
+    char *text = line ? ndjson_line(line, &n) : NULL;
+    json_decref(line);
+    return e2b_add_line(out, text, n);
+}
+
+static int e2b_flush(struct http_stream *st, struct buf *out)
+{
+    if (!out->len)
+        return 0;
+    int r = http_stream_write(st, out->data, out->len);
+    buf_reset(out);
+    return r;
+}
+
+/* The lines of the execution until its end; false when the client went away. */
+static bool e2b_xstream_lines(struct e2b_xstream *xs, struct http_stream *st, struct buf *out)
+{
+    struct sbx_error err = {0};
+    int64_t hold_until = 0; /* out holds only the count of executions, until then */
+    for (;;) {
+        int64_t now = clock_mono_us();
+        int64_t deadline = !out->len    ? now + E2B_NDJSON_KEEPALIVE_US
+                           : hold_until ? hold_until
+                                        : now;
+        json_t *msg = NULL;
+        int r = e2b_call_next(xs->call, deadline, &msg, &err);
+        if (r == -ETIMEDOUT) {
+            hold_until = 0;
+            /* Also how a client that went away is found out: the write fails. */
+            if ((!out->len && e2b_add_simple(out, "keepalive") < 0) || e2b_flush(st, out) < 0)
+                return false;
+            continue;
+        }
+        if (r < 0) {
+            (void)e2b_add_error_line(out, r == -EPIPE ? "SandboxEnded" : "OutputDropped",
+                                     err.message);
+            sbx_error_clear(&err);
+            (void)e2b_add_simple(out, "end_of_execution");
+            return e2b_flush(st, out) == 0;
+        }
+        if (json_is_true(json_object_get(msg, "done"))) {
+            json_decref(msg);
+            (void)e2b_add_simple(out, "end_of_execution");
+            return e2b_flush(st, out) == 0;
+        }
+        const json_t *line = json_object_get(msg, "out");
+        hold_until = !out->len && !strcmp(json_string_value(json_object_get(line, "type")) ?: "",
+                                          "number_of_executions")
+                         ? clock_mono_us() + E2B_HOLD_US
+                         : 0;
+        size_t n = 0;
+        char *text = ndjson_line(line, &n);
+        r = e2b_add_line(out, text, n);
+        json_decref(msg);
+        if (r < 0 || (out->len >= E2B_BATCH_MAX && e2b_flush(st, out) < 0))
+            return false;
+    }
 }
 
 static int e2b_xstream_run(void *userdata, struct http_stream *st)
 {
     struct e2b_xstream *xs = userdata;
+    _cleanup_(buf_free) struct buf out = {0};
+    /* A batch is at most E2B_BATCH_MAX and one line, each line within what the call holds. */
+    buf_init(&out, E2B_BATCH_MAX + 2 * E2B_CALL_MAX);
     if (xs->language) {
-        (void)e2b_write_error_line(st, "UnsupportedLanguage", xs->language);
-        (void)e2b_write_simple(st, "end_of_execution");
+        (void)e2b_add_error_line(&out, "UnsupportedLanguage", xs->language);
+        (void)e2b_add_simple(&out, "end_of_execution");
+        (void)e2b_flush(st, &out);
         return 0;
     }
-    struct sbx_error err = {0};
-    for (;;) {
-        json_t *msg = NULL;
-        int r = e2b_call_next(xs->call, clock_mono_us() + E2B_NDJSON_KEEPALIVE_US, &msg, &err);
-        if (r == -ETIMEDOUT) {
-            /* Also how a client that went away is found out: the write fails. */
-            if (e2b_write_simple(st, "keepalive") < 0)
-                break;
-            continue;
-        }
-        if (r < 0) {
-            (void)e2b_write_error_line(st, r == -EPIPE ? "SandboxEnded" : "OutputDropped",
-                                       err.message);
-            sbx_error_clear(&err);
-            (void)e2b_write_simple(st, "end_of_execution");
-            return 0;
-        }
-        if (json_is_true(json_object_get(msg, "done"))) {
-            json_decref(msg);
-            (void)e2b_write_simple(st, "end_of_execution");
-            return 0;
-        }
-        size_t n = 0;
-        char *line = ndjson_line(json_object_get(msg, "out"), &n);
-        json_decref(msg);
-        if (line && e2b_write_line(st, line, n) < 0)
-            break;
-    }
-    /* The client is gone: stop the code, as E2B's server interrupts the kernel. */
-    e2b_notify(xs->sb,
-               json_pack("{s:s, s:I}", "op", "ci.interrupt", "target", (json_int_t)xs->call->rid));
+    if (!e2b_xstream_lines(xs, st, &out))
+        /* The client is gone: stop the code, as E2B's server interrupts the kernel. */
+        e2b_notify(xs->sb, json_pack("{s:s, s:I}", "op", "ci.interrupt", "target",
+                                     (json_int_t)xs->call->rid));
     return 0;
 }
 
