@@ -9,7 +9,7 @@ PORT       ?= 8080
 FUZZ_SECONDS ?= 60
 SOAK_SECONDS ?= 300
 
-.PHONY: all deps build build-asan build-fuzz run test test-cgroup2 layers bench fuzz soak image format format-check clean
+.PHONY: all deps build build-asan build-fuzz run test test-cgroup2 layers bench bench-codemode fuzz soak image format format-check clean
 
 all: build
 
@@ -60,6 +60,12 @@ soak: build
 
 bench: build
 	@bench/run.sh
+	@bench/codemode/run.sh
+
+# Tokens in a model's context, direct tool calling against code mode (docs/PERFORMANCE.md):
+# one line per task, TASK direct=N code=M saving=P%
+bench-codemode: build
+	@bench/codemode/run.sh
 
 # The OCI image localhost/sandboxd:latest, from Debian packages (deploy/image/build.sh)
 image: build

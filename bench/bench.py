@@ -5,9 +5,9 @@ isolation overhead of a cold spawn, memory figures, sessions against a Jupyter k
 (bench/session_bench.py), data work (pandas, a chart) against cold python and a Jupyter
 kernel (bench/data_bench.py), the latency the egress proxy adds to one request
 (bench/egress_bench.py), `sandboxd mcp` against its --compat mode (bench/compat_bench.py),
-fresh interpreters against warm reuse with their cost per execution (bench/perf_bench.py) and
-E2B's SDK against /e2b (bench/e2b_bench.py, bench/e2b_bench.mjs); writes them to
-bench/last-run.md.
+fresh interpreters against warm reuse with their cost per execution (bench/perf_bench.py),
+the typed tool stubs of 1,000 tools (bench/stubs_bench.py) and E2B's SDK against /e2b
+(bench/e2b_bench.py, bench/e2b_bench.mjs); writes them to bench/last-run.md.
 
 Environment: BENCH_DURATION (seconds per load run, default 8), BENCH_SANDBOXD (binary).
 """
@@ -26,6 +26,7 @@ import e2b_bench
 import egress_bench
 import perf_bench
 import session_bench
+import stubs_bench
 
 from benchlib import APPS, BIN, DURATION, HERE, ROOT, Proc, check, free_port, jit, post, wrk
 
@@ -218,6 +219,8 @@ def main():
     text += "\n## Network egress (docs/NETWORK.md)\n\n" + egress_bench.main(free_port())[0]
     print("sandboxd mcp against --compat code-execution-mode ...", flush=True)
     text += "\n## MCP server: native against --compat\n\n" + compat_bench.main()[0]
+    print("typed tool stubs for 1,000 tools ...", flush=True)
+    text += "\n## Typed tool stubs (docs/SESSIONS.md)\n\n" + stubs_bench.main()[0]
     print()
     print(text)
     (HERE / "last-run.md").write_text("Measured %s with `make bench` (BENCH_DURATION=%d)\n\n%s"

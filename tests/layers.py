@@ -32,6 +32,7 @@ LAYERS = [
     "handlers",
     "mcp/server",
     "e2b",
+    "web",
     "api",
     "cmd",
     ".",  # src/main.c

@@ -97,6 +97,10 @@ def handle(job):
         from sandboxd_runtime import template
 
         return template.run(job)
+    if kind == "tool_docs":
+        from sandboxd_runtime import stubs
+
+        return stubs.render_job(job)
     if kind == "session":
         from sandboxd_runtime import session
 

@@ -24,6 +24,7 @@ import ctypes
 import gc
 import json
 import os
+import random
 import selectors
 import signal
 import _signal
@@ -33,20 +34,125 @@ import sys
 from sandboxd_runtime import errors, proto, worker
 
 CELL_LIB = "/sandboxd/lib/libsbxcell.so"
-STEP_NAMES = [
-    "unshare(mount, net, ipc, uts, cgroup)", "mount /tmp", "mount /dev/shm", "mount /proc",
-    "read-only /proc", "sethostname", "unshare(user)", "setgroups", "uid_map", "gid_map",
-    "chdir", "file descriptors", "setrlimit", "drop capabilities", "no_new_privs", "seccomp",
-]
 # The runtime's own modules are always imported; these come from `serve --preimport`.
 # Every module preimported makes each cell's fork and exit a little dearer (page tables:
 # ~10 us per MB of zygote) and saves its import (1-5 ms, numpy ~100 ms) in every script
 # that uses it.
 
 
+MT_WORDS = 624  # numpy's MT19937 state: uint32 key[624], then int pos
+
+
+def _mt_refill(bg):
+    """What gives numpy's MT19937 bit generator bg a fresh state in place: 624 words from the
+    kernel, and the position at their end so that the next draw mixes them first. Nothing
+    else is touched (~20 copied pages per cell): numpy's own seed() builds arrays and copies
+    ~110 of the zygote's pages in every cell."""
+    addr, size = bg.ctypes.state_address, 4 * MT_WORDS
+    pos = ctypes.c_int.from_address(addr + size)
+    memmove, urandom = ctypes.memmove, os.urandom
+
+    def refill():
+        memmove(addr, urandom(size), size)
+        pos.value = MT_WORDS
+    return refill
+
+
+def _reseeder(g):
+    """A function of no arguments that gives generator g a fresh state from the kernel's
+    entropy. Prepared in the zygote, where anything it needs is looked up once."""
+    if isinstance(g, random.Random):
+        return lambda: g.seed(os.urandom(32))
+    legacy = not hasattr(g, "bit_generator")  # numpy's RandomState, else its Generator
+    bg = g._bit_generator if legacy else g.bit_generator
+    if legacy:
+        # A normal deviate drawn in the zygote would be the first one of every cell.
+        st = g.get_state(legacy=False)
+        st["has_gauss"], st["gauss"] = 0, 0.0
+        g.set_state(st)
+    if isinstance(bg, sys.modules["numpy.random"].MT19937):
+        return _mt_refill(bg)
+    return lambda: setattr(bg, "state", type(bg)(int.from_bytes(os.urandom(32), "little")).state)
+
+
+def find_generators():
+    """What reseeds the pseudo-random generators that every cell would otherwise inherit in
+    one state, found once in the zygote: module-level instances of random.Random (a
+    profile's; random's own is reseeded by CPython at fork), and of numpy's RandomState (its
+    legacy global one, np.random.rand's) and Generator. A generator that no module holds at
+    its top level is not found (docs/SECURITY.md). Each is reseeded here once, so that one
+    that cannot be is known now, not in every cell."""
+    kinds = [random.Random]
+    np_random = sys.modules.get("numpy.random")
+    if np_random is not None:
+        kinds += [np_random.RandomState, np_random.Generator]
+    kinds = tuple(kinds)
+    found, seen = [], set()
+    for name, mod in list(sys.modules.items()):
+        try:
+            values = list(vars(mod).values())
+        except TypeError:
+            continue
+        for v in values:
+            if not isinstance(v, kinds) or isinstance(v, random.SystemRandom) or id(v) in seen \
+                    or v is random._inst:
+                continue
+            seen.add(id(v))
+            try:
+                fn = _reseeder(v)
+                fn()
+            except Exception as exc:
+                sys.stderr.write("zygote: cannot reseed a %s of %s (%s): its draws repeat in "
+                                 "every cell\n" % (type(v).__name__, name, exc))
+                continue
+            found.append(fn)
+    return found
+
+
+def reseed(reseeders):
+    """In a cell, after fork: no cell can predict another's draws (another tenant's cell
+    included)."""
+    for fn in reseeders:
+        fn()
+
+
 # signal.signal() would turn the old handler (a function) into a Handlers enum, fail, and
 # build the exception it then catches: ~60 copied pages in every cell. _signal's does not.
 _SIGCHLD, _SIG_DFL = int(signal.SIGCHLD), int(signal.SIG_DFL)
+
+
+def load_cell_lib(path=CELL_LIB):
+    """libsbxcell with its signatures declared. PyDLL: the calls keep the GIL, which matters
+    around fork."""
+    lib = ctypes.PyDLL(path)
+    lib.sbx_cell_enter.argtypes = [
+        ctypes.c_uint64, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+        ctypes.c_void_p, ctypes.c_size_t, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint64,
+        ctypes.POINTER(ctypes.c_int),
+    ]
+    lib.sbx_cell_postfork.argtypes = [ctypes.c_int]
+    lib.sbx_netns_create.argtypes = [ctypes.c_int]
+    lib.sbx_step_name.argtypes = [ctypes.c_int]
+    lib.sbx_step_name.restype = ctypes.c_char_p
+    return lib
+
+
+def step_name(lib, step):
+    """A confinement step's name, from the library's step table (src/jail/confine.h): the
+    runtime keeps no list of its own, so the names cannot drift from the steps."""
+    name = lib.sbx_step_name(step) if 0 <= step < lib.sbx_step_count() else None
+    return name.decode() if name else "?"
+
+
+def setup_failure(lib, step, err, proto_fd):
+    """The error a cell whose sbx_cell_enter() failed at step (with errno err) reports, and the
+    fd it goes to: fd 3 once the step that places the file descriptors has run, before that
+    the proto fd the cell was handed."""
+    name = step_name(lib, step)
+    fd = proto.FD if step > lib.sbx_step_fds() else proto_fd
+    msg = errors.error("INTERNAL", "cell setup failed at %s: %s" % (name, os.strerror(err)),
+                       {"step": name})
+    return msg, fd
 
 
 class Zygote:
@@ -65,15 +171,7 @@ class Zygote:
             self.filter = os.pread(fd, 1 << 20, 0)
             os.close(fd)
         self.filter_buf = ctypes.create_string_buffer(self.filter, len(self.filter))
-        # PyDLL: the calls keep the GIL, which matters around fork.
-        self.lib = ctypes.PyDLL(CELL_LIB)
-        self.lib.sbx_cell_enter.argtypes = [
-            ctypes.c_uint64, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int,
-            ctypes.c_void_p, ctypes.c_size_t, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint64,
-            ctypes.POINTER(ctypes.c_int),
-        ]
-        self.lib.sbx_cell_postfork.argtypes = [ctypes.c_int]
-        self.lib.sbx_netns_create.argtypes = [ctypes.c_int]
+        self.lib = load_cell_lib()
         self.pidns = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
         self.netns_self = os.open("/proc/self/ns/net", os.O_RDONLY | os.O_CLOEXEC)
         # Network namespaces reused one cell at a time (see sbx_netns_create): free ones,
@@ -102,6 +200,7 @@ class Zygote:
                 self.warmup = None
                 sys.stderr.write("zygote: the profile's warm-up failed: %s: %s\n"
                                  % (type(exc).__name__, exc))
+        self.generators = find_generators()
 
     def recv(self):
         msg, anc, _flags, _addr = self.ctl.recvmsg(65536, socket.CMSG_SPACE(16 * 4))
@@ -184,14 +283,9 @@ class Zygote:
                 self.nofile, self.nproc, self.fsize, ctypes.byref(step),
             )
             if r != 0:
-                name = STEP_NAMES[step.value] if 0 <= step.value < len(STEP_NAMES) else "?"
-                fd = proto.FD if step.value > STEP_NAMES.index("file descriptors") else proto_fd
-                proto.write(
-                    errors.error("INTERNAL", "cell setup failed at %s: %s" % (name, os.strerror(-r)),
-                                 {"step": name}),
-                    fd,
-                )
+                proto.write(*setup_failure(self.lib, step.value, -r, proto_fd))
                 os._exit(127)
+            reseed(self.generators)
             worker.serve_one(warm, self.warmup if warm else None)
         finally:
             os._exit(126)

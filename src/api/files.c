@@ -16,14 +16,23 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "api/status.h"
 #include "session/files.h"
 #include "session/session.h"
+#include "util/log.h"
 #include "util/macros.h"
 #include "util/path.h"
+#include "util/utf8.h"
 
-/* The HTTP answer to a files error r (negative errno) about path. */
-static void api_files_error(struct http_reply *reply, int r, const char *path)
+/* The HTTP answer to a files error r (negative errno) about raw_path. */
+static void api_files_error(struct http_reply *reply, int r, const char *raw_path)
 {
+    /* A JSON message carries UTF-8 only: a name that is not is shown repaired. */
+    _cleanup_free_ char *path = utf8_sanitize(raw_path, strlen(raw_path), NULL);
+    if (!path) {
+        http_reply_error(reply, 500, "INTERNAL", NULL, "out of memory");
+        return;
+    }
     switch (r) {
     case -ENOENT:
         http_reply_error(reply, 404, "NOT_FOUND", "path", "no file %s", path);
@@ -94,22 +103,29 @@ void api_session_files_route(struct api *api, const char *id, const char *tail,
     if (listing) {
         json_t *list = NULL;
         r = session_files_list(dir, uid, gid, &list);
-        if (r == 0) {
-            reply->status = 200;
-            reply->body = list;
-        }
+        if (r == 0)
+            api_reply_json(reply, 200, list);
     } else if (put) {
         r = session_files_put(dir, path, req->body, req->body_len, uid, gid);
         if (r == 0) {
+            /* The path as a listing shows it: a name that is not UTF-8 percent-encoded. */
             reply->status = 201;
-            reply->body = json_pack("{s:s, s:I}", "path", path, "size", (json_int_t)req->body_len);
+            reply->body = json_pack("{s:I}", "size", (json_int_t)req->body_len);
+            if (!reply->body || session_files_path_set(reply->body, path) < 0) {
+                json_decref(reply->body);
+                reply->body = NULL;
+                r = -ENOMEM;
+            }
         }
     } else if (get) {
-        char *data = NULL;
-        size_t len = 0;
-        r = session_files_get(dir, path, api->app->jail->tmp_bytes, uid, gid, &data, &len);
+        /* Sent from the descriptor as the client reads, never copied whole into memory; the
+         * server counts the bytes still to send against the reply budget (an open file keeps
+         * the session's tmpfs alive even after the session ended). */
+        int fd = -1;
+        uint64_t len = 0;
+        r = session_files_open(dir, path, api->app->jail->tmp_bytes, uid, gid, &fd, &len);
         if (r == 0)
-            http_reply_file(reply, data, len);
+            http_reply_download(reply, fd, len);
     } else {
         r = session_files_delete(dir, path, uid, gid);
         if (r == 0)

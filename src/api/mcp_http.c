@@ -19,6 +19,7 @@
 #include <uthash.h>
 
 #include "api/api.h"
+#include "app/tenant.h"
 #include "proto/jsonrpc.h"
 #include "mcp/server/server.h"
 #include "util/clock.h"
@@ -130,6 +131,7 @@ static void mh_end(struct mcp_http *h, struct mh_session *list, const char *why)
         list = s->gone_next;
         log_info("mcp http: session %.8s... ended (%s)", s->id, why);
         mcp_server_conn_close(s->conn);
+        tenant_mcp_session_release(s->tenant);
         mh_put(h, s);
     }
 }
@@ -180,19 +182,50 @@ static void mh_release(struct mcp_http *h, struct mh_session *s)
 
 /* ---- POST ---------------------------------------------------------------------------------- */
 
-/* initialize: a new session of tenant, kept when the answer is a success. */
+/* A session that initialize made but does not keep: its reservations go back. */
+static void mh_discard(struct mcp_http *h, struct mh_session *s, struct tenant *tenant)
+{
+    pthread_mutex_lock(&h->lock);
+    h->n_sessions--;
+    pthread_mutex_unlock(&h->lock);
+    tenant_mcp_session_release(tenant);
+    if (s)
+        mcp_server_conn_unref(s->conn);
+    free(s);
+}
+
+/* initialize: a new session of tenant, kept when the answer is a success. A tenant holds at
+ * most its maxMcpSessions, so that one tenant cannot take every session of the endpoint and
+ * leave the others 503 until theirs expire (docs/SECURITY.md). */
 static void mh_initialize(struct mcp_http *h, json_t *msg, struct tenant *tenant,
                           struct http_reply *reply)
 {
     struct mh_session *gone = NULL;
     pthread_mutex_lock(&h->lock);
     mh_sweep_locked(h, &gone, true);
+    pthread_mutex_unlock(&h->lock);
+    mh_end(h, gone, "idle");
+    if (!tenant_mcp_session_claim(tenant)) {
+        char text[200];
+        snprintf(text, sizeof(text),
+                 "Too Many Requests: tenant '%s' holds %u MCP sessions, its maxMcpSessions; "
+                 "end one (DELETE /mcp) or retry later",
+                 tenant_name(tenant), tenant_max_mcp_sessions(tenant));
+        json_t *data = json_pack("{s:s}", "code", "TENANT_LIMIT"); /* borrowed below */
+        json_decref(reply->body);
+        reply->status = 429;
+        reply->body = jsonrpc_error_new(NULL, -32000, text, data);
+        json_decref(data);
+        http_reply_header(reply, "Retry-After", "1");
+        return;
+    }
+    pthread_mutex_lock(&h->lock);
     bool full = h->n_sessions >= h->max_sessions;
     if (!full)
         h->n_sessions++; /* reserved while initialize runs */
     pthread_mutex_unlock(&h->lock);
-    mh_end(h, gone, "idle");
     if (full) {
+        tenant_mcp_session_release(tenant);
         mh_fail(reply, 503, -32000, "Service Unavailable: too many MCP sessions; retry later");
         http_reply_header(reply, "Retry-After", "5");
         return;
@@ -209,12 +242,7 @@ static void mh_initialize(struct mcp_http *h, json_t *msg, struct tenant *tenant
     if (ok && randid_hex(s->id + k, sizeof(s->id) - k, MH_ID_LEN / 2) < 0)
         ok = false; /* session ids must be unguessable: no fallback */
     if (!ok) {
-        pthread_mutex_lock(&h->lock);
-        h->n_sessions--;
-        pthread_mutex_unlock(&h->lock);
-        if (s)
-            mcp_server_conn_unref(s->conn);
-        free(s);
+        mh_discard(h, s, tenant);
         if (answer)
             mh_json(reply, 200, answer); /* e.g. an unsupported protocol version */
         else
@@ -225,14 +253,11 @@ static void mh_initialize(struct mcp_http *h, json_t *msg, struct tenant *tenant
     s->refs = 1; /* the table's */
     pthread_mutex_lock(&h->lock);
     bool stopping = h->stopping;
-    if (stopping)
-        h->n_sessions--;
-    else
+    if (!stopping)
         HASH_ADD_STR(h->table, id, s);
     pthread_mutex_unlock(&h->lock);
     if (stopping) {
-        mcp_server_conn_unref(s->conn);
-        free(s);
+        mh_discard(h, s, tenant);
         json_decref(answer);
         mh_fail(reply, 503, -32000, "Service Unavailable: sandboxd is shutting down");
         return;
@@ -353,7 +378,10 @@ static void mh_post(struct mcp_http *h, const struct http_request *req, struct t
         json_decref(msg);
         return;
     }
-    if (peek.progress && sse_ok && !peek.batch) {
+    /* Streamed when notifications may come (progress), or requests (the elicitation of a call
+     * waiting for approval): they go on this request's SSE stream, before its answer. */
+    bool stream = peek.progress || (peek.tools_call && mcp_server_conn_elicits(s->conn));
+    if (stream && sse_ok && !peek.batch) {
         struct mh_stream *j = calloc(1, sizeof(*j));
         if (!j) {
             mh_fail(reply, 500, JSONRPC_INTERNAL_ERROR, "Internal error: out of memory");

@@ -90,11 +90,48 @@ static bool policy_origin_ok(const struct policy *p, const char *origin)
     return rest && !strchr(rest, '/') && policy_host_ok(p, rest, strlen(rest));
 }
 
-/* The paths a load balancer or an orchestrator probes without credentials. */
+/* The paths a load balancer or an orchestrator probes without credentials, and the files of
+ * the console and the OpenAPI document (compiled in, the same for everyone: they hold no data,
+ * and the console asks for the token the API needs). */
 static bool policy_open_path(const char *path)
 {
     return strcmp(path, "/healthz") == 0 || strcmp(path, "/livez") == 0 ||
-           strcmp(path, "/readyz") == 0;
+           strcmp(path, "/readyz") == 0 || strcmp(path, "/openapi.json") == 0 ||
+           (strncmp(path, "/ui", 3) == 0 && (path[3] == '\0' || path[3] == '/'));
+}
+
+/* A key as sent (tok, NULL: none): the operator's (*ret_op), a tenant's (*ret_tenant), or a
+ * refusal. */
+static enum policy_verdict policy_key(const struct policy *p, const char *tok, bool *ret_op,
+                                      struct tenant **ret_tenant)
+{
+    if (!tok)
+        return POLICY_NO_TOKEN;
+    size_t len = strnlen(tok, TENANT_MAX_TOKEN + 1);
+    if (len == 0 || len > TENANT_MAX_TOKEN)
+        return POLICY_BAD_TOKEN;
+    unsigned char h[TENANT_HASH_LEN];
+    tenant_token_hash(tok, len, h);
+    /* Both comparisons always run: the time does not tell an operator from a tenant. */
+    bool op = p->has_token && sodium_memcmp(h, p->token_hash, sizeof(h)) == 0;
+    struct tenant *t = tenants_find(p->tenants, h);
+    if (!op && !t)
+        return POLICY_BAD_TOKEN;
+    *ret_op = op;
+    *ret_tenant = op ? NULL : t;
+    return POLICY_OK;
+}
+
+/* The bearer token of req: the operator's (*ret_op), a tenant's (*ret_tenant), or a refusal. */
+static enum policy_verdict policy_token(const struct policy *p, const struct http_request *req,
+                                        bool *ret_op, struct tenant **ret_tenant)
+{
+    const char *auth = http_header(req, "Authorization");
+    if (!auth)
+        return POLICY_NO_TOKEN;
+    if (strncasecmp(auth, "Bearer ", 7) != 0)
+        return POLICY_BAD_TOKEN;
+    return policy_key(p, auth + 7, ret_op, ret_tenant);
 }
 
 enum policy_verdict policy_check_source(const struct policy *p, const struct http_request *req)
@@ -124,20 +161,8 @@ enum policy_verdict policy_check_key(const struct policy *p, const char *tok,
     *ret_tenant = NULL;
     if (!policy_requires_key(p))
         return POLICY_OK;
-    if (!tok)
-        return POLICY_NO_TOKEN;
-    size_t len = strnlen(tok, TENANT_MAX_TOKEN + 1);
-    if (len == 0 || len > TENANT_MAX_TOKEN)
-        return POLICY_BAD_TOKEN;
-    unsigned char h[TENANT_HASH_LEN];
-    tenant_token_hash(tok, len, h);
-    /* Both comparisons always run: the time does not tell an operator from a tenant. */
-    bool op = p->has_token && sodium_memcmp(h, p->token_hash, sizeof(h)) == 0;
-    struct tenant *t = tenants_find(p->tenants, h);
-    if (!op && !t)
-        return POLICY_BAD_TOKEN;
-    *ret_tenant = op ? NULL : t;
-    return POLICY_OK;
+    bool op;
+    return policy_key(p, tok, &op, ret_tenant);
 }
 
 enum policy_verdict policy_check(const struct policy *p, const struct http_request *req,
@@ -147,12 +172,17 @@ enum policy_verdict policy_check(const struct policy *p, const struct http_reque
     enum policy_verdict v = policy_check_source(p, req);
     if (v != POLICY_OK || !policy_requires_key(p) || policy_open_path(req->path))
         return v;
-    const char *auth = http_header(req, "Authorization");
-    if (!auth)
-        return POLICY_NO_TOKEN;
-    if (strncasecmp(auth, "Bearer ", 7) != 0)
-        return POLICY_BAD_TOKEN;
-    return policy_check_key(p, auth + 7, ret_tenant);
+    bool op;
+    return policy_token(p, req, &op, ret_tenant);
+}
+
+bool policy_operator(const struct policy *p, const struct http_request *req)
+{
+    if (!policy_requires_key(p))
+        return true; /* nobody authenticates: every caller is the operator */
+    bool op = false;
+    struct tenant *t;
+    return policy_token(p, req, &op, &t) == POLICY_OK && op;
 }
 
 int policy_status(enum policy_verdict v)

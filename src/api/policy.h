@@ -8,8 +8,12 @@
  *   2. Origin: when present it must be an --allowed-origin, or http(s)://
  *      one of the hosts of rule 1; else 403 ("null" never passes).
  *   3. Token: with --api-token or --tenants, every endpoint but /healthz,
- *      /livez and /readyz needs `Authorization: Bearer TOKEN` naming the
- *      operator or a tenant (hashes compared in constant time); else 401.
+ *      /livez, /readyz and the console's files (/ui, /ui/..., /openapi.json)
+ *      needs `Authorization: Bearer TOKEN` naming the operator or a tenant
+ *      (hashes compared in constant time); else 401.
+ *      Those three answer anyone, but /healthz tells the details of the host
+ *      (egress allowlist, cgroup paths, zygote PIDs...) to the operator only
+ *      (policy_operator).
  * The answer names the caller: its tenant, or NULL for the operator.
  * Starting on a non-loopback address without a token or tenants is refused
  * unless insecure_no_auth says the operator means it.
@@ -66,6 +70,10 @@ bool policy_requires_key(const struct policy *p);
 /* The status of a refusal (403 Host or Origin, 401 the token) and what it says (static). */
 int policy_status(enum policy_verdict v);
 const char *policy_message(enum policy_verdict v);
+/* Does req come from the operator: its --api-token, or anyone when neither a token nor tenants
+ * are configured? (A tenant is not the operator.) For the open paths, which policy_check()
+ * lets through unauthenticated. */
+bool policy_operator(const struct policy *p, const struct http_request *req);
 /* Fill reply for a refusal: 403 or 401 (with WWW-Authenticate), the body a JSON-RPC error
  * without id when jsonrpc (for /mcp), else {"error": {code, message}}. */
 void policy_refuse(enum policy_verdict v, bool jsonrpc, struct http_reply *reply);

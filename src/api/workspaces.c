@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/status.h"
 #include "app/tenant.h"
 #include "session/workspace.h"
 #include "util/log.h"
@@ -42,11 +43,12 @@ static void api_ws_list(struct workspace *w, bool tools, struct http_reply *repl
         free(why);
         return;
     }
-    reply->status = 200;
-    reply->body = tools ? json_pack("{s:s, s:o, s:o}", "workspace", workspace_name(w), "tools", out,
-                                    "usage", workspace_usage(w))
-                        : json_pack("{s:s, s:O, s:o}", "workspace", workspace_name(w), "memories",
-                                    json_object_get(out, "memories"), "usage", workspace_usage(w));
+    api_reply_json(reply, 200,
+                   tools
+                       ? json_pack("{s:s, s:o, s:o}", "workspace", workspace_name(w), "tools", out,
+                                   "usage", workspace_usage(w))
+                       : json_pack("{s:s, s:O, s:o}", "workspace", workspace_name(w), "memories",
+                                   json_object_get(out, "memories"), "usage", workspace_usage(w)));
     if (!tools)
         json_decref(out);
 }
@@ -119,7 +121,8 @@ void api_workspaces_route(struct api *api, const struct http_request *req, const
         return;
     }
     struct workspace *w = NULL;
-    int r = workspace_open(api->wstore, key, false, &w);
+    struct workspace_share share = workspace_share_of(tenant);
+    int r = workspace_open(api->wstore, key, &share, false, &w);
     if (r == -ENOENT) {
         http_reply_error(reply, 404, "NOT_FOUND", NULL, "no workspace %s", name);
         return;

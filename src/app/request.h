@@ -56,6 +56,10 @@ struct request_spec {
      * the API, which then sets egress); NULL: no network */
     json_t *network;
     const struct egress_policy *egress;
+    /* the caller's tenant name (NULL: the operator), set by the API after parsing: whose
+     * executions may share a kept interpreter (CONTRACT §14) */
+    const char *tenant;
+    struct egress_share *egress_share; /* the tenant's part of the proxy (borrowed); NULL: none */
 };
 
 struct request_error {

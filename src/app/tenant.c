@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "egress/proxy.h"
 #include "util/buf.h"
 #include "util/fdio.h"
 #include "util/log.h"
@@ -27,9 +28,12 @@ struct tenant {
     char *name;
     unsigned char hash[TENANT_HASH_LEN];
     unsigned max_sessions, max_running; /* 0: no limit of its own */
-    atomic_uint running, sessions;
+    unsigned max_mcp_sessions;          /* 0: max_sessions */
+    unsigned quota_mb, max_workspaces;  /* 0: the store's defaults */
+    atomic_uint running, sessions, mcp_sessions;
     atomic_ullong executions[TENANT_NH];
-    atomic_ullong refused_running, refused_sessions;
+    atomic_ullong refused_running, refused_sessions, refused_mcp_sessions;
+    struct egress_share egress; /* connections through the proxy (counted by its loop) */
 };
 
 struct tenants {
@@ -72,6 +76,11 @@ size_t tenants_count(const struct tenants *t)
     return t ? t->n : 0;
 }
 
+struct egress_share *tenant_egress_share(struct tenant *t)
+{
+    return t ? &t->egress : NULL;
+}
+
 unsigned tenant_max_running(const struct tenant *t)
 {
     return t ? t->max_running : 0;
@@ -80,6 +89,21 @@ unsigned tenant_max_running(const struct tenant *t)
 unsigned tenant_max_sessions(const struct tenant *t)
 {
     return t ? t->max_sessions : 0;
+}
+
+unsigned tenant_max_mcp_sessions(const struct tenant *t)
+{
+    return !t ? 0 : t->max_mcp_sessions ? t->max_mcp_sessions : t->max_sessions;
+}
+
+unsigned tenant_quota_mb(const struct tenant *t)
+{
+    return t ? t->quota_mb : 0;
+}
+
+unsigned tenant_max_workspaces(const struct tenant *t)
+{
+    return t ? t->max_workspaces : 0;
 }
 
 /* Take one unit of *count unless it is at max (0: no max). */
@@ -129,6 +153,22 @@ void tenant_session_release(struct tenant *t)
         atomic_fetch_sub(&t->sessions, 1);
 }
 
+bool tenant_mcp_session_claim(struct tenant *t)
+{
+    if (!t)
+        return true;
+    if (tenant_claim(&t->mcp_sessions, tenant_max_mcp_sessions(t)))
+        return true;
+    atomic_fetch_add(&t->refused_mcp_sessions, 1);
+    return false;
+}
+
+void tenant_mcp_session_release(struct tenant *t)
+{
+    if (t)
+        atomic_fetch_sub(&t->mcp_sessions, 1);
+}
+
 void tenants_free(struct tenants *t)
 {
     if (!t)
@@ -154,14 +194,14 @@ static bool tenant_token_ok(const char *s, size_t len)
 }
 
 static int tenant_limit(const char *path, const char *name, json_t *entry, const char *key,
-                        unsigned *ret)
+                        unsigned max, unsigned *ret)
 {
     json_t *v = json_object_get(entry, key);
     if (!v)
         return 0;
-    if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > (1 << 20)) {
-        log_error("tenants file %s: tenant '%s': \"%s\" must be an integer from 1 to 1048576", path,
-                  name, key);
+    if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > max) {
+        log_error("tenants file %s: tenant '%s': \"%s\" must be an integer from 1 to %u", path,
+                  name, key, max);
         return -EINVAL;
     }
     *ret = (unsigned)json_integer_value(v);
@@ -180,14 +220,20 @@ static int tenant_parse(const char *path, const char *name, json_t *entry, struc
         log_error("tenants file %s: tenant '%s' must be an object", path, name);
         return -EINVAL;
     }
+    static const char *const keys[] = {
+        "token",   "maxSessions",   "maxRunning",       "maxMcpSessions",
+        "quotaMb", "maxWorkspaces", "egressConnections"};
     const char *key;
     json_t *v;
     json_object_foreach(entry, key, v)
     {
-        if (strcmp(key, "token") != 0 && strcmp(key, "maxSessions") != 0 &&
-            strcmp(key, "maxRunning") != 0) {
+        size_t i = 0;
+        while (i < ARRAY_SIZE(keys) && strcmp(key, keys[i]) != 0)
+            i++;
+        if (i == ARRAY_SIZE(keys)) {
             log_error("tenants file %s: tenant '%s': unknown key \"%.80s\" (expected token, "
-                      "maxSessions, maxRunning)",
+                      "maxSessions, maxRunning, maxMcpSessions, quotaMb, maxWorkspaces, "
+                      "egressConnections)",
                       path, name, key);
             return -EINVAL;
         }
@@ -204,10 +250,20 @@ static int tenant_parse(const char *path, const char *name, json_t *entry, struc
                  "bytes or more",
                  path, name, json_string_length(tok));
     tenant_token_hash(json_string_value(tok), json_string_length(tok), t->hash);
-    if (tenant_limit(path, name, entry, "maxSessions", &t->max_sessions) < 0 ||
-        tenant_limit(path, name, entry, "maxRunning", &t->max_running) < 0)
+    if (tenant_limit(path, name, entry, "maxSessions", TENANT_MAX_LIMIT, &t->max_sessions) < 0 ||
+        tenant_limit(path, name, entry, "maxRunning", TENANT_MAX_LIMIT, &t->max_running) < 0 ||
+        tenant_limit(path, name, entry, "maxMcpSessions", TENANT_MAX_LIMIT, &t->max_mcp_sessions) <
+            0 ||
+        tenant_limit(path, name, entry, "quotaMb", TENANT_MAX_LIMIT, &t->quota_mb) < 0 ||
+        tenant_limit(path, name, entry, "maxWorkspaces", TENANT_MAX_WORKSPACES,
+                     &t->max_workspaces) < 0 ||
+        tenant_limit(path, name, entry, "egressConnections", TENANT_MAX_LIMIT,
+                     &t->egress.max_open) < 0)
         return -EINVAL;
-    return (t->name = strdup(name)) ? 0 : -ENOMEM;
+    if (!(t->name = strdup(name)))
+        return -ENOMEM;
+    t->egress.name = t->name;
+    return 0;
 }
 
 static int tenants_parse(const char *path, json_t *doc, struct tenants *ts)
@@ -294,6 +350,15 @@ int tenants_load(const char *path, struct tenants **ret)
 
 /* ---- metrics ------------------------------------------------------------------------------ */
 
+/* The value of gauge g of the table in tenants_metrics. */
+static unsigned tenant_gauge(const struct tenant *t, size_t g)
+{
+    return g == 0   ? atomic_load(&t->running)
+           : g == 1 ? atomic_load(&t->sessions)
+           : g == 2 ? atomic_load(&t->mcp_sessions)
+                    : atomic_load(&t->egress.open);
+}
+
 int tenants_metrics(const struct tenants *ts, const struct tenant *only, struct buf *out)
 {
     int r = 0;
@@ -323,13 +388,22 @@ int tenants_metrics(const struct tenants *ts, const struct tenant *only, struct 
                               "sandboxd_tenant_refused_total{tenant=\"%s\",limit=\"maxRunning\"} "
                               "%llu\n"
                               "sandboxd_tenant_refused_total{tenant=\"%s\",limit=\"maxSessions\"} "
-                              "%llu\n",
+                              "%llu\n"
+                              "sandboxd_tenant_refused_total{tenant=\"%s\",limit="
+                              "\"maxMcpSessions\"} %llu\n"
+                              "sandboxd_tenant_refused_total{tenant=\"%s\",limit="
+                              "\"egressConnections\"} %llu\n",
                               t->name, (unsigned long long)atomic_load(&t->refused_running),
-                              t->name, (unsigned long long)atomic_load(&t->refused_sessions));
+                              t->name, (unsigned long long)atomic_load(&t->refused_sessions),
+                              t->name, (unsigned long long)atomic_load(&t->refused_mcp_sessions),
+                              t->name, (unsigned long long)atomic_load(&t->egress.refused));
     }
     static const char *const gauges[][2] = {
         {"sandboxd_tenant_running", "Executions of a tenant running now."},
         {"sandboxd_tenant_sessions", "Live sessions of a tenant."},
+        {"sandboxd_tenant_mcp_sessions", "MCP sessions (of /mcp) a tenant holds."},
+        {"sandboxd_tenant_egress_connections",
+         "Connections of a tenant through the egress proxy now."},
     };
     for (size_t g = 0; g < ARRAY_SIZE(gauges); g++) {
         r = r
@@ -339,8 +413,7 @@ int tenants_metrics(const struct tenants *ts, const struct tenant *only, struct 
             if (!only || only == &ts->v[i])
                 r = r
                         ?: buf_printf(out, "%s{tenant=\"%s\"} %u\n", gauges[g][0], ts->v[i].name,
-                                      g ? atomic_load(&ts->v[i].sessions)
-                                        : atomic_load(&ts->v[i].running));
+                                      tenant_gauge(&ts->v[i], g));
     }
     return r;
 }

@@ -22,16 +22,22 @@
 #define TENANT_MAX_FILE  (1u << 20) /* bytes of the file */
 #define TENANT_MAX_TOKEN 4096
 #define TENANT_HASH_LEN  32
+#define TENANT_MAX_LIMIT (1u << 20) /* the largest count or MiB a limit may name */
+/* The largest maxWorkspaces: the store reads that many of a tenant's workspace directories
+ * when it first counts what the tenant stores (session/workspace.h). */
+#define TENANT_MAX_WORKSPACES 4096
 
 struct buf;
 struct tenant;
 struct tenants;
 
-/* The file's format: {"tenants": {"NAME": {"token": "...", "maxSessions": n, "maxRunning":
- * n}}}. NAME as a workspace name ([A-Za-z0-9._-], 1-64, not starting with '.'); token 1 to
- * TENANT_MAX_TOKEN printable ASCII characters without spaces, unique; the limits optional
- * integers from 1 to 1048576. Unknown keys, duplicate names or tokens, a file anyone but us
- * (or root) could write: -EINVAL, logged with what is wrong. 0 and *ret (caller frees). */
+/* The file's format: {"tenants": {"NAME": {"token": "...", "maxSessions": n, "maxRunning": n,
+ * "maxMcpSessions": n, "quotaMb": n, "maxWorkspaces": n, "egressConnections": n}}}. NAME as a
+ * workspace name ([A-Za-z0-9._-], 1-64, not starting with '.'); token 1 to TENANT_MAX_TOKEN
+ * printable ASCII characters without spaces, unique; the limits optional integers from 1 to
+ * 1048576 (maxWorkspaces: to TENANT_MAX_WORKSPACES). Unknown keys, duplicate names or tokens, a
+ * file anyone but us (or root) could write: -EINVAL, logged with what is wrong. 0 and *ret
+ * (caller frees). */
 int tenants_load(const char *path, struct tenants **ret);
 void tenants_free(struct tenants *t);
 size_t tenants_count(const struct tenants *t);
@@ -54,12 +60,25 @@ bool tenant_run_begin(struct tenant *t, const char *handler);
 void tenant_run_end(struct tenant *t);
 bool tenant_session_claim(struct tenant *t);
 void tenant_session_release(struct tenant *t);
+/* The same for an MCP session of /mcp (a protocol session, counted apart from the sandbox
+ * sessions its run_python makes, which claim live sessions): at most maxMcpSessions, which
+ * defaults to maxSessions. */
+bool tenant_mcp_session_claim(struct tenant *t);
+void tenant_mcp_session_release(struct tenant *t);
+/* The tenant's part of the egress proxy (egressConnections in the file); NULL for the
+ * operator. */
+struct egress_share *tenant_egress_share(struct tenant *t);
 /* The limits, for messages (0: none). */
 unsigned tenant_max_running(const struct tenant *t);
 unsigned tenant_max_sessions(const struct tenant *t);
+unsigned tenant_max_mcp_sessions(const struct tenant *t);
+/* The tenant's share of the workspace store: quotaMb and maxWorkspaces as the file sets them
+ * (0: not set, the server's --tenant-quota-mb and the store's default apply). */
+unsigned tenant_quota_mb(const struct tenant *t);
+unsigned tenant_max_workspaces(const struct tenant *t);
 
 /* Prometheus families with a tenant label: executions by handler, refusals by limit, running
- * executions and live sessions; only tenant `only`'s series when it is not NULL. 0 or
+ * executions, live sessions and MCP sessions; only tenant `only`'s series when it is not NULL. 0 or
  * -E2BIG (out is full). */
 int tenants_metrics(const struct tenants *t, const struct tenant *only, struct buf *out);
 

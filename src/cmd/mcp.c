@@ -381,12 +381,14 @@ int cmd_mcp(int argc, char **argv)
         goto out;
     struct mcp_server_options mso = {
         .output_json = strcmp(o.mcp_output, "json") == 0,
+        .full_tools = strcmp(o.mcp_tools, "full") == 0,
         .workspace = o.mcp_workspace,
         .profile = o.mcp_profile,
         .page_size = (unsigned)o.mcp_page_size,
         .default_timeout_ms = su.so.default_timeout_ms,
         .max_timeout_ms = su.so.max_timeout_ms,
         .lookup_timeout_ms = su.so.tool_timeout_ms,
+        .approval_timeout_s = su.so.approval_timeout_ms / 1000,
         .transport = "stdio",
         .compat = compat_mode,
         .compat_toon = compat.toon,
@@ -396,9 +398,9 @@ int cmd_mcp(int argc, char **argv)
         log_error("mcp: out of memory");
         goto out;
     }
-    log_fields(LOG_INFO, "sandboxd mcp ready on stdio",
-               json_pack("{s:b, s:o, s:s}", "pool", su.pool || su.session_pool, "mcpServers",
-                         mcp_registry_names(su.mcp), "stateDir", su.state_dir));
+    log_pack(LOG_INFO, "sandboxd mcp ready on stdio", "{s:b, s:o, s:o}", "pool",
+             su.pool || su.session_pool, "mcpServers", mcp_registry_names(su.mcp), "stateDir",
+             log_str(su.state_dir));
     mcp_loop(&m, in_fd, sig_fd);
     status = 0;
 out:

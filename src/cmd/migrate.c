@@ -350,7 +350,7 @@ int cmd_migrate(int argc, char **argv)
     if (r < 0)
         log_error("migrate: refusing the state directory %s: %s", state, why ? why : "unsafe");
     else if ((r = workspace_store_new(state, &wl, &store)) < 0 ||
-             (r = workspace_open(store, workspace, true, &w)) < 0)
+             (r = workspace_open(store, workspace, NULL, true, &w)) < 0)
         log_errno(LOG_ERROR, r, "migrate: the workspace %s in %s is unavailable", workspace, state);
     struct migrate_count n = {0};
     if (r == 0) {

@@ -124,6 +124,7 @@ static json_t *run_job(const struct run_spec *spec, const char *src, size_t len,
         json_t *ctx = json_pack("{s:s, s:s, s:s, s:s, s:{s:s, s:s}}", "appId", "cli", "componentId",
                                 base, "requestId", "cli", "traceId", "cli", "taskDetails", "script",
                                 base, "function", spec->function);
+        /* a NULL ctx or limits ("o") fails this pack too: the caller checks the job */
         return json_pack("{s:s, s:s, s:s, s:s, s:O, s:o, s:o}", "type", "jit", "source", b64,
                          "path", base, "function", spec->function, "requestData", input, "context",
                          ctx, "limits", limits);
@@ -162,8 +163,13 @@ static int run_file(const struct run_spec *spec, struct common_opts *common)
     }
     json_t *job = run_job(spec, src, len, input);
     json_decref(input);
-    if (!job)
+    if (!job) {
+        fprintf(stderr,
+                "sandboxd run: the job for %s could not be built (a name that is not "
+                "UTF-8, or out of memory)\n",
+                spec->path);
         return 2;
+    }
 
     struct jail_options jopt;
     struct jail_config cfg;

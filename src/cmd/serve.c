@@ -92,6 +92,13 @@
     N(MAX_CONNECTIONS, "max-connections", 1, 1000000, max_connections,                             \
       "  --max-connections N    open HTTP connections at most (10000); RLIMIT_NOFILE's soft\n"     \
       "                         limit is raised to the hard limit to make room for them\n")        \
+    N(REPLY_BUDGET, "reply-budget-mb", 1, 1 << 20, reply_budget_mb,                                \
+      "  --reply-budget-mb N    MiB of replies held for clients that have not read them yet,\n"    \
+      "                         all together (default 4 x the larger of --max-result-mb and\n"     \
+      "                         --tmp-size-mb: 256); a reply beyond it is 503 REPLY_BUDGET\n")     \
+    N(TENANT_REPLY, "tenant-reply-mb", 1, 1 << 20, tenant_reply_mb,                                \
+      "  --tenant-reply-mb N    the same for one tenant (default 2 x that larger: 128); at\n"      \
+      "                         least that larger, at most --reply-budget-mb\n")                   \
     N(HEADER_TIMEOUT, "header-timeout-s", 1, 3600, header_timeout_s,                               \
       "  --header-timeout-s N   a request's line and headers must arrive within N s of their\n"    \
       "                         first byte, else 408 and the connection closes (10)\n")            \
@@ -133,7 +140,12 @@
     A(API_TOKEN, "mcp-token")                                                                      \
     X(TENANTS, "tenants", required_argument,                                                       \
       "  --tenants FILE         tenants with tokens and limits: {\"tenants\": {\"NAME\":\n"        \
-      "                         {\"token\": \"...\", \"maxSessions\": n, \"maxRunning\": n}}}\n")  \
+      "                         {\"token\": \"...\", \"maxSessions\": n, \"maxRunning\": n}}}\n"   \
+      "                         (also maxMcpSessions, quotaMb, maxWorkspaces; "                    \
+      "docs/SECURITY.md)\n")                                                                       \
+    N(TENANT_QUOTA, "tenant-quota-mb", 1, 1 << 20, tenant_quota,                                   \
+      "  --tenant-quota-mb N    MiB one tenant stores in all its workspaces together, when its\n"  \
+      "                         quotaMb does not say (4 x --workspace-quota-mb)\n")                \
     X(ALLOWED_HOST, "allowed-host", required_argument,                                             \
       "  --allowed-host H       also accept Host H (a name, or name:port; repeatable; loopback\n"  \
       "                         names and addresses always are); alias --mcp-allowed-host\n")      \
@@ -207,6 +219,7 @@ struct serve_opts {
     uint64_t max_body_kb, fw_timeout;
     uint64_t llm_timeout, max_workflow_steps, template_pool_size;
     uint64_t max_connections, header_timeout_s, body_timeout_s, idle_timeout_s, drain_timeout_s;
+    uint64_t reply_budget_mb, tenant_reply_mb; /* 0 until serve_reply_budget() */
     bool def_timeout_set, def_memory_set;
     uint64_t mcp_max_sessions;
     uint64_t e2b_max_timeout_s;
@@ -217,6 +230,7 @@ struct serve_opts {
     size_t n_allowed_hosts, n_allowed_origins;
     const char *api_token;
     const char *tenants;
+    uint64_t tenant_quota; /* 0: 4 x --workspace-quota-mb */
     bool insecure_no_auth;
     struct url_allowlist framework_allow; /* owned: url_allowlist_done() */
     const char *instance_id;
@@ -258,6 +272,30 @@ static bool serve_token_ok(const char *t)
         if (common_parse_u64(name, optarg, min, max, &o->field) < 0)                               \
             return 2;                                                                              \
         break;
+
+/* The reply budget's defaults follow the largest single reply (a result, a session file), which
+ * a tenant's share must always hold; 0 on success, else 2 after saying why. */
+static int serve_reply_budget(struct serve_opts *o, const struct common_opts *common)
+{
+    uint64_t tmp_mb = common->tmp_mb ? common->tmp_mb : 64;
+    uint64_t largest = o->setup.max_result_mb > tmp_mb ? o->setup.max_result_mb : tmp_mb;
+    if (!o->tenant_reply_mb)
+        o->tenant_reply_mb = 2 * largest;
+    if (!o->reply_budget_mb)
+        o->reply_budget_mb = 4 * largest > o->tenant_reply_mb ? 4 * largest : o->tenant_reply_mb;
+    if (o->tenant_reply_mb < largest) {
+        fprintf(stderr,
+                "sandboxd serve: --tenant-reply-mb %llu is below the largest reply (%llu MiB: "
+                "--max-result-mb, --tmp-size-mb), which could then never be sent\n",
+                (unsigned long long)o->tenant_reply_mb, (unsigned long long)largest);
+        return 2;
+    }
+    if (o->tenant_reply_mb > o->reply_budget_mb) {
+        fprintf(stderr, "sandboxd serve: --tenant-reply-mb exceeds --reply-budget-mb\n");
+        return 2;
+    }
+    return 0;
+}
 
 static int serve_parse(int argc, char **argv, struct serve_opts *o, struct common_opts *common)
 {
@@ -406,6 +444,8 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o, struct commo
     }
     o->setup.session_id_prefix = o->instance_id;
     setup_opts_finish(&o->setup);
+    if (serve_reply_budget(o, common) != 0)
+        return 2;
     return -1; /* go on */
 }
 
@@ -522,6 +562,8 @@ int cmd_serve(int argc, char **argv)
             goto out;
         }
     }
+    o.setup.tenant_quota = o.tenant_quota;
+    o.setup.executions = o.max_running;
     if (setup_start(&su, &o.setup, &common, "serve") < 0)
         goto out;
     /* Templates import jinja2 and jsonschema (~100 ms): a pool of its own has them
@@ -560,12 +602,14 @@ int cmd_serve(int argc, char **argv)
         goto out;
     struct mcp_server_options mso = {
         .output_json = strcmp(o.setup.mcp_output, "json") == 0,
+        .full_tools = strcmp(o.setup.mcp_tools, "full") == 0,
         .workspace = o.setup.mcp_workspace,
         .profile = o.setup.mcp_profile,
         .page_size = (unsigned)o.setup.mcp_page_size,
         .default_timeout_ms = su.so.default_timeout_ms,
         .max_timeout_ms = su.so.max_timeout_ms,
         .lookup_timeout_ms = su.so.tool_timeout_ms,
+        .approval_timeout_s = su.so.approval_timeout_ms / 1000,
         .transport = "streamable-http",
     };
     if (mcp_server_new(&mso, su.sessions, su.mcp, &mcps) < 0)
@@ -624,6 +668,7 @@ int cmd_serve(int argc, char **argv)
                       .sessions = su.sessions,
                       .mcp = mcph,
                       .wstore = su.wstore,
+                      .registry = su.mcp,
                       .e2b = e2b};
     /* Every execution slot and queue place, every session and MCP session may hold a worker
      * thread while it waits; the rest answer quickly. Threads start only when needed. */
@@ -639,17 +684,20 @@ int cmd_serve(int argc, char **argv)
         .max_workers = (unsigned)(workers < 4096 ? workers : 4096),
         .inline_route = api_route_inline,
         .instance_id = o.instance_id,
+        .reply_budget = (size_t)o.reply_budget_mb << 20,
+        .owner_budget = (size_t)o.tenant_reply_mb << 20,
     };
     if (http_server_start(&ho, api_route, &api, &http) < 0)
         goto out;
     atomic_store(&api.http, http);
-    log_fields(
-        LOG_INFO, "sandboxd listening",
-        json_pack("{s:s, s:i, s:O, s:b, s:I, s:o, s:s, s:b, s:I, s:s}", "host", o.host, "port",
-                  (int)http_server_port(http), "isolation", app.isolation, "pool", su.pool != NULL,
-                  "maxRunning", (json_int_t)o.max_running, "mcpServers", mcp_registry_names(su.mcp),
-                  "stateDir", su.state_dir, "apiToken", o.api_token != NULL, "tenants",
-                  (json_int_t)tenants_count(policy_tenants(policy)), "instance", o.instance_id));
+    /* The state directory is a path (any bytes) and the instance id optional: as "s" either
+     * would have cost the line every field. */
+    log_pack(LOG_INFO, "sandboxd listening", "{s:o, s:i, s:O, s:b, s:I, s:o, s:o, s:b, s:I, s:o?}",
+             "host", log_str(o.host), "port", (int)http_server_port(http), "isolation",
+             app.isolation, "pool", su.pool != NULL, "maxRunning", (json_int_t)o.max_running,
+             "mcpServers", mcp_registry_names(su.mcp), "stateDir", log_str(su.state_dir),
+             "apiToken", o.api_token != NULL, "tenants",
+             (json_int_t)tenants_count(policy_tenants(policy)), "instance", log_str(o.instance_id));
     int sig = 0;
     while (sigwait(&sigs, &sig) != 0)
         ;

@@ -52,12 +52,19 @@ static json_t *servers_keys(char **v, char sep)
 static json_t *servers_describe(const struct mcp_config *cfg, const char *cwd,
                                 const char *trust_file)
 {
+    /* Paths (a source file, the directory) are any bytes: log_str escapes what is not UTF-8
+     * rather than failing the whole description. */
     json_t *list = json_array();
-    for (size_t i = 0; i < cfg->n; i++) {
+    for (size_t i = 0; list && i < cfg->n; i++) {
         const struct mcp_server_config *s = &cfg->servers[i];
-        json_t *d = json_pack("{s:s, s:s, s:s, s:s?, s:s?}", "name", s->name, "transport",
-                              s->url ? "http" : "stdio", "source", cfg->origins[i], "agent",
-                              cfg->agents ? cfg->agents[i] : NULL, "description", s->description);
+        json_t *d =
+            json_pack("{s:s, s:s, s:o, s:s?, s:s?}", "name", s->name, "transport",
+                      s->url ? "http" : "stdio", "source", log_str(cfg->origins[i]), "agent",
+                      cfg->agents ? cfg->agents[i] : NULL, "description", s->description);
+        if (!d) {
+            json_decref(list);
+            return NULL;
+        }
         if (s->url) {
             char *shown = url_redact(s->url);
             json_object_set_new(d, "url", json_string(shown ? shown : "?"));
@@ -76,15 +83,20 @@ static json_t *servers_describe(const struct mcp_config *cfg, const char *cwd,
         json_array_append_new(list, d);
     }
     json_t *skipped = json_array();
-    for (size_t i = 0; i < cfg->n_skipped; i++) {
+    for (size_t i = 0; skipped && i < cfg->n_skipped; i++) {
         const struct mcp_config_skip *k = &cfg->skipped[i];
-        json_array_append_new(skipped,
-                              json_pack("{s:s?, s:s?, s:s, s:s?}", "name", k->name, "source",
-                                        k->source, "kind", k->kind, "reason", k->reason));
+        if (json_array_append_new(skipped,
+                                  json_pack("{s:o?, s:o?, s:s, s:o?}", "name", log_str(k->name),
+                                            "source", log_str(k->source), "kind", k->kind, "reason",
+                                            log_str(k->reason))) < 0) {
+            json_decref(skipped);
+            skipped = NULL;
+        }
     }
-    return json_pack("{s:o, s:o, s:{s:s?, s:b, s:s?}}", "servers", list, "skipped", skipped,
-                     "project", "directory", cwd, "trusted", cfg->project_trusted, "trustFile",
-                     trust_file);
+    /* "o" fails on a NULL list or skipped: the caller's NULL check covers them too */
+    return json_pack("{s:o, s:o, s:{s:o?, s:b, s:o?}}", "servers", list, "skipped", skipped,
+                     "project", "directory", log_str(cwd), "trusted", cfg->project_trusted,
+                     "trustFile", log_str(trust_file));
 }
 
 /* Text for people: control characters of names from files become '?'. */

@@ -16,6 +16,7 @@
 #include "exec/cell.h"
 #include "jail/selftest.h"
 #include "framework/httpc.h"
+#include "mcp/client/approval.h"
 #include "mcp/client/registry.h"
 #include "pool/pool.h"
 #include "session/workspace.h"
@@ -49,6 +50,7 @@ void setup_opts_init(struct setup_opts *o)
         .session_host_cpu = 5000,
         .workspace_quota = 64,
         .mcp_output = "text",
+        .mcp_tools = "lean",
         .mcp_workspace = "default",
         .mcp_page_size = 100,
         .profile_pool_size = 2,
@@ -56,6 +58,7 @@ void setup_opts_init(struct setup_opts *o)
         .max_artifacts_mb = ARTIFACT_DEFAULT_MB,
         .egress_max_mb = 256,
         .egress_max_connections = 64,
+        .approval_timeout = 300,
     };
 }
 
@@ -105,6 +108,13 @@ int setup_opt(struct setup_opts *o, int opt, const char *arg)
     case SETUP_OPT_EGRESS_CA_FILE:
         o->egress_ca_file = arg;
         return 1;
+    case SETUP_OPT_APPROVAL:
+        if (o->n_approvals == SETUP_MAX_APPROVALS) {
+            fprintf(stderr, "sandboxd: --approval: at most %d rules\n", SETUP_MAX_APPROVALS);
+            return -1;
+        }
+        o->approvals[o->n_approvals++] = arg;
+        return 1;
     case SETUP_OPT_MCP_CONFIG:
         if (o->n_mcp_configs == SETUP_MAX_MCP_CONFIGS) {
             fprintf(stderr, "sandboxd: --mcp-config: at most %d files\n", SETUP_MAX_MCP_CONFIGS);
@@ -134,6 +144,13 @@ int setup_opt(struct setup_opts *o, int opt, const char *arg)
         return 1;
     case SETUP_OPT_STATE_DIR:
         o->state_dir = arg;
+        return 1;
+    case SETUP_OPT_MCP_TOOLS:
+        if (strcmp(arg, "lean") != 0 && strcmp(arg, "full") != 0) {
+            fprintf(stderr, "sandboxd: --mcp-tools: lean or full, not '%s'\n", arg);
+            return -1;
+        }
+        o->mcp_tools = arg;
         return 1;
     case SETUP_OPT_MCP_OUTPUT:
         if (strcmp(arg, "text") != 0 && strcmp(arg, "json") != 0) {
@@ -236,7 +253,16 @@ int setup_mcp_config(const struct setup_opts *o, struct mcp_config *ret)
         .home = getenv("HOME"),
         .trust_file = trust_file,
     };
-    return mcp_config_load(&co, ret);
+    int r = mcp_config_load(&co, ret);
+    for (size_t i = 0; r == 0 && i < o->n_approvals; i++) {
+        char *why = NULL;
+        if ((r = mcp_config_add_approval(ret, o->approvals[i], &why)) < 0) {
+            log_error("%s", why ? why : "--approval: out of memory");
+            free(why);
+            mcp_config_done(ret);
+        }
+    }
+    return r;
 }
 
 int setup_pool(struct setup *s, const struct setup_opts *o, unsigned size, unsigned max_size,
@@ -343,9 +369,22 @@ int setup_start(struct setup *s, const struct setup_opts *o, struct common_opts 
             .headers = o->egress_header,
             .max_bytes = o->egress_max_mb << 20,
             .max_connections = (unsigned)o->egress_max_connections,
+            .pool = (unsigned)o->egress_pool,
+            .exec_open = (unsigned)o->egress_max_open,
+            .session_open = (unsigned)o->egress_session_max_open,
+            .tenant_open = (unsigned)o->egress_tenant_connections,
         };
+        _cleanup_free_ char *why_shares = NULL;
+        if (egress_shares_size(&eo, (unsigned)o->max_sessions, (unsigned)o->executions,
+                               &why_shares) < 0) {
+            log_error("%s: %s", cmd, why_shares ? why_shares : "out of memory");
+            return -EINVAL;
+        }
         if ((r = egress_proxy_new(&eo, &s->egress)) < 0 || (r = setup_egress_probe(s, cmd)) < 0)
             return r;
+        log_info("egress: %u connections through the proxy at once; an execution holds at most "
+                 "%u, a session %u, a tenant %u",
+                 eo.pool, eo.exec_open, eo.session_open, eo.tenant_open);
     }
     if (o->pool_size && (r = setup_pool(s, o, (unsigned)o->pool_size,
                                         (unsigned)(o->pool_max ? o->pool_max : 2 * o->pool_size),
@@ -395,6 +434,9 @@ int setup_start(struct setup *s, const struct setup_opts *o, struct common_opts 
         .max_bytes = (size_t)o->workspace_quota << 20,
         .max_entries = 10000,
         .max_file = 16u << 20,
+        /* A tenant may open any number of workspace names: its total is capped apart. */
+        .tenant_bytes = (size_t)(o->tenant_quota ? o->tenant_quota : 4 * o->workspace_quota) << 20,
+        .tenant_workspaces = 16,
     };
     r = workspace_store_new(s->state_dir, &wl, &s->wstore);
     if (r < 0)
@@ -418,6 +460,7 @@ int setup_start(struct setup *s, const struct setup_opts *o, struct common_opts 
         .max_tool_calls = (unsigned)o->max_tool_calls,
         .session_tool_calls = (unsigned)o->session_tool_calls,
         .host_cpu_ms = o->session_host_cpu,
+        .approval_timeout_ms = (int64_t)o->approval_timeout * 1000,
         .profiles = s->profiles,
         .artifacts = setup_artifact_caps(o),
         .egress = s->egress,

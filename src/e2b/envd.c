@@ -241,11 +241,13 @@ static void e2b_files(struct e2b_sandbox *sb, const struct http_request *req,
         return;
     }
     if (get) {
-        char *data = NULL;
-        size_t len = 0;
-        r = session_files_get(dir, rel, sb->e->opt.file_max, uid, gid, &data, &len);
+        /* Sent from the descriptor as the client reads (api/files.c does the same), counted
+         * against the reply budget by the server. */
+        int fd = -1;
+        uint64_t len = 0;
+        r = session_files_open(dir, rel, sb->e->opt.file_max, uid, gid, &fd, &len);
         if (r == 0)
-            http_reply_file(reply, data, len);
+            http_reply_download(reply, fd, len);
         else
             e2b_files_error(reply, r, path);
     } else {

@@ -316,7 +316,13 @@ int exec_run(struct cell *c, const struct exec_request *req, struct exec_outcome
 
     bool final = false, timed_out = false, aborted = false;
     while (!final && !s.proto_closed && !s.exited && !s.output_over) {
-        int64_t left = deadline - clock_mono_us();
+        /* Held time (a call waiting for a person) moves the deadline; once interrupted, the
+         * grace period is the grace period. */
+        const struct exec_hooks *hk = req->hooks;
+        int64_t now = clock_mono_us(), wake = 0;
+        int64_t held = hk && hk->held && !o->interrupted ? hk->held(hk->userdata, now, &wake) : 0;
+        s.deadline = deadline + held;
+        int64_t left = s.deadline - now;
         if (left <= 0 && req->interrupt_grace_us > 0 && !o->interrupted) {
             /* Ask the program to stop (KeyboardInterrupt-like); a session then survives. */
             o->interrupted = true;
@@ -352,7 +358,10 @@ int exec_run(struct cell *c, const struct exec_request *req, struct exec_outcome
             [PFD_PID] = {.fd = c->pidfd, .events = POLLIN},
             [PFD_WAKE] = {.fd = h && h->flush ? h->wake_fd : -1, .events = POLLIN},
         };
-        int n = poll(pfd, PFD_N, (int)((left + 999) / 1000));
+        /* While held, no deadline runs: look again when the holder wants to (its own timeouts),
+         * or when something comes. */
+        int64_t wait = wake > now ? wake - now : left;
+        int n = poll(pfd, PFD_N, (int)((wait + 999) / 1000));
         if (n < 0 && errno != EINTR) {
             exec_internal(o, "poll failed", errno);
             aborted = true;

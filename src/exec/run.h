@@ -38,6 +38,12 @@ struct exec_hooks {
     int wake_fd;
     /* An artifact the execution produced and the host kept (exec/artifact.h); borrowed. */
     void (*on_artifact)(void *userdata, json_t *artifact);
+    /* Time the host holds the execution (sessions: a tool call waits for a person's decision),
+     * which does not count against the time limit: the deadline moves by what it returns, the
+     * microseconds held so far. NULL: never held. Called each turn with the time now; it sets
+     * *ret_wake_us to when it must be called again at the latest while something is held (its
+     * own deadlines), else to 0. */
+    int64_t (*held)(void *userdata, int64_t now_us, int64_t *ret_wake_us);
 };
 
 struct exec_request {

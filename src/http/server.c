@@ -22,6 +22,7 @@
 #include "http/server.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <pthread.h>
@@ -34,9 +35,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "http/budget.h"
 #include "http/guard.h"
 #include "http/stream.h"
-#include "http/workers.h"
 #include "util/buf.h"
 #include "util/clock.h"
 #include "util/fmt.h"
@@ -44,8 +45,11 @@
 #include "util/macros.h"
 #include "util/jdump.h"
 #include "util/randid.h"
+#include "util/workpool.h"
 
 #define HTTP_RID_MAX 128
+/* A file body goes to the socket through a buffer of this size (per response). */
+#define HTTP_FILE_BLOCK (32u << 10)
 
 struct http_server {
     struct MHD_Daemon *daemon;
@@ -58,7 +62,9 @@ struct http_server {
     uint16_t port;
     char *instance_id; /* NULL or X-Sandboxd-Instance */
     struct http_guard *guard;
-    struct http_workers *workers;
+    struct workpool *workers;   /* one queue (FIFO), no cap but threads: connections are capped */
+    struct workpool_queue jobq; /* every route and producer */
+    struct http_budget *budget;
     pthread_mutex_t lock;
     pthread_cond_t cond; /* requests or jobs went down */
     unsigned requests;   /* dispatched, response not delivered yet */
@@ -72,7 +78,7 @@ enum http_req_state { REQ_READING, REQ_RUNNING, REQ_READY };
 
 /* One request: MHD's per-request context. */
 struct http_req {
-    struct http_work work; /* first: the worker hands this back */
+    struct workpool_job work; /* first: the worker hands this back */
     struct http_server *s;
     struct MHD_Connection *conn;
     struct http_conn *guarded;
@@ -82,6 +88,8 @@ struct http_req {
     bool counted;               /* in s->requests */
     struct http_reply reply;    /* REQ_READY: filled by the worker */
     struct http_stream *stream; /* REQ_READY: the reader's side of a streamed reply */
+    bool sealed;                /* the reply's body is final and claimed in charge */
+    struct http_charge charge;  /* the reply's bytes until a response holds them */
     char rid[HTTP_RID_MAX + 1];
 };
 
@@ -117,13 +125,51 @@ void http_reply_header(struct http_reply *r, const char *name, const char *value
     }
 }
 
-void http_reply_file(struct http_reply *r, char *data, size_t len)
+void http_reply_file(struct http_reply *r, int fd, uint64_t len)
+{
+    if (r->has_file)
+        close(r->file);
+    r->file = fd;
+    r->file_len = len;
+    r->has_file = true;
+}
+
+void http_reply_download(struct http_reply *r, int fd, uint64_t len)
 {
     r->status = 200;
-    r->text = data;
-    r->text_len = len;
+    http_reply_file(r, fd, len);
     r->content_type = "application/octet-stream";
     http_reply_header(r, "X-Content-Type-Options", "nosniff");
+}
+
+/* Refuse for the reply budget: what r held goes, its owner stays (lock-free: r is the
+ * caller's). */
+static void http_reply_refuse_budget(struct http_reply *r, size_t bytes)
+{
+    const void *owner = r->owner;
+    http_reply_done(r);
+    r->owner = owner;
+    if (bytes)
+        http_reply_error(r, 503, "REPLY_BUDGET", NULL,
+                         "the reply (%zu bytes) was ready, but sandboxd holds as many bytes of "
+                         "replies as it may for clients that have not read theirs; what was "
+                         "asked was done, only its answer is lost; retry later",
+                         bytes);
+    else
+        http_reply_error(r, 503, "REPLY_BUDGET", NULL,
+                         "sandboxd holds as many bytes of replies as it may for clients that "
+                         "have not read theirs (yours or others'); nothing was done; retry "
+                         "later");
+    http_reply_header(r, "Retry-After", "1");
+}
+
+bool http_reply_admit(const struct http_request *req, struct http_reply *reply, const void *owner)
+{
+    reply->owner = owner;
+    if (!req->server || !http_budget_spent(req->server->budget, owner))
+        return true;
+    http_reply_refuse_budget(reply, 0);
+    return false;
 }
 
 void http_reply_error(struct http_reply *r, int status, const char *code, const char *field,
@@ -146,6 +192,8 @@ void http_reply_done(struct http_reply *r)
 {
     json_decref(r->body);
     free(r->text);
+    if (r->has_file)
+        close(r->file);
     for (size_t i = 0; i < r->n_headers; i++) {
         free(r->headers[i].name);
         free(r->headers[i].value);
@@ -175,25 +223,143 @@ static int http_request_id(struct MHD_Connection *conn, char *out, size_t n)
     return randid_hex(out, n, 12);
 }
 
+/* The bytes a sealed reply holds (a stream claims its own as it goes). */
+static size_t http_reply_bytes(const struct http_reply *r)
+{
+    if (r->stream_fn)
+        return 0;
+    if (r->has_file) /* and the block it is read through */
+        return (size_t)r->file_len + (r->file_len ? HTTP_FILE_BLOCK : 0);
+    if (r->text)
+        return r->text_len ? r->text_len : strlen(r->text);
+    return 0;
+}
+
+/* A JSON body becomes its text. */
+static void http_reply_serialise(struct http_reply *reply)
+{
+    if (!reply->body || reply->stream_fn)
+        return;
+    char *data = jdump(reply->body, JSON_COMPACT, NULL);
+    if (!data) {
+        const void *owner = reply->owner;
+        http_reply_done(reply);
+        reply->owner = owner;
+        reply->status = 500; /* no body: even an error's JSON could not be made */
+        return;
+    }
+    json_decref(TAKE_PTR(reply->body));
+    free(reply->text);
+    reply->text = data;
+    reply->text_len = 0;
+    if (!reply->content_type)
+        reply->content_type = "application/json";
+}
+
+/* Make req's reply final: its JSON serialised (on a worker, when the route ran on one) and its
+ * bytes claimed for its owner, or the reply replaced by a 503 when they do not fit. */
+static void http_seal(struct http_req *req, struct http_reply *reply)
+{
+    if (req->sealed)
+        return;
+    req->sealed = true;
+    http_reply_serialise(reply);
+    size_t n = http_reply_bytes(reply);
+    int r = http_budget_take(req->s->budget, reply->owner, n);
+    if (r == -ENOBUFS) {
+        log_info("http: %s %s: a reply of %zu bytes does not fit in the reply budget", req->method,
+                 req->url, n);
+        http_reply_refuse_budget(reply, n);
+        http_reply_serialise(reply);
+        n = http_reply_bytes(reply);
+        r = http_budget_take(req->s->budget, reply->owner, n); /* small: never refused */
+    }
+    if (r < 0) /* out of memory for the owner's entry: the reply goes out unclaimed */
+        return;
+    req->charge = (struct http_charge){.budget = req->s->budget, .owner = reply->owner, .bytes = n};
+}
+
+/* A buffer body and its claim, given back when libmicrohttpd frees the response. */
+struct http_body {
+    char *data;
+    struct http_charge charge;
+};
+
+static void http_body_free(void *cls)
+{
+    struct http_body *b = cls;
+    http_charge_release(&b->charge);
+    free(b->data);
+    free(b);
+}
+
+/* A file body: read as the client takes it; each block read gives its bytes back. */
+struct http_file {
+    int fd;
+    uint64_t len;
+    struct http_charge charge;
+};
+
+static ssize_t http_file_read(void *cls, uint64_t pos, char *out, size_t max)
+{
+    struct http_file *f = cls;
+    if (pos >= f->len)
+        return MHD_CONTENT_READER_END_OF_STREAM;
+    size_t want = f->len - pos < max ? (size_t)(f->len - pos) : max;
+    ssize_t n;
+    do
+        n = pread(f->fd, out, want, (off_t)pos);
+    while (n < 0 && errno == EINTR);
+    if (n <= 0) /* shorter than it was (the sandbox cut it), or unreadable: end the connection */
+        return MHD_CONTENT_READER_END_WITH_ERROR;
+    http_charge_drop(&f->charge, (size_t)n);
+    return n;
+}
+
+static void http_file_free(void *cls)
+{
+    struct http_file *f = cls;
+    http_charge_release(&f->charge);
+    close(f->fd);
+    free(f);
+}
+
 static struct MHD_Response *http_build_response(struct http_req *req, struct http_reply *reply)
 {
     if (reply->stream_fn)
         return req->stream ? http_stream_response(TAKE_PTR(req->stream), req->conn) : NULL;
-    char *data = NULL;
-    size_t len = 0;
-    if (reply->body) {
-        data = jdump(reply->body, JSON_COMPACT, NULL);
-        if (!data)
+    http_seal(req, reply);
+    http_reply_serialise(reply); /* an error made after the seal (small, unclaimed) */
+    if (reply->has_file && reply->file_len) {
+        struct http_file *f = malloc(sizeof(*f));
+        if (!f)
             return NULL;
-        len = strlen(data);
-    } else if (reply->text) {
-        data = TAKE_PTR(reply->text);
-        len = reply->text_len ? reply->text_len : strlen(data);
+        *f = (struct http_file){.fd = reply->file, .len = reply->file_len, .charge = req->charge};
+        struct MHD_Response *resp = MHD_create_response_from_callback(
+            f->len, HTTP_FILE_BLOCK, http_file_read, f, http_file_free);
+        if (resp) { /* the fd and the claim are the response's now */
+            reply->has_file = false;
+            req->charge = (struct http_charge){0};
+        } else {
+            free(f);
+        }
+        return resp;
     }
-    struct MHD_Response *resp = MHD_create_response_from_buffer(
-        len, data ? data : (char *)"", data ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
-    if (!resp)
-        free(data);
+    if (!reply->text)
+        return MHD_create_response_from_buffer(0, (char *)"", MHD_RESPMEM_PERSISTENT);
+    struct http_body *b = malloc(sizeof(*b));
+    if (!b)
+        return NULL;
+    size_t len = reply->text_len ? reply->text_len : strlen(reply->text);
+    *b = (struct http_body){.data = reply->text, .charge = req->charge};
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer_with_free_callback_cls(len, b->data, http_body_free, b);
+    if (resp) {
+        reply->text = NULL;
+        req->charge = (struct http_charge){0};
+    } else {
+        free(b);
+    }
     return resp;
 }
 
@@ -237,6 +403,7 @@ static void http_run_route(struct http_req *req, struct http_reply *reply)
         .body_len = req->body.len,
         .request_id = req->rid,
         .conn = req->conn,
+        .server = s,
     };
     s->route(s->userdata, &r, reply);
     if (!reply->status)
@@ -252,17 +419,19 @@ static void http_job_done(struct http_server *s)
 }
 
 /* On a worker: run the route, hand the reply to the I/O thread, then produce the stream. */
-static void http_job(struct http_work *w)
+static void http_job(struct workpool_job *w)
 {
     struct http_req *req = (struct http_req *)w;
     struct http_server *s = req->s;
     struct http_reply reply = {0};
     http_run_route(req, &reply);
+    http_seal(req, &reply); /* serialised and claimed here, not on the I/O thread */
     http_stream_fn fn = reply.stream_fn;
     void *userdata = TAKE_PTR(reply.stream_userdata);
     void (*userdata_free)(void *) = reply.stream_free;
     struct http_stream *st = NULL;
-    if (fn && !(st = http_stream_new(s->stream_buffer, s->stream_timeout_us))) {
+    if (fn &&
+        !(st = http_stream_new(s->stream_buffer, s->stream_timeout_us, s->budget, reply.owner))) {
         http_reply_done(&reply);
         http_reply_error(&reply, 500, "INTERNAL", NULL, "out of memory");
         if (userdata_free)
@@ -312,9 +481,9 @@ static enum MHD_Result http_dispatch(struct http_req *req)
         return http_send(req, &reply);
     }
     req->state = REQ_RUNNING;
-    req->work.fn = http_job;
+    req->work = (struct workpool_job){.run = http_job}; /* it frees the request */
     MHD_suspend_connection(req->conn);
-    int r = http_workers_submit(s->workers, &req->work);
+    int r = workpool_submit(s->workers, &s->jobq, &req->work);
     if (r == 0)
         return MHD_YES; /* the worker resumes the connection */
     req->state = REQ_READY;
@@ -434,6 +603,7 @@ static void http_completed(void *cls, struct MHD_Connection *conn, void **con_cl
     if (req->stream)                             /* the response was never made */
         http_stream_abandon(req->stream);
     http_reply_done(&req->reply);
+    http_charge_release(&req->charge); /* no response took it */
     buf_free(&req->body);
     if (req->counted) {
         pthread_mutex_lock(&s->lock);
@@ -496,7 +666,8 @@ static unsigned http_or(unsigned v, unsigned dflt)
 static void http_server_free(struct http_server *s)
 {
     free(s->instance_id);
-    http_workers_free(s->workers);
+    http_budget_free(s->budget);
+    workpool_free(s->workers);
     http_guard_free(s->guard);
     pthread_cond_destroy(&s->cond);
     pthread_mutex_destroy(&s->lock);
@@ -541,7 +712,17 @@ int http_server_start(const struct http_server_options *opt, http_route_fn route
         (int64_t)http_or(opt->body_timeout_s, HTTP_DEFAULT_BODY_TIMEOUT_S) * 1000000,
         s->instance_id, &s->guard);
     if (r == 0)
-        r = http_workers_new(http_or(opt->max_workers, HTTP_DEFAULT_MAX_WORKERS), &s->workers);
+        r = workpool_new(&(struct workpool_options){.name = "http",
+                                                    .workers = http_or(opt->max_workers,
+                                                                       HTTP_DEFAULT_MAX_WORKERS),
+                                                    .max_jobs = UINT_MAX,
+                                                    .queue_max = UINT_MAX,
+                                                    .queue_running = UINT_MAX},
+                         &s->workers);
+    if (r == 0)
+        r = http_budget_new(opt->reply_budget ? opt->reply_budget : HTTP_DEFAULT_REPLY_BUDGET,
+                            opt->owner_budget ? opt->owner_budget : HTTP_DEFAULT_OWNER_BUDGET,
+                            &s->budget);
     if (r < 0) {
         freeaddrinfo(ai);
         http_server_free(s);
@@ -607,17 +788,21 @@ int http_server_wait_idle(struct http_server *s, int64_t deadline_us)
 json_t *http_server_stats(struct http_server *s)
 {
     json_t *g = http_guard_stats(s->guard);
-    unsigned busy, threads;
-    http_workers_counts(s->workers, &busy, &threads);
+    struct workpool_stats ws;
+    workpool_stats(s->workers, &ws);
     pthread_mutex_lock(&s->lock);
     json_t *j = json_pack("{s:O, s:I, s:I, s:I, s:I, s:O, s:O, s:I, s:b}", "connections",
                           json_object_get(g, "open"), "requests", (json_int_t)s->requests, "jobs",
-                          (json_int_t)s->jobs, "workers", (json_int_t)threads, "workersBusy",
-                          (json_int_t)busy, "cutHead", json_object_get(g, "cutHead"), "cutBody",
+                          (json_int_t)s->jobs, "workers", (json_int_t)ws.threads, "workersBusy",
+                          (json_int_t)ws.jobs, "cutHead", json_object_get(g, "cutHead"), "cutBody",
                           json_object_get(g, "cutBody"), "tooLarge", (json_int_t)s->too_large,
                           "draining", s->draining);
     pthread_mutex_unlock(&s->lock);
     json_decref(g);
+    json_t *b = http_budget_stats(s->budget);
+    if (j && b)
+        json_object_update(j, b);
+    json_decref(b);
     return j;
 }
 

@@ -9,13 +9,18 @@
  * when the server has one, X-Sandboxd-Instance (the instance id,
  * util/instance.h).
  *
- * A route runs on a bounded pool of worker threads (http/workers.c) while
+ * A route runs on a bounded pool of worker threads (util/workpool.c) while
  * its connection is suspended, so a route may block for as long as its work
  * takes; routes the caller declares cheap (http_inline_fn) answer on the I/O
  * thread. Routes answer either a complete reply or a stream (SSE), whose
  * producer runs on the worker and never waits long for a slow client
- * (http/stream.c). Draining makes every response close its connection;
- * stopping waits for every route and producer before it returns.
+ * (http/stream.c), or a file read from its descriptor as the client takes
+ * it. Every reply's bytes count against the reply budget (http/budget.h)
+ * from the moment the route built them until libmicrohttpd frees them (a
+ * file and a stream: until the client took them), so clients that do not
+ * read cannot grow the process without bound. Draining makes every response
+ * close its connection; stopping waits for every route and producer before
+ * it returns.
  */
 #ifndef SANDBOXD_HTTP_SERVER_H
 #define SANDBOXD_HTTP_SERVER_H
@@ -35,7 +40,8 @@ struct http_request {
     const char *body; /* NUL-terminated; body_len bytes */
     size_t body_len;
     const char *request_id;
-    void *conn; /* the MHD connection, for header lookups */
+    void *conn;                 /* the MHD connection, for header lookups */
+    struct http_server *server; /* for http_reply_admit() */
 };
 
 /* A header of the request (case-insensitive name), or NULL. */
@@ -68,6 +74,14 @@ struct http_reply {
     const char *content_type; /* static; default application/json */
     struct http_header headers[6];
     size_t n_headers;
+    /* Whose share of the reply budget the body counts against (http/budget.h): a tenant, or
+     * NULL (the total only). Compared by pointer; must outlive the server. */
+    const void *owner;
+    /* A regular file sent as the body (http_reply_file): file_len bytes from offset 0, read
+     * from the descriptor as the client takes them; used when body and text are NULL. */
+    int file;
+    uint64_t file_len;
+    bool has_file;
     /* Streaming: when set, the body comes from stream_fn (called once, on a worker thread,
      * after the headers were queued); stream_free(stream_userdata) follows it. */
     http_stream_fn stream_fn;
@@ -76,9 +90,18 @@ struct http_reply {
 };
 
 void http_reply_header(struct http_reply *r, const char *name, const char *value);
-/* 200 with the bytes of a file (takes data, len bytes) as application/octet-stream, which a
- * browser must not sniff into something it would run. */
-void http_reply_file(struct http_reply *r, char *data, size_t len);
+/* The body is the first len bytes of the regular file fd (taken: closed with the reply). The
+ * file may change meanwhile: a body that ends early closes the connection, one that grew is
+ * cut at len. */
+void http_reply_file(struct http_reply *r, int fd, uint64_t len);
+/* 200 with http_reply_file(fd, len) as application/octet-stream, which a browser must not sniff
+ * into something it would run: a file of a sandbox, downloaded. */
+void http_reply_download(struct http_reply *r, int fd, uint64_t len);
+/* The reply's bytes count against owner's share of the reply budget (and the total). False,
+ * with reply filled as 503 REPLY_BUDGET and Retry-After, when the total or that share is
+ * already spent by replies their clients have not read: refuse the work before doing it. A
+ * reply that would cross the budget once built is refused the same way by the server. */
+bool http_reply_admit(const struct http_request *req, struct http_reply *reply, const void *owner);
 /* {"error": {"code", "message", "field"?}} with the given status. */
 void http_reply_error(struct http_reply *r, int status, const char *code, const char *field,
                       const char *fmt, ...) __attribute__((format(printf, 5, 6)));
@@ -101,6 +124,8 @@ typedef bool (*http_inline_fn)(void *userdata, const char *method, const char *p
 #define HTTP_DEFAULT_MAX_WORKERS       256u
 #define HTTP_DEFAULT_STREAM_BUFFER     (1u << 20)
 #define HTTP_DEFAULT_STREAM_TIMEOUT_MS 1000u
+#define HTTP_DEFAULT_REPLY_BUDGET      (256u << 20)
+#define HTTP_DEFAULT_OWNER_BUDGET      (128u << 20)
 
 struct http_server_options {
     const char *host;
@@ -116,6 +141,8 @@ struct http_server_options {
     unsigned stream_timeout_ms;  /* how long a stream write waits for a full buffer to drain */
     http_inline_fn inline_route; /* NULL: every route runs on a worker */
     const char *instance_id;     /* NULL, or X-Sandboxd-Instance on every response; copied */
+    size_t reply_budget;         /* bytes of replies held for clients, all together */
+    size_t owner_budget;         /* the same, for one owner (http_reply.owner) */
 };
 
 /* route and inline_route get userdata, which must outlive the server. Raises nothing itself:
@@ -129,7 +156,8 @@ void http_server_drain(struct http_server *s);
  * -ETIMEDOUT at deadline_us (monotonic). Idle keep-alive connections do not count. */
 int http_server_wait_idle(struct http_server *s, int64_t deadline_us);
 /* {"connections", "requests" (in flight), "workers", "workersBusy", "cutHead", "cutBody",
- * "tooLarge"}. */
+ * "tooLarge", and the reply budget's "replyBytes", "replyBudgetBytes",
+ * "tenantReplyBudgetBytes", "replyRefused"}. */
 json_t *http_server_stats(struct http_server *s);
 /* Waits for every running route and stream producer (end what they wait for first), then
  * closes every connection and frees. NULL-safe. */

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "http/budget.h"
 #include "util/buf.h"
 #include "util/clock.h"
 #include "util/jdump.h"
@@ -37,9 +38,11 @@ struct http_stream {
     bool done;                   /* the producer finished */
     bool gone;                   /* the reader left, or was too slow */
     unsigned refs;
+    struct http_charge charge; /* the bytes written and not read yet, on the reply budget */
 };
 
-struct http_stream *http_stream_new(size_t max, int64_t write_timeout_us)
+struct http_stream *http_stream_new(size_t max, int64_t write_timeout_us,
+                                    struct http_budget *budget, const void *owner)
 {
     struct http_stream *s = calloc(1, sizeof(*s));
     if (!s)
@@ -51,6 +54,7 @@ struct http_stream *http_stream_new(size_t max, int64_t write_timeout_us)
     s->max = max;
     s->write_timeout_us = write_timeout_us;
     s->refs = 2;
+    s->charge = (struct http_charge){.budget = budget, .owner = owner};
     pthread_mutex_init(&s->lock, NULL);
     clock_cond_init(&s->room);
     return s;
@@ -62,6 +66,7 @@ static void http_stream_unref_locked(struct http_stream *s)
     pthread_mutex_unlock(&s->lock);
     if (!last)
         return;
+    http_charge_release(&s->charge);
     buf_free(&s->data);
     pthread_cond_destroy(&s->room);
     pthread_mutex_destroy(&s->lock);
@@ -101,13 +106,25 @@ int http_stream_write(struct http_stream *s, const char *data, size_t len)
             s->gone = true;
         }
     }
+    if (!s->gone && s->charge.budget &&
+        http_budget_take(s->charge.budget, s->charge.owner, len) < 0) {
+        /* The replies nobody reads fill the budget: this client is one of them, or waits
+         * behind them; either way the producer must not hold what it cannot send. */
+        log_info("http: a stream's %zu bytes do not fit in the reply budget; treating its "
+                 "client as gone",
+                 len);
+        s->gone = true;
+    }
     if (s->gone) {
         r = -EPIPE;
     } else {
+        s->charge.bytes += s->charge.budget ? len : 0;
         buf_consume(&s->data, s->off); /* one move per write, not per read */
         s->off = 0;
         if ((r = buf_append(&s->data, data, len)) == 0)
             http_stream_wake_locked(s);
+        else
+            http_charge_drop(&s->charge, len);
     }
     pthread_mutex_unlock(&s->lock);
     return r;
@@ -123,6 +140,7 @@ static ssize_t http_stream_read(void *cls, uint64_t pos, char *out, size_t max)
         n = (ssize_t)(pending < max ? pending : max);
         memcpy(out, s->data.data + s->off, (size_t)n);
         s->off += (size_t)n;
+        http_charge_drop(&s->charge, (size_t)n);
         if (s->off == s->data.len) {
             buf_reset(&s->data);
             s->off = 0;

@@ -24,9 +24,14 @@
 
 #include "http/server.h"
 
+struct http_budget;
+
 /* max: bytes buffered at most (one write larger than that is taken when the buffer is empty);
- * write_timeout_us: how long a write waits for room. NULL when out of memory. */
-struct http_stream *http_stream_new(size_t max, int64_t write_timeout_us);
+ * write_timeout_us: how long a write waits for room; budget (NULL: none) and owner: what is
+ * buffered counts against owner's share of it until the reader takes it, and a write it has no
+ * room for fails as if the client were gone. NULL when out of memory. */
+struct http_stream *http_stream_new(size_t max, int64_t write_timeout_us,
+                                    struct http_budget *budget, const void *owner);
 /* The reader side: a chunked MHD response reading from s, on connection conn (which the
  * reader suspends while s is empty). Takes the reader's reference, also on failure (NULL). */
 struct MHD_Response *http_stream_response(struct http_stream *s, struct MHD_Connection *conn);

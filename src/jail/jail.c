@@ -116,8 +116,8 @@ static int jail_plan_etc(struct jail_config *cfg)
         {"/etc/passwd", "root:x:0:0:root:/tmp:/bin/false\n"
                         "nobody:x:65534:65534:nobody:/tmp:/bin/false\n"},
         {"/etc/group", "root:x:0:\nnogroup:x:65534:\n"},
-        {"/etc/hosts", "127.0.0.1 localhost " JAIL_HOSTNAME "\n::1 localhost\n"},
-        {"/etc/hostname", JAIL_HOSTNAME "\n"},
+        {"/etc/hosts", "127.0.0.1 localhost " CONFINE_HOSTNAME "\n::1 localhost\n"},
+        {"/etc/hostname", CONFINE_HOSTNAME "\n"},
         {"/etc/nsswitch.conf", "passwd: files\ngroup: files\nhosts: files\n"},
         {"/etc/resolv.conf", "# no network inside the sandbox\n"},
     };
@@ -151,8 +151,8 @@ static int jail_plan_dev(struct jail_config *cfg)
         if ((r = mount_plan_symlink(&cfg->plan, links[i][0], links[i][1])) < 0)
             return r;
     char opts[64];
-    snprintf(opts, sizeof(opts), "mode=1777,size=%llu", (unsigned long long)cfg->tmp_bytes);
-    if ((r = mount_plan_tmpfs(&cfg->plan, "/dev/shm", opts, MS_NOSUID | MS_NODEV | MS_NOEXEC)) < 0)
+    snprintf(opts, sizeof(opts), CONFINE_TMPFS_OPTIONS, (unsigned long long)cfg->tmp_bytes);
+    if ((r = mount_plan_tmpfs(&cfg->plan, "/dev/shm", opts, CONFINE_SHM_FLAGS)) < 0)
         return r;
     /* /dev belongs to the sandbox uid; read-only so nothing can be left there for the next
      * cell of a zygote (its /dev/shm is replaced per cell). */
@@ -286,8 +286,8 @@ static int jail_plan_build(struct jail_config *cfg, const struct jail_options *o
     if ((r = mount_plan_proc(&cfg->plan, "/proc")) < 0)
         goto out;
     char opts[64];
-    snprintf(opts, sizeof(opts), "mode=1777,size=%llu", (unsigned long long)cfg->tmp_bytes);
-    if ((r = mount_plan_tmpfs(&cfg->plan, "/tmp", opts, MS_NOSUID | MS_NODEV)) < 0)
+    snprintf(opts, sizeof(opts), CONFINE_TMPFS_OPTIONS, (unsigned long long)cfg->tmp_bytes);
+    if ((r = mount_plan_tmpfs(&cfg->plan, "/tmp", opts, CONFINE_TMP_FLAGS)) < 0)
         goto out;
     /* E2B's home (docs/E2B.md): the working directory by the name its SDKs and users give it. */
     if ((r = mount_plan_symlink(&cfg->plan, "/tmp", JAIL_HOME)) < 0)
@@ -340,12 +340,10 @@ out:
  * longer counts as "fully visible", and the zygote's cells must mount their own /proc. */
 static int jail_sandbox_plan(struct mount_plan *p)
 {
-    static const char *const ro[] = {"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus",
-                                     "/proc/pressure"};
-    for (size_t i = 0; i < ARRAY_SIZE(ro); i++) {
-        if (access(ro[i], F_OK) < 0)
+    for (size_t i = 0; i < confine_proc_readonly_n; i++) {
+        if (access(confine_proc_readonly[i], F_OK) < 0)
             continue;
-        int r = mount_plan_remount_ro(p, ro[i]);
+        int r = mount_plan_remount_ro(p, confine_proc_readonly[i]);
         if (r < 0)
             return r;
     }
@@ -494,18 +492,25 @@ struct jail_limits jail_limits_default(const struct jail_config *cfg)
 
 json_t *jail_describe(const struct jail_config *cfg)
 {
+    json_t *ns = json_array();
+#define JAIL_NS_NAME_(flag, name) json_array_append_new(ns, json_string(name));
+    CONFINE_NAMESPACE_LIST(JAIL_NS_NAME_)
+#undef JAIL_NS_NAME_
     json_t *layers = json_pack(
-        "{s:[s,s,s,s,s,s,s], s:b, s:s, s:b, s:b, s:s, s:s*, s:s, s:s, s:I, s:b, s:I}", "namespaces",
-        "user", "pid", "mount", "net", "ipc", "uts", "cgroup", "seccomp", cfg->filter.len > 0,
-        "seccompMode", cfg->filter.len > 0 ? "allowlist" : "off", "noNewPrivs", 1,
-        "capabilitiesDropped", 1, "cgroups", cgroup_mode_name(cfg->cgroups->mode), "cgroupsReason",
-        cfg->cgroups->reason, "python", cfg->python, "pythonVersion", cfg->python_version,
-        "sandboxUid", (json_int_t)cfg->host_uid, "rootless", cfg->rootless, "tmpBytes",
-        (json_int_t)cfg->tmp_bytes);
+        "{s:o, s:b, s:s, s:b, s:b, s:s, s:s*, s:s, s:s, s:I, s:b, s:I}", "namespaces", ns,
+        "seccomp", cfg->filter.len > 0, "seccompMode", cfg->filter.len > 0 ? "allowlist" : "off",
+        "noNewPrivs", 1, "capabilitiesDropped", 1, "cgroups", cgroup_mode_name(cfg->cgroups->mode),
+        "cgroupsReason", cfg->cgroups->reason, "python", cfg->python, "pythonVersion",
+        cfg->python_version, "sandboxUid", (json_int_t)cfg->host_uid, "rootless", cfg->rootless,
+        "tmpBytes", (json_int_t)cfg->tmp_bytes);
     if (!layers)
         return NULL;
-    json_t *rl = json_pack("[s,s,s,s,s]", "nofile", "nproc", "fsize", "cpu", "core");
-    json_object_set_new(layers, "rlimits", rl);
+    if (json_object_set_new(layers, "rlimits",
+                            json_pack("[s,s,s,s,s]", "nofile", "nproc", "fsize", "cpu", "core")) <
+        0) {
+        json_decref(layers);
+        return NULL;
+    }
     json_object_set_new(layers, "cgroup", cgroup_env_describe(cfg->cgroups));
     json_t *ins = json_array();
     if (cfg->insecure & JAIL_INSECURE_NO_SECCOMP)

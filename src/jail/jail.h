@@ -26,14 +26,13 @@
 #include <sys/types.h>
 
 #include "jail/cgroup.h"
+#include "jail/confine.h"
 #include "jail/mount.h"
 
 #define JAIL_RUNTIME_DIR          "/sandboxd/runtime"
 #define JAIL_CELL_LIB             "/sandboxd/lib/libsbxcell.so"
 #define JAIL_COPY_MAX             (2u << 20) /* bytes of the runtime (and of the cell library) */
 #define JAIL_HOSTDEPS_MAX_ENTRIES 2000000    /* directory entries walked for symlinks at start-up */
-#define JAIL_SANDBOX_UID          65534      /* inside the namespace: "nobody" */
-#define JAIL_HOSTNAME             "sandbox"
 #define JAIL_HOME                 "/home/user" /* a symlink to /tmp, the working directory */
 /* The certificates sandboxes trust when egress is on: the host's bundle plus --egress-ca-file */
 #define JAIL_CA_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
@@ -122,7 +121,8 @@ struct jail_proc {
 /* Build the config; logs and returns -errno when the interpreter or a bind is unusable. */
 int jail_config_init(struct jail_config *cfg, const struct jail_options *opt);
 void jail_config_done(struct jail_config *cfg);
-/* The active layers, for the start-up log and /healthz (new reference). */
+/* The active layers, for the start-up log and /healthz (new reference; NULL when out of
+ * memory). */
 json_t *jail_describe(const struct jail_config *cfg);
 struct jail_limits jail_limits_default(const struct jail_config *cfg);
 

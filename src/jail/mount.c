@@ -24,6 +24,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "jail/confine.h"
 #include "jail/steps.h"
 #include "util/fdio.h"
 #include "util/fmt.h"
@@ -393,7 +394,7 @@ int mount_plan_remount_ro(struct mount_plan *p, const char *dst)
     struct mount_op *op = mount_plan_push(p, MOUNT_OP_REMOUNT, dst);
     if (!op)
         return -ENOMEM;
-    op->flags = MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC;
+    op->flags = CONFINE_PROC_RO_FLAGS;
     return 0;
 }
 
@@ -502,13 +503,9 @@ static int mount_apply_one(const struct mount_op *op, int fd, bool detached)
             return steps_mount(NULL, op->dst, NULL, MS_REMOUNT | MS_BIND | op->ms_flags, NULL);
         }
     case MOUNT_OP_PROC:
-        return steps_mount("proc", op->dst, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
-    case MOUNT_OP_REMOUNT: {
-        int r = steps_mount(op->dst, op->dst, NULL, MS_BIND | MS_REC, NULL);
-        if (r < 0)
-            return r;
-        return steps_mount(NULL, op->dst, NULL, MS_REMOUNT | MS_BIND | op->flags, NULL);
-    }
+        return steps_mount("proc", op->dst, "proc", CONFINE_PROC_FLAGS, NULL);
+    case MOUNT_OP_REMOUNT:
+        return steps_bind_remount(op->dst, op->flags);
     case MOUNT_OP_SEAL:
         return steps_mount(NULL, op->dst, NULL, MS_REMOUNT | MS_BIND | op->flags, NULL);
     }

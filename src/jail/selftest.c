@@ -87,7 +87,7 @@ int jail_selftest(const struct jail_config *cfg, json_t **ret_facts)
     const char *cap = json_string_value(json_object_get(f, "capEff"));
     if ((r = selftest_expect(json_integer_value(json_object_get(f, "pid")) == 1, "pid namespace",
                              "the program is not pid 1")) < 0 ||
-        (r = selftest_expect(json_integer_value(json_object_get(f, "uid")) == JAIL_SANDBOX_UID,
+        (r = selftest_expect(json_integer_value(json_object_get(f, "uid")) == CONFINE_SANDBOX_UID,
                              "user namespace", "uid is not 65534")) < 0 ||
         (r = selftest_expect(cap && strcmp(cap, "0000000000000000") == 0, "capability drop",
                              "CapEff is not empty")) < 0 ||

@@ -3,14 +3,14 @@
  * spawn — a jailed process from a jail_config (see jail.h): the parent's
  * clone(), uid/gid maps and cgroup attach, and the child's steps.
  *
- * The child's steps, in order (STYLE.md, "The sandbox child"): wait for the
- * parent to write the uid/gid maps and attach the cgroup -> drop
- * supplementary groups -> new cgroup namespace (now rooted at the cell's
- * cgroup) -> make every mount private -> build the new root on a tmpfs ->
- * pivot_root and detach the old root -> remount the root read-only ->
- * hostname -> fds -> rlimits -> capabilities -> no_new_privs -> seccomp ->
- * execve. Only async-signal-safe calls run between clone() and execve():
- * the parent is multi-threaded.
+ * The child runs the cold column of the one step table (jail/confine.h),
+ * in its order, through jail_child_step(): wait for the parent to write the
+ * uid/gid maps and attach the cgroup -> drop supplementary groups -> new
+ * cgroup namespace (rooted at the cell's cgroup) -> private mounts -> the new
+ * root on a tmpfs -> pivot_root, detach the old root -> remount the root
+ * read-only -> hostname -> fds -> rlimits -> capabilities -> no_new_privs ->
+ * seccomp -> execve. Only async-signal-safe calls run between clone() and
+ * execve(): the parent is multi-threaded.
  */
 #include "jail/jail.h"
 
@@ -30,6 +30,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
+#include "jail/confine.h"
 #include "jail/steps.h"
 #include "util/clock.h"
 #include "util/fdio.h"
@@ -39,62 +40,8 @@
 
 extern char **environ;
 
-enum jail_step {
-    JAIL_STEP_WAIT_PARENT,
-    JAIL_STEP_SETGROUPS,
-    JAIL_STEP_SETRESUID,
-    JAIL_STEP_CGROUP_NS,
-    JAIL_STEP_MOUNT_PRIVATE,
-    JAIL_STEP_OPEN_SOURCES,
-    JAIL_STEP_ROOT_TMPFS,
-    JAIL_STEP_CHDIR_NEWROOT,
-    JAIL_STEP_MOUNT_OPS,
-    JAIL_STEP_SANDBOX_MOUNTS,
-    JAIL_STEP_PIVOT_ROOT,
-    JAIL_STEP_DETACH_OLD_ROOT,
-    JAIL_STEP_CHDIR_ROOT,
-    JAIL_STEP_REMOUNT_ROOT_RO,
-    JAIL_STEP_HOSTNAME,
-    JAIL_STEP_CHDIR_TMP,
-    JAIL_STEP_EGRESS,
-    JAIL_STEP_REMAP_FDS,
-    JAIL_STEP_RLIMITS,
-    JAIL_STEP_DROP_CAPS,
-    JAIL_STEP_NO_NEW_PRIVS,
-    JAIL_STEP_SIGNALS,
-    JAIL_STEP_SECCOMP,
-    JAIL_STEP_EXECVE,
-};
-
-static const char *const jail_step_names[] = {
-    [JAIL_STEP_WAIT_PARENT] = "wait-for-parent",
-    [JAIL_STEP_SETGROUPS] = "setgroups",
-    [JAIL_STEP_SETRESUID] = "setresuid/setresgid",
-    [JAIL_STEP_CGROUP_NS] = "unshare(CLONE_NEWCGROUP)",
-    [JAIL_STEP_MOUNT_PRIVATE] = "mount(/, MS_REC|MS_PRIVATE)",
-    [JAIL_STEP_OPEN_SOURCES] = "open bind sources",
-    [JAIL_STEP_ROOT_TMPFS] = "mount(tmpfs, new root)",
-    [JAIL_STEP_CHDIR_NEWROOT] = "chdir(new root)",
-    [JAIL_STEP_MOUNT_OPS] = "filesystem",
-    [JAIL_STEP_SANDBOX_MOUNTS] = "filesystem (sandbox-only)",
-    [JAIL_STEP_PIVOT_ROOT] = "pivot_root",
-    [JAIL_STEP_DETACH_OLD_ROOT] = "umount2(old root, MNT_DETACH)",
-    [JAIL_STEP_CHDIR_ROOT] = "chdir(/)",
-    [JAIL_STEP_REMOUNT_ROOT_RO] = "mount(/, MS_REMOUNT|MS_RDONLY)",
-    [JAIL_STEP_HOSTNAME] = "sethostname",
-    [JAIL_STEP_CHDIR_TMP] = "chdir(/tmp)",
-    [JAIL_STEP_EGRESS] = "loopback up and egress listener",
-    [JAIL_STEP_REMAP_FDS] = "file descriptors",
-    [JAIL_STEP_RLIMITS] = "setrlimit",
-    [JAIL_STEP_DROP_CAPS] = "drop capabilities",
-    [JAIL_STEP_NO_NEW_PRIVS] = "prctl(PR_SET_NO_NEW_PRIVS)",
-    [JAIL_STEP_SIGNALS] = "reset signal mask and handlers",
-    [JAIL_STEP_SECCOMP] = "seccomp",
-    [JAIL_STEP_EXECVE] = "execve",
-};
-
 struct jail_child_error {
-    int32_t step;
+    int32_t step;   /* enum confine_step */
     int32_t err;    /* positive errno */
     int32_t detail; /* index of the failing mount op, or -1 */
 };
@@ -113,90 +60,57 @@ struct jail_child_args {
     int fds[4];         /* stdin, stdout, stderr, proto (-1: none) */
     int egress_fd;      /* where to send the egress listener (-1: no network) */
     unsigned inside_id; /* uid and gid inside the namespace */
-    int *trees; /* per plan op: detached bind trees (root), or room for sources (rootless) */
+    int *trees;    /* per plan op: detached bind trees (root), or room for sources (rootless) */
+    size_t detail; /* set by a failing mount step: the index of its op */
 };
 
-static _Noreturn void jail_child_fail(const struct jail_child_args *a, enum jail_step step, int err,
-                                      int detail)
+static _Noreturn void jail_child_fail(const struct jail_child_args *a, int step, int err)
 {
-    struct jail_child_error e = {.step = step, .err = err < 0 ? -err : err, .detail = detail};
+    struct jail_child_error e = {
+        .step = step,
+        .err = err < 0 ? -err : err,
+        .detail = a->detail == SIZE_MAX ? -1 : (int32_t)a->detail,
+    };
     ssize_t w = write(a->err_fd, &e, sizeof(e));
     (void)w; /* the parent sees a short read as a failure either way */
     _exit(127);
 }
-
-#define CHILD_STEP(a, step, expr)                                                                  \
-    do {                                                                                           \
-        int r_ = (expr);                                                                           \
-        if (r_ < 0)                                                                                \
-            jail_child_fail((a), (step), r_, -1);                                                  \
-    } while (0)
 
 static int jail_sys(long r)
 {
     return r < 0 ? -errno : 0;
 }
 
-static _Noreturn void jail_child(struct jail_child_args *a)
+static int jail_child_wait(int sync_fd)
 {
-    const struct jail_config *cfg = a->cfg;
-    const struct jail_spawn *req = a->req;
     char c;
     ssize_t n;
     do
-        n = read(a->sync_fd, &c, 1);
+        n = read(sync_fd, &c, 1);
     while (n < 0 && errno == EINTR);
     if (n != 1)
-        jail_child_fail(a, JAIL_STEP_WAIT_PARENT, n < 0 ? errno : EPIPE, -1);
-    close(a->sync_fd);
+        return n < 0 ? -errno : -EPIPE;
+    close(sync_fd);
+    return 0;
+}
 
-    /* As root, the supplementary groups still carry host gid 0; drop them. Rootless, the
-     * kernel forbids setgroups (it was denied before gid_map was written). */
-    /* Raw syscalls, not the glibc wrappers: glibc applies set*id to every thread of the
-     * process (the setxid broadcast) and would wait forever for the parent's other threads,
-     * which do not exist in this child. */
-    if (!cfg->rootless)
-        CHILD_STEP(a, JAIL_STEP_SETGROUPS, jail_sys(syscall(SYS_setgroups, 0, NULL)));
-    /* Become the mapped id. As root our kuid is still host 0, which the map leaves out on
-     * purpose; NO_SETUID_FIXUP keeps the namespace capabilities across the switch. */
-    CHILD_STEP(a, JAIL_STEP_SETRESUID,
-               jail_sys(prctl(PR_SET_SECUREBITS, SECBIT_NO_SETUID_FIXUP, 0, 0, 0)));
-    CHILD_STEP(a, JAIL_STEP_SETRESUID,
-               jail_sys(syscall(SYS_setresgid, a->inside_id, a->inside_id, a->inside_id)));
-    CHILD_STEP(a, JAIL_STEP_SETRESUID,
-               jail_sys(syscall(SYS_setresuid, a->inside_id, a->inside_id, a->inside_id)));
-    CHILD_STEP(a, JAIL_STEP_CGROUP_NS, jail_sys(unshare(CLONE_NEWCGROUP)));
-    CHILD_STEP(a, JAIL_STEP_MOUNT_PRIVATE, steps_mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL));
-    size_t idx = 0;
-    int r;
-    if (cfg->rootless && (r = mount_plan_open_sources(&cfg->plan, a->trees, &idx)) < 0)
-        jail_child_fail(a, JAIL_STEP_OPEN_SOURCES, r, (int)idx);
-    CHILD_STEP(
-        a, JAIL_STEP_ROOT_TMPFS,
-        steps_mount("tmpfs", JAIL_STAGING, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=4m"));
-    CHILD_STEP(a, JAIL_STEP_CHDIR_NEWROOT, jail_sys(chdir(JAIL_STAGING)));
-    r = mount_plan_apply(&cfg->plan, a->trees, !cfg->rootless, &idx);
-    if (r < 0)
-        jail_child_fail(a, JAIL_STEP_MOUNT_OPS, r, (int)idx);
-    if (req->role == JAIL_ROLE_SANDBOX &&
-        (r = mount_plan_apply(&cfg->plan_sandbox, NULL, true, &idx)) < 0)
-        jail_child_fail(a, JAIL_STEP_SANDBOX_MOUNTS, r, (int)idx);
-    /* pivot_root(".", "."): the old root ends up stacked on top of the new one and is
-     * detached right away, so nothing of the host tree stays reachable. */
-    CHILD_STEP(a, JAIL_STEP_PIVOT_ROOT, jail_sys(syscall(SYS_pivot_root, ".", ".")));
-    CHILD_STEP(a, JAIL_STEP_DETACH_OLD_ROOT, jail_sys(umount2(".", MNT_DETACH)));
-    CHILD_STEP(a, JAIL_STEP_CHDIR_ROOT, jail_sys(chdir("/")));
-    CHILD_STEP(a, JAIL_STEP_REMOUNT_ROOT_RO,
-               steps_mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV,
-                           NULL));
-    CHILD_STEP(a, JAIL_STEP_HOSTNAME,
-               jail_sys(sethostname(JAIL_HOSTNAME, sizeof(JAIL_HOSTNAME) - 1)));
-    CHILD_STEP(a, JAIL_STEP_CHDIR_TMP, jail_sys(chdir("/tmp")));
-    /* Still holding CAP_NET_ADMIN in the user namespace that owns our network namespace, so
-     * lo can come up; the listener leaves with the parent before user code can run. */
-    if (req->role == JAIL_ROLE_SANDBOX && req->egress_port)
-        CHILD_STEP(a, JAIL_STEP_EGRESS, steps_egress_listener(req->egress_port, a->egress_fd));
+/* Become the mapped id. As root our kuid is still host 0, which the map leaves out on
+ * purpose; NO_SETUID_FIXUP keeps the namespace capabilities across the switch. Raw
+ * syscalls, not the glibc wrappers: glibc applies set*id to every thread of the process (the
+ * setxid broadcast) and would wait forever for the parent's other threads, which do not
+ * exist in this child. */
+static int jail_child_ids(unsigned id)
+{
+    int r = jail_sys(prctl(PR_SET_SECUREBITS, SECBIT_NO_SETUID_FIXUP, 0, 0, 0));
+    if (r == 0)
+        r = jail_sys(syscall(SYS_setresgid, id, id, id));
+    if (r == 0)
+        r = jail_sys(syscall(SYS_setresuid, id, id, id));
+    return r;
+}
 
+static int jail_child_fds(struct jail_child_args *a)
+{
     struct steps_fdmap map[5];
     size_t nmap = 0;
     for (int i = 0; i < 4; i++)
@@ -206,38 +120,119 @@ static _Noreturn void jail_child(struct jail_child_args *a)
      * close-on-exec, and everything above it is closed. */
     int err_dst = a->fds[3] >= 0 ? 4 : 3;
     map[nmap++] = (struct steps_fdmap){.src = a->err_fd, .dst = err_dst};
-    int rr = steps_remap_fds(map, nmap, err_dst + 1);
-    if (rr == 0) {
-        a->err_fd = err_dst;
-        rr = fcntl(err_dst, F_SETFD, FD_CLOEXEC) < 0 ? -errno : 0;
-    }
-    if (rr < 0)
-        jail_child_fail(a, JAIL_STEP_REMAP_FDS, rr, -1);
+    int r = steps_remap_fds(map, nmap, err_dst + 1);
+    if (r < 0)
+        return r;
+    a->err_fd = err_dst;
+    return jail_sys(fcntl(err_dst, F_SETFD, FD_CLOEXEC));
+}
 
-    struct steps_rlimit rl[6];
-    size_t nrl = 0;
+static int jail_child_rlimits(const struct jail_spawn *req)
+{
     const struct jail_limits *lim = &req->limits;
-    rl[nrl++] = (struct steps_rlimit){RLIMIT_CORE, 0};
-    if (lim->nofile)
-        rl[nrl++] = (struct steps_rlimit){RLIMIT_NOFILE, lim->nofile};
-    if (lim->fsize)
-        rl[nrl++] = (struct steps_rlimit){RLIMIT_FSIZE, lim->fsize};
-    if (lim->cpu_s)
-        rl[nrl++] = (struct steps_rlimit){RLIMIT_CPU, lim->cpu_s};
-    if (lim->nproc && req->role == JAIL_ROLE_SANDBOX)
-        rl[nrl++] = (struct steps_rlimit){RLIMIT_NPROC, lim->nproc};
-    CHILD_STEP(a, JAIL_STEP_RLIMITS, steps_set_rlimits(rl, nrl));
-    if (req->role == JAIL_ROLE_SANDBOX)
-        CHILD_STEP(a, JAIL_STEP_DROP_CAPS, steps_drop_caps());
-    CHILD_STEP(a, JAIL_STEP_NO_NEW_PRIVS, steps_no_new_privs());
-    /* sandboxd blocks SIGINT/SIGTERM (it waits for them with sigwait) and ignores SIGPIPE;
-     * both a mask and ignored dispositions survive execve. */
-    CHILD_STEP(a, JAIL_STEP_SIGNALS, steps_reset_signals());
-    const struct sock_fprog *filter = req->egress_port ? &cfg->filter_tcp : &cfg->filter;
-    if (req->role == JAIL_ROLE_SANDBOX && filter->len)
-        CHILD_STEP(a, JAIL_STEP_SECCOMP, steps_load_seccomp(filter));
-    execve(cfg->python, req->argv, cfg->envp);
-    jail_child_fail(a, JAIL_STEP_EXECVE, errno, -1);
+    struct confine_limits cl = {
+        .nofile = lim->nofile,
+        .nproc = req->role == JAIL_ROLE_SANDBOX ? lim->nproc : 0,
+        .fsize = lim->fsize,
+        .cpu_s = lim->cpu_s,
+    };
+    struct steps_rlimit rl[CONFINE_RLIMITS_MAX];
+    return steps_set_rlimits(rl, confine_rlimits(&cl, rl));
+}
+
+/* One step of confine.h's table, as the cold path does it (its CONFINE_COLD column). No
+ * default: a step added to the table without a case here does not build. */
+static int jail_child_step(struct jail_child_args *a, enum confine_step step)
+{
+    const struct jail_config *cfg = a->cfg;
+    const struct jail_spawn *req = a->req;
+    bool sandbox = req->role == JAIL_ROLE_SANDBOX;
+    switch (step) {
+    case CONFINE_STEP_WAIT_PARENT:
+        return jail_child_wait(a->sync_fd);
+    case CONFINE_STEP_SETGROUPS:
+        return cfg->rootless ? 0 : jail_sys(syscall(SYS_setgroups, 0, NULL));
+    case CONFINE_STEP_SETRESUID:
+        return jail_child_ids(a->inside_id);
+    case CONFINE_STEP_NAMESPACES:
+        return jail_sys(unshare(CONFINE_NS_COLD_LATE));
+    case CONFINE_STEP_MOUNT_PRIVATE:
+        return steps_mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL);
+    case CONFINE_STEP_OPEN_SOURCES:
+        return cfg->rootless ? mount_plan_open_sources(&cfg->plan, a->trees, &a->detail) : 0;
+    case CONFINE_STEP_ROOT_TMPFS:
+        return steps_mount("tmpfs", JAIL_STAGING, "tmpfs", MS_NOSUID | MS_NODEV,
+                           "mode=0755,size=4m");
+    case CONFINE_STEP_CHDIR_NEWROOT:
+        return jail_sys(chdir(JAIL_STAGING));
+    case CONFINE_STEP_MOUNT_OPS:
+        return mount_plan_apply(&cfg->plan, a->trees, !cfg->rootless, &a->detail);
+    case CONFINE_STEP_PROC_READONLY:
+        return sandbox ? mount_plan_apply(&cfg->plan_sandbox, NULL, true, &a->detail) : 0;
+    case CONFINE_STEP_PIVOT_ROOT:
+        /* pivot_root(".", "."): the old root ends up stacked on top of the new one and is
+         * detached right away, so nothing of the host tree stays reachable. */
+        return jail_sys(syscall(SYS_pivot_root, ".", "."));
+    case CONFINE_STEP_DETACH_OLD_ROOT:
+        return jail_sys(umount2(".", MNT_DETACH));
+    case CONFINE_STEP_CHDIR_ROOT:
+        return jail_sys(chdir("/"));
+    case CONFINE_STEP_REMOUNT_ROOT_RO:
+        return steps_mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV,
+                           NULL);
+    case CONFINE_STEP_HOSTNAME:
+        return jail_sys(sethostname(CONFINE_HOSTNAME, sizeof(CONFINE_HOSTNAME) - 1));
+    case CONFINE_STEP_CHDIR_TMP:
+        return jail_sys(chdir("/tmp"));
+    case CONFINE_STEP_EGRESS:
+        /* Still holding CAP_NET_ADMIN in the user namespace that owns our network namespace,
+         * so lo can come up; the listener leaves with the parent before user code can run. */
+        return sandbox && req->egress_port ? steps_egress_listener(req->egress_port, a->egress_fd)
+                                           : 0;
+    case CONFINE_STEP_REMAP_FDS:
+        return jail_child_fds(a);
+    case CONFINE_STEP_RLIMITS:
+        return jail_child_rlimits(req);
+    case CONFINE_STEP_DROP_CAPS:
+        return sandbox ? steps_drop_caps() : 0;
+    case CONFINE_STEP_NO_NEW_PRIVS:
+        return steps_no_new_privs();
+    case CONFINE_STEP_SIGNALS:
+        /* sandboxd blocks SIGINT/SIGTERM (it waits for them with sigwait) and ignores SIGPIPE;
+         * both a mask and ignored dispositions survive execve. */
+        return steps_reset_signals();
+    case CONFINE_STEP_SECCOMP: {
+        const struct sock_fprog *filter = req->egress_port ? &cfg->filter_tcp : &cfg->filter;
+        return sandbox && filter->len ? steps_load_seccomp(filter) : 0;
+    }
+    case CONFINE_STEP_EXECVE:
+        execve(cfg->python, req->argv, cfg->envp);
+        return -errno;
+    case CONFINE_STEP_MOUNT_TMP:
+    case CONFINE_STEP_MOUNT_SHM:
+    case CONFINE_STEP_MOUNT_PROC:
+    case CONFINE_STEP_USERNS:
+    case CONFINE_STEP_DENY_SETGROUPS:
+    case CONFINE_STEP_UID_MAP:
+    case CONFINE_STEP_GID_MAP:
+    case CONFINE_STEP_COUNT:
+        break; /* not on this path: confine_steps[step] says why */
+    }
+    return -ENOSYS;
+}
+
+/* The cold path: every step its column runs, in the table's order; the last one, execve,
+ * returns only on failure. */
+static _Noreturn void jail_child(struct jail_child_args *a)
+{
+    for (int step = 0; step < CONFINE_STEP_COUNT; step++) {
+        if (!confine_steps[step].on[CONFINE_COLD].runs)
+            continue;
+        int r = jail_child_step(a, (enum confine_step)step);
+        if (r < 0)
+            jail_child_fail(a, step, r);
+    }
+    jail_child_fail(a, CONFINE_STEP_EXECVE, ENOEXEC); /* the table lost its execve */
 }
 
 /* ---- spawn (parent) ------------------------------------------------------------------------ */
@@ -245,7 +240,7 @@ static _Noreturn void jail_child(struct jail_child_args *a)
 static int jail_write_maps(const struct jail_config *cfg, pid_t pid, enum jail_role role)
 {
     char path[64], line[64];
-    unsigned inside = role == JAIL_ROLE_ZYGOTE ? 0 : JAIL_SANDBOX_UID;
+    unsigned inside = role == JAIL_ROLE_ZYGOTE ? 0 : CONFINE_SANDBOX_UID;
     int r;
     if (cfg->rootless) {
         snprintf(path, sizeof(path), "/proc/%d/setgroups", (int)pid);
@@ -289,22 +284,73 @@ static int jail_recv_listener(int sock)
     return fd;
 }
 
+/* The per-spawn slots of the plan's binds: detached trees cloned now (root), or -1s the child
+ * fills with the sources it opens itself (rootless). */
+static int jail_trees_new(const struct jail_config *cfg, int **ret)
+{
+    if (!cfg->rootless)
+        return mount_plan_clone_trees(&cfg->plan, ret);
+    int *trees = malloc((cfg->plan.n ? cfg->plan.n : 1) * sizeof(int));
+    if (!trees)
+        return -ENOMEM;
+    for (size_t i = 0; i < cfg->plan.n; i++)
+        trees[i] = -1;
+    *ret = trees;
+    return 0;
+}
+
+/* Log what the child sent over its error pipe (n bytes of e) by step name; returns -errno. */
+static int jail_child_report(const struct jail_config *cfg, const struct jail_child_error *e,
+                             ssize_t n)
+{
+    if (n != (ssize_t)sizeof(*e) || e->step < 0 || e->step >= CONFINE_STEP_COUNT)
+        return log_errno(LOG_ERROR, EPROTO, "jail: child failed before reporting a step");
+    const char *name = confine_step_name(e->step);
+    if (e->detail >= 0 && e->step == CONFINE_STEP_OPEN_SOURCES) {
+        const struct mount_op *op =
+            (size_t)e->detail < cfg->plan.n ? &cfg->plan.ops[e->detail] : NULL;
+        return log_errno(LOG_ERROR, e->err, "jail: step '%s' failed for '%s'", name,
+                         op ? op->src : "?");
+    }
+    if (e->detail >= 0) {
+        const struct mount_plan *p =
+            e->step == CONFINE_STEP_PROC_READONLY ? &cfg->plan_sandbox : &cfg->plan;
+        const struct mount_op *op = (size_t)e->detail < p->n ? &p->ops[e->detail] : NULL;
+        return log_errno(LOG_ERROR, e->err, "jail: step '%s' failed at %s of '/%s'", name,
+                         op ? mount_op_kind_name(op->kind) : "?", op ? op->dst : "?");
+    }
+    return log_errno(LOG_ERROR, e->err, "jail: step '%s' failed", name);
+}
+
+/* After the parent wrote the maps and attached the cgroup: let the child go on, and wait for
+ * its execve (EOF on the close-on-exec error pipe) or its failure report. */
+static int jail_child_release(const struct jail_config *cfg, pid_t pid, int sync_fd, int err_fd)
+{
+    char go = 1;
+    if (write(sync_fd, &go, 1) != 1) {
+        int r = log_errno(LOG_ERROR, errno, "jail: cannot release the child");
+        proc_kill_wait(pid);
+        return r;
+    }
+    struct jail_child_error e;
+    ssize_t n;
+    do
+        n = read(err_fd, &e, sizeof(e));
+    while (n < 0 && errno == EINTR);
+    if (n == 0)
+        return 0;
+    (void)proc_wait(pid, NULL);
+    return jail_child_report(cfg, &e, n);
+}
+
 int jail_spawn(const struct jail_config *cfg, const struct jail_spawn *req, struct jail_proc *ret)
 {
     int sync_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1}, egress_sv[2] = {-1, -1};
     _cleanup_close_ int devnull = -1;
     int *trees = NULL;
-    int r;
-    if (cfg->rootless) {
-        /* The child opens the sources itself into these slots. */
-        trees = malloc((cfg->plan.n ? cfg->plan.n : 1) * sizeof(int));
-        if (!trees)
-            return -ENOMEM;
-        for (size_t i = 0; i < cfg->plan.n; i++)
-            trees[i] = -1;
-    } else if ((r = mount_plan_clone_trees(&cfg->plan, &trees)) < 0) {
+    int r = jail_trees_new(cfg, &trees);
+    if (r < 0)
         return r;
-    }
     if (pipe2(sync_pipe, O_CLOEXEC) < 0 || pipe2(err_pipe, O_CLOEXEC) < 0) {
         r = log_errno(LOG_ERROR, errno, "jail: pipe2 failed");
         goto out;
@@ -320,8 +366,9 @@ int jail_spawn(const struct jail_config *cfg, const struct jail_spawn *req, stru
         .err_fd = err_pipe[1],
         .fds = {req->stdin_fd, req->stdout_fd, req->stderr_fd, req->proto_fd},
         .egress_fd = egress_sv[1],
-        .inside_id = req->role == JAIL_ROLE_ZYGOTE ? 0 : JAIL_SANDBOX_UID,
+        .inside_id = req->role == JAIL_ROLE_ZYGOTE ? 0 : CONFINE_SANDBOX_UID,
         .trees = trees,
+        .detail = SIZE_MAX,
     };
     if (a.fds[0] < 0 || a.fds[1] < 0 || a.fds[2] < 0) {
         devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -334,8 +381,8 @@ int jail_spawn(const struct jail_config *cfg, const struct jail_spawn *req, stru
                 a.fds[i] = devnull;
     }
     int64_t start = clock_mono_us();
-    unsigned long flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC |
-                          CLONE_NEWUTS | SIGCHLD;
+    /* All but the late ones, which the child unshares in step 'namespaces' (confine.h). */
+    unsigned long flags = (CONFINE_NAMESPACES & ~CONFINE_NS_COLD_LATE) | SIGCHLD;
     pid_t pid = (pid_t)syscall(SYS_clone, flags, NULL, NULL, NULL, 0);
     if (pid < 0) {
         r = log_errno(LOG_ERROR, errno,
@@ -349,10 +396,8 @@ int jail_spawn(const struct jail_config *cfg, const struct jail_spawn *req, stru
         close(err_pipe[0]);
         jail_child(&a);
     }
-    close(sync_pipe[0]);
-    sync_pipe[0] = -1;
-    close(err_pipe[1]);
-    err_pipe[1] = -1;
+    fd_closep(&sync_pipe[0]);
+    fd_closep(&err_pipe[1]);
     fd_closep(&egress_sv[1]);
 
     if ((r = jail_write_maps(cfg, pid, req->role)) < 0 ||
@@ -360,41 +405,8 @@ int jail_spawn(const struct jail_config *cfg, const struct jail_spawn *req, stru
         proc_kill_wait(pid);
         goto out;
     }
-    char go = 1;
-    if (write(sync_pipe[1], &go, 1) != 1) {
-        r = log_errno(LOG_ERROR, errno, "jail: cannot release the child");
-        proc_kill_wait(pid);
+    if ((r = jail_child_release(cfg, pid, sync_pipe[1], err_pipe[0])) < 0)
         goto out;
-    }
-    struct jail_child_error e;
-    ssize_t n;
-    do
-        n = read(err_pipe[0], &e, sizeof(e));
-    while (n < 0 && errno == EINTR);
-    if (n != 0) {
-        (void)proc_wait(pid, NULL);
-        if (n != (ssize_t)sizeof(e) || e.step < 0 ||
-            (size_t)e.step >= ARRAY_SIZE(jail_step_names)) {
-            r = log_errno(LOG_ERROR, EPROTO, "jail: child failed before reporting a step");
-            goto out;
-        }
-        if (e.detail >= 0 && e.step == JAIL_STEP_OPEN_SOURCES) {
-            const struct mount_op *op =
-                (size_t)e.detail < cfg->plan.n ? &cfg->plan.ops[e.detail] : NULL;
-            r = log_errno(LOG_ERROR, e.err, "jail: step '%s' failed for '%s'",
-                          jail_step_names[e.step], op ? op->src : "?");
-        } else if (e.detail >= 0) {
-            const struct mount_plan *p =
-                e.step == JAIL_STEP_SANDBOX_MOUNTS ? &cfg->plan_sandbox : &cfg->plan;
-            const struct mount_op *op = (size_t)e.detail < p->n ? &p->ops[e.detail] : NULL;
-            r = log_errno(LOG_ERROR, e.err, "jail: step '%s' failed at %s of '/%s'",
-                          jail_step_names[e.step], op ? mount_op_kind_name(op->kind) : "?",
-                          op ? op->dst : "?");
-        } else {
-            r = log_errno(LOG_ERROR, e.err, "jail: step '%s' failed", jail_step_names[e.step]);
-        }
-        goto out;
-    }
     int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
     if (pidfd < 0) {
         r = log_errno(LOG_ERROR, errno, "jail: pidfd_open failed");
@@ -414,10 +426,8 @@ int jail_spawn(const struct jail_config *cfg, const struct jail_spawn *req, stru
     r = 0;
 out:
     for (int i = 0; i < 2; i++) {
-        if (sync_pipe[i] >= 0)
-            close(sync_pipe[i]);
-        if (err_pipe[i] >= 0)
-            close(err_pipe[i]);
+        fd_closep(&sync_pipe[i]);
+        fd_closep(&err_pipe[i]);
         fd_closep(&egress_sv[i]);
     }
     mount_plan_trees_close(&cfg->plan, trees); /* rootless slots are all -1 in the parent */

@@ -130,6 +130,14 @@ int steps_mount(const char *src, const char *dst, const char *type, unsigned lon
     return 0;
 }
 
+int steps_bind_remount(const char *path, unsigned long flags)
+{
+    int r = steps_mount(path, path, NULL, MS_BIND | MS_REC, NULL);
+    if (r < 0)
+        return r;
+    return steps_mount(NULL, path, NULL, MS_REMOUNT | MS_BIND | flags, NULL);
+}
+
 int steps_egress_listener(uint16_t port, int send_fd)
 {
     int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);

@@ -41,6 +41,9 @@ int steps_write_file(const char *path, const char *data, size_t len);
 /* Bind mount of an fd-held or path source (already resolved by the caller). */
 int steps_mount(const char *src, const char *dst, const char *type, unsigned long flags,
                 const char *data);
+/* A read-only view of path (a bind of it on itself, submounts included) remounted with flags
+ * (MS_RDONLY and the like). */
+int steps_bind_remount(const char *path, unsigned long flags);
 /* In the caller's own network namespace (it needs CAP_NET_ADMIN there): bring lo up, listen
  * on 127.0.0.1:port, and send the listening socket over the unix socket send_fd (then close
  * our copy): the caller keeps no socket it could accept on. */

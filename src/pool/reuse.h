@@ -2,10 +2,13 @@
 /*
  * reuse — warm reuse (CONTRACT §14), the FaaS "warm start": after a JIT
  * execution of an app named by --warm-reuse succeeds, its cell (interpreter,
- * jail, cgroup) is kept idle under a key naming (appId, script, definition
- * content, profile, memory limit), and the next execution with the same key
- * runs in it, where the script's module is already imported and its
- * globals persist. A cell never serves another key, so never another app.
+ * jail, cgroup) is kept idle under a key naming (tenant, framework endpoint,
+ * appId, script, definition content, profile, memory limit), and the next
+ * execution with the same key runs in it, where the script's module is
+ * already imported and its globals persist. A cell never serves another key:
+ * never another app, never another tenant (its module globals and /tmp are
+ * the last caller's), never another endpoint (which decides the code and
+ * what the app reaches).
  *
  * The store only keeps and hands out cells; app_run_job decides what may be
  * reused (JIT only, no network policy, no files) and gives a cell back only
@@ -42,11 +45,18 @@ int reuse_new(const struct reuse_options *opt, struct reuse **ret, char **ret_er
 void reuse_free(struct reuse *r);
 /* Whether executions of app_id may be reused (NULL r or app_id: no). */
 bool reuse_wants(const struct reuse *r, const char *app_id);
-/* The key of (app, script, definition content, profile) (caller frees; NULL on ENOMEM); the
- * caller appends the memory limit (reuse_key_limits). The content is hashed: a changed
+/* Whose executions may share an interpreter besides the app's own names: the caller's tenant
+ * (NULL: the operator) and the request's mcp_endpoint (borrowed). */
+struct reuse_owner {
+    const char *tenant;
+    const char *endpoint;
+};
+
+/* The key of (owner, app, script, definition content, profile) (caller frees; NULL on ENOMEM);
+ * the caller appends the memory limit (reuse_key_limits). The content is hashed: a changed
  * definition never meets an old interpreter. */
-char *reuse_key(const char *app_id, const char *script, const char *content_b64,
-                const char *profile);
+char *reuse_key(const struct reuse_owner *owner, const char *app_id, const char *script,
+                const char *content_b64, const char *profile);
 /* key + the execution's memory limit (caller frees; NULL on ENOMEM): an interpreter keeps the
  * limits it was confined with. */
 char *reuse_key_limits(const char *key, uint64_t memory_mb);

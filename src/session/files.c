@@ -31,6 +31,7 @@
 #include "util/macros.h"
 #include "util/path.h"
 #include "util/randid.h"
+#include "util/utf8.h"
 
 #define FILES_UPLOAD_PREFIX ".sandboxd-upload-"
 
@@ -197,7 +198,7 @@ int session_files_put(int workdir, const char *path, const void *data, size_t le
     return r;
 }
 
-static int files_get(int workdir, const char *path, size_t max, char **ret, size_t *ret_len)
+static int files_open(int workdir, const char *path, uint64_t max, int *ret_fd, uint64_t *ret_size)
 {
     _cleanup_close_ int dir = -1;
     const char *name;
@@ -216,56 +217,19 @@ static int files_get(int workdir, const char *path, size_t max, char **ret, size
         return -EINVAL;
     if ((uint64_t)st.st_size > max)
         return -EFBIG;
-    /* The sandbox may still be writing: read what is there, never more than max. */
-    size_t cap = (size_t)st.st_size + 1, len = 0;
-    char *buf = malloc(cap + 1);
-    if (!buf)
-        return -ENOMEM;
-    for (;;) {
-        if (len == cap) {
-            if (cap > max) {
-                free(buf);
-                return -EFBIG;
-            }
-            size_t ncap = cap * 2 > max + 1 ? max + 1 : cap * 2;
-            char *nb = realloc(buf, ncap + 1);
-            if (!nb) {
-                free(buf);
-                return -ENOMEM;
-            }
-            buf = nb;
-            cap = ncap;
-        }
-        ssize_t n = read(fd, buf + len, cap - len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            r = -errno;
-            free(buf);
-            return r;
-        }
-        if (n == 0)
-            break;
-        len += (size_t)n;
-    }
-    if (len > max) {
-        free(buf);
-        return -EFBIG;
-    }
-    buf[len] = '\0';
-    *ret = buf;
-    *ret_len = len;
+    *ret_fd = TAKE_FD(fd);
+    *ret_size = (uint64_t)st.st_size;
     return 0;
 }
 
-int session_files_get(int workdir, const char *path, size_t max, uid_t uid, gid_t gid, char **ret,
-                      size_t *ret_len)
+int session_files_open(int workdir, const char *path, uint64_t max, uid_t uid, gid_t gid,
+                       int *ret_fd, uint64_t *ret_size)
 {
     struct files_creds saved;
     int r = files_become(uid, gid, &saved);
     if (r < 0)
         return r;
-    r = files_get(workdir, path, max, ret, ret_len);
+    r = files_open(workdir, path, max, ret_fd, ret_size);
     files_restore(&saved);
     return r;
 }
@@ -301,9 +265,19 @@ static int files_cmp(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* The names in dirfd (a directory fd, borrowed), sorted; NULL-terminated, caller frees. */
-static char **files_names(int dirfd)
+static void files_names_free(char **names)
 {
+    for (char **p = names; p && *p; p++)
+        free(*p);
+    free(names);
+}
+
+/* At most max names of dirfd (a directory fd, borrowed), sorted, NULL-terminated (caller
+ * frees with files_names_free); *ret_more says there were more. NULL when out of memory or
+ * unreadable. */
+static char **files_names(int dirfd, size_t max, bool *ret_more)
+{
+    *ret_more = false;
     int fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
     DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
     if (!d) {
@@ -311,69 +285,125 @@ static char **files_names(int dirfd)
             close(fd);
         return NULL;
     }
-    char **names = NULL;
+    char **names = calloc(1, sizeof(char *));
     size_t n = 0;
     struct dirent *e;
-    while ((e = readdir(d)) && n < SESSION_FILES_MAX_LIST + 1) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
-            strncmp(e->d_name, FILES_UPLOAD_PREFIX, strlen(FILES_UPLOAD_PREFIX)) == 0)
+    while (names && (e = readdir(d))) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
             continue;
+        if (n == max) {
+            *ret_more = true;
+            break;
+        }
         char **nn = realloc(names, (n + 2) * sizeof(*nn));
         if (!nn || !(nn[n] = strdup(e->d_name))) {
             names = nn ? nn : names;
+            names[n] = NULL;
+            files_names_free(names);
+            names = NULL;
             break;
         }
         names = nn;
-        n++;
+        names[++n] = NULL;
     }
     closedir(d);
-    if (!names && !(names = calloc(1, sizeof(char *))))
-        return NULL;
-    names[n] = NULL;
-    qsort(names, n, sizeof(char *), files_cmp);
+    if (names)
+        qsort(names, n, sizeof(char *), files_cmp);
     return names;
 }
 
-static void files_list_dir(int dirfd, const char *prefix, unsigned depth, json_t *out,
-                           bool *truncated)
+int session_files_path_set(json_t *obj, const char *path)
 {
-    char **names = files_names(dirfd);
-    for (char **p = names; p && *p; p++) {
-        if (json_array_size(out) >= SESSION_FILES_MAX_LIST) {
-            *truncated = true;
-            break;
+    size_t len = strlen(path);
+    const unsigned char *p = (const unsigned char *)path;
+    bool plain = true;
+    for (size_t i = 0, n; plain && i < len; i += n)
+        plain = (n = utf8_seq_len(p + i, len - i)) != 0;
+    if (plain)
+        return json_object_set_new(obj, "path", json_stringn(path, len)) < 0 ? -ENOMEM : 0;
+    /* Not UTF-8: what JSON cannot carry goes percent-encoded, '%' too, so that the text is
+     * the name once decoded, as the server decodes a URL's path (docs/DATA.md). */
+    _cleanup_free_ char *out = malloc(3 * len + 1);
+    if (!out)
+        return -ENOMEM;
+    size_t k = 0;
+    for (size_t i = 0, n; i < len; i += n) {
+        n = utf8_seq_len(p + i, len - i);
+        if (n && p[i] != '%') {
+            memcpy(out + k, p + i, n);
+            k += n;
+        } else {
+            k += (size_t)snprintf(out + k, 4, "%%%02X", p[i]);
+            n = 1;
         }
-        struct stat st;
-        if (fstatat(dirfd, *p, &st, AT_SYMLINK_NOFOLLOW) < 0)
+    }
+    if (json_object_set_new(obj, "path", json_stringn(out, k)) < 0 ||
+        json_object_set_new(obj, "pathEncoding", json_string("percent")) < 0)
+        return -ENOMEM;
+    return 0;
+}
+
+/* A listing: what it holds and how many more entries it may visit. */
+struct files_listing {
+    json_t *out;
+    size_t budget; /* entries still to visit, directories and everything else included */
+    bool truncated;
+};
+
+static void files_list_entry(int dirfd, const char *name, const char *rel, unsigned depth,
+                             struct files_listing *l);
+
+static void files_list_dir(int dirfd, const char *prefix, unsigned depth, struct files_listing *l)
+{
+    bool more;
+    char **names = files_names(dirfd, l->budget, &more);
+    if (!names) {
+        l->truncated = true; /* unreadable here, or out of memory: the listing is not whole */
+        return;
+    }
+    l->truncated |= more;
+    /* Every name read counts, whatever it is, before anything below it is read. */
+    for (char **p = names; *p; p++)
+        l->budget--;
+    for (char **p = names; *p; p++) {
+        if (strncmp(*p, FILES_UPLOAD_PREFIX, strlen(FILES_UPLOAD_PREFIX)) == 0)
             continue;
         _cleanup_free_ char *rel = *prefix ? fmt_str("%s/%s", prefix, *p) : strdup(*p);
-        if (!rel)
-            continue;
-        if (S_ISDIR(st.st_mode)) {
-            if (depth + 1 >= PATH_MAX_DEPTH) {
-                *truncated = true;
-                continue;
-            }
-            int fd = files_openat(dirfd, *p, O_RDONLY | O_DIRECTORY, 0);
-            if (fd >= 0) {
-                files_list_dir(fd, rel, depth + 1, out, truncated);
-                close(fd);
-            }
+        if (!rel) {
+            l->truncated = true;
             continue;
         }
-        if (!S_ISREG(st.st_mode))
-            continue;
-        json_t *jpath = json_string(rel); /* NULL for a name that is not UTF-8: left out */
-        char when[32];
-        struct tm tm;
-        strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&st.st_mtim.tv_sec, &tm));
-        if (jpath)
-            json_array_append_new(out, json_pack("{s:o, s:I, s:s}", "path", jpath, "size",
-                                                 (json_int_t)st.st_size, "modified", when));
+        files_list_entry(dirfd, *p, rel, depth, l);
     }
-    for (char **p = names; p && *p; p++)
-        free(*p);
-    free(names);
+    files_names_free(names);
+}
+
+static void files_list_entry(int dirfd, const char *name, const char *rel, unsigned depth,
+                             struct files_listing *l)
+{
+    struct stat st;
+    if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return; /* gone meanwhile */
+    if (S_ISDIR(st.st_mode)) {
+        if (depth + 1 >= PATH_MAX_DEPTH) {
+            l->truncated = true;
+            return;
+        }
+        int fd = files_openat(dirfd, name, O_RDONLY | O_DIRECTORY, 0);
+        if (fd >= 0) {
+            files_list_dir(fd, rel, depth + 1, l);
+            close(fd);
+        }
+        return;
+    }
+    if (!S_ISREG(st.st_mode))
+        return;
+    char when[32];
+    struct tm tm;
+    strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&st.st_mtim.tv_sec, &tm));
+    json_t *f = json_pack("{s:I, s:s}", "size", (json_int_t)st.st_size, "modified", when);
+    if (!f || session_files_path_set(f, rel) < 0 || json_array_append_new(l->out, f) < 0)
+        l->truncated = true;
 }
 
 static int files_list(int workdir, json_t **ret)
@@ -384,12 +414,11 @@ static int files_list(int workdir, json_t **ret)
     struct statvfs sv;
     if (fstatvfs(fd, &sv) < 0)
         return -errno;
-    json_t *files = json_array();
-    bool truncated = false;
-    if (!files)
+    struct files_listing l = {.out = json_array(), .budget = SESSION_FILES_MAX_LIST};
+    if (!l.out)
         return -ENOMEM;
-    files_list_dir(fd, "", 0, files, &truncated);
-    *ret = json_pack("{s:o, s:b, s:I, s:I}", "files", files, "truncated", truncated, "usedBytes",
+    files_list_dir(fd, "", 0, &l);
+    *ret = json_pack("{s:o, s:b, s:I, s:I}", "files", l.out, "truncated", l.truncated, "usedBytes",
                      (json_int_t)((sv.f_blocks - sv.f_bfree) * sv.f_frsize), "quotaBytes",
                      (json_int_t)(sv.f_blocks * sv.f_frsize));
     return *ret ? 0 : -ENOMEM;

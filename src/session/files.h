@@ -25,9 +25,11 @@
 
 #include <jansson.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
-#define SESSION_FILES_MAX_LIST 10000 /* entries one listing returns */
+/* Entries one listing visits: files, directories and anything else, listed or not. */
+#define SESSION_FILES_MAX_LIST 10000
 
 /* The O_PATH fd of /tmp inside the process pid (whose pidfd, borrowed, proves it is still the
  * same process) into *ret_fd. -ENOENT when it is gone, -EPROTO when its /tmp is not a tmpfs. */
@@ -37,14 +39,22 @@ int session_files_open_root(pid_t pid, int pidfd, int *ret_fd);
  * component is not a directory or is a symlink, -EACCES where the sandbox could not write. */
 int session_files_put(int workdir, const char *path, const void *data, size_t len, uid_t uid,
                       gid_t gid);
-/* The content of path (at most max bytes: -EFBIG); *ret is NUL-terminated, caller frees.
- * -ENOENT, -EISDIR, -EINVAL (not a regular file). */
-int session_files_get(int workdir, const char *path, size_t max, uid_t uid, gid_t gid, char **ret,
-                      size_t *ret_len);
+/* Open path for reading: a read-only fd of the regular file (O_CLOEXEC; caller closes) and its
+ * size now, at most max (else -EFBIG). -ENOENT, -EISDIR, -EINVAL (not a regular file). The
+ * file is read from the fd, as the client takes it, never copied whole into memory; the
+ * sandbox may still change it meanwhile (its own file). */
+int session_files_open(int workdir, const char *path, uint64_t max, uid_t uid, gid_t gid,
+                       int *ret_fd, uint64_t *ret_size);
 /* Remove path (not a directory: -EISDIR). */
 int session_files_delete(int workdir, const char *path, uid_t uid, gid_t gid);
 /* {"files": [{path, size, modified}], "truncated", "usedBytes", "quotaBytes"}: the regular
- * files below workdir, depth-first in name order (new reference in *ret). */
+ * files below workdir, depth-first in name order (new reference in *ret). At most
+ * SESSION_FILES_MAX_LIST entries of any kind are visited, PATH_MAX_DEPTH levels deep; when
+ * there was more, truncated is true. */
 int session_files_list(int workdir, uid_t uid, gid_t gid, json_t **ret);
+/* Set obj's "path" to path as the listing shows it: UTF-8 as it is; anything else with each
+ * byte outside a well-formed sequence, and each '%', as %XX, and "pathEncoding": "percent"
+ * beside it (decoding gives the name back). 0 or -ENOMEM. */
+int session_files_path_set(json_t *obj, const char *path);
 
 #endif

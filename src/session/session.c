@@ -5,7 +5,7 @@
  *
  * Threads: the caller's thread runs an execution (exec_run reads the
  * interpreter's frames and output, and writes what the bridge queued); tool
- * calls run on the shared worker pool (rpcpool.c); the reaper ends idle
+ * calls run on the shared worker pool (util/workpool.c); the reaper ends idle
  * sessions; the CPU watchdog (cpu.c) stops sessions whose leftover work
  * spent its budget. Every thread that uses a session holds a reference, and
  * every session allocated is on the `all` list, so sessions_shutdown() can
@@ -77,6 +77,7 @@ void session_unref(struct session *s)
     pthread_mutex_unlock(&ss->lock);
     if (s->cpu_rule)
         session_cpu_done(&s->cpu);
+    session_links_remove(ss->links, s->link);
     cell_free(s->cell);
     if (s->tap) {
         struct egress_stats st;
@@ -86,6 +87,7 @@ void session_unref(struct session *s)
     json_decref(s->network);
     workspace_close(s->wsh);
     session_bridge_done(s);
+    session_approvals_done(s);
     json_decref(s->servers);
     free(s->workspace);
     pthread_mutex_destroy(&s->exec_lock);
@@ -109,7 +111,7 @@ void session_end(struct session *s)
 {
     if (s->cell)
         cell_kill(s->cell);
-    rpcpool_cancel(s->owner->rpc, &s->rpcq);
+    workpool_cancel(s->owner->rpc, &s->rpcq);
     session_unref(s);
 }
 
@@ -163,8 +165,11 @@ json_t *session_describe(struct session *s, const struct sessions *ss)
         (double)atomic_load(&s->host_cpu_ns) / 1e6, "cpuBudgetMs",
         (json_int_t)ss->opt.cpu_budget_ms, "stopped", stopped, "stoppedReason",
         stopped ? why : NULL);
-    if (d && s->network)
-        json_object_set_new(d, "network", json_pack("{s:O}", "allow", s->network));
+    if (d && s->network &&
+        json_object_set_new(d, "network", json_pack("{s:O}", "allow", s->network)) < 0) {
+        json_decref(d); /* not a session shown without the network it has */
+        return NULL;
+    }
     return d;
 }
 
@@ -182,7 +187,9 @@ static int session_egress_cell(struct sessions *ss, struct session *s,
         return r;
     char label[SESSION_ID_MAX + 16];
     snprintf(label, sizeof(label), "session %s", s->id);
-    if ((r = egress_tap_new(ss->opt.egress, pol, listener, label, &s->tap)) < 0) {
+    const struct egress_owner who = {
+        .label = label, .share = tenant_egress_share(s->tenant), .session = true};
+    if ((r = egress_tap_new(ss->opt.egress, pol, listener, &who, &s->tap)) < 0) {
         cell_free(*ret_cell);
         *ret_cell = NULL;
         return r;
@@ -302,6 +309,7 @@ int sessions_create(struct sessions *ss, const struct session_create *c, json_t 
     atomic_init(&s->host_cpu_cap, 0); /* no workspace call outside an execution */
     pthread_mutex_init(&s->exec_lock, NULL);
     pthread_mutex_init(&s->servers_lock, NULL);
+    session_approvals_init(s);
     pthread_mutex_lock(&ss->lock);
     s->serial = ++ss->next_serial;
     session_all_add(ss, s);
@@ -316,7 +324,15 @@ int sessions_create(struct sessions *ss, const struct session_create *c, json_t 
         sbx_error_set(err, SBX_ERR_INTERNAL, "INTERNAL", NULL, "cannot draw a random session id");
         goto fail;
     }
-    if ((r = workspace_open(ss->ws, s->workspace, true, &s->wsh)) < 0) {
+    struct workspace_share share = workspace_share_of(c->tenant);
+    if ((r = workspace_open(ss->ws, s->workspace, &share, true, &s->wsh)) == -EDQUOT) {
+        sbx_error_set(err, SBX_ERR_TOO_LARGE, "QUOTA_EXCEEDED", "workspace",
+                      "workspace %s: tenant '%s' has %zu workspaces, its maxWorkspaces; use one "
+                      "of them",
+                      workspace, tenant_name(c->tenant), workspace_max_workspaces(ss->ws, &share));
+        goto fail;
+    }
+    if (r < 0) {
         sbx_error_set(err, SBX_ERR_INTERNAL, "INTERNAL", "workspace",
                       "workspace %s is unavailable: %s", workspace, strerror(-r));
         goto fail;
@@ -326,12 +342,16 @@ int sessions_create(struct sessions *ss, const struct session_create *c, json_t 
         r = -EIO;
         goto fail;
     }
-    json_object_set_new(job, "limits",
-                        json_pack("{s:I, s:I, s:{s:I, s:I}}", "memoryBytes",
-                                  (json_int_t)(memory_mb << 20), "outputBytes",
-                                  (json_int_t)ss->opt.output_limit, "artifacts", "count",
-                                  (json_int_t)ss->opt.artifacts.max_count, "bytes",
-                                  (json_int_t)ss->opt.artifacts.max_bytes));
+    if (json_object_set_new(job, "limits",
+                            json_pack("{s:I, s:I, s:{s:I, s:I}}", "memoryBytes",
+                                      (json_int_t)(memory_mb << 20), "outputBytes",
+                                      (json_int_t)ss->opt.output_limit, "artifacts", "count",
+                                      (json_int_t)ss->opt.artifacts.max_count, "bytes",
+                                      (json_int_t)ss->opt.artifacts.max_bytes)) < 0) {
+        sbx_error_set(err, SBX_ERR_INTERNAL, "INTERNAL", NULL, "out of memory");
+        r = -ENOMEM;
+        goto fail; /* a session without its limits must not start */
+    }
     if (c->compat)
         json_object_set_new(job, "compat", json_string(c->compat));
     if (c->agent) { /* the runtime mode it serves instead of a Python session */
@@ -368,9 +388,15 @@ int sessions_create(struct sessions *ss, const struct session_create *c, json_t 
         r = -ESHUTDOWN;
         goto fail;
     }
-    /* Where its working directory is on the host (while it lives): the file:// URLs of the
-     * files it saves (runtime/sandboxd_runtime/helpers.py). */
-    json_object_set_new(job, "hostWorkdir", json_sprintf("/proc/%d/root/tmp", (int)cell->pid));
+    /* Where its working directory is on the host (while it lives), for the file:// URLs of
+     * the files it saves (runtime/sandboxd_runtime/helpers.py): a link that names no host
+     * PID (links.h). */
+    char *host_workdir = NULL;
+    if (ss->links && session_links_add(ss->links, cell->pid, s->link, &host_workdir) == 0)
+        json_object_set_new(job, "hostWorkdir", json_string(host_workdir));
+    else if (ss->links)
+        log_warn("session %s: no host path for its working directory", s->id);
+    free(host_workdir);
     struct exec_request req = {
         .job = job,
         .timeout_us = SESSION_READY_TIMEOUT_US,
@@ -424,10 +450,9 @@ int sessions_create(struct sessions *ss, const struct session_create *c, json_t 
     exec_outcome_done(&o);
     json_decref(job);
     egress_policy_free(pol);
-    log_fields(LOG_INFO, "session created",
-               json_pack("{s:s, s:s, s:O, s:O}", "sessionId", s->id, "workspace", s->workspace,
-                         "servers", s->servers, "toolsFailed",
-                         json_object_get(info, "toolsFailed")));
+    log_pack(LOG_INFO, "session created", "{s:s, s:s, s:O?, s:O?}", "sessionId", s->id, "workspace",
+             s->workspace, "servers", s->servers, "toolsFailed",
+             json_object_get(info, "toolsFailed"));
     *ret_info = info;
     return 0;
 fail:
@@ -628,6 +653,7 @@ int sessions_execute(struct sessions *ss, const char *id, const char *code, int6
         .pending = session_pending,
         .flush = session_flush,
         .wake_fd = s->wake_fd,
+        .held = session_held_us,
     };
     struct exec_request req = {
         .job = NULL,
@@ -642,10 +668,12 @@ int sessions_execute(struct sessions *ss, const char *id, const char *code, int6
     };
     struct exec_outcome o = {0};
     int64_t start = clock_mono_us();
+    session_approvals_begin(s, stream);
     if (r == 0)
         r = exec_run(s->cell, &req, &o);
     else
         o.verdict.status = VERDICT_EXITED; /* could not even send: the interpreter is gone */
+    session_approvals_end(s);              /* what still waits is refused: its execution is over */
     bool survived;
     const char *status = session_status(&o, &survived);
     if (survived && s->cpu_rule)
@@ -679,15 +707,22 @@ int sessions_execute(struct sessions *ss, const char *id, const char *code, int6
     if (result)
         json_object_set_new(result, "hostCpuMs",
                             json_real((double)(atomic_load(&s->host_cpu_ns) - host_before) / 1e6));
-    if (result)
-        artifact_set_report(&o.artifacts, &ss->opt.artifacts, result, true);
+    if (result && artifact_set_report(&o.artifacts, &ss->opt.artifacts, result, true) < 0) {
+        json_decref(result); /* answered INTERNAL below, rather than without the report */
+        result = NULL;
+    }
     exec_outcome_done(&o);
     if (s->tap && result) {
         egress_tap_take(s->tap, &net);
         metrics_egress(ss->metrics, &net);
         json_t *metrics = json_array();
-        response_egress_metrics(metrics, &net);
-        json_object_set_new(result, "metrics", metrics);
+        int mr = response_egress_metrics(metrics, &net);
+        if (mr < 0)
+            json_decref(metrics);
+        if (mr < 0 || json_object_set_new(result, "metrics", metrics) < 0) {
+            json_decref(result);
+            result = NULL;
+        }
     }
     pthread_mutex_lock(&ss->lock);
     /* ENDED: it was unlisted while the execution ran (deleted, reaped, shut down). */

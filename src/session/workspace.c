@@ -5,6 +5,7 @@
  */
 #include "session/workspace.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -18,6 +19,7 @@
 #include <unistd.h>
 
 #include "app/request.h"
+#include "app/tenant.h"
 #include "session/workspace_int.h"
 #include "util/buf.h"
 #include "util/fdio.h"
@@ -28,15 +30,16 @@
 #include "util/randid.h"
 #include "util/trust.h"
 
-static const char *const ws_kind_dir[WS_KINDS] = {"memory", "tools", "files"};
+static const char *const ws_kind_dir[WS_KINDS] = {"memory", "tools", "files", "runs"};
 
 struct workspace_store {
     char *dir;
     int state_fd; /* STATE_DIR */
     int root_fd;  /* STATE_DIR/workspaces: the operator's workspaces */
     struct workspace_limits lim;
-    pthread_mutex_t lock; /* open */
+    pthread_mutex_t lock; /* open, accounts */
     struct workspace *open;
+    struct ws_account *accounts; /* by tenant, made on first use (wsshare.c) */
 };
 
 int workspace_store_new(const char *state_dir, const struct workspace_limits *lim,
@@ -56,7 +59,8 @@ int workspace_store_new(const char *state_dir, const struct workspace_limits *li
     pthread_mutex_init(&s->lock, NULL);
     s->state_fd = open(state_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
     s->root_fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    s->dir = strdup(state_dir);
+    /* Absolute: the file:// URLs of kept files are made of it (workspace_keep_file). */
+    s->dir = realpath(state_dir, NULL);
     s->lim = *lim;
     if (s->state_fd < 0 || s->root_fd < 0 || !s->dir) {
         r = s->state_fd < 0 || s->root_fd < 0
@@ -75,6 +79,7 @@ void workspace_store_free(struct workspace_store *s)
         return;
     if (s->open)
         log_warn("workspace: %u workspaces still open at exit", HASH_COUNT(s->open));
+    ws_account_free_all(&s->accounts);
     if (s->root_fd >= 0)
         close(s->root_fd);
     if (s->state_fd >= 0)
@@ -87,6 +92,23 @@ void workspace_store_free(struct workspace_store *s)
 const struct workspace_limits *ws_limits(const struct workspace *w)
 {
     return &w->store->lim;
+}
+
+const char *ws_kind_name(enum ws_kind k)
+{
+    return ws_kind_dir[k];
+}
+
+struct workspace_share workspace_share_of(const struct tenant *t)
+{
+    return (struct workspace_share){.max_bytes = (size_t)tenant_quota_mb(t) << 20,
+                                    .max_workspaces = tenant_max_workspaces(t)};
+}
+
+size_t workspace_max_workspaces(const struct workspace_store *s,
+                                const struct workspace_share *share)
+{
+    return share && share->max_workspaces ? share->max_workspaces : s->lim.tenant_workspaces;
 }
 
 const char *workspace_check_name(const char *name)
@@ -179,12 +201,8 @@ static int ws_parent(struct workspace_store *s, const char *tenant, bool create)
     return mine < 0 ? mine : ws_subdir(mine, "workspaces", create);
 }
 
-static int ws_opendirs(struct workspace_store *s, struct workspace *w, const char *tenant,
-                       bool create)
+static int ws_opendirs(struct workspace *w, int parent, bool create)
 {
-    _cleanup_close_ int parent = ws_parent(s, tenant, create);
-    if (parent < 0)
-        return parent;
     _cleanup_close_ int wfd = ws_subdir(parent, workspace_key_name(w->key), create);
     if (wfd < 0)
         return wfd;
@@ -198,7 +216,33 @@ static int ws_opendirs(struct workspace_store *s, struct workspace *w, const cha
     return 0;
 }
 
-int workspace_open(struct workspace_store *s, const char *key, bool create, struct workspace **ret)
+/* Open w's directories below the directory of its tenant (lock held), and for a tenant's
+ * workspace its part of the tenant's account: a workspace the tenant does not have yet is
+ * made only within its maxWorkspaces. */
+static int ws_open_locked(struct workspace_store *s, struct workspace *w, const char *tenant,
+                          const struct workspace_share *share, bool create)
+{
+    _cleanup_close_ int parent = ws_parent(s, tenant, create);
+    if (parent < 0)
+        return parent;
+    if (!*tenant)
+        return ws_opendirs(w, parent, create);
+    int r = ws_account_get(&s->accounts, tenant, parent, &s->lim, share, &w->account);
+    if (r < 0)
+        return r;
+    const char *name = workspace_key_name(w->key);
+    r = ws_account_space(w->account, name, create, &w->space);
+    if (r == -EDQUOT)
+        return r;
+    bool counted = r == 0;
+    r = ws_opendirs(w, parent, create);
+    if (r == 0 && !counted) /* made now, or by someone else since the account was counted */
+        r = ws_account_add(w->account, name, &w->space);
+    return r;
+}
+
+int workspace_open(struct workspace_store *s, const char *key, const struct workspace_share *share,
+                   bool create, struct workspace **ret)
 {
     char tenant[WORKSPACE_MAX_KEY_LEN + 1];
     if (ws_check_key(key, tenant) < 0)
@@ -221,7 +265,7 @@ int workspace_open(struct workspace_store *s, const char *key, bool create, stru
         for (int k = 0; k < WS_KINDS; k++)
             w->dirfd[k] = -1;
         pthread_mutex_init(&w->lock, NULL);
-        r = ws_opendirs(s, w, tenant, create);
+        r = ws_open_locked(s, w, tenant, share, create);
     }
     if (r < 0) {
         pthread_mutex_unlock(&s->lock);
@@ -268,46 +312,77 @@ static bool ws_has_suffix(const char *name, const char *suffix)
     return l > sl && strcmp(name + l - sl, suffix) == 0;
 }
 
+DIR *ws_opendir(int dirfd)
+{
+    /* A file description of its own: reading it moves no offset another reader shares. */
+    int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d && fd >= 0) {
+        int saved = errno;
+        close(fd);
+        errno = saved;
+    }
+    return d;
+}
+
+int ws_scan(int dirfd, enum ws_kind k, size_t cap, ws_scan_fn fn, void *userdata)
+{
+    DIR *d = ws_opendir(dirfd);
+    if (!d)
+        return -errno;
+    int r = 0;
+    size_t n = 0;
+    struct dirent *e;
+    /* A directory filled behind our back is read only so far. */
+    while (r == 0 && n < cap && (e = readdir(d))) {
+        struct stat st;
+        if (e->d_name[0] == '.' || !ws_has_suffix(e->d_name, ws_kind_suffix(k)) ||
+            fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+            continue;
+        r = fn(userdata, e->d_name, &st);
+        n++;
+    }
+    closedir(d);
+    return r;
+}
+
+struct ws_index_scan {
+    struct workspace *w;
+    enum ws_kind k;
+};
+
+static int ws_index_entry(void *userdata, const char *name, const struct stat *st)
+{
+    struct ws_index_scan *x = userdata;
+    struct ws_entry *e = calloc(1, sizeof(*e));
+    if (!e || !(e->file = strdup(name))) {
+        free(e);
+        return -ENOMEM;
+    }
+    e->size = (size_t)st->st_size;
+    e->modified = st->st_mtime;
+    HASH_ADD_KEYPTR(hh, x->w->entries[x->k], e->file, strlen(e->file), e);
+    x->w->count[x->k]++;
+    x->w->bytes += e->size;
+    return 0;
+}
+
 int ws_index(struct workspace *w)
 {
     if (w->indexed)
         return 0;
     const struct workspace_limits *lim = ws_limits(w);
     for (int k = 0; k < WS_KINDS; k++) {
-        int fd = dup(w->dirfd[k]);
-        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-        if (!d) {
-            int r = -errno;
-            if (fd >= 0)
-                close(fd);
+        struct ws_index_scan x = {.w = w, .k = k};
+        int r = ws_scan(w->dirfd[k], k, 2 * lim->max_entries, ws_index_entry, &x);
+        if (r < 0) {
             ws_forget_index(w);
             return r;
         }
-        rewinddir(d);
-        struct dirent *e;
-        /* A directory filled behind our back is read only so far. */
-        while ((e = readdir(d)) && w->count[k] < 2 * lim->max_entries) {
-            struct stat st;
-            if (e->d_name[0] == '.' || !ws_has_suffix(e->d_name, ws_kind_suffix(k)) ||
-                fstatat(w->dirfd[k], e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
-                !S_ISREG(st.st_mode))
-                continue;
-            struct ws_entry *x = calloc(1, sizeof(*x));
-            if (!x || !(x->file = strdup(e->d_name))) {
-                free(x);
-                closedir(d);
-                ws_forget_index(w);
-                return -ENOMEM;
-            }
-            x->size = (size_t)st.st_size;
-            x->modified = st.st_mtime;
-            HASH_ADD_KEYPTR(hh, w->entries[k], x->file, strlen(x->file), x);
-            w->count[k]++;
-            w->bytes += x->size;
-        }
-        closedir(d);
     }
     w->indexed = true;
+    /* What is on disk now is what the tenant's account has for this workspace. */
+    ws_account_recount(w->account, w->space, w->bytes);
     return 0;
 }
 
@@ -318,8 +393,8 @@ struct ws_entry *ws_find(struct workspace *w, enum ws_kind k, const char *file)
     return e;
 }
 
-/* Atomic replace of dirfd/name with data. */
-static int ws_write(int dirfd, const char *name, const void *data, size_t len)
+/* Atomic replace of dirfd/name with data; durable (fdatasync before the rename) when sync. */
+static int ws_write(int dirfd, const char *name, const void *data, size_t len, bool sync)
 {
     char tmp[32] = ".tmp-";
     int r = randid_hex(tmp + 5, sizeof(tmp) - 5, 8);
@@ -329,7 +404,7 @@ static int ws_write(int dirfd, const char *name, const void *data, size_t len)
     if (fd < 0)
         return -errno;
     r = fd_write_all(fd, data, len, 0);
-    if (r == 0 && fdatasync(fd) < 0)
+    if (r == 0 && sync && fdatasync(fd) < 0)
         r = -errno;
     if (close(fd) < 0 && r == 0)
         r = -errno; /* a full disk may only show here (NFS, some FUSE) */
@@ -348,21 +423,31 @@ int ws_store(struct workspace *w, enum ws_kind k, const char *file, const void *
     if (!e && w->count[k] >= lim->max_entries)
         return fmt_error(ret_error, EDQUOT, "%s: the workspace holds %zu %s, the limit", what,
                          w->count[k], ws_kind_dir[k]);
-    size_t after = w->bytes - (e ? e->size : 0) + len;
+    size_t old = e ? e->size : 0, after = w->bytes - old + len;
     if (after > lim->max_bytes)
         return fmt_error(ret_error, EDQUOT,
                          "%s: the workspace is full (%zu of %zu bytes used; this needs %zu)", what,
                          w->bytes, lim->max_bytes, len);
+    /* The tenant's share is charged first: the charge is the check (wsshare.c). */
+    size_t grows = len > old ? len - old : 0;
+    int r = ws_account_reserve(w->account, w->space, grows, what, ret_error);
+    if (r < 0)
+        return r;
     struct ws_entry *fresh = NULL;
     if (!e && (!(fresh = calloc(1, sizeof(*fresh))) || !(fresh->file = strdup(file)))) {
         free(fresh);
+        ws_account_refund(w->account, w->space, grows);
         return fmt_error(ret_error, ENOMEM, "%s: out of memory", what);
     }
-    int r = ws_write(w->dirfd[k], file, data, len);
+    /* The copies of execution folders are not worth a disk flush each (one or two per run of
+     * --compat code-execution-mode): a crash of the machine may lose the last ones. */
+    r = ws_write(w->dirfd[k], file, data, len, k != WS_RUNS);
     if (r < 0) {
         ws_entry_free(fresh);
+        ws_account_refund(w->account, w->space, grows);
         return fmt_error(ret_error, -r, "%s: %s", what, strerror(-r));
     }
+    ws_account_refund(w->account, w->space, old > len ? old - len : 0);
     if (fresh) {
         e = fresh;
         HASH_ADD_KEYPTR(hh, w->entries[k], e->file, strlen(e->file), e);
@@ -387,6 +472,7 @@ int ws_remove(struct workspace *w, enum ws_kind k, const char *file)
     HASH_DEL(w->entries[k], e);
     w->count[k]--;
     w->bytes -= e->size;
+    ws_account_refund(w->account, w->space, e->size);
     ws_entry_free(e);
     return 0;
 }
@@ -429,10 +515,13 @@ json_t *workspace_usage(struct workspace *w)
     json_t *o =
         ws_index(w) < 0
             ? json_object()
-            : json_pack("{s:I, s:I, s:I, s:I, s:I}", "bytes", (json_int_t)w->bytes, "maxBytes",
+            : json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "bytes", (json_int_t)w->bytes, "maxBytes",
                         (json_int_t)ws_limits(w)->max_bytes, "memories",
                         (json_int_t)w->count[WS_MEMORY], "tools", (json_int_t)w->count[WS_TOOLS],
-                        "files", (json_int_t)w->count[WS_FILES]);
+                        "files", (json_int_t)w->count[WS_FILES], "runFiles",
+                        (json_int_t)w->count[WS_RUNS]);
+    if (o && w->account)
+        json_object_set_new(o, "tenant", ws_account_usage(w->account));
     pthread_mutex_unlock(&w->lock);
     return o;
 }
@@ -443,14 +532,29 @@ json_t *workspace_usage(struct workspace *w)
  * the workspace calls). Python's builtins are refused by the runtime, which knows them. */
 static const char *ws_tool_name_problem(const char *name)
 {
-    static const char *const reserved[] = {
-        "save_memory",          "load_memory",       "delete_memory",
-        "list_memories",        "update_memory",     "memory_exists",
-        "get_memory_info",      "save_tool",         "save_file",
-        "list_execution_files", "list_tools",        "search_tool_docs",
-        "query_tool_docs",      "list_servers",      "describe_server",
-        "capability_summary",   "MCPError",          "mcp",
-        "mcp_servers",          "LOADED_MCP_SERVERS"};
+    static const char *const reserved[] = {"save_memory",
+                                           "load_memory",
+                                           "delete_memory",
+                                           "list_memories",
+                                           "update_memory",
+                                           "memory_exists",
+                                           "get_memory_info",
+                                           "save_tool",
+                                           "save_file",
+                                           "list_execution_files",
+                                           "list_tools",
+                                           "search_tool_docs",
+                                           "query_tool_docs",
+                                           "list_servers",
+                                           "describe_server",
+                                           "capability_summary",
+                                           "MCPError",
+                                           "mcp",
+                                           "mcp_servers",
+                                           "LOADED_MCP_SERVERS",
+                                           "ApprovalDenied",
+                                           "NOT_SENT",
+                                           "help"};
     if (!request_is_identifier(name) || strlen(name) > WORKSPACE_MAX_NAME)
         return "is not a Python identifier of at most 128 characters";
     if (strncmp(name, "mcp_", 4) == 0 || strncmp(name, "__", 2) == 0)
@@ -560,6 +664,47 @@ int workspace_save_file(struct workspace *w, const char *name, const void *data,
     return r;
 }
 
+/* ---- files of sessions' execution folders ------------------------------------------------ */
+
+int workspace_keep_file(struct workspace *w, const char *session, const char *path,
+                        const void *data, size_t len, json_t **ret_payload, char **ret_error)
+{
+    *ret_payload = NULL;
+    *ret_error = NULL;
+    /* "<session>_<path with '/' as '_'>": one directory, names of [A-Za-z0-9._-] only, so that
+     * nothing the sandbox sends can name another place. */
+    char name[WORKSPACE_MAX_RUN_NAME + 1];
+    int n = snprintf(name, sizeof(name), "%s_%s", session, path);
+    const char *why = n <= 0 || (size_t)n >= sizeof(name) ? "is too long" : NULL;
+    for (char *p = name; !why && *p; p++) {
+        if (*p == '/')
+            *p = '_';
+        else if (!isalnum((unsigned char)*p) && !strchr("._-", *p))
+            why = "may only contain letters, digits, '.', '_', '-' and '/'";
+    }
+    if (!why && (name[0] == '.' || strstr(path, "..")))
+        why = "may not start with '.' nor hold \"..\"";
+    if (why)
+        return fmt_error(ret_error, EINVAL, "keep_file: the path %s", why);
+    if (len > ws_limits(w)->max_file)
+        return fmt_error(ret_error, EFBIG, "keep_file: %zu bytes is over the limit of %zu", len,
+                         ws_limits(w)->max_file);
+    int r = ws_save(w, WS_RUNS, name, data, len, "keep_file", ret_error);
+    if (r < 0)
+        return r;
+    struct workspace_store *s = w->store;
+    char tenant[WORKSPACE_MAX_KEY_LEN + 1];
+    bool own = ws_check_key(w->key, tenant) == 0 && tenant[0];
+    char *host =
+        fmt_str("%s/%s%s%sworkspaces/%s/%s/%s", s->dir, own ? "tenants/" : "", own ? tenant : "",
+                own ? "/" : "", workspace_key_name(w->key), ws_kind_dir[WS_RUNS], name);
+    *ret_payload =
+        host ? json_pack("{s:s, s:I, s:s}", "name", name, "size", (json_int_t)len, "hostPath", host)
+             : NULL;
+    free(host);
+    return *ret_payload ? 0 : fmt_error(ret_error, ENOMEM, "keep_file: out of memory");
+}
+
 int workspace_files(struct workspace *w, json_t **ret_payload, char **ret_error)
 {
     *ret_payload = NULL;
@@ -569,11 +714,12 @@ int workspace_files(struct workspace *w, json_t **ret_payload, char **ret_error)
     int r = ws_index(w);
     if (r == 0) {
         HASH_SORT(w->entries[WS_FILES], ws_cmp_file);
-        for (struct ws_entry *e = w->entries[WS_FILES]; e; e = e->hh.next) {
+        for (struct ws_entry *e = w->entries[WS_FILES]; e && r == 0; e = e->hh.next) {
             char when[32];
             ws_timestamp(e->modified, when);
-            json_array_append_new(list, json_pack("{s:s, s:I, s:s}", "name", e->file, "size",
-                                                  (json_int_t)e->size, "modifiedAt", when));
+            if (json_array_append_new(list, json_pack("{s:s, s:I, s:s}", "name", e->file, "size",
+                                                      (json_int_t)e->size, "modifiedAt", when)) < 0)
+                r = -ENOMEM; /* not a listing that leaves a file out */
         }
     }
     pthread_mutex_unlock(&w->lock);

@@ -8,7 +8,7 @@
  * resolved relative to directory fds with O_NOFOLLOW, writes are atomic
  * (temp file + rename) and everything is capped.
  *
- * Layout: STATE_DIR/workspaces/<name>/{memory,tools,files}/, and for the
+ * Layout: STATE_DIR/workspaces/<name>/{memory,tools,files,runs}/, and for the
  * workspaces of a tenant STATE_DIR/tenants/<tenant>/workspaces/<name>/...:
  * a workspace is opened by its key, "name" or "tenant/name"
  * (workspace_key()), so that two tenants' workspaces of one name never meet;
@@ -21,8 +21,13 @@
  * One sandboxd process is meant to own a state directory: the index sees
  * another process's writes the next time the workspace is opened here.
  *
+ * A tenant's workspaces share one account (wsshare.c): all of them together
+ * hold at most the tenant's quota, and a tenant has at most maxWorkspaces of
+ * them; the operator's have the per-workspace quota only.
+ *
  * Errors: -EINVAL (a bad name or value), -EFBIG (over a size limit),
- * -EDQUOT (the workspace's quota or entry count is reached) are sandboxd's
+ * -EDQUOT (the workspace's or the tenant's quota, an entry count or the
+ * tenant's workspace count is reached) are sandboxd's
  * rules; any other -errno comes from the file system (-ENOSPC: the state
  * directory's disk is full).
  *
@@ -41,14 +46,25 @@
 #define WORKSPACE_MAX_TOOL     (256u << 10) /* bytes of a saved tool's source */
 #define WORKSPACE_MAX_NAME     128          /* bytes of a tool or file name */
 #define WORKSPACE_MAX_KEY_LEN  64           /* bytes of a workspace or tenant name */
+#define WORKSPACE_MAX_RUN_NAME 200          /* bytes of a kept execution-folder file's name */
 
 struct workspace_limits {
-    size_t max_value;   /* one memory value, compact JSON bytes */
-    size_t max_bytes;   /* everything stored in one workspace */
-    size_t max_entries; /* memories, tools or files, each */
-    size_t max_file;    /* one saved file */
+    size_t max_value;         /* one memory value, compact JSON bytes */
+    size_t max_bytes;         /* everything stored in one workspace */
+    size_t max_entries;       /* memories, tools or files, each */
+    size_t max_file;          /* one saved file */
+    size_t tenant_bytes;      /* everything one tenant stores, all its workspaces together */
+    size_t tenant_workspaces; /* workspaces one tenant has */
 };
 
+/* A tenant's own share (the tenants file's quotaMb and maxWorkspaces); a 0 field takes the
+ * store's tenant_bytes or tenant_workspaces. */
+struct workspace_share {
+    size_t max_bytes;
+    size_t max_workspaces;
+};
+
+struct tenant;
 struct workspace_store;
 struct workspace;
 
@@ -66,10 +82,17 @@ char *workspace_key(const char *tenant, const char *name);
 /* The workspace name within a key (borrowed from key). */
 const char *workspace_key_name(const char *key);
 
+/* The share of tenant (NULL: the operator, who has none) as its tenants file entry sets it. */
+struct workspace_share workspace_share_of(const struct tenant *t);
 /* The workspace of key ("name", or "tenant/name" from workspace_key()): -EINVAL for a bad key,
- * -ENOENT when it does not exist and create is false. Opened once per key and shared
- * (reference-counted); close each open. */
-int workspace_open(struct workspace_store *s, const char *key, bool create, struct workspace **ret);
+ * -ENOENT when it does not exist and create is false, -EDQUOT when making it would give the
+ * tenant more than its maxWorkspaces. share: the tenant's (workspace_share_of), NULL for the
+ * store's defaults. Opened once per key and shared (reference-counted); close each open. */
+int workspace_open(struct workspace_store *s, const char *key, const struct workspace_share *share,
+                   bool create, struct workspace **ret);
+/* The most workspaces a tenant with share may have (for messages). */
+size_t workspace_max_workspaces(const struct workspace_store *s,
+                                const struct workspace_share *share);
 void workspace_close(struct workspace *w);
 /* Its name, without the tenant (borrowed). */
 const char *workspace_name(const struct workspace *w);
@@ -98,9 +121,18 @@ int workspace_delete_tool(struct workspace *w, const char *name);
 
 int workspace_save_file(struct workspace *w, const char *name, const void *data, size_t len,
                         json_t **ret_payload, char **ret_error);
+/* Keep a file of a session's execution folder (path: relative to the sessions' folder of
+ * executions, e.g. "0001-20261126-101500/images/chart.png"; session: a short tag of the
+ * session) in the workspace's runs/ directory, as "<session>_<path, '/' as '_'>", within the
+ * quota, so that it outlives the session. 0 and *ret_payload {name, size, hostPath (absolute:
+ * for a file:// URL)}; -EINVAL (a path of other characters, or "..", or too long), -EFBIG,
+ * -EDQUOT, or the file system's error, with *ret_error. */
+int workspace_keep_file(struct workspace *w, const char *session, const char *path,
+                        const void *data, size_t len, json_t **ret_payload, char **ret_error);
 /* {"files": [{name, size, modifiedAt}]} by name. */
 int workspace_files(struct workspace *w, json_t **ret_payload, char **ret_error);
-/* {bytes, maxBytes, memories, tools, files} (new reference). */
+/* {bytes, maxBytes, memories, tools, files, runFiles, and for a tenant's workspace "tenant":
+ * {bytes, maxBytes, workspaces, maxWorkspaces}, all its workspaces together} (new reference). */
 json_t *workspace_usage(struct workspace *w);
 
 #endif

@@ -12,7 +12,9 @@
  *
  * Plain C ABI (no Python headers) so any Python 3 can load it. The forked
  * child is single-threaded (the zygote never starts threads), but the steps
- * shared with jail/ are async-signal-safe anyway.
+ * shared with jail/ are async-signal-safe anyway. Which steps a cell goes
+ * through, in which order, is jail/confine.h's table (its warm column), the
+ * same table the cold path (jail/spawn.c) runs.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -25,29 +27,10 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "jail/confine.h"
 #include "jail/steps.h"
 
 #define SBX_EXPORT __attribute__((visibility("default")))
-
-/* Step numbers reported through *ret_step; the zygote maps them to names. */
-enum sbx_step {
-    SBX_STEP_UNSHARE,
-    SBX_STEP_MOUNT_TMP,
-    SBX_STEP_MOUNT_SHM,
-    SBX_STEP_MOUNT_PROC,
-    SBX_STEP_PROC_READONLY,
-    SBX_STEP_HOSTNAME,
-    SBX_STEP_USERNS,
-    SBX_STEP_SETGROUPS,
-    SBX_STEP_UID_MAP,
-    SBX_STEP_GID_MAP,
-    SBX_STEP_CHDIR,
-    SBX_STEP_FDS,
-    SBX_STEP_RLIMITS,
-    SBX_STEP_DROP_CAPS,
-    SBX_STEP_NO_NEW_PRIVS,
-    SBX_STEP_SECCOMP,
-};
 
 SBX_EXPORT int sbx_cell_prefork(void);
 SBX_EXPORT int sbx_cell_postfork(int pidns_fd);
@@ -55,11 +38,32 @@ SBX_EXPORT int sbx_netns_create(int self_netns_fd);
 SBX_EXPORT int sbx_cell_enter(uint64_t tmp_bytes, int proto_fd, int out_fd, int err_fd,
                               int netns_fd, const void *filter, size_t filter_len, uint64_t nofile,
                               uint64_t nproc, uint64_t fsize, int *ret_step);
+/* The step table (jail/confine.h), for the runtime: how many steps, the name of step (NULL out
+ * of range) and the step that places the file descriptors (a failure after it is reported on
+ * fd 3, before it on the proto fd the zygote handed over). */
+SBX_EXPORT int sbx_step_count(void);
+SBX_EXPORT const char *sbx_step_name(int step);
+SBX_EXPORT int sbx_step_fds(void);
+
+int sbx_step_count(void)
+{
+    return CONFINE_STEP_COUNT;
+}
+
+const char *sbx_step_name(int step)
+{
+    return step >= 0 && step < CONFINE_STEP_COUNT ? confine_steps[step].name : NULL;
+}
+
+int sbx_step_fds(void)
+{
+    return CONFINE_STEP_REMAP_FDS;
+}
 
 /* The next child becomes init of a new pid namespace. */
 int sbx_cell_prefork(void)
 {
-    return unshare(CLONE_NEWPID) < 0 ? -errno : 0;
+    return unshare(CONFINE_NS_WARM_PREFORK) < 0 ? -errno : 0;
 }
 
 /* Point the zygote's "pid namespace for children" back at its own, so the next prefork can
@@ -91,88 +95,164 @@ int sbx_netns_create(int self_netns_fd)
     return fd < 0 ? -err : fd;
 }
 
-#define STEP(n, expr)                                                                              \
-    do {                                                                                           \
-        int r_ = (expr);                                                                           \
-        if (r_ < 0) {                                                                              \
-            *ret_step = (n);                                                                       \
-            return r_;                                                                             \
-        }                                                                                          \
-    } while (0)
+/* What sbx_cell_enter was given. */
+struct cell {
+    int proto_fd, out_fd, err_fd;
+    int netns_fd; /* a reused network namespace, or -1: a new one */
+    const void *filter;
+    size_t filter_len;
+    uint64_t nofile, nproc, fsize;
+    char tmpfs_opts[64]; /* of /tmp and /dev/shm */
+};
 
 static int sys(int r)
 {
     return r < 0 ? -errno : 0;
 }
 
+static int cell_namespaces(int netns_fd)
+{
+    int flags = CONFINE_NAMESPACES & ~(CONFINE_NS_WARM_PREFORK | CONFINE_NS_WARM_LATE);
+    if (netns_fd >= 0) {
+        if (setns(netns_fd, CLONE_NEWNET) < 0)
+            return -errno;
+        flags &= ~CLONE_NEWNET;
+    }
+    return sys(unshare(flags));
+}
+
 static int cell_proc_readonly(void)
 {
-    static const char *const ro[] = {"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus",
-                                     "/proc/pressure"};
-    for (size_t i = 0; i < sizeof(ro) / sizeof(ro[0]); i++) {
-        if (access(ro[i], F_OK) < 0)
+    for (size_t i = 0; i < confine_proc_readonly_n; i++) {
+        if (access(confine_proc_readonly[i], F_OK) < 0)
             continue;
-        int r = steps_mount(ro[i], ro[i], NULL, MS_BIND | MS_REC, NULL);
-        if (r < 0)
-            return r;
-        r = steps_mount(NULL, ro[i], NULL,
-                        MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+        int r = steps_bind_remount(confine_proc_readonly[i], CONFINE_PROC_RO_FLAGS);
         if (r < 0)
             return r;
     }
     return 0;
 }
 
+#define CELL_STR_(x) #x
+#define CELL_STR(x)  CELL_STR_(x)
+/* The cell's id inside its user namespace is the zygote's 0 outside. */
+static const char cell_id_map[] = CELL_STR(CONFINE_SANDBOX_UID) " 0 1\n";
+
+static int cell_fds(const struct cell *c)
+{
+    int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (devnull < 0)
+        return -errno;
+    struct steps_fdmap map[] = {{devnull, 0}, {c->out_fd, 1}, {c->err_fd, 2}, {c->proto_fd, 3}};
+    int r = steps_remap_fds(map, 4, 4);
+    return r < 0 ? r : sys(fcntl(3, F_SETFD, FD_CLOEXEC));
+}
+
+static int cell_rlimits(const struct cell *c)
+{
+    struct confine_limits cl = {.nofile = c->nofile, .nproc = c->nproc, .fsize = c->fsize};
+    struct steps_rlimit rl[CONFINE_RLIMITS_MAX];
+    return steps_set_rlimits(rl, confine_rlimits(&cl, rl));
+}
+
+static int cell_seccomp(const struct cell *c)
+{
+    if (!c->filter || !c->filter_len)
+        return 0;
+    struct sock_fprog prog = {
+        .len = (unsigned short)(c->filter_len / sizeof(struct sock_filter)),
+        .filter = (struct sock_filter *)c->filter,
+    };
+    return steps_load_seccomp(&prog);
+}
+
+/* One step of confine.h's table, as the warm path does it (its CONFINE_WARM column). No
+ * default: a step added to the table without a case here does not build. */
+static int cell_step(const struct cell *c, enum confine_step step)
+{
+    switch (step) {
+    case CONFINE_STEP_NAMESPACES:
+        return cell_namespaces(c->netns_fd);
+    /* Fresh writable filesystems: nothing written by one cell is visible to the next. */
+    case CONFINE_STEP_MOUNT_TMP:
+        return steps_mount("tmpfs", "/tmp", "tmpfs", CONFINE_TMP_FLAGS, c->tmpfs_opts);
+    case CONFINE_STEP_MOUNT_SHM:
+        return steps_mount("tmpfs", "/dev/shm", "tmpfs", CONFINE_SHM_FLAGS, c->tmpfs_opts);
+    case CONFINE_STEP_MOUNT_PROC:
+        return steps_mount("proc", "/proc", "proc", CONFINE_PROC_FLAGS, NULL);
+    case CONFINE_STEP_PROC_READONLY:
+        return cell_proc_readonly();
+    case CONFINE_STEP_HOSTNAME:
+        return sys(sethostname(CONFINE_HOSTNAME, sizeof(CONFINE_HOSTNAME) - 1));
+    /* A user namespace of its own in which it is "nobody": the zygote's uid 0 becomes 65534
+     * here, and every capability it is given in the new namespace is dropped below. */
+    case CONFINE_STEP_USERNS:
+        return sys(unshare(CONFINE_NS_WARM_LATE));
+    case CONFINE_STEP_DENY_SETGROUPS:
+        return steps_write_file("/proc/self/setgroups", "deny", 4);
+    case CONFINE_STEP_UID_MAP:
+        return steps_write_file("/proc/self/uid_map", cell_id_map, sizeof(cell_id_map) - 1);
+    case CONFINE_STEP_GID_MAP:
+        return steps_write_file("/proc/self/gid_map", cell_id_map, sizeof(cell_id_map) - 1);
+    case CONFINE_STEP_CHDIR_TMP:
+        return sys(chdir("/tmp"));
+    case CONFINE_STEP_REMAP_FDS:
+        return cell_fds(c);
+    case CONFINE_STEP_RLIMITS:
+        return cell_rlimits(c);
+    case CONFINE_STEP_DROP_CAPS:
+        return steps_drop_caps();
+    case CONFINE_STEP_NO_NEW_PRIVS:
+        return steps_no_new_privs();
+    case CONFINE_STEP_SECCOMP:
+        return cell_seccomp(c);
+    case CONFINE_STEP_WAIT_PARENT:
+    case CONFINE_STEP_SETGROUPS:
+    case CONFINE_STEP_SETRESUID:
+    case CONFINE_STEP_MOUNT_PRIVATE:
+    case CONFINE_STEP_OPEN_SOURCES:
+    case CONFINE_STEP_ROOT_TMPFS:
+    case CONFINE_STEP_CHDIR_NEWROOT:
+    case CONFINE_STEP_MOUNT_OPS:
+    case CONFINE_STEP_PIVOT_ROOT:
+    case CONFINE_STEP_DETACH_OLD_ROOT:
+    case CONFINE_STEP_CHDIR_ROOT:
+    case CONFINE_STEP_REMOUNT_ROOT_RO:
+    case CONFINE_STEP_EGRESS:
+    case CONFINE_STEP_SIGNALS:
+    case CONFINE_STEP_EXECVE:
+    case CONFINE_STEP_COUNT:
+        break; /* not on this path: confine_steps[step] says why */
+    }
+    return -ENOSYS;
+}
+
+/* The warm path: every step its column runs, in the table's order. */
 int sbx_cell_enter(uint64_t tmp_bytes, int proto_fd, int out_fd, int err_fd, int netns_fd,
                    const void *filter, size_t filter_len, uint64_t nofile, uint64_t nproc,
                    uint64_t fsize, int *ret_step)
 {
-    char opts[64];
-    int flags = CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP;
-    if (netns_fd >= 0)
-        STEP(SBX_STEP_UNSHARE, sys(setns(netns_fd, CLONE_NEWNET)));
-    else
-        flags |= CLONE_NEWNET;
-    STEP(SBX_STEP_UNSHARE, sys(unshare(flags)));
-    /* Fresh writable filesystems: nothing written by one cell is visible to the next. */
-    snprintf(opts, sizeof(opts), "mode=1777,size=%llu", (unsigned long long)tmp_bytes);
-    STEP(SBX_STEP_MOUNT_TMP, steps_mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, opts));
-    STEP(SBX_STEP_MOUNT_SHM,
-         steps_mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts));
-    STEP(SBX_STEP_MOUNT_PROC,
-         steps_mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL));
-    STEP(SBX_STEP_PROC_READONLY, cell_proc_readonly());
-    STEP(SBX_STEP_HOSTNAME, sys(sethostname("sandbox", 7)));
-
-    /* A user namespace of its own in which it is "nobody": the zygote's uid 0 becomes 65534
-     * here, and every capability it is given in the new namespace is dropped below. */
-    STEP(SBX_STEP_USERNS, sys(unshare(CLONE_NEWUSER)));
-    STEP(SBX_STEP_SETGROUPS, steps_write_file("/proc/self/setgroups", "deny", 4));
-    STEP(SBX_STEP_UID_MAP, steps_write_file("/proc/self/uid_map", "65534 0 1\n", 11));
-    STEP(SBX_STEP_GID_MAP, steps_write_file("/proc/self/gid_map", "65534 0 1\n", 11));
-    STEP(SBX_STEP_CHDIR, sys(chdir("/tmp")));
-
-    int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
-    STEP(SBX_STEP_FDS, devnull < 0 ? -errno : 0);
-    struct steps_fdmap map[] = {{devnull, 0}, {out_fd, 1}, {err_fd, 2}, {proto_fd, 3}};
-    STEP(SBX_STEP_FDS, steps_remap_fds(map, 4, 4));
-    STEP(SBX_STEP_FDS, sys(fcntl(3, F_SETFD, FD_CLOEXEC)));
-
-    struct steps_rlimit rl[] = {
-        {RLIMIT_CORE, 0},
-        {RLIMIT_NOFILE, nofile},
-        {RLIMIT_NPROC, nproc},
-        {RLIMIT_FSIZE, fsize},
+    struct cell c = {
+        .proto_fd = proto_fd,
+        .out_fd = out_fd,
+        .err_fd = err_fd,
+        .netns_fd = netns_fd,
+        .filter = filter,
+        .filter_len = filter_len,
+        .nofile = nofile,
+        .nproc = nproc,
+        .fsize = fsize,
     };
-    STEP(SBX_STEP_RLIMITS, steps_set_rlimits(rl, sizeof(rl) / sizeof(rl[0])));
-    STEP(SBX_STEP_DROP_CAPS, steps_drop_caps());
-    STEP(SBX_STEP_NO_NEW_PRIVS, steps_no_new_privs());
-    if (filter && filter_len) {
-        struct sock_fprog prog = {
-            .len = (unsigned short)(filter_len / sizeof(struct sock_filter)),
-            .filter = (struct sock_filter *)filter,
-        };
-        STEP(SBX_STEP_SECCOMP, steps_load_seccomp(&prog));
+    snprintf(c.tmpfs_opts, sizeof(c.tmpfs_opts), CONFINE_TMPFS_OPTIONS,
+             (unsigned long long)tmp_bytes);
+    for (int step = 0; step < CONFINE_STEP_COUNT; step++) {
+        if (!confine_steps[step].on[CONFINE_WARM].runs)
+            continue;
+        int r = cell_step(&c, (enum confine_step)step);
+        if (r < 0) {
+            *ret_step = step;
+            return r;
+        }
     }
     return 0;
 }

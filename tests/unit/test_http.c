@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests: the parts of http/ that do not need libmicrohttpd running: the worker pool (cap,
- * FIFO, waiting for idle), a stream's writer side (bounded buffer, a reader that stops reading
- * or leaves) and the guard that cuts slow heads on real loopback TCP connections. */
+/* Unit tests: the parts of http/ that do not need libmicrohttpd running: a stream's writer side
+ * (bounded buffer, a reader that stops reading or leaves), the reply budget (total, per-owner
+ * shares, small replies) and the guard that cuts slow heads on real loopback TCP connections.
+ * Its worker pool is util/workpool.c (test_workpool.c). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -18,113 +19,17 @@
 
 #include <cmocka.h>
 
+#include "http/budget.h"
 #include "http/guard.h"
 #include "http/server.h"
 #include "http/stream.h"
-#include "http/workers.h"
 #include "util/clock.h"
-
-/* ---- workers ----------------------------------------------------------------------------- */
-
-struct gate {
-    pthread_mutex_t lock;
-    pthread_cond_t cond;
-    bool open;
-    unsigned ran;
-    int order[16];
-};
-
-struct item {
-    struct http_work work; /* first */
-    struct gate *gate;
-    int id;
-};
-
-static void item_run(struct http_work *w)
-{
-    struct item *it = (struct item *)w;
-    pthread_mutex_lock(&it->gate->lock);
-    while (!it->gate->open)
-        pthread_cond_wait(&it->gate->cond, &it->gate->lock);
-    it->gate->order[it->gate->ran++] = it->id;
-    pthread_mutex_unlock(&it->gate->lock);
-}
-
-static void gate_open(struct gate *g)
-{
-    pthread_mutex_lock(&g->lock);
-    g->open = true;
-    pthread_cond_broadcast(&g->cond);
-    pthread_mutex_unlock(&g->lock);
-}
-
-static void workers_cap_threads_and_queue_the_rest(void **state)
-{
-    struct gate g = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
-    struct http_workers *p;
-    assert_int_equal(http_workers_new(2, &p), 0);
-    unsigned busy, threads;
-    http_workers_counts(p, &busy, &threads);
-    assert_int_equal(threads, 0); /* none before the first item */
-    struct item items[6];
-    for (int i = 0; i < 6; i++) {
-        items[i] = (struct item){.work.fn = item_run, .gate = &g, .id = i};
-        assert_int_equal(http_workers_submit(p, &items[i].work), 0);
-    }
-    http_workers_counts(p, &busy, &threads);
-    assert_int_equal(threads, 2);
-    assert_int_equal(busy, 6);
-    assert_int_equal(http_workers_wait_idle(p, clock_mono_us() + 50000), -ETIMEDOUT);
-    gate_open(&g);
-    assert_int_equal(http_workers_wait_idle(p, clock_mono_us() + 30000000), 0);
-    assert_int_equal(g.ran, 6);
-    http_workers_counts(p, &busy, &threads);
-    assert_int_equal(busy, 0);
-    http_workers_free(p);
-}
-
-static void workers_run_in_order_and_reuse_idle_threads(void **state)
-{
-    struct gate g = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
-    g.open = true;
-    struct http_workers *p;
-    assert_int_equal(http_workers_new(1, &p), 0);
-    struct item items[8];
-    for (int i = 0; i < 8; i++) {
-        items[i] = (struct item){.work.fn = item_run, .gate = &g, .id = i};
-        assert_int_equal(http_workers_submit(p, &items[i].work), 0);
-        if (i == 3) /* an idle thread takes later work: no second thread */
-            assert_int_equal(http_workers_wait_idle(p, clock_mono_us() + 30000000), 0);
-    }
-    assert_int_equal(http_workers_wait_idle(p, clock_mono_us() + 30000000), 0);
-    unsigned busy, threads;
-    http_workers_counts(p, &busy, &threads);
-    assert_int_equal(threads, 1);
-    for (int i = 0; i < 8; i++)
-        assert_int_equal(g.order[i], i);
-    http_workers_free(p);
-}
-
-static void workers_free_runs_what_is_queued(void **state)
-{
-    struct gate g = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
-    g.open = true;
-    struct http_workers *p;
-    assert_int_equal(http_workers_new(1, &p), 0);
-    struct item items[4];
-    for (int i = 0; i < 4; i++) {
-        items[i] = (struct item){.work.fn = item_run, .gate = &g, .id = i};
-        assert_int_equal(http_workers_submit(p, &items[i].work), 0);
-    }
-    http_workers_free(p);
-    assert_int_equal(g.ran, 4);
-}
 
 /* ---- streams (writer side) ---------------------------------------------------------------- */
 
 static void stream_bounds_what_a_slow_reader_may_pin(void **state)
 {
-    struct http_stream *s = http_stream_new(16, 20000); /* 16 bytes, 20 ms */
+    struct http_stream *s = http_stream_new(16, 20000, NULL, NULL); /* 16 bytes, 20 ms */
     assert_non_null(s);
     assert_int_equal(http_stream_write(s, "0123456789", 10), 0);
     /* Does not fit and nobody reads: waits 20 ms, then the client is treated as gone. */
@@ -136,7 +41,7 @@ static void stream_bounds_what_a_slow_reader_may_pin(void **state)
 
 static void stream_takes_one_large_event_when_empty(void **state)
 {
-    struct http_stream *s = http_stream_new(16, 20000);
+    struct http_stream *s = http_stream_new(16, 20000, NULL, NULL);
     char big[100];
     memset(big, 'e', sizeof(big));
     assert_int_equal(http_stream_write(s, big, sizeof(big)), 0);
@@ -148,11 +53,76 @@ static void stream_takes_one_large_event_when_empty(void **state)
 static void stream_writes_fail_once_the_reader_left(void **state)
 {
     /* An hour's write timeout: a write that waited for room would hang the test. */
-    struct http_stream *s = http_stream_new(4, 3600LL * 1000000);
+    struct http_stream *s = http_stream_new(4, 3600LL * 1000000, NULL, NULL);
     assert_int_equal(http_stream_write(s, "data", 4), 0);
     http_stream_abandon(s); /* the client went away (or the response was never made) */
     assert_int_equal(http_stream_write(s, "more", 4), -EPIPE);
     http_stream_finish(s);
+}
+
+/* ---- reply budget -------------------------------------------------------------------------- */
+
+static void budget_bounds_the_total_and_each_owner(void **state)
+{
+    struct http_budget *b;
+    const size_t mb = 1u << 20;
+    int a, c; /* two owners: only their addresses matter */
+    assert_int_equal(http_budget_new(10 * mb, 4 * mb, &b), 0);
+    assert_int_equal(http_budget_take(b, &a, 3 * mb), 0);
+    assert_int_equal(http_budget_take(b, &a, 2 * mb), -ENOBUFS); /* a's share: 5 > 4 */
+    assert_false(http_budget_spent(b, &a));                      /* 1 MiB of it is left */
+    assert_int_equal(http_budget_take(b, &a, 1 * mb - HTTP_BUDGET_SMALL), 0);
+    assert_true(http_budget_spent(b, &a));
+    assert_false(http_budget_spent(b, &c)); /* another owner is not held by a's share */
+    assert_int_equal(http_budget_take(b, &c, 4 * mb), 0);
+    assert_int_equal(http_budget_take(b, NULL, 2 * mb), 0); /* the operator: the total only */
+    assert_int_equal(http_budget_take(b, NULL, 2 * mb), -ENOBUFS); /* 12 > 10 */
+    assert_true(http_budget_spent(b, NULL));
+    /* Small replies are counted but never refused: an error must always be sendable. */
+    assert_int_equal(http_budget_take(b, &a, HTTP_BUDGET_SMALL), 0);
+    assert_int_equal(http_budget_held(b, &a), 4 * mb);
+    http_budget_give(b, &a, 4 * mb);
+    assert_int_equal(http_budget_held(b, &a), 0);
+    assert_false(http_budget_spent(b, &a));
+    assert_int_equal(http_budget_take(b, NULL, 3 * mb), 0); /* 9 of 10 MiB */
+    /* a's share has room, the total not */
+    assert_int_equal(http_budget_take(b, &a, 2 * mb), -ENOBUFS);
+    http_budget_give(b, &c, 4 * mb);
+    http_budget_give(b, NULL, 5 * mb);
+    assert_int_equal(http_budget_take(b, &a, 4 * mb), 0);
+    json_t *st = http_budget_stats(b);
+    assert_int_equal(json_integer_value(json_object_get(st, "replyBytes")), 4 * mb);
+    assert_int_equal(json_integer_value(json_object_get(st, "replyRefused")), 3);
+    json_decref(st);
+    struct http_charge ch = {.budget = b, .owner = &a, .bytes = 4 * mb};
+    http_charge_drop(&ch, mb);
+    assert_int_equal(http_budget_held(b, &a), 3 * mb);
+    http_charge_drop(&ch, 10 * mb); /* never more than it holds */
+    assert_int_equal(http_budget_held(b, &a), 0);
+    http_charge_release(&ch);
+    http_charge_release(NULL);
+    http_budget_free(b);
+}
+
+static void stream_claims_what_it_buffers(void **state)
+{
+    struct http_budget *b;
+    int owner;
+    assert_int_equal(http_budget_new(1u << 20, 64u << 10, &b), 0);
+    struct http_stream *s = http_stream_new(1u << 20, 20000, b, &owner);
+    char chunk[16u << 10];
+    memset(chunk, 'c', sizeof(chunk));
+    for (int i = 0; i < 4; i++) /* 64 KiB: the owner's share, all in small writes */
+        assert_int_equal(http_stream_write(s, chunk, sizeof(chunk)), 0);
+    assert_int_equal(http_budget_held(b, &owner), 64u << 10);
+    char big[HTTP_BUDGET_SMALL + 1];
+    memset(big, 'b', sizeof(big));
+    /* Past the share: the client is treated as gone at once, not after the write timeout. */
+    assert_int_equal(http_stream_write(s, big, sizeof(big)), -EPIPE);
+    http_stream_finish(s);
+    http_stream_abandon(s); /* the last reference gives every buffered byte back */
+    assert_int_equal(http_budget_held(b, &owner), 0);
+    http_budget_free(b);
 }
 
 /* ---- guard --------------------------------------------------------------------------------- */
@@ -266,13 +236,12 @@ static void sse_event_is_one_data_line(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(workers_cap_threads_and_queue_the_rest),
-        cmocka_unit_test(workers_run_in_order_and_reuse_idle_threads),
-        cmocka_unit_test(workers_free_runs_what_is_queued),
         cmocka_unit_test(stream_bounds_what_a_slow_reader_may_pin),
         cmocka_unit_test(stream_takes_one_large_event_when_empty),
         cmocka_unit_test(stream_writes_fail_once_the_reader_left),
         cmocka_unit_test(sse_event_is_one_data_line),
+        cmocka_unit_test(budget_bounds_the_total_and_each_owner),
+        cmocka_unit_test(stream_claims_what_it_buffers),
         cmocka_unit_test(guard_cuts_a_slow_head_and_spares_idle_and_busy_connections),
         cmocka_unit_test(guard_refuse_writes_a_complete_answer),
     };

@@ -122,14 +122,23 @@ static void app_lists(void **state)
 static void keys_tell_everything_apart(void **state)
 {
     (void)state;
+    const struct reuse_owner op = {.endpoint = "local"}, alpha = {"alpha", "local"},
+                             beta = {"beta", "local"}, remote = {"alpha", "http://f/mcp"},
+                             sep = {"a", "b local"}, sep2 = {"a b", "local"};
     char *keys[] = {
-        reuse_key("a", "s.py", "Y29kZQ==", NULL),
-        reuse_key("b", "s.py", "Y29kZQ==", NULL),
-        reuse_key("a", "t.py", "Y29kZQ==", NULL),
-        reuse_key("a", "s.py", "Y29kZTI=", NULL),
-        reuse_key("a", "s.py", "Y29kZQ==", "datascience"),
-        reuse_key("a b", "c", "Y29kZQ==", NULL), /* a separator inside a name */
-        reuse_key("a", "b c", "Y29kZQ==", NULL),
+        reuse_key(&op, "a", "s.py", "Y29kZQ==", NULL),
+        reuse_key(&op, "b", "s.py", "Y29kZQ==", NULL),
+        reuse_key(&op, "a", "t.py", "Y29kZQ==", NULL),
+        reuse_key(&op, "a", "s.py", "Y29kZTI=", NULL),
+        reuse_key(&op, "a", "s.py", "Y29kZQ==", "datascience"),
+        reuse_key(&op, "a b", "c", "Y29kZQ==", NULL), /* a separator inside a name */
+        reuse_key(&op, "a", "b c", "Y29kZQ==", NULL),
+        /* the tenant and the framework endpoint are parts of the key (CONTRACT §14) */
+        reuse_key(&alpha, "a", "s.py", "Y29kZQ==", NULL),
+        reuse_key(&beta, "a", "s.py", "Y29kZQ==", NULL),
+        reuse_key(&remote, "a", "s.py", "Y29kZQ==", NULL),
+        reuse_key(&sep, "a", "s.py", "Y29kZQ==", NULL),
+        reuse_key(&sep2, "a", "s.py", "Y29kZQ==", NULL),
     };
     size_t n = sizeof(keys) / sizeof(keys[0]);
     for (size_t i = 0; i < n; i++) {
@@ -137,7 +146,7 @@ static void keys_tell_everything_apart(void **state)
         for (size_t j = 0; j < i; j++)
             assert_string_not_equal(keys[i], keys[j]);
     }
-    char *same = reuse_key("a", "s.py", "Y29kZQ==", "default");
+    char *same = reuse_key(&op, "a", "s.py", "Y29kZQ==", "default");
     assert_string_equal(same, keys[0]); /* "default" is the main pool */
     char *m64 = reuse_key_limits(keys[0], 64), *m128 = reuse_key_limits(keys[0], 128);
     assert_string_not_equal(m64, m128);

@@ -94,6 +94,46 @@ static void tenants_valid_file(void **state)
     tenants_free(NULL);
 }
 
+static void tenants_shares(void **state)
+{
+    (void)state;
+    put("{\"tenants\": {\"a\": {\"token\": \"aaaaaaaaaaaaaaaaaaaa\", \"maxSessions\": 2}, "
+        "\"b\": {\"token\": \"bbbbbbbbbbbbbbbbbbbb\", \"maxSessions\": 2, \"maxMcpSessions\": 3, "
+        "\"quotaMb\": 5, \"maxWorkspaces\": 4096}, \"c\": {\"token\": \"cccccccccccccccccccc\"}}}",
+        0600);
+    struct tenants *ts = NULL;
+    assert_int_equal(tenants_load(path, &ts), 0);
+    struct tenant *a = find(ts, "aaaaaaaaaaaaaaaaaaaa"), *b = find(ts, "bbbbbbbbbbbbbbbbbbbb");
+    struct tenant *c = find(ts, "cccccccccccccccccccc");
+    /* MCP sessions: maxMcpSessions, else maxSessions, counted apart from live sessions */
+    assert_int_equal(tenant_max_mcp_sessions(a), 2);
+    assert_int_equal(tenant_max_mcp_sessions(b), 3);
+    assert_int_equal(tenant_max_mcp_sessions(c), 0);
+    assert_true(tenant_session_claim(a));
+    assert_true(tenant_session_claim(a));
+    assert_true(tenant_mcp_session_claim(a));
+    assert_true(tenant_mcp_session_claim(a));
+    assert_false(tenant_mcp_session_claim(a));
+    tenant_mcp_session_release(a);
+    assert_true(tenant_mcp_session_claim(a));
+    for (int i = 0; i < 100; i++)
+        assert_true(tenant_mcp_session_claim(c));
+    assert_true(tenant_mcp_session_claim(NULL));
+    /* the store's shares: 0 where the file sets none */
+    assert_int_equal(tenant_quota_mb(a), 0);
+    assert_int_equal(tenant_max_workspaces(a), 0);
+    assert_int_equal(tenant_quota_mb(b), 5);
+    assert_int_equal(tenant_max_workspaces(b), TENANT_MAX_WORKSPACES);
+    struct buf out;
+    buf_init(&out, 1 << 20);
+    assert_int_equal(tenants_metrics(ts, a, &out), 0);
+    assert_non_null(strstr(out.data, "sandboxd_tenant_mcp_sessions{tenant=\"a\"} 2\n"));
+    assert_non_null(strstr(
+        out.data, "sandboxd_tenant_refused_total{tenant=\"a\",limit=\"maxMcpSessions\"} 1\n"));
+    buf_free(&out);
+    tenants_free(ts);
+}
+
 static void tenants_refuse_mistakes(void **state)
 {
     static const char *const bad[] = {
@@ -113,6 +153,9 @@ static void tenants_refuse_mistakes(void **state)
         "{\"tenants\": {\"a\": {\"token\": \"t1\", \"maxSessions\": 0}}}", /* limit too small */
         "{\"tenants\": {\"a\": {\"token\": \"t1\", \"maxRunning\": \"2\"}}}", /* limit not int */
         "{\"tenants\": {\"a\": \"t1\"}}", /* entry not an object */
+        "{\"tenants\": {\"a\": {\"token\": \"t1\", \"maxWorkspaces\": 4097}}}", /* too many */
+        "{\"tenants\": {\"a\": {\"token\": \"t1\", \"quotaMb\": 0}}}",
+        "{\"tenants\": {\"a\": {\"token\": \"t1\", \"maxMcpSessions\": -1}}}",
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
         put(bad[i], 0600);
@@ -138,6 +181,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(tenants_valid_file),
         cmocka_unit_test(tenants_refuse_mistakes),
+        cmocka_unit_test(tenants_shares),
     };
     int r = cmocka_run_group_tests(tests, NULL, NULL);
     unlink(path);

@@ -16,8 +16,10 @@
 #include "mcp/client/alias.h"
 #include "mcp/client/registry.h"
 #include "mcp/server/server_int.h"
+#include "session/session.h"
 #include "util/buf.h"
 #include "util/jdump.h"
+#include "util/log.h"
 
 #define SRV_MAX_QUERY   1000 /* bytes of a search_tool_docs query */
 #define SRV_NOT_STARTED "not running; name it in `servers` to start it and read its tools"
@@ -61,8 +63,10 @@ static bool srv_may_read(json_t *d, json_t *named)
     return false;
 }
 
-json_t *srv_list_servers(struct mcp_server_conn *c, json_t *args)
+json_t *srv_list_servers(struct mcp_server_conn *c, json_t *args, json_t *token,
+                         const struct mcp_server_out *out, struct srv_call *call)
 {
+    (void)token, (void)out, (void)call;
     struct mcp_server *s = c->srv;
     static const char *const allowed[] = {"tools", "servers", NULL};
     json_t *want = json_object_get(args, "tools");
@@ -126,6 +130,11 @@ json_t *srv_list_servers(struct mcp_server_conn *c, json_t *args)
         (void)buf_appends(&b, "Pass names in run_python's `servers` to use them from code; "
                               "search_tool_docs finds their tools.");
     json_t *st = json_pack("{s:o}", "servers", servers);
+    if (!st) {
+        buf_free(&b);
+        json_decref(named);
+        return srv_tool_error(c, "out of memory");
+    }
     char *text = s->opt.output_json ? jdump(st, JSON_COMPACT, NULL) : buf_take(&b, NULL);
     json_t *r = srv_tool_result(c, text ? text : "", st, false);
     free(text);
@@ -205,8 +214,47 @@ static void srv_params_text(json_t *schema, struct buf *params, struct buf *call
     }
 }
 
-json_t *srv_search(struct mcp_server_conn *c, json_t *args)
+/* The docs of the first n hits as the sandbox renders them ({server: {tool: text}}, new
+ * reference), or NULL when they cannot be rendered (the search answers without them). */
+static json_t *srv_hit_docs(struct mcp_server_conn *c, json_t *described,
+                            const struct srv_hit *hits, size_t n)
 {
+    if (!n)
+        return NULL;
+    json_t *by_server = json_object();
+    for (size_t h = 0; h < n; h++) {
+        json_t *info = json_object_get(by_server, hits[h].server);
+        if (!info) {
+            const char *alias = mcp_alias_of(described, hits[h].server);
+            info = json_pack("{s:s, s:s, s:[]}", "name", hits[h].server, "alias",
+                             alias ? alias : hits[h].server, "tools");
+            json_object_set_new(by_server, hits[h].server, info);
+        }
+        json_array_append(json_object_get(info, "tools"), hits[h].tool);
+    }
+    json_t *servers = json_array(), *docs = NULL;
+    const char *key;
+    json_t *info;
+    json_object_foreach(by_server, key, info)
+    {
+        json_array_append(servers, info);
+    }
+    struct sbx_error err;
+    if (sessions_tool_docs(c->srv->sessions, servers, "summary", &docs, &err) < 0) {
+        log_warn("mcp: search_tool_docs answers without docs: %s",
+                 err.message ? err.message : "failed");
+        sbx_error_clear(&err);
+        docs = NULL;
+    }
+    json_decref(servers);
+    json_decref(by_server);
+    return docs;
+}
+
+json_t *srv_search(struct mcp_server_conn *c, json_t *args, json_t *token,
+                   const struct mcp_server_out *out, struct srv_call *call)
+{
+    (void)token, (void)out, (void)call;
     struct mcp_server *s = c->srv;
     static const char *const allowed[] = {"query", "limit", "servers", NULL};
     json_t *bad = srv_check_args(c, "search_tool_docs", args, allowed);
@@ -257,8 +305,12 @@ json_t *srv_search(struct mcp_server_conn *c, json_t *args)
         json_t *tools = NULL;
         struct mcp_error me = {0};
         if (mcp_registry_tools(s->registry, server, s->opt.lookup_timeout_ms, &tools, &me) < 0) {
-            json_array_append_new(unavailable, json_pack("{s:s, s:s}", "server", server, "error",
-                                                         me.message ? me.message : "failed"));
+            if (json_array_append_new(unavailable,
+                                      json_pack("{s:s, s:o}", "server", server, "error",
+                                                log_str(me.message ? me.message : "failed"))) < 0)
+                log_warn("mcp: search_tool_docs: server %s is unavailable (%s), and the answer "
+                         "cannot say so (out of memory)",
+                         server, me.message ? me.message : "failed");
             mcp_error_clear(&me);
             continue;
         }
@@ -291,6 +343,7 @@ json_t *srv_search(struct mcp_server_conn *c, json_t *args)
     json_t *results = json_array();
     struct buf b;
     buf_init(&b, 4u << 20);
+    json_t *docs = srv_hit_docs(c, described, hits, n_hits < limit ? n_hits : limit);
     for (size_t h = 0; h < n_hits && h < limit; h++) {
         json_t *t = hits[h].tool;
         const char *tn = json_string_value(json_object_get(t, "name"));
@@ -304,15 +357,27 @@ json_t *srv_search(struct mcp_server_conn *c, json_t *args)
                          json_string_value(json_object_get(t, "alias")) ?: tn);
         srv_params_text(json_object_get(t, "inputSchema"), &params, &args_text);
         (void)buf_printf(&alias, "(%s)", args_text.data ? args_text.data : "");
-        json_array_append_new(
-            results, json_pack("{s:s, s:s, s:s, s:s, s:O*}", "server", hits[h].server, "tool", tn,
-                               "python", alias.data ? alias.data : "", "description",
-                               desc ? desc : "", "inputSchema", json_object_get(t, "inputSchema")));
-        (void)buf_printf(&b, "%s.%s — %.300s\n  python: %s   (run_python with servers=[\"%s\"])\n",
-                         hits[h].server, tn, desc ? desc : "", alias.data ? alias.data : "",
-                         hits[h].server);
-        if (params.len)
-            (void)buf_printf(&b, "  parameters: %s\n", params.data);
+        const char *doc =
+            json_string_value(json_object_get(json_object_get(docs, hits[h].server), tn));
+        if (json_array_append_new(results, json_pack("{s:s, s:s, s:s, s:s, s:s?, s:O*}", "server",
+                                                     hits[h].server, "tool", tn, "python",
+                                                     alias.data ? alias.data : "", "description",
+                                                     desc ? desc : "", "doc", doc, "inputSchema",
+                                                     json_object_get(t, "inputSchema"))) < 0)
+            log_warn("mcp: search_tool_docs: %s.%s is missing from structuredContent (out of "
+                     "memory)",
+                     hits[h].server, tn);
+        if (doc) {
+            /* The text help() shows in the sandbox: one renderer (session/docs.c). */
+            (void)buf_printf(&b, "%s.%s   (run_python with servers=[\"%s\"])\n%s\n", hits[h].server,
+                             tn, hits[h].server, doc);
+        } else {
+            (void)buf_printf(
+                &b, "%s.%s — %.300s\n  python: %s   (run_python with servers=[\"%s\"])\n",
+                hits[h].server, tn, desc ? desc : "", alias.data ? alias.data : "", hits[h].server);
+            if (params.len)
+                (void)buf_printf(&b, "  parameters: %s\n", params.data);
+        }
         buf_free(&alias);
         buf_free(&params);
         buf_free(&args_text);
@@ -338,11 +403,15 @@ json_t *srv_search(struct mcp_server_conn *c, json_t *args)
         b.data[--b.len] = '\0';
     json_t *st = json_pack("{s:o, s:o, s:o}", "results", results, "unavailable", unavailable,
                            "notStarted", not_started);
-    char *text = s->opt.output_json ? jdump(st, JSON_COMPACT, NULL) : buf_take(&b, NULL);
-    json_t *r = srv_tool_result(c, text ? text : "", st, false);
+    char *text = !st                  ? NULL
+                 : s->opt.output_json ? jdump(st, JSON_COMPACT, NULL)
+                                      : buf_take(&b, NULL);
+    json_t *r =
+        st ? srv_tool_result(c, text ? text : "", st, false) : srv_tool_error(c, "out of memory");
     free(text);
     buf_free(&b);
     free(hits);
+    json_decref(docs);
     json_decref(all);
     json_decref(described);
     json_decref(named);

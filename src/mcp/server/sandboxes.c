@@ -277,7 +277,10 @@ int srv_sandbox_get(struct mcp_server_conn *c, const char *name, json_t *servers
                                           nets ? " network:" : "", nets ? nets : "");
     }
     free(nets);
-    if (lr < 0 || (name && !nb->name)) {
+    /* A session without the network it asked for would be a quiet failure: one more reason to
+     * stop here. */
+    json_t *net = network ? json_pack("{s:O}", "allow", network) : NULL;
+    if (lr < 0 || (name && !nb->name) || (network && !net)) {
         if (nb)
             nb->label = lr < 0 ? NULL : nb->label;
         srv_sandbox_free(nb);
@@ -285,9 +288,9 @@ int srv_sandbox_get(struct mcp_server_conn *c, const char *name, json_t *servers
         *ret_error = strdup("out of memory");
         pthread_mutex_unlock(&c->create_lock);
         json_decref(want);
+        json_decref(net);
         return -ENOMEM;
     }
-    json_t *net = network ? json_pack("{s:O}", "allow", network) : NULL;
     struct session_create sc = {.servers = want,
                                 .workspace = s->workspace,
                                 .tenant = c->tenant,

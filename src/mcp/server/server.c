@@ -160,6 +160,7 @@ void mcp_server_conn_close(struct mcp_server_conn *c)
         (void)sessions_end(c->srv->sessions, b->id, "its MCP connection closed");
         srv_sandbox_free(b);
     }
+    srv_approvals_close(c); /* their executions end with their sessions */
     if (!was_closed)
         log_debug("mcp: connection closed");
 }
@@ -181,6 +182,14 @@ const char *mcp_server_conn_version(struct mcp_server_conn *c)
     const char *v = c->version;
     pthread_mutex_unlock(&c->lock);
     return v;
+}
+
+bool mcp_server_conn_elicits(struct mcp_server_conn *c)
+{
+    pthread_mutex_lock(&c->lock);
+    bool e = c->elicit;
+    pthread_mutex_unlock(&c->lock);
+    return e;
 }
 
 unsigned mcp_server_conn_busy(struct mcp_server_conn *c)
@@ -276,6 +285,30 @@ bool srv_call_cancelled(struct mcp_server_conn *c, struct srv_call *k)
     return cancelled;
 }
 
+int srv_bg_start(struct mcp_server *s, void *(*fn)(void *), void *arg)
+{
+    pthread_mutex_lock(&s->bg_lock);
+    s->bg_threads++;
+    pthread_mutex_unlock(&s->bg_lock);
+    pthread_attr_t attr;
+    pthread_t t;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    int r = pthread_create(&t, &attr, fn, arg);
+    pthread_attr_destroy(&attr);
+    if (r != 0)
+        srv_bg_done(s);
+    return -r;
+}
+
+void srv_bg_done(struct mcp_server *s)
+{
+    pthread_mutex_lock(&s->bg_lock);
+    s->bg_threads--;
+    pthread_cond_broadcast(&s->bg_cond);
+    pthread_mutex_unlock(&s->bg_lock);
+}
+
 struct srv_canceller {
     struct mcp_server_conn *c;
     struct srv_call *k;
@@ -323,10 +356,7 @@ static void *srv_canceller_thread(void *arg)
     pthread_mutex_unlock(&c->lock);
     mcp_server_conn_unref(c);
     free(job);
-    pthread_mutex_lock(&s->bg_lock);
-    s->bg_threads--;
-    pthread_cond_broadcast(&s->bg_cond);
-    pthread_mutex_unlock(&s->bg_lock);
+    srv_bg_done(s);
     return NULL;
 }
 
@@ -357,19 +387,8 @@ static void srv_cancel(struct mcp_server_conn *c, json_t *params)
     if (job) {
         *job = (struct srv_canceller){.c = c, .k = k};
         mcp_server_conn_ref(c);
-        pthread_mutex_lock(&s->bg_lock);
-        s->bg_threads++;
-        pthread_mutex_unlock(&s->bg_lock);
-        pthread_attr_t attr;
-        pthread_t t;
-        pthread_attr_init(&attr);
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        started = pthread_create(&t, &attr, srv_canceller_thread, job) == 0;
-        pthread_attr_destroy(&attr);
+        started = srv_bg_start(s, srv_canceller_thread, job) == 0;
         if (!started) {
-            pthread_mutex_lock(&s->bg_lock);
-            s->bg_threads--;
-            pthread_mutex_unlock(&s->bg_lock);
             mcp_server_conn_unref(c);
             free(job);
         }
@@ -387,14 +406,6 @@ static void srv_cancel(struct mcp_server_conn *c, json_t *params)
 }
 
 /* ---- the protocol -------------------------------------------------------------------------- */
-
-static const char srv_instructions[] =
-    "sandboxd runs Python in isolated sandboxes. Use run_python to execute code: state "
-    "persists between calls of a session (one default session per connection; pass "
-    "session_id for separate ones), top-level await works, and the value of the last "
-    "expression is returned. To call tools of the configured MCP servers from code, find them "
-    "with search_tool_docs (or list_servers), pass the server names in run_python's servers, "
-    "and await mcp_<server>.<tool>(...). reset_session starts over.";
 
 static json_t *srv_initialize(struct mcp_server_conn *c, json_t *id, json_t *params)
 {
@@ -420,26 +431,29 @@ static json_t *srv_initialize(struct mcp_server_conn *c, json_t *id, json_t *par
     }
     pthread_mutex_lock(&c->lock);
     bool again = c->version != NULL;
-    if (!again)
+    if (!again) {
         c->version = version;
+        /* Whether a waiting tool call can be put to the client (approvals.c). */
+        c->elicit = srv_elicit_declared(json_object_get(params, "capabilities"), version);
+    }
     pthread_mutex_unlock(&c->lock);
     if (again)
         return srv_error(id, JSONRPC_INVALID_REQUEST, NULL,
                          "Invalid Request: this connection is initialized already");
     json_t *client = json_object_get(params, "clientInfo");
-    log_fields(LOG_INFO, "mcp: client connected",
-               json_pack("{s:s, s:s, s:s?, s:s?}", "transport", c->srv->opt.transport,
-                         "protocolVersion", version, "client",
-                         json_string_value(json_object_get(client, "name")), "clientVersion",
-                         json_string_value(json_object_get(client, "version"))));
+    log_pack(LOG_INFO, "mcp: client connected", "{s:s, s:s, s:s?, s:s?}", "transport",
+             c->srv->opt.transport, "protocolVersion", version, "client",
+             json_string_value(json_object_get(client, "name")), "clientVersion",
+             json_string_value(json_object_get(client, "version")));
     json_t *info = json_pack("{s:s, s:s}", "name", "sandboxd", "version", SANDBOXD_VERSION);
     if (info && srv_since(c, "2025-06-18"))
         json_object_set_new(info, "title", json_string("sandboxd Python sandbox"));
     json_t *result =
         json_pack("{s:s, s:{s:{s:b}, s:{s:b, s:b}}, s:o, s:s}", "protocolVersion", version,
                   "capabilities", "tools", "listChanged", 0, "resources", "subscribe", 0,
-                  "listChanged", 0, "serverInfo", info, "instructions",
-                  c->srv->opt.compat ? srv_compat_instructions(c->srv) : srv_instructions);
+                  "listChanged", 0, "serverInfo", info, "instructions", srv_instructions(c->srv));
+    if (!result)
+        return srv_error(id, JSONRPC_INTERNAL_ERROR, NULL, "Internal error: out of memory");
     json_t *r = jsonrpc_result_new(id, result);
     json_decref(result);
     return r;
@@ -494,19 +508,15 @@ static json_t *srv_tools_call(struct mcp_server_conn *c, json_t *id, json_t *par
     if (args && !json_is_null(args) && !json_is_object(args))
         return srv_error(id, JSONRPC_INVALID_PARAMS, NULL,
                          "Invalid params: params.arguments must be an object");
-    enum { T_RUN, T_LIST, T_SEARCH, T_RESET, T_NONE } tool = T_NONE;
-    static const char *const names[] = {"run_python", "list_servers", "search_tool_docs",
-                                        "reset_session"};
-    bool compat = c->srv->opt.compat; /* one tool, run_python, as the upstream bridge has */
-    for (size_t i = 0; i < (compat ? 1 : ARRAY_SIZE(names)); i++)
-        if (strcmp(name, names[i]) == 0)
-            tool = (int)i;
-    if (tool == T_NONE)
-        return srv_error(id, JSONRPC_INVALID_PARAMS, NULL,
-                         "Invalid params: unknown tool '%.64s' (%s)", name,
-                         compat ? "the one tool is run_python"
-                                : "tools: run_python, list_servers, search_tool_docs, "
-                                  "reset_session");
+    const struct srv_tool_def *tool = srv_tool_find(c->srv, name);
+    if (!tool) {
+        char *names = srv_tool_names(c->srv);
+        json_t *e = srv_error(id, JSONRPC_INVALID_PARAMS, NULL,
+                              "Invalid params: unknown tool '%.64s' (tools: %s)", name,
+                              names ? names : "run_python");
+        free(names);
+        return e;
+    }
     json_t *token = json_object_get(json_object_get(params, "_meta"), "progressToken");
     if (!jsonrpc_id_valid(token))
         token = NULL; /* string or integer, like an id */
@@ -517,17 +527,12 @@ static json_t *srv_tools_call(struct mcp_server_conn *c, json_t *id, json_t *par
     json_t *empty = json_object();
     json_t *a = json_is_object(args) ? args : empty;
     int64_t start = clock_mono_us();
-    json_t *result = tool == T_RUN      ? compat ? srv_compat_run(c, a, token, out, k)
-                                                 : srv_run_python(c, a, token, out, k)
-                          : tool == T_LIST ? srv_list_servers(c, a)
-                     : tool == T_SEARCH ? srv_search(c, a)
-                                        : srv_reset(c, a);
+    json_t *result = tool->call(c, a, token, out, k);
     json_decref(empty);
     bool cancelled = srv_call_end(c, k);
-    log_fields(LOG_INFO, "mcp: tools/call",
-               json_pack("{s:s, s:f, s:b, s:b}", "tool", name, "durationMs",
-                         (double)(clock_mono_us() - start) / 1000.0, "isError",
-                         json_is_true(json_object_get(result, "isError")), "cancelled", cancelled));
+    log_pack(LOG_INFO, "mcp: tools/call", "{s:s, s:f, s:b, s:b}", "tool", name, "durationMs",
+             (double)(clock_mono_us() - start) / 1000.0, "isError",
+             json_is_true(json_object_get(result, "isError")), "cancelled", cancelled);
     if (cancelled) {
         json_decref(result); /* the client gave up on it: no answer (spec) */
         return NULL;
@@ -548,7 +553,9 @@ static json_t *srv_handle_one(struct mcp_server_conn *c, json_t *msg,
         return srv_error(m.id, JSONRPC_INVALID_REQUEST, NULL, "Invalid Request: %s", m.invalid);
     case JSONRPC_RESPONSE:
     case JSONRPC_ERROR_RESPONSE:
-        return NULL; /* we send no requests, so no answer is awaited */
+        /* The only requests we send are elicitations of approvals (approvals.c). */
+        srv_elicit_answer(c, msg);
+        return NULL;
     case JSONRPC_NOTIFICATION:
         /* notifications/initialized needs nothing: requests are served from the initialize
          * answer on (clients send it at once anyway). Others (roots/list_changed...) neither. */
@@ -627,6 +634,7 @@ static void srv_peek_one(json_t *msg, struct mcp_server_peek *ret)
     ret->initialize |= strcmp(m.method, "initialize") == 0;
     json_t *token = json_object_get(json_object_get(m.params, "_meta"), "progressToken");
     ret->progress |= strcmp(m.method, "tools/call") == 0 && jsonrpc_id_valid(token);
+    ret->tools_call |= strcmp(m.method, "tools/call") == 0;
 }
 
 void mcp_server_peek(json_t *msg, struct mcp_server_peek *ret)

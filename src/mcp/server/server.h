@@ -45,11 +45,16 @@ struct mcp_server_options {
     int64_t default_timeout_ms; /* of a run_python execution (the sessions' default) */
     int64_t max_timeout_ms;     /* the sessions' maximum: larger timeouts are clamped */
     int64_t lookup_timeout_ms;  /* connecting a server for list_servers / search_tool_docs */
+    int64_t approval_timeout_s; /* a call waits this long for its decision (for the texts) */
     const char *transport;      /* "stdio" or "streamable-http", for logs; static */
     /* --compat code-execution-mode: the drop-in for mcp-server-code-execution-mode users (one
      * tool, run_python(code, servers, timeout), its answers shaped as that bridge's). */
     bool compat;
     bool compat_toon; /* compat answers as TOON blocks (MCP_BRIDGE_OUTPUT_MODE=toon) */
+    /* --mcp-tools full: list_servers, search_tool_docs and reset_session as MCP tools too (and
+     * run_python's full schema); the default is the lean surface (run_python, and approve_call
+     * when approvals are configured), discovery being inside the sandbox. */
+    bool full_tools;
 };
 
 struct mcp_server;
@@ -77,6 +82,9 @@ void mcp_server_conn_close(struct mcp_server_conn *c);
 const char *mcp_server_conn_version(struct mcp_server_conn *c);
 /* Requests of this connection being handled now. */
 unsigned mcp_server_conn_busy(struct mcp_server_conn *c);
+/* The client declared form elicitation: a tools/call may send it elicitation/create (a tool
+ * call of its code waits for approval) through the call's out->notify, before the answer. */
+bool mcp_server_conn_elicits(struct mcp_server_conn *c);
 
 /* Where messages other than the response go while a request is handled: progress
  * notifications. notify is called on the handling thread with a borrowed message; NULL (or a
@@ -101,6 +109,8 @@ struct mcp_server_peek {
     bool has_request;       /* a request, or a batch with one: a response will come */
     bool initialize;        /* an initialize request */
     bool progress;          /* a tools/call with _meta.progressToken: notifications may come */
+    bool tools_call;        /* a tools/call: requests (elicitation) may come when the client
+                             * takes them, mcp_server_conn_elicits() */
 };
 void mcp_server_peek(json_t *msg, struct mcp_server_peek *ret);
 /* A protocol version we accept, e.g. in an MCP-Protocol-Version header. */

@@ -28,6 +28,7 @@
 #include "util/macros.h"
 #include "util/fmt.h"
 #include "util/jdump.h"
+#include "util/thread.h"
 #include "util/utf8.h"
 
 #define SRV_MAX_CODE     (1u << 20) /* bytes of code in one run_python */
@@ -67,21 +68,6 @@ json_t *srv_tool_error(const struct mcp_server_conn *c, const char *fmt, ...)
 
 /* ---- progress: stdout as notifications/progress --------------------------------------------- */
 
-struct srv_progress {
-    const struct mcp_server_out *out;
-    json_t *token;
-    bool message;              /* progress notifications carry a message (2025-03-26 and later) */
-    pthread_mutex_t send_lock; /* taken before lock: chunks leave in the order they came */
-    pthread_mutex_t lock;
-    pthread_cond_t cond;
-    struct buf pending;
-    int64_t last_us;
-    json_int_t count;
-    bool stop;
-    pthread_t flusher;
-    bool have_flusher;
-};
-
 static void srv_progress_flush(struct srv_progress *p, bool final)
 {
     pthread_mutex_lock(&p->send_lock);
@@ -114,7 +100,7 @@ static void *srv_progress_thread(void *arg)
 {
     struct srv_progress *p = arg;
     pthread_mutex_lock(&p->lock);
-    while (!p->stop) {
+    while (!thread_group_stopping(&p->flusher)) {
         int64_t due = p->last_us + SRV_PROGRESS_US;
         if (p->pending.len && clock_mono_us() >= due) {
             pthread_mutex_unlock(&p->lock);
@@ -122,22 +108,13 @@ static void *srv_progress_thread(void *arg)
             pthread_mutex_lock(&p->lock);
             continue;
         }
-        if (!p->pending.len) {
-            pthread_cond_wait(&p->cond, &p->lock);
-            continue;
-        }
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        int64_t wait_ns = (due - clock_mono_us()) * 1000 + ts.tv_nsec;
-        ts.tv_sec += (time_t)(wait_ns / 1000000000);
-        ts.tv_nsec = (long)(wait_ns % 1000000000);
-        pthread_cond_timedwait(&p->cond, &p->lock, &ts);
+        (void)thread_group_wait(&p->flusher, p->pending.len ? due : 0); /* due > 0 */
     }
     pthread_mutex_unlock(&p->lock);
     return NULL;
 }
 
-static void srv_progress_output(void *userdata, int stream, const char *data, size_t len)
+void srv_progress_output(void *userdata, int stream, const char *data, size_t len)
 {
     struct srv_progress *p = userdata;
     if (stream != 1)
@@ -152,30 +129,24 @@ static void srv_progress_output(void *userdata, int stream, const char *data, si
         srv_progress_flush(p, false);
 }
 
-static void srv_progress_start(struct srv_progress *p, const struct mcp_server_out *out,
-                               json_t *token, bool message)
+void srv_progress_start(struct srv_progress *p, const struct mcp_server_out *out, json_t *token,
+                        bool message)
 {
     *p = (struct srv_progress){.out = out, .token = token, .message = message};
     pthread_mutex_init(&p->send_lock, NULL);
     pthread_mutex_init(&p->lock, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&p->cond, &ca);
-    pthread_condattr_destroy(&ca);
+    clock_cond_init(&p->cond);
     buf_init(&p->pending, 1u << 20);
-    /* Without the thread, output still goes out, only in bigger and later chunks. */
-    p->have_flusher = pthread_create(&p->flusher, NULL, srv_progress_thread, p) == 0;
+    /* Without the thread, output still goes out, only in bigger and later chunks. One thread:
+     * the init cannot fail. */
+    (void)thread_group_init(&p->flusher, "progress flusher", 1, &p->lock, &p->cond, -1);
+    (void)thread_group_start(&p->flusher, srv_progress_thread, p);
 }
 
-static void srv_progress_finish(struct srv_progress *p)
+void srv_progress_finish(struct srv_progress *p)
 {
-    pthread_mutex_lock(&p->lock);
-    p->stop = true;
-    pthread_cond_signal(&p->cond);
-    pthread_mutex_unlock(&p->lock);
-    if (p->have_flusher)
-        pthread_join(p->flusher, NULL);
+    thread_group_stop(&p->flusher); /* none started: nothing to join */
+    thread_group_done(&p->flusher);
     srv_progress_flush(p, true);
     buf_free(&p->pending);
     pthread_cond_destroy(&p->cond);
@@ -365,6 +336,7 @@ void srv_run_done(struct srv_run *r)
 {
     json_decref(r->st);
     json_decref(r->result);
+    json_decref(r->waiting);
     free(r->error);
     *r = (struct srv_run){0};
 }
@@ -441,20 +413,22 @@ int srv_run_code(struct mcp_server_conn *c, json_t *args, json_t *token,
             r = srv_files_put(s, id, files, &why);
         if (r < 0 && r != -ENOENT)
             break;
+        if (r == 0 && srv_exec_waits(c, id)) {
+            /* Its code waits for a decision: a second execution would wait behind it. */
+            why = fmt_str("session '%s' has an execution whose tool call waits for approval; "
+                          "decide it first with approve_call (the earlier answer names it), or "
+                          "use another session_id",
+                          label);
+            r = -EBUSY;
+            break;
+        }
         if (r == 0) {
             if (!srv_call_executing(c, k, id)) {
                 r = -ECANCELED;
                 break;
             }
-            struct srv_progress prog;
-            bool streaming = token && out && out->notify;
-            if (streaming)
-                srv_progress_start(&prog, out, token, srv_since(c, "2025-03-26"));
-            struct session_stream stream = {.userdata = &prog, .on_output = srv_progress_output};
-            r = sessions_execute(s->sessions, id, json_string_value(code), timeout_ms,
-                                 streaming ? &stream : NULL, &result, &err);
-            if (streaming)
-                srv_progress_finish(&prog);
+            r = srv_exec_run(c, k, id, label, json_string_value(code), timeout_ms, notes, token,
+                             out, &result, &ret->waiting, &err);
             (void)srv_call_executing(c, k, NULL);
             if (r != -ENOENT || srv_call_cancelled(c, k))
                 break;
@@ -495,6 +469,24 @@ int srv_run_code(struct mcp_server_conn *c, json_t *args, json_t *token,
         free(label);
         return ret->error ? 0 : -ENOMEM;
     }
+    free(why);
+    if (r == SRV_EXEC_WAITING) {
+        /* The code waits for a decision this client cannot be asked for: say which, and how. */
+        ret->st = json_pack("{s:s, s:s, s:s, s:O, s:O}", "status", "waiting_approval", "session",
+                            label, "sessionId", id, "approvals", ret->waiting, "notes", notes);
+        json_decref(notes);
+        free(label);
+        return ret->st ? 0 : -ENOMEM;
+    }
+    r = srv_run_finish(c, k, id, label, notes, result, ret);
+    json_decref(notes);
+    free(label);
+    return r;
+}
+
+int srv_run_finish(struct mcp_server_conn *c, struct srv_call *k, const char *id, const char *label,
+                   json_t *notes, json_t *result, struct srv_run *ret)
+{
     bool alive = json_is_true(json_object_get(result, "sessionAlive"));
     /* A cancelled call is not answered: its session stays listed, so that the next call finds
      * it gone and says so. */
@@ -517,8 +509,6 @@ int srv_run_code(struct mcp_server_conn *c, json_t *args, json_t *token,
         res ? res : json_null(), "durationMs", json_object_get(result, "durationMs"), "truncated",
         json_object_get(result, "truncated"), "sessionAlive", alive, "session", label, "mcpCalls",
         json_object_get(result, "mcpCalls"), "notes", notes);
-    json_decref(notes);
-    free(label);
     if (!ret->st) {
         json_decref(result);
         return -ENOMEM;
@@ -555,22 +545,69 @@ json_t *srv_run_python(struct mcp_server_conn *c, json_t *args, json_t *token,
         srv_run_done(&run);
         return e;
     }
-    srv_artifacts_meta(run.st, run.result);
-    const char *status = json_string_value(json_object_get(run.st, "status"));
-    char *text = as_json ? jdump(run.st, JSON_COMPACT, NULL) : srv_run_text(run.st, run.timeout_ms);
+    json_t *reply = srv_run_reply(c, &run, as_json);
+    srv_run_done(&run);
+    return reply;
+}
+
+/* The text of an execution that waits for decisions: which calls, and how to decide them. */
+static char *srv_waiting_text(struct mcp_server_conn *c, json_t *st)
+{
+    struct buf b;
+    buf_init(&b, 1u << 20);
+    const char *sid = json_string_value(json_object_get(st, "sessionId"));
+    bool http = strcmp(c->srv->opt.transport ? c->srv->opt.transport : "", "stdio") != 0;
+    (void)buf_printf(&b,
+                     "[approval] the code in session '%s' waits for a person's decision; its "
+                     "output comes with the answer that ends it. Nothing is sent until then.\n",
+                     json_string_value(json_object_get(st, "session")));
+    size_t i;
+    json_t *a;
+    json_array_foreach(json_object_get(st, "approvals"), i, a)
+    {
+        char *q = sessions_approval_prompt(a);
+        const char *aid = json_string_value(json_object_get(a, "id"));
+        (void)buf_printf(&b,
+                         "- approval %s: %s\n  decide: approve_call {\"approval_id\": \"%s\", "
+                         "\"approve\": true} (false refuses it)",
+                         aid, q ? q : "?", aid);
+        if (http) /* the HTTP API is on the same server: an operator may decide there */
+            (void)buf_printf(&b, ", or POST /v1/sessions/%s/approvals/%s {\"approve\": true}", sid,
+                             aid);
+        (void)buf_appends(&b, "\n");
+        free(q);
+    }
+    (void)buf_printf(&b, "[note] a call nobody decides is refused after %lld s",
+                     (long long)c->srv->opt.approval_timeout_s);
+    return buf_take(&b, NULL);
+}
+
+json_t *srv_run_reply(struct mcp_server_conn *c, struct srv_run *run, bool as_json)
+{
+    const char *status = json_string_value(json_object_get(run->st, "status"));
+    if (status && strcmp(status, "waiting_approval") == 0) {
+        char *text = as_json ? jdump(run->st, JSON_COMPACT, NULL) : srv_waiting_text(c, run->st);
+        json_t *reply = srv_tool_result(c, text ? text : "", json_incref(run->st), false);
+        free(text);
+        return reply;
+    }
+    srv_artifacts_meta(run->st, run->result);
+    char *text =
+        as_json ? jdump(run->st, JSON_COMPACT, NULL) : srv_run_text(run->st, run->timeout_ms);
     json_t *reply =
-        srv_tool_result(c, text ? text : "", json_incref(run.st), !status || strcmp(status, "ok"));
+        srv_tool_result(c, text ? text : "", json_incref(run->st), !status || strcmp(status, "ok"));
     free(text);
     if (reply)
-        srv_artifacts_blocks(reply, run.result);
-    srv_run_done(&run);
+        srv_artifacts_blocks(reply, run->result);
     return reply;
 }
 
 /* ---- reset_session ------------------------------------------------------------------------- */
 
-json_t *srv_reset(struct mcp_server_conn *c, json_t *args)
+json_t *srv_reset(struct mcp_server_conn *c, json_t *args, json_t *token,
+                  const struct mcp_server_out *out, struct srv_call *k)
 {
+    (void)token, (void)out, (void)k;
     static const char *const allowed[] = {"session_id", NULL};
     const char *name;
     json_t *bad = srv_check_args(c, "reset_session", args, allowed);
@@ -615,5 +652,6 @@ json_t *srv_reset(struct mcp_server_conn *c, json_t *args)
                  n == 1 ? "" : "s");
     else
         snprintf(text, sizeof(text), "there was no default session: nothing to reset");
-    return srv_tool_result(c, text, json_pack("{s:I}", "ended", (json_int_t)n), false);
+    json_t *st = json_pack("{s:I}", "ended", (json_int_t)n);
+    return st ? srv_tool_result(c, text, st, false) : srv_tool_error(c, "out of memory");
 }
