@@ -660,6 +660,7 @@ int cmd_serve(int argc, char **argv)
         .max_timeout_s = (int64_t)o.e2b_max_timeout_s,
         .idle_s = (int64_t)o.setup.session_idle,
         .file_max = su.jail.tmp_bytes,
+        .max_sandboxes = (unsigned)o.setup.max_sessions,
     };
     if (e2b_new(&eo, &e2b) < 0)
         goto out;

@@ -210,10 +210,7 @@ static void e2b_create(struct e2b *e, const struct http_request *req, struct ten
     network = e2b_network(e, body, reply, &bad);
     if (bad)
         goto out;
-    pthread_mutex_lock(&e->lock);
-    bool stopping = e->stopping;
-    pthread_mutex_unlock(&e->lock);
-    if (stopping) {
+    if (e2b_stopping(e)) {
         e2b_reply_fail(reply, E2B_SURFACE_API, SBX_ERR_UNAVAILABLE, NULL,
                        "sandboxd is shutting down and takes no new sandboxes; retry");
         goto out;

@@ -23,11 +23,9 @@ int e2b_new(const struct e2b_options *opt, struct e2b **ret)
     e->opt = *opt;
     pthread_mutex_init(&e->lock, NULL);
     clock_cond_init(&e->cond);
-    int r = e2b_reaper_start(e);
+    int r = e2b_threads_start(e);
     if (r < 0) {
-        pthread_cond_destroy(&e->cond);
-        pthread_mutex_destroy(&e->lock);
-        free(e);
+        e2b_free(e);
         return r;
     }
     *ret = e;

@@ -41,13 +41,14 @@ struct e2b_options {
     int64_t max_timeout_s;     /* the longest timeout a sandbox may get */
     int64_t idle_s;            /* a sandbox nobody used this long ends (sessions' idle time) */
     uint64_t file_max;         /* largest file /files reads (the sandbox's /tmp size) */
+    unsigned max_sandboxes;    /* sandboxes alive at once at most (--max-sessions) */
 };
 
 int e2b_new(const struct e2b_options *opt, struct e2b **ret);
 /* No new sandbox from now on (503); the timeout reaper stops. The sandboxes themselves end with
  * their sessions (sessions_shutdown()). Idempotent, NULL-safe. */
 void e2b_shutdown(struct e2b *e);
-/* After sessions_shutdown() and http_server_stop(): waits for every sandbox's thread, frees.
+/* After sessions_shutdown() and http_server_stop(): waits for every sandbox's worker, frees.
  * NULL-safe. */
 void e2b_free(struct e2b *e);
 

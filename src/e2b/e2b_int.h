@@ -1,16 +1,16 @@
 // SPDX-License-Identifier: MIT
 /*
  * e2b_int — what the files of the e2b module share: the sandboxes (sandbox.c: the table, each
- * sandbox's thread carrying its agent's frames, the reaper of timeouts), the calls that wait
+ * sandbox's worker carrying its agent's frames, the reaper of timeouts), the calls that wait
  * for the agent's answers, and the routes (control.c, envd.c, process.c, interp.c).
  *
  * A call is one request's mailbox: it sends an op to the sandbox's agent with a request id
  * (rid) and receives the frames carrying that rid, or, once it subscribed to a process, that
- * process's output and end. The agent thread only appends (never blocks, a call holds at most
+ * process's output and end. The agent's worker only appends (never blocks, a call holds at most
  * E2B_CALL_MAX bytes and is marked overflowing beyond); the request's thread takes them.
  *
  * Locking: one lock, e2b->lock, over the table, every sandbox's mutable fields and every call.
- * A sandbox is reference-counted (the table, its agent thread and each request hold one).
+ * A sandbox is reference-counted (the table, its agent's worker and each request hold one).
  */
 #ifndef SANDBOXD_E2B_E2B_INT_H
 #define SANDBOXD_E2B_E2B_INT_H
@@ -25,6 +25,8 @@
 #include "e2b/e2b.h"
 #include "e2b/error.h"
 #include "util/error.h"
+#include "util/thread.h"
+#include "util/workpool.h"
 
 #define E2B_ID_MAX           64               /* a session id (session_int.h SESSION_ID_MAX) */
 #define E2B_TOKEN_BYTES      32               /* of randomness in a sandbox's access token */
@@ -53,7 +55,8 @@ struct e2b_call {
 };
 
 struct e2b_sandbox {
-    char id[E2B_ID_MAX + 1]; /* the session's */
+    struct workpool_job agent_job; /* first: the job is the sandbox (sandbox.c) */
+    char id[E2B_ID_MAX + 1];       /* the session's */
     struct e2b *e;
     unsigned refs;
     struct tenant *tenant; /* the owner; NULL: the operator */
@@ -81,24 +84,27 @@ struct e2b_ended {
 struct e2b {
     struct e2b_options opt;
     pthread_mutex_t lock;
-    pthread_cond_t cond; /* the reaper's wake-up; an agent thread ended */
+    pthread_cond_t cond; /* the reaper's wake-up: a timeout changed, or stop */
     struct e2b_sandbox *table;
-    unsigned agents; /* agent threads running */
-    bool stopping;
-    bool reaper_running;
-    pthread_t reaper;
+    struct thread_group reaper; /* its stop is the module's: no new sandbox from then on */
+    struct workpool *agents;    /* a worker per sandbox carries its agent's frames */
+    struct workpool_queue agentq;
     struct e2b_ended ended[E2B_ENDED_KEPT];
     unsigned ended_next;
 };
 
 /* ---- sandbox.c ---- */
-/* The thread that ends sandboxes past their timeout or idle time. */
-int e2b_reaper_start(struct e2b *e);
-/* Start the agent thread of sandbox sb (just created; takes the caller's reference on success
- * as the table's) and list it. -errno when the thread cannot start (the session is ended). */
+/* The reaper (the thread that ends sandboxes past their timeout or idle time) and the agents'
+ * worker pool. -errno; e2b_free() undoes what was done. */
+int e2b_threads_start(struct e2b *e);
+/* e2b_shutdown() was called: no new sandbox. */
+bool e2b_stopping(struct e2b *e);
+/* Hand sandbox sb (just created; takes the caller's reference on success as the table's) to a
+ * worker that carries its agent's frames, and list it. -errno when no worker takes it (the
+ * session is ended). */
 int e2b_sandbox_start(struct e2b *e, struct e2b_sandbox *sb);
 void e2b_sandbox_free(struct e2b_sandbox *sb);
-/* Kill sb: unknown at once, its session ended (the agent thread then finishes). */
+/* Kill sb: unknown at once, its session ended (its agent's worker then finishes). */
 void e2b_sandbox_end(struct e2b_sandbox *sb, const char *why);
 /* The listed sandbox id with a reference (e2b_sandbox_put()), or NULL. With tenant_check, only
  * when it is the tenant's (any when tenant is NULL: the operator). Counts as a use. */

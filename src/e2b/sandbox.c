@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: MIT
 /*
- * sandbox — the E2B sandboxes (see e2b_int.h): the table, each sandbox's agent thread, the
- * calls that wait for the agent, and the reaper of timeouts.
+ * sandbox — the E2B sandboxes (see e2b_int.h): the table, each sandbox's agent worker, the
+ * calls that wait for the agent, and the reaper of timeouts (a util/thread.h group of one).
  *
- * Every sandbox has one thread for its whole life: sessions_serve() carries its agent's frames
- * and calls e2b_on_frame() for each, which hands it to the call it is for. The thread ends when
- * the session does (killed, timed out, shut down, its interpreter died); then the sandbox leaves
- * the table and every call waiting on it is woken to say so.
+ * Every sandbox holds a worker of the agents' pool (util/workpool.h, as many workers as there
+ * may be sandboxes) for its whole life: sessions_serve() carries its agent's frames and calls
+ * e2b_on_frame() for each, which hands it to the call it is for. The job ends when the session
+ * does (killed, timed out, shut down, its interpreter died); then the sandbox leaves the table
+ * and every call waiting on it is woken to say so. The worker stays for the next sandbox.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -23,6 +24,8 @@
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/macros.h"
+#include "util/thread.h"
+#include "util/workpool.h"
 
 /* ---- references ---------------------------------------------------------------------------- */
 
@@ -385,7 +388,7 @@ static void e2b_push(struct e2b_call *c, json_t *msg, size_t bytes)
     pthread_cond_signal(&c->cond);
 }
 
-/* On the sandbox's agent thread: never blocks (a slow reader only loses its own events). */
+/* On the sandbox's agent worker: never blocks (a slow reader only loses its own events). */
 static void e2b_on_frame(void *userdata, json_t *msg)
 {
     struct e2b_sandbox *sb = userdata;
@@ -431,7 +434,7 @@ static void e2b_remember_end(struct e2b *e, const char *id, const char *why)
 }
 
 /* Take sb out of the table (e->lock held): from now on it is unknown, and the calls waiting on it
- * hear that it ended. The table's reference is dropped (never the last: the agent thread holds
+ * hear that it ended. The table's reference is dropped (never the last: the agent's worker holds
  * one until its session is gone). */
 static void e2b_unlist_locked(struct e2b *e, struct e2b_sandbox *sb, const char *why)
 {
@@ -454,53 +457,45 @@ void e2b_sandbox_end(struct e2b_sandbox *sb, const char *why)
     (void)sessions_end(e->opt.sessions, sb->id, why);
 }
 
-static void *e2b_agent_main(void *arg)
+/* On a worker of e->agents, for the sandbox's whole life. */
+static void e2b_agent_run(struct workpool_job *job)
 {
-    struct e2b_sandbox *sb = arg;
+    struct e2b_sandbox *sb = (struct e2b_sandbox *)job; /* its first member */
     struct e2b *e = sb->e;
     struct session_agent a = {.userdata = sb, .on_frame = e2b_on_frame, .on_output = e2b_on_output};
     struct sbx_error err = {0};
     (void)sessions_serve(e->opt.sessions, sb->id, &a, &err);
     const char *why = err.message ? strstr(err.message, "ended: ") : NULL;
     why = why ? why + 7 : "it ended";
+    log_info("e2b sandbox %s ended: %s", sb->id, why);
     pthread_mutex_lock(&e->lock);
     e2b_unlist_locked(e, sb, why);
-    bool last = e2b_unref_locked(sb); /* the thread's own */
-    e->agents--;
-    pthread_cond_broadcast(&e->cond);
+    bool last = e2b_unref_locked(sb); /* the agent's own */
     pthread_mutex_unlock(&e->lock);
-    log_info("e2b sandbox %s ended: %s", sb->id, why);
     sbx_error_clear(&err);
     if (last)
         e2b_sandbox_free(sb);
-    return NULL;
 }
 
 int e2b_sandbox_start(struct e2b *e, struct e2b_sandbox *sb)
 {
     pthread_mutex_lock(&e->lock);
     sb->e = e;
-    sb->refs = 2; /* the table's and the agent thread's */
+    sb->refs = 2; /* the table's and the agent's */
     sb->listed = true;
     sb->last_used_us = clock_mono_us();
     HASH_ADD_STR(e->table, id, sb);
-    e->agents++;
     pthread_mutex_unlock(&e->lock);
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_t t;
-    int r = -pthread_create(&t, &attr, e2b_agent_main, sb);
-    pthread_attr_destroy(&attr);
+    sb->agent_job = (struct workpool_job){.run = e2b_agent_run};
+    int r = workpool_submit(e->agents, &e->agentq, &sb->agent_job);
     if (r == 0)
         return 0;
     pthread_mutex_lock(&e->lock);
     HASH_DEL(e->table, sb);
     sb->listed = false;
     sb->refs = 1;
-    e->agents--;
     pthread_mutex_unlock(&e->lock);
-    (void)sessions_end(e->opt.sessions, sb->id, "its thread could not start");
+    (void)sessions_end(e->opt.sessions, sb->id, "no thread could carry its agent's messages");
     return r;
 }
 
@@ -513,11 +508,8 @@ static void *e2b_reaper(void *arg)
 {
     struct e2b *e = arg;
     pthread_mutex_lock(&e->lock);
-    while (!e->stopping) {
-        struct timespec ts = clock_deadline_ts(clock_mono_us() + 1000000);
-        pthread_cond_timedwait(&e->cond, &e->lock, &ts);
-        if (e->stopping)
-            break;
+    /* Woken early when a timeout changes (e2b_sandbox_set_timeout). */
+    while (thread_group_wait(&e->reaper, clock_mono_us() + 1000000)) {
         int64_t now = clock_mono_us();
         struct {
             char id[E2B_ID_MAX + 1];
@@ -548,25 +540,38 @@ static void *e2b_reaper(void *arg)
     return NULL;
 }
 
-int e2b_reaper_start(struct e2b *e)
+int e2b_threads_start(struct e2b *e)
 {
-    int r = -pthread_create(&e->reaper, NULL, e2b_reaper, e);
-    e->reaper_running = r == 0;
+    /* A worker per sandbox that can live at once (each is a session): one that is still
+     * ending holds its worker a moment longer, and a new sandbox's agent waits for it. */
+    unsigned n = e->opt.max_sandboxes ? e->opt.max_sandboxes : 1;
+    struct workpool_options wo = {
+        .name = "e2b agents",
+        .workers = n,
+        .max_jobs = 2 * n,
+        .queue_max = 2 * n,
+        .queue_running = n,
+    };
+    int r = thread_group_init(&e->reaper, "e2b reaper", 1, &e->lock, &e->cond, -1);
+    if (r == 0)
+        r = workpool_new(&wo, &e->agents);
+    if (r == 0)
+        r = thread_group_start(&e->reaper, e2b_reaper, e);
     return r;
+}
+
+bool e2b_stopping(struct e2b *e)
+{
+    pthread_mutex_lock(&e->lock);
+    bool stopping = thread_group_stopping(&e->reaper);
+    pthread_mutex_unlock(&e->lock);
+    return stopping;
 }
 
 void e2b_shutdown(struct e2b *e)
 {
-    if (!e)
-        return;
-    pthread_mutex_lock(&e->lock);
-    e->stopping = true;
-    pthread_cond_broadcast(&e->cond);
-    pthread_mutex_unlock(&e->lock);
-    if (e->reaper_running) {
-        pthread_join(e->reaper, NULL);
-        e->reaper_running = false;
-    }
+    if (e)
+        thread_group_stop(&e->reaper);
 }
 
 void e2b_free(struct e2b *e)
@@ -574,11 +579,10 @@ void e2b_free(struct e2b *e)
     if (!e)
         return;
     e2b_shutdown(e);
-    /* Their sessions ended (sessions_shutdown()): every agent thread returns. */
-    pthread_mutex_lock(&e->lock);
-    while (e->agents)
-        pthread_cond_wait(&e->cond, &e->lock);
-    pthread_mutex_unlock(&e->lock);
+    /* Their sessions ended (sessions_shutdown()): every agent returns, and the pool joins its
+     * workers. */
+    workpool_free(e->agents);
+    thread_group_done(&e->reaper);
     pthread_cond_destroy(&e->cond);
     pthread_mutex_destroy(&e->lock);
     free(e);
