@@ -133,21 +133,29 @@ static json_t *e2b_network(struct e2b *e, json_t *body, struct http_reply *reply
         if (strcmp(json_string_value(v) ?: "", "0.0.0.0/0") == 0)
             all = true;
     }
-    if (json_array_size(allow) && !all)
-        return json_pack("{s:O}", "allow", allow);
-    if (!json_is_true(internet) && !all)
+    json_t *policy;
+    if (json_array_size(allow) && !all) {
+        policy = json_pack("{s:O}", "allow", allow);
+    } else if (!json_is_true(internet) && !all) {
         return NULL;
-    json_t *ceiling = sessions_network_ceiling(e->opt.sessions);
-    if (!json_array_size(ceiling)) {
-        json_decref(ceiling);
-        e2b_bad(reply,
-                "%s: this sandboxd lets sandboxes reach nothing (its operator's "
-                "--egress-allow is empty); sandboxes have no network",
-                "allow_internet_access");
-        *ret_bad = true;
-        return NULL;
+    } else {
+        json_t *ceiling = sessions_network_ceiling(e->opt.sessions);
+        if (ceiling && !json_array_size(ceiling)) {
+            json_decref(ceiling);
+            e2b_bad(reply,
+                    "%s: this sandboxd lets sandboxes reach nothing (its operator's "
+                    "--egress-allow is empty); sandboxes have no network",
+                    "allow_internet_access");
+            *ret_bad = true;
+            return NULL;
+        }
+        policy = json_pack("{s:o}", "allow", ceiling);
     }
-    return json_pack("{s:o}", "allow", ceiling);
+    if (!policy) { /* out of memory: never a sandbox without the network it asked for */
+        e2b_reply_fail(reply, E2B_SURFACE_API, SBX_ERR_INTERNAL, NULL, "out of memory");
+        *ret_bad = true;
+    }
+    return policy;
 }
 
 /* What sandboxd does not do, refused by name rather than ignored. */
@@ -218,6 +226,10 @@ static void e2b_create(struct e2b *e, const struct http_request *req, struct ten
     init =
         json_pack("{s:o, s:s}", "envVars", json_is_object(envs) ? json_incref(envs) : json_object(),
                   "templateID", template_id);
+    if (!init) {
+        e2b_reply_fail(reply, E2B_SURFACE_API, SBX_ERR_INTERNAL, NULL, "out of memory");
+        goto out;
+    }
     struct session_create c = {
         .tenant = tenant,
         .profile = profile,
@@ -246,6 +258,11 @@ static void e2b_create(struct e2b *e, const struct http_request *req, struct ten
     sb->metadata = json_is_object(metadata) ? json_incref(metadata) : json_object();
     if (network)
         sb->network = json_pack("{s:O}", "allowOut", json_object_get(network, "allow"));
+    if (!sb->metadata || (network && !sb->network)) {
+        (void)sessions_end(e->opt.sessions, id, "its sandbox could not be set up");
+        e2b_reply_fail(reply, E2B_SURFACE_API, SBX_ERR_INTERNAL, NULL, "out of memory");
+        goto out;
+    }
     sb->memory_mb = (uint64_t)json_integer_value(json_object_get(info, "memoryMb"));
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
@@ -257,8 +274,7 @@ static void e2b_create(struct e2b *e, const struct http_request *req, struct ten
                        "the sandbox could not start: %s", strerror(-r));
         goto out;
     }
-    reply->status = 201;
-    reply->body = e2b_sandbox_json(sb);
+    e2b_reply_json(reply, E2B_SURFACE_API, 201, e2b_sandbox_json(sb));
     log_info("e2b sandbox %s created (template %s, timeout %lld s, ready in %.1f ms, %s)", sb->id,
              template_id, (long long)seconds, json_real_value(json_object_get(info, "startMs")),
              json_is_true(json_object_get(info, "poolHit")) ? "a warm interpreter"
@@ -311,8 +327,7 @@ static void e2b_one(struct e2b *e, const struct http_request *req, const char *i
         e2b_sandbox_end(sb, "it was killed (DELETE /sandboxes/ID)");
         reply->status = 204;
     } else if (!*action && get) {
-        reply->status = 200;
-        reply->body = e2b_sandbox_detail(sb, false);
+        e2b_reply_json(reply, E2B_SURFACE_API, 200, e2b_sandbox_detail(sb, false));
     } else if (post && (strcmp(action, "/timeout") == 0 || strcmp(action, "/connect") == 0 ||
                         strcmp(action, "/refreshes") == 0)) {
         json_t *body = e2b_json_body(req, E2B_SURFACE_API, reply);
@@ -325,14 +340,15 @@ static void e2b_one(struct e2b *e, const struct http_request *req, const char *i
             else {
                 if (s >= 0)
                     e2b_sandbox_set_timeout(sb, s, !timeout); /* connect only extends */
-                reply->status = connect ? 200 : 204;
-                reply->body = connect ? e2b_sandbox_json(sb) : NULL;
+                if (connect)
+                    e2b_reply_json(reply, E2B_SURFACE_API, 200, e2b_sandbox_json(sb));
+                else
+                    reply->status = 204;
             }
         }
         json_decref(body);
     } else if (get && strcmp(action, "/metrics") == 0) {
-        reply->status = 200;
-        reply->body = json_array();
+        e2b_reply_json(reply, E2B_SURFACE_API, 200, json_array());
     } else if (post && (strcmp(action, "/pause") == 0 || strcmp(action, "/resume") == 0 ||
                         strcmp(action, "/snapshots") == 0 || strcmp(action, "/fork") == 0)) {
         e2b_reply_fail(reply, E2B_SURFACE_API, SBX_ERR_INVALID, "unimplemented",
@@ -412,18 +428,22 @@ static void e2b_list(struct e2b *e, const struct http_request *req, struct tenan
     bool running = !state || strstr(state, "running");
     json_t *list = json_array();
     long matched = 0;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n && list; i++) {
         struct e2b_sandbox *sb = v[ascending ? n - 1 - i : i];
         if (running && (!template_id || strcmp(template_id, sb->template_id) == 0) &&
             e2b_metadata_match(sb->metadata, metadata) && matched++ >= skip &&
-            (long)json_array_size(list) < limit)
-            json_array_append_new(list, e2b_sandbox_detail(sb, true));
+            (long)json_array_size(list) < limit &&
+            json_array_append_new(list, e2b_sandbox_detail(sb, true)) < 0) {
+            json_decref(list); /* a listing that leaves a sandbox out would lie */
+            list = NULL;
+        }
     }
     for (size_t i = 0; i < n; i++)
         e2b_sandbox_put(v[i]);
     free(v);
-    reply->status = 200;
-    reply->body = list;
+    e2b_reply_json(reply, E2B_SURFACE_API, 200, list);
+    if (!list)
+        return;
     if (matched > skip + limit) {
         char token[24];
         snprintf(token, sizeof(token), "%ld", skip + limit);
@@ -465,8 +485,7 @@ void e2b_control_route(struct e2b *e, const struct http_request *req, const char
         else
             e2b_reply_status(reply, E2B_SURFACE_API, 405, "use GET or POST");
     } else if (strcmp(path, "/health") == 0 && get) {
-        reply->status = 200;
-        reply->body = json_pack("{s:s}", "status", "ok");
+        e2b_reply_json(reply, E2B_SURFACE_API, 200, json_pack("{s:s}", "status", "ok"));
     } else if (strncmp(path, "/v2/sandboxes/", 14) == 0 && e2b_split_id(path + 14, id, &action) &&
                strcmp(action, "/connect") == 0) {
         e2b_one(e, req, id, action, tenant, reply);

@@ -155,6 +155,17 @@ void e2b_route(struct e2b *e, const struct http_request *req, const char *path,
 
 /* ---- bodies -------------------------------------------------------------------------------- */
 
+void e2b_reply_json(struct http_reply *reply, enum e2b_surface surface, int status, json_t *body)
+{
+    if (!body) {
+        e2b_reply_fail(reply, surface, SBX_ERR_INTERNAL, NULL, "out of memory");
+        return;
+    }
+    json_decref(reply->body);
+    reply->status = status;
+    reply->body = body;
+}
+
 json_t *e2b_json_body(const struct http_request *req, enum e2b_surface surface,
                       struct http_reply *reply)
 {

@@ -163,6 +163,9 @@ json_t *e2b_connect_body(const struct http_request *req, bool stream, struct htt
 /* Answer a streaming Connect call with its error: 200, the end-of-stream message alone (a
  * non-200 status would lose the code on the way to connect-web). Consumes err. */
 void e2b_stream_error(struct http_reply *reply, struct sbx_error *err);
+/* Answer status with body (taken); a NULL body (what json_pack gives when out of memory) is
+ * the surface's 500 instead. */
+void e2b_reply_json(struct http_reply *reply, enum e2b_surface surface, int status, json_t *body);
 /* The agent's error {"code", "message"} as an sbx_error (Connect code kept when it is one). */
 void e2b_agent_error(const json_t *error, struct sbx_error *err);
 

@@ -22,11 +22,13 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "e2b/connect.h"
 #include "e2b/e2b_int.h"
 #include "http/multipart.h"
 #include "session/files.h"
 #include "session/session.h"
 #include "util/buf.h"
+#include "util/fmt.h"
 #include "util/macros.h"
 #include "util/path.h"
 
@@ -69,13 +71,18 @@ static const char *e2b_files_path(const char *path, char *rel)
     return path_check_plain(rel, n);
 }
 
-/* The shown path of rel: as E2B writes it, under /home/user. */
+/* The entry of a written file rel: as E2B writes it, under /home/user; a name that is not
+ * UTF-8 with U+FFFD for each bad byte, as envd's JSON encoder (Go's) writes it. NULL when out
+ * of memory. */
 static json_t *e2b_written(const char *rel)
 {
     const char *base = strrchr(rel, '/');
-    json_t *path = json_sprintf("%s/%s", E2B_HOME, rel);
-    return json_pack("{s:s, s:s, s:o}", "name", base ? base + 1 : rel, "type", "file", "path",
-                     path ? path : json_string(rel));
+    char *path = fmt_str("%s/%s", E2B_HOME, rel);
+    json_t *entry = path ? json_pack("{s:o, s:s, s:o}", "name", connect_text(base ? base + 1 : rel),
+                                     "type", "file", "path", connect_text(path))
+                         : NULL;
+    free(path);
+    return entry;
 }
 
 /* The error answer of a failed file operation r (negative errno) on path. */
@@ -135,9 +142,18 @@ struct e2b_upload {
     gid_t gid;
     const char *query_path;
     json_t *written;
+    struct buf seen; /* the paths written, each with its NUL: any bytes, unlike written's */
     struct http_reply *reply;
     bool failed;
 };
+
+static bool e2b_upload_seen(const struct buf *seen, const char *rel)
+{
+    for (size_t at = 0; at < seen->len; at += strlen(seen->data + at) + 1)
+        if (strcmp(seen->data + at, rel) == 0)
+            return true;
+    return false;
+}
 
 static int e2b_upload_one(struct e2b_upload *u, const char *path, const char *data, size_t len)
 {
@@ -148,23 +164,21 @@ static int e2b_upload_one(struct e2b_upload *u, const char *path, const char *da
                        path ? path : "");
         return -EINVAL;
     }
-    for (size_t i = 0; i < json_array_size(u->written); i++) {
-        const char *done =
-            json_string_value(json_object_get(json_array_get(u->written, i), "path"));
-        if (done && strcmp(done + sizeof(E2B_HOME), rel) == 0) {
-            e2b_reply_fail(u->reply, E2B_SURFACE_ENVD, SBX_ERR_INVALID, NULL,
-                           "you cannot upload multiple files to the same path '%.1024s' in one "
-                           "upload request",
-                           path);
-            return -EINVAL;
-        }
+    if (e2b_upload_seen(&u->seen, rel)) {
+        e2b_reply_fail(u->reply, E2B_SURFACE_ENVD, SBX_ERR_INVALID, NULL,
+                       "you cannot upload multiple files to the same path '%.1024s' in one "
+                       "upload request",
+                       path);
+        return -EINVAL;
     }
     int r = session_files_put(u->dir, rel, data, len, u->uid, u->gid);
     if (r < 0) {
         e2b_files_error(u->reply, r, path);
         return r;
     }
-    json_array_append_new(u->written, e2b_written(rel));
+    if (buf_append(&u->seen, rel, strlen(rel) + 1) < 0 ||
+        json_array_append_new(u->written, e2b_written(rel)) < 0)
+        return -ENOMEM;
     return 0;
 }
 
@@ -257,8 +271,14 @@ static void e2b_files(struct e2b_sandbox *sb, const struct http_request *req,
                                .query_path = path,
                                .written = json_array(),
                                .reply = reply};
-        r = octet ? e2b_upload_one(&u, path, req->body, req->body_len)
-                  : http_multipart(req, e2b_upload_part, &u);
+        /* Each path written once: from a part's file name (in the body), or the query's. */
+        buf_init(&u.seen, req->body_len + PATH_REQUEST_MAX + 2);
+        if (!u.written)
+            r = -ENOMEM;
+        else
+            r = octet ? e2b_upload_one(&u, path, req->body, req->body_len)
+                      : http_multipart(req, e2b_upload_part, &u);
+        buf_free(&u.seen);
         if (r == 0 && json_array_size(u.written) == 0)
             e2b_reply_fail(reply, E2B_SURFACE_ENVD, SBX_ERR_INVALID, NULL,
                            "the form has no part named \"file\"");

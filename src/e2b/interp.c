@@ -332,19 +332,21 @@ static void e2b_contexts(struct e2b_sandbox *sb, const struct http_request *req,
     if (e2b_call_unary(sb, op, &answer, &err) < 0) {
         e2b_reply_error(reply, E2B_SURFACE_INTERP, &err);
     } else if (!*rest && post) {
-        reply->status = 200;
-        reply->body = e2b_context(answer);
+        e2b_reply_json(reply, E2B_SURFACE_INTERP, 200, e2b_context(answer));
     } else if (!*rest) {
         json_t *list = json_array();
         size_t i;
         json_t *v;
         json_array_foreach(json_object_get(answer, "contexts"), i, v)
-            json_array_append_new(list, e2b_context(v));
-        reply->status = 200;
-        reply->body = list;
+        {
+            if (list && json_array_append_new(list, e2b_context(v)) < 0) {
+                json_decref(list);
+                list = NULL;
+            }
+        }
+        e2b_reply_json(reply, E2B_SURFACE_INTERP, 200, list);
     } else {
-        reply->status = 200;
-        reply->body = json_null();
+        e2b_reply_json(reply, E2B_SURFACE_INTERP, 200, json_null());
     }
     json_decref(answer);
     json_decref(op);
@@ -361,8 +363,7 @@ void e2b_interp_route(struct e2b_sandbox *sb, const struct http_request *req, co
     } else if (strcmp(path, "/contexts") == 0 || strncmp(path, "/contexts/", 10) == 0) {
         e2b_contexts(sb, req, path + 9, reply);
     } else if (strcmp(path, "/health") == 0) {
-        reply->status = 200;
-        reply->body = json_string("OK");
+        e2b_reply_json(reply, E2B_SURFACE_INTERP, 200, json_string("OK"));
     } else {
         e2b_text_error(reply, SBX_ERR_NOT_FOUND, "Not Found");
     }

@@ -262,7 +262,12 @@ static void e2b_unary(struct e2b_sandbox *sb, const char *path, json_t *msg,
         size_t i;
         json_t *v;
         json_array_foreach(json_object_get(answer, "entries"), i, v)
-            json_array_append_new(entries, e2b_entry(v));
+        {
+            if (entries && json_array_append_new(entries, e2b_entry(v)) < 0) {
+                json_decref(entries); /* a listing that leaves an entry out would lie */
+                entries = NULL;
+            }
+        }
         out = json_pack("{s:o}", "entries", entries);
     } else if (strcmp(name, "proc.list") == 0) {
         json_t *procs = json_array();
@@ -280,8 +285,12 @@ static void e2b_unary(struct e2b_sandbox *sb, const char *path, json_t *msg,
                                 json_is_object(envs) ? json_deep_copy(envs) : json_object());
             json_t *p = json_pack("{s:o, s:I}", "config", c, "pid",
                                   (json_int_t)e2b_uint32(json_object_get(v, "pid")));
-            e2b_copy_string(p, v, "tag");
-            json_array_append_new(procs, p);
+            if (p)
+                e2b_copy_string(p, v, "tag");
+            if (json_array_append_new(procs, p) < 0) { /* takes p, also from a NULL procs */
+                json_decref(procs);
+                procs = NULL;
+            }
         }
         out = json_pack("{s:o}", "processes", procs);
     } else {
