@@ -419,6 +419,19 @@ static void api_e2b(struct api *api, const struct http_request *req, struct http
         e2b_refuse(req, policy_status(v), policy_message(v), reply);
         return;
     }
+    /* The route table names /e2b/{path} like every other route (E2B's paths are its protocol's,
+     * docs/E2B.md; the e2b module answers its own 404s and 405s): what it does not name is
+     * refused here, in E2B's shape. */
+    const struct api_route_def *rt = api_route_lookup(req->path);
+    if (!rt || !(rt->methods & api_method_bit(req->method))) {
+        char allow[32] = "";
+        if (rt)
+            api_methods_format(rt->methods, allow);
+        e2b_refuse(req, rt ? 405 : 404, rt ? "method not allowed" : "no such route", reply);
+        if (rt)
+            http_reply_header(reply, "Allow", allow);
+        return;
+    }
     if (!data && strcmp(req->method, "POST") == 0 && atomic_load(&api->draining)) {
         e2b_refuse(req, 503, "sandboxd is shutting down and takes no new work; retry", reply);
         http_reply_header(reply, "Retry-After", "1");
