@@ -104,11 +104,33 @@ static bool e2b_authorized(const struct e2b_sandbox *sb, const struct http_reque
            e2b_token_ok(sb, http_header(req, "E2B-Traffic-Access-Token"));
 }
 
+/* The reply's bytes count against the caller's share of the reply budget (http/budget.h): the
+ * tenant of its key, or the owner of the sandbox whose token it showed. While unread replies
+ * fill that share, the work is refused before it is done, in the shape of the surface. */
+static bool e2b_admit(const struct http_request *req, struct http_reply *reply,
+                      const struct tenant *owner, enum e2b_surface surface, bool stream)
+{
+    if (http_reply_admit(req, reply, owner))
+        return true;
+    http_reply_done(reply); /* sandboxd's REPLY_BUDGET refusal, which E2B's SDKs would not read */
+    reply->owner = owner;
+    struct sbx_error err = {0};
+    sbx_error_set(&err, SBX_ERR_UNAVAILABLE, "unavailable", NULL,
+                  "sandboxd holds as many bytes of replies as it may for clients that have not "
+                  "read theirs (REPLY_BUDGET); nothing was done; retry later");
+    if (stream)
+        e2b_stream_error(reply, &err);
+    else
+        e2b_reply_error(reply, surface, &err);
+    return false;
+}
+
 void e2b_route(struct e2b *e, const struct http_request *req, const char *path,
                struct tenant *tenant, bool keyed, struct http_reply *reply)
 {
     if (!e2b_is_data_plane(req)) {
-        e2b_control_route(e, req, path, tenant, reply);
+        if (e2b_admit(req, reply, tenant, E2B_SURFACE_API, false))
+            e2b_control_route(e, req, path, tenant, reply);
         return;
     }
     const char *id = http_header(req, "E2b-Sandbox-Id");
@@ -144,12 +166,15 @@ void e2b_route(struct e2b *e, const struct http_request *req, const char *path,
         e2b_sandbox_put(sb);
         return;
     }
-    if (port == E2B_INTERP_PORT)
-        e2b_interp_route(sb, req, path, reply);
-    else if (e2b_is_connect_path(path))
-        e2b_process_route(sb, req, path, reply);
-    else
-        e2b_envd_route(sb, req, path, reply);
+    bool stream = surface == E2B_SURFACE_CONNECT && e2b_is_stream_path(path);
+    if (e2b_admit(req, reply, keyed ? tenant : sb->tenant, surface, stream)) {
+        if (port == E2B_INTERP_PORT)
+            e2b_interp_route(sb, req, path, reply);
+        else if (e2b_is_connect_path(path))
+            e2b_process_route(sb, req, path, reply);
+        else
+            e2b_envd_route(sb, req, path, reply);
+    }
     e2b_sandbox_put(sb);
 }
 

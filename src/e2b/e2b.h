@@ -3,7 +3,8 @@
  * e2b — E2B's API on sandboxd's own port (CONTRACT §15, docs/E2B.md), so that E2B's SDKs run
  * unchanged with E2B_API_URL=E2B_SANDBOX_URL=http://HOST:PORT/e2b. api/ routes the /e2b prefix
  * here once its policy let the request in (Host, Origin, and the key of the control plane) and
- * its route table names the method (the row /e2b/{path}).
+ * its route table names the method (the row /e2b/{path}). Every reply counts against the
+ * caller's share of the reply budget (http_reply_admit()).
  *
  * An E2B sandbox is a sandboxd session (session/): the same jail, limits, tenant, workspace
  * and egress policy, with its /home/user the session's working directory. It is an agent
