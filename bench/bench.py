@@ -6,8 +6,10 @@ isolation overhead of a cold spawn, memory figures, sessions against a Jupyter k
 kernel (bench/data_bench.py), the latency the egress proxy adds to one request
 (bench/egress_bench.py), `sandboxd mcp` against its --compat mode (bench/compat_bench.py),
 fresh interpreters against warm reuse with their cost per execution (bench/perf_bench.py),
-the typed tool stubs of 1,000 tools (bench/stubs_bench.py) and E2B's SDK against /e2b
-(bench/e2b_bench.py, bench/e2b_bench.mjs); writes them to bench/last-run.md.
+the typed tool stubs of 1,000 tools (bench/stubs_bench.py), E2B's SDK against /e2b
+(bench/e2b_bench.py, bench/e2b_bench.mjs) and the cold paths (`sandboxd run` against
+bubblewrap + python3, `sandboxd mcp` ready, `serve` to /readyz: bench/coldstart_bench.py);
+writes them to bench/last-run.md.
 
 Environment: BENCH_DURATION (seconds per load run, default 8), BENCH_SANDBOXD (binary).
 """
@@ -20,6 +22,7 @@ import subprocess
 import sys
 import time
 
+import coldstart_bench
 import compat_bench
 import data_bench
 import e2b_bench
@@ -217,6 +220,8 @@ def main():
     text += "\n## E2B's SDK (docs/E2B.md)\n\n" + e2b_bench.main(free_port())[0]
     print("network egress through the proxy ...", flush=True)
     text += "\n## Network egress (docs/NETWORK.md)\n\n" + egress_bench.main(free_port())[0]
+    print("the cold paths: sandboxd run against bwrap + python3, mcp, /readyz ...", flush=True)
+    text += "\n## Cold paths (docs/PERFORMANCE.md)\n\n" + coldstart_bench.main()[0]
     print("sandboxd mcp against --compat code-execution-mode ...", flush=True)
     text += "\n## MCP server: native against --compat\n\n" + compat_bench.main()[0]
     print("typed tool stubs for 1,000 tools ...", flush=True)

@@ -35,7 +35,7 @@ LAYERS = [
     "web",
     "api",
     "cmd",
-    ".",  # src/main.c
+    ".",  # src/main.c, src/server.c
 ]
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')

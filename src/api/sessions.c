@@ -28,8 +28,6 @@
 #include "util/utf8.h"
 #include "util/macros.h"
 
-#define API_MAX_CODE (1u << 20)
-
 static json_t *api_session_body(const struct http_request *req, struct http_reply *reply,
                                 bool allow_empty)
 {
@@ -238,16 +236,9 @@ static void api_session_execute(struct api *api, const char *id, const struct ht
         http_reply_error(reply, 400, "INVALID_REQUEST", "code", "code: must be a string");
         goto out;
     }
-    if (json_string_length(code) > API_MAX_CODE ||
-        memchr(json_string_value(code), '\0', json_string_length(code))) {
-        http_reply_error(reply, 400, "INVALID_REQUEST", "code",
-                         "code: at most 1 MiB, without NUL bytes");
-        goto out;
-    }
-    if (utf8_blank(json_string_value(code))) {
-        /* Nothing would run: more likely code lost on the way than a wish to do nothing. */
-        http_reply_error(reply, 400, "INVALID_REQUEST", "code",
-                         "code: empty or only whitespace; nothing was run");
+    const char *bad = sessions_code_check(json_string_value(code), json_string_length(code));
+    if (bad) {
+        http_reply_error(reply, 400, "INVALID_REQUEST", "code", "%s", bad);
         goto out;
     }
     if (!api_opt_int(body, "timeoutMs", 1, &timeout_ms, reply))

@@ -68,7 +68,6 @@ struct request_error {
 };
 
 #define REQUEST_MAX_ID      256
-#define REQUEST_MAX_CODE    (1u << 20)
 #define REQUEST_MAX_FILES   1000 /* entries of taskDetails.files */
 #define REQUEST_MAX_COLLECT 64   /* globs of taskDetails.collect */
 

@@ -37,7 +37,37 @@
 #define MIGRATE_MAX_MEMORY (4u << 20)  /* bytes of one memory file */
 #define MIGRATE_MAX_FILES  10000       /* memory files looked at */
 
-enum { MIGRATE_OPT_FROM = COMMON_OPT_LAST + 1, MIGRATE_OPT_WORKSPACE, MIGRATE_OPT_STATE_DIR };
+/*
+ * The options of migrate, one row each, generating the enum (MIGRATE_OPT_<ID>), the getopt
+ * entries and --help:
+ *   X(ID, "name", help)   an option of its own, with an argument
+ *   C(ID, "name", help)   common option ID (cmd/common.h) with migrate's words, common_opt()'s
+ */
+#define MIGRATE_OPTIONS(X, C)                                                                      \
+    X(FROM, "from",                                                                                \
+      "  --from DIR        upstream's state directory: $MCP_BRIDGE_STATE_DIR, else ~/MCPs;\n"      \
+      "                    DIR/user_tools.py or DIR/user_tools/user_tools.py, DIR/memory/ or\n"    \
+      "                    DIR/user_tools/memory/\n")                                              \
+    X(WORKSPACE, "workspace",                                                                      \
+      "  --workspace NAME  the workspace to import into (default: default, the one\n"              \
+      "                    `sandboxd mcp` uses)\n")                                                \
+    X(STATE_DIR, "state-dir",                                                                      \
+      "  --state-dir DIR   sandboxd's state directory (default: $MCP_BRIDGE_STATE_DIR as\n"        \
+      "                    `sandboxd mcp --compat code-execution-mode` uses it, else the\n"        \
+      "                    usual one, see docs/SESSIONS.md)\n")                                    \
+    C(PYTHON, "python",                                                                            \
+      "  --python PATH     the interpreter that reads user_tools.py (default "                     \
+      "/usr/bin/python3)\n")                                                                       \
+    C(RUNTIME_DIR, "runtime-dir",                                                                  \
+      "  --runtime-dir DIR sandboxd's Python runtime (default: found next to the binary)\n")       \
+    C(LOG_LEVEL, "log-level", "  --log-level LEVEL debug|info|warn|error\n")
+
+#define MIGRATE_ENUM_X_(id, name, help) MIGRATE_OPT_##id,
+#define MIGRATE_NONE_C_(id, name, help)
+#define MIGRATE_LONG_X_(id, name, help) {name, required_argument, NULL, MIGRATE_OPT_##id},
+#define MIGRATE_LONG_C_(id, name, help) {name, required_argument, NULL, COMMON_OPT_##id},
+#define MIGRATE_HELP_(id, name, help)   help
+enum { MIGRATE_OPT_FIRST_ = COMMON_OPT_LAST, MIGRATE_OPTIONS(MIGRATE_ENUM_X_, MIGRATE_NONE_C_) };
 
 static const char migrate_usage[] =
     "Usage: sandboxd migrate [--from DIR] [--workspace NAME] [--state-dir DIR]\n"
@@ -46,19 +76,7 @@ static const char migrate_usage[] =
     "functions of its user_tools.py as saved tools, its memory/*.json files as memories\n"
     "(their times kept). Prints each item imported or skipped, and why. DIR is only read;\n"
     "nothing already in the workspace is replaced.\n"
-    "\n"
-    "  --from DIR        upstream's state directory: $MCP_BRIDGE_STATE_DIR, else ~/MCPs;\n"
-    "                    DIR/user_tools.py or DIR/user_tools/user_tools.py, DIR/memory/ or\n"
-    "                    DIR/user_tools/memory/\n"
-    "  --workspace NAME  the workspace to import into (default: default, the one\n"
-    "                    `sandboxd mcp` uses)\n"
-    "  --state-dir DIR   sandboxd's state directory (default: $MCP_BRIDGE_STATE_DIR as\n"
-    "                    `sandboxd mcp --compat code-execution-mode` uses it, else the\n"
-    "                    usual one, see docs/SESSIONS.md)\n"
-    "  --python PATH     the interpreter that reads user_tools.py (default /usr/bin/python3)\n"
-    "  --runtime-dir DIR sandboxd's Python runtime (default: found next to the binary)\n"
-    "  --log-level LEVEL debug|info|warn|error\n"
-    "  -h, --help        this text\n";
+    "\n" MIGRATE_OPTIONS(MIGRATE_HELP_, MIGRATE_HELP_) "  -h, --help        this text\n";
 
 struct migrate_count {
     unsigned imported, skipped;
@@ -282,13 +300,7 @@ static void migrate_memories(struct workspace *w, const char *dir, struct migrat
 int cmd_migrate(int argc, char **argv)
 {
     static const struct option longopts[] = {
-        {"from", required_argument, NULL, MIGRATE_OPT_FROM},
-        {"workspace", required_argument, NULL, MIGRATE_OPT_WORKSPACE},
-        {"state-dir", required_argument, NULL, MIGRATE_OPT_STATE_DIR},
-        {"python", required_argument, NULL, COMMON_OPT_PYTHON},
-        {"runtime-dir", required_argument, NULL, COMMON_OPT_RUNTIME_DIR},
-        {"log-level", required_argument, NULL, COMMON_OPT_LOG_LEVEL},
-        {"help", no_argument, NULL, 'h'},
+        MIGRATE_OPTIONS(MIGRATE_LONG_X_, MIGRATE_LONG_C_){"help", no_argument, NULL, 'h'},
         {0},
     };
     struct common_opts common = {0};
@@ -324,7 +336,7 @@ int cmd_migrate(int argc, char **argv)
                                : bridge_dir ? strdup(bridge_dir)
                                : home       ? fmt_str("%s/MCPs", home)
                                             : NULL;
-    _cleanup_free_ char *state = setup_state_dir(state_opt ? state_opt : bridge_dir);
+    _cleanup_free_ char *state = common_state_dir(state_opt ? state_opt : bridge_dir);
     struct jail_options jo;
     if (!src || !state || common_resolve(&common, &jo) < 0) {
         common_done(&common);

@@ -5,6 +5,7 @@
 #include "cmd/setup.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -190,28 +191,6 @@ void setup_opts_finish(struct setup_opts *o)
         o->session_memory = o->max_memory;
 }
 
-/* --state-dir, else $XDG_STATE_HOME/sandboxd, ~/.local/state/sandboxd, /var/lib/sandboxd
- * (root), $XDG_RUNTIME_DIR/sandboxd (private to the user by design), and only then
- * /tmp/sandboxd-<uid>, where anyone could have made that directory first: whichever it is,
- * it must pass trust_make_dir() (ours, not writable by others, nor any level above). */
-char *setup_state_dir(const char *opt)
-{
-    const char *xdg = getenv("XDG_STATE_HOME");
-    const char *home = getenv("HOME");
-    const char *run = getenv("XDG_RUNTIME_DIR");
-    if (opt)
-        return strdup(opt);
-    if (xdg && *xdg == '/')
-        return fmt_str("%s/sandboxd", xdg);
-    if (home && *home == '/' && access(home, W_OK) == 0)
-        return fmt_str("%s/.local/state/sandboxd", home);
-    if (geteuid() == 0)
-        return strdup("/var/lib/sandboxd");
-    if (run && *run == '/' && access(run, W_OK) == 0)
-        return fmt_str("%s/sandboxd", run);
-    return fmt_str("/tmp/sandboxd-%u", (unsigned)geteuid());
-}
-
 char *setup_trust_file(void)
 {
     const char *xdg = getenv("XDG_CONFIG_HOME");
@@ -241,7 +220,7 @@ int setup_mcp_config(const struct setup_opts *o, struct mcp_config *ret)
 {
     char cwd[4096];
     _cleanup_free_ char *trust_file = setup_trust_file();
-    _cleanup_free_ char *self_exe = realpath("/proc/self/exe", NULL);
+    _cleanup_free_ char *self_exe = common_front_exe();
     struct mcp_config_options co = {
         .explicit_paths = o->mcp_configs,
         .env_path = getenv("MCP_SERVERS_CONFIG"),
@@ -309,14 +288,31 @@ static int setup_egress_probe(struct setup *s, const char *cmd)
     return 0;
 }
 
-int setup_start(struct setup *s, const struct setup_opts *o, struct common_opts *common,
-                const char *cmd)
+/* One pool of setup_start(), started on a thread of its own. */
+struct setup_pool_job {
+    struct setup *s;
+    const struct setup_opts *o;
+    unsigned size, max, zygotes;
+    const char *extra;  /* modules besides --preimport */
+    struct pool **ret;  /* where the pool goes */
+    const char *what;   /* its name in the error message */
+    const char *option; /* the option that turns it off */
+    pthread_t thread;
+    bool started;
+    int r;
+};
+
+static void *setup_pool_thread(void *arg)
 {
-    *s = (struct setup){0};
-    json_t *facts = NULL;
-    /* Saved tools in the state directory run in sessions: a directory someone else made or can
-     * write would run their code with our MCP servers. Checked before anything is built. */
-    s->state_dir = setup_state_dir(o->state_dir);
+    struct setup_pool_job *j = arg;
+    j->r = setup_pool(j->s, j->o, j->size, j->max, j->zygotes, j->extra, j->ret);
+    return NULL;
+}
+
+/* The state directory, made or checked (util/trust.h). */
+static int setup_state(struct setup *s, const struct setup_opts *o, const char *cmd)
+{
+    s->state_dir = common_state_dir(o->state_dir);
     if (!s->state_dir)
         return -ENOMEM;
     _cleanup_free_ char *why = NULL;
@@ -327,9 +323,23 @@ int setup_start(struct setup *s, const struct setup_opts *o, struct common_opts 
                   cmd, why ? why : "it cannot be checked");
         return r;
     }
+    return 0;
+}
+
+/* The jail configuration, proven by the self-test, and its description. */
+static int setup_jail(struct setup *s, const struct setup_opts *o, struct common_opts *common,
+                      const char *cmd)
+{
+    json_t *facts = NULL;
+    int r;
     r = common_resolve(common, &s->jopt);
     if (r < 0)
         return r;
+    bool oom = false;
+    s->cache_dir = common_cache_dir(common, s->state_dir, &oom);
+    if (oom)
+        return -ENOMEM;
+    s->jopt.cache_dir = s->cache_dir;
     s->jopt.egress = o->n_egress_allow > 0;
     s->jopt.ca_file = o->egress_ca_file;
     if (!s->jopt.egress && (o->n_egress_resolve || o->n_egress_header || o->egress_ca_file)) {
@@ -354,14 +364,13 @@ int setup_start(struct setup *s, const struct setup_opts *o, struct common_opts 
         return -ENOMEM;
     }
     json_object_set_new(s->isolation, "selftest", facts);
-    if (httpc_global_init() < 0) {
-        log_error("%s: libcurl initialisation failed", cmd);
-        return -EIO;
-    }
-    s->httpc_ok = true;
-    r = metrics_new(&s->metrics);
-    if (r < 0)
-        return r;
+    return 0;
+}
+
+/* The egress proxy, with --egress-allow. */
+static int setup_egress(struct setup *s, const struct setup_opts *o, const char *cmd)
+{
+    int r;
     if (s->jopt.egress) {
         struct egress_options eo = {
             .allow = o->egress_allow,
@@ -386,11 +395,47 @@ int setup_start(struct setup *s, const struct setup_opts *o, struct common_opts 
                  "%u, a session %u, a tenant %u",
                  eo.pool, eo.exec_open, eo.session_open, eo.tenant_open);
     }
-    if (o->pool_size && (r = setup_pool(s, o, (unsigned)o->pool_size,
-                                        (unsigned)(o->pool_max ? o->pool_max : 2 * o->pool_size),
-                                        (unsigned)o->zygotes, NULL, &s->pool)) < 0) {
-        log_error("%s: the warm pool could not start (use --pool-size 0 to run without)", cmd);
-        return r;
+    return 0;
+}
+
+/* The warm pools: the main one, the sessions', the templates' (each started on a thread of its
+ * own), and the profiles'. */
+static int setup_pools(struct setup *s, const struct setup_opts *o, const char *cmd)
+{
+    int r = 0;
+    /* Each pool's zygote is an interpreter importing what its cells need (the session
+     * runtime with asyncio, ~25 ms of imports; jinja2 and jsonschema for templates, ~100 ms),
+     * and pool_new() returns once it is ready: the pools start together, each on a thread of
+     * its own, while the profiles are set up here. Sessions get a zygote of their own so that
+     * a session is ready in a few milliseconds without making every JIT interpreter's fork and
+     * exit dearer; so do templates. */
+    struct setup_pool_job jobs[] = {
+        {.size = (unsigned)o->pool_size,
+         .max = (unsigned)(o->pool_max ? o->pool_max : 2 * o->pool_size),
+         .zygotes = (unsigned)o->zygotes,
+         .ret = &s->pool,
+         .what = "warm pool",
+         .option = "pool-size"},
+        {.size = (unsigned)o->session_pool_size,
+         .zygotes = 1,
+         .extra = "sandboxd_runtime.session",
+         .ret = &s->session_pool,
+         .what = "session pool",
+         .option = "session-pool-size"},
+        {.size = (unsigned)o->template_pool_size,
+         .zygotes = 1,
+         .extra = "jinja2,jinja2.sandbox,jsonschema,sandboxd_runtime.template",
+         .ret = &s->template_pool,
+         .what = "template pool",
+         .option = "template-pool-size"},
+    };
+    for (size_t i = 0; i < ARRAY_SIZE(jobs); i++) {
+        jobs[i].s = s;
+        jobs[i].o = o;
+        if (jobs[i].size && pthread_create(&jobs[i].thread, NULL, setup_pool_thread, &jobs[i]) == 0)
+            jobs[i].started = true;
+        else if (jobs[i].size)
+            setup_pool_thread(&jobs[i]); /* no thread to be had: here, in turn */
     }
     struct profiles_options pro = {
         .default_size = (unsigned)o->profile_pool_size,
@@ -401,28 +446,31 @@ int setup_start(struct setup *s, const struct setup_opts *o, struct common_opts 
         .max_memory_mb = o->max_memory,
     };
     if (s->jopt.cell_lib &&
-        (r = profiles_new(&s->jail, o->profiles, o->n_profiles, &pro, &s->profiles)) < 0) {
+        (r = profiles_new(&s->jail, o->profiles, o->n_profiles, &pro, &s->profiles)) < 0)
         log_error("%s: the profiles could not be set up", cmd);
-        return r;
-    }
     struct pool *unused_pool;
     uint64_t unused_mb;
-    if (o->mcp_profile && strcmp(o->mcp_profile, "default") != 0 &&
+    if (r == 0 && o->mcp_profile && strcmp(o->mcp_profile, "default") != 0 &&
         profiles_lookup(s->profiles, o->mcp_profile, &unused_pool, &unused_mb) < 0) {
         log_error("%s: --mcp-profile %s: no such profile", cmd, o->mcp_profile);
-        return -EINVAL;
+        r = -EINVAL;
     }
-    /* Sessions need asyncio and the session runtime (~25 ms of imports): a zygote of their
-     * own has them imported, so that a session is ready in a few milliseconds without
-     * making every JIT interpreter's fork and exit dearer. */
-    if (o->session_pool_size &&
-        (r = setup_pool(s, o, (unsigned)o->session_pool_size, 0, 1, "sandboxd_runtime.session",
-                        &s->session_pool)) < 0) {
-        log_error("%s: the session pool could not start (use --session-pool-size 0 to run "
-                  "without)",
-                  cmd);
-        return r;
+    for (size_t i = 0; i < ARRAY_SIZE(jobs); i++) {
+        if (jobs[i].started)
+            (void)pthread_join(jobs[i].thread, NULL); /* only fails for an unjoinable thread */
+        if (jobs[i].r < 0 && r == 0) {
+            log_error("%s: the %s could not start (use --%s 0 to run without)", cmd, jobs[i].what,
+                      jobs[i].option);
+            r = jobs[i].r;
+        }
     }
+    return r;
+}
+
+/* The MCP servers, the workspace store and the sessions on top of them. */
+static int setup_sessions(struct setup *s, const struct setup_opts *o)
+{
+    int r;
     r = setup_mcp_config(o, &s->mcfg);
     if (r < 0)
         return r;
@@ -469,18 +517,40 @@ int setup_start(struct setup *s, const struct setup_opts *o, struct common_opts 
                         s->wstore, s->metrics, &s->sessions);
 }
 
+int setup_start(struct setup *s, const struct setup_opts *o, struct common_opts *common,
+                const char *cmd)
+{
+    *s = (struct setup){0};
+    /* Saved tools in the state directory run in sessions: a directory someone else made or can
+     * write would run their code with our MCP servers. Checked before anything is built. */
+    int r = setup_state(s, o, cmd);
+    if (r < 0 || (r = setup_jail(s, o, common, cmd)) < 0)
+        return r;
+    if (httpc_global_init() < 0) {
+        log_error("%s: libcurl initialisation failed", cmd);
+        return -EIO;
+    }
+    s->httpc_ok = true;
+    r = metrics_new(&s->metrics);
+    if (r < 0 || (r = setup_egress(s, o, cmd)) < 0 || (r = setup_pools(s, o, cmd)) < 0)
+        return r;
+    return setup_sessions(s, o);
+}
+
 void setup_stop(struct setup *s)
 {
     /* Sessions first, and all the threads that use them, then what they use. */
     sessions_free(s->sessions);
     profiles_free(s->profiles);
     egress_proxy_free(s->egress); /* after the sessions: they hold taps */
+    pool_free(s->template_pool);
     pool_free(s->session_pool);
     pool_free(s->pool);
     workspace_store_free(s->wstore);
     mcp_registry_free(s->mcp);
     mcp_config_done(&s->mcfg);
     free(s->state_dir);
+    free(s->cache_dir);
     metrics_free(s->metrics);
     json_decref(s->isolation);
     if (s->httpc_ok)

@@ -57,6 +57,7 @@ struct setup_opts {
     const char *mcp_profile;       /* profile of the sessions run_python creates (NULL: default) */
     uint64_t mcp_page_size;        /* tools per tools/list page */
     const char *session_id_prefix; /* serve's --instance-id (sessions_options.id_prefix) */
+    uint64_t template_pool_size;   /* serve's --template-pool-size (0: no template pool) */
     /* data work (CONTRACT §12) */
     struct profile_spec profiles[PROFILE_MAX]; /* --profile, owned (setup_opts_done) */
     size_t n_profiles;
@@ -272,12 +273,14 @@ struct setup {
     struct jail_config jail;
     json_t *isolation; /* jail_describe() plus the self-test's findings */
     struct metrics *metrics;
-    struct pool *pool;         /* NULL with --pool-size 0 */
-    struct pool *session_pool; /* NULL with --session-pool-size 0: sessions use pool */
-    struct profiles *profiles; /* --profile and the built-in ones (pools started on use) */
+    struct pool *pool;          /* NULL with --pool-size 0 */
+    struct pool *session_pool;  /* NULL with --session-pool-size 0: sessions use pool */
+    struct pool *template_pool; /* serve's; NULL with --template-pool-size 0 (or for mcp) */
+    struct profiles *profiles;  /* --profile and the built-in ones (pools started on use) */
     struct mcp_config mcfg;
     struct mcp_registry *mcp;
     char *state_dir;
+    char *cache_dir; /* host discovery's (jail_options.cache_dir); NULL: none */
     struct workspace_store *wstore;
     struct egress_proxy *egress; /* NULL without --egress-allow */
     struct sessions_options so;
@@ -292,14 +295,11 @@ int setup_mcp_config(const struct setup_opts *o, struct mcp_config *ret);
 /* The list of trusted project directories: $XDG_CONFIG_HOME/sandboxd/trusted-projects, else
  * ~/.config/sandboxd/trusted-projects (caller frees; NULL without either variable). */
 char *setup_trust_file(void);
-/* The state directory: opt (--state-dir) when given, else $XDG_STATE_HOME/sandboxd,
- * ~/.local/state/sandboxd, /var/lib/sandboxd (root), $XDG_RUNTIME_DIR/sandboxd,
- * /tmp/sandboxd-<uid>. Caller frees; NULL when out of memory. Not checked: trust_make_dir(). */
-char *setup_state_dir(const char *opt);
 
 /* Build everything in order, logging what fails with the name of cmd ("serve", "mcp"); common
  * is borrowed and must outlive *s. The state directory comes first, and must be ours (see
- * util/trust.h). 0, or -errno with *s partly built (call setup_stop()). */
+ * util/trust.h); the pools start together, each on a thread of its own. 0, or -errno with *s
+ * partly built (call setup_stop()). */
 int setup_start(struct setup *s, const struct setup_opts *o, struct common_opts *common,
                 const char *cmd);
 /* A warm pool of size cells from zygotes zygotes that import --preimport plus extra

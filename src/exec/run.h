@@ -19,6 +19,10 @@
 #include "exec/verdict.h"
 #include "util/buf.h"
 
+/* The most bytes of Python source one execution takes, whoever asks for it (POST /execute's
+ * taskDetails.code, a session's execute, run_python): the one definition of that limit. */
+#define EXEC_MAX_CODE (1u << 20)
+
 /* What exec_hooks.pending reports. */
 #define EXEC_PENDING_WRITE 1u /* bytes are queued for the cell: poll for POLLOUT, then flush() */
 #define EXEC_PENDING_FULL  2u /* so many that no further frame is read until they are taken */

@@ -63,6 +63,9 @@ struct jail_options {
      * to it (names or absolute paths, NULL-terminated, may be NULL) */
     bool no_toolbox;
     const char *const *toolbox;
+    /* where what host discovery finds is kept between starts (jail/hostcache.h): a directory
+     * of the state directory; NULL: discover at every start */
+    const char *cache_dir;
 };
 
 struct jail_config {

@@ -149,6 +149,13 @@ json_t *sessions_stats(struct sessions *s);
 /* What a session may ask to reach (the --egress-allow patterns, new reference); an empty
  * array when sessions get no network. */
 json_t *sessions_network_ceiling(struct sessions *s);
+/* Why code (len bytes, NUL-terminated) may not run in a session: more than EXEC_MAX_CODE bytes,
+ * a NUL inside, or nothing but whitespace (nothing would run: more likely code lost on the way
+ * than a wish to do nothing); NULL when it may. Static text, "code: ..." (field "code" of an
+ * INVALID_REQUEST). The one check of a session's code: the front ends ask here before
+ * anything starts (an event stream, a session made for the code), as sessions_execute()'s
+ * callers must. */
+const char *sessions_code_check(const char *code, size_t len);
 /* Run code in session id. 0 and *ret_result {executionId, status, stdout, stderr, error, result,
  * durationMs, sessionAlive, truncated, mcpCalls, verdict, sessionCpuMs, hostCpuMs, artifacts[,
  * artifactsError][, metrics (net.egress_*: sessions with a network policy)]}; <0 with *err (unknown

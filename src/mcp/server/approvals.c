@@ -104,7 +104,7 @@ static bool srv_elicit_send(struct srv_listener *l, const char *sandbox, json_t 
                                "true lets this tool call go to its server; false refuses it",
                                "required", "approve");
     free(message);
-    if (params && srv_since(c, "2025-11-25"))
+    if (params && srv_since(c, SRV_V_2025_11_25))
         json_object_set_new(params, "mode", json_string("form"));
     json_t *id = json_string(q->rpc_id);
     json_t *req = params && id ? jsonrpc_request_new(id, "elicitation/create", params) : NULL;
@@ -325,7 +325,7 @@ static void srv_listener_init(struct srv_listener *l, struct mcp_server_conn *c,
                                .prog = token && can_send ? prog : NULL,
                                .elicit = c->elicit && can_send};
     if (l->prog)
-        srv_progress_start(prog, out, token, srv_since(c, "2025-03-26"));
+        srv_progress_start(prog, out, token, srv_since(c, SRV_V_2025_03_26));
 }
 
 int srv_exec_run(struct mcp_server_conn *c, struct srv_call *k, const char *id, const char *label,
@@ -383,15 +383,17 @@ json_t *srv_approve_call(struct mcp_server_conn *c, json_t *args, json_t *token,
                          const struct mcp_server_out *out, struct srv_call *k)
 {
     static const char *const allowed[] = {"approval_id", "approve", NULL};
-    json_t *bad = srv_check_args(c, "approve_call", args, allowed);
+    json_t *bad = srv_check_args(c, srv_call_tool(k), args, allowed);
     if (bad)
         return bad;
     const char *aid = json_string_value(json_object_get(args, "approval_id"));
     json_t *approve = json_object_get(args, "approve");
     if (!aid || !json_is_boolean(approve))
-        return srv_tool_error(c, "approve_call: approval_id (a string, from run_python's answer) "
-                                 "and approve (true lets the call go, false refuses it) are "
-                                 "required");
+        return srv_tool_error(c,
+                              "%s: approval_id (a string, from run_python's answer) "
+                              "and approve (true lets the call go, false refuses it) are "
+                              "required",
+                              srv_call_tool(k));
     /* The execution of this connection whose code made the call: the waiting ones are
      * referenced under c->lock, then looked into under their own locks. */
     struct srv_exec *found[MCP_SERVER_MAX_SANDBOXES], *e = NULL;
@@ -418,9 +420,9 @@ json_t *srv_approve_call(struct mcp_server_conn *c, json_t *args, json_t *token,
     }
     if (!e)
         return srv_tool_error(c,
-                              "approve_call: no execution of this connection waits for approval "
+                              "%s: no execution of this connection waits for approval "
                               "'%.64s' (it was decided, timed out, or its execution ended)",
-                              aid);
+                              srv_call_tool(k), aid);
     struct sbx_error err;
     char *already = NULL;
     if (sessions_approval_decide(c->srv->sessions, e->id, aid, json_is_true(approve), &err) < 0) {
@@ -461,7 +463,7 @@ json_t *srv_approve_call(struct mcp_server_conn *c, json_t *args, json_t *token,
                            e->label, "sessionId", e->id, "approvals", waiting, "notes", e->notes);
         reply = run.st ? srv_run_reply(c, &run, c->srv->opt.output_json) : NULL;
     } else if (r < 0) {
-        reply = srv_tool_error(c, "approve_call: the execution failed: %s",
+        reply = srv_tool_error(c, "%s: the execution failed: %s", srv_call_tool(k),
                                err.message ? err.message : strerror(-r));
     } else if (srv_run_finish(c, k, e->id, e->label, e->notes, result, &run) == 0) {
         reply = srv_run_reply(c, &run, c->srv->opt.output_json);

@@ -34,13 +34,19 @@
 #define SRV_CANCEL_GRACE_US 2000000 /* between interrupting and ending a cancelled run */
 #define SRV_CURSOR_PREFIX   "sandboxd-tools-"
 
-static const char *const srv_versions[] = {MCP_SERVER_VERSION_LATEST, "2025-06-18", "2025-03-26",
-                                           "2024-11-05"};
+/* Each protocol version's name; c->version points to one of them. */
+static const char *const srv_versions[SRV_N_VERSIONS] = {
+    [SRV_V_2024_11_05] = "2024-11-05",
+    [SRV_V_2025_03_26] = "2025-03-26",
+    [SRV_V_2025_06_18] = "2025-06-18",
+    [SRV_V_2025_11_25] = MCP_SERVER_VERSION_LATEST,
+};
 
 /* A tools/call being handled. */
 struct srv_call {
     struct srv_call *next;
     json_t *id;
+    const char *tool; /* its name (the tool table's, static) */
     char sandbox[65]; /* the sandbox session it executes in, "" when not (yet) executing */
     bool cancelled, done;
     int refs; /* under the connection's lock */
@@ -56,10 +62,17 @@ bool mcp_server_version_supported(const char *version)
     return false;
 }
 
-bool srv_since(const struct mcp_server_conn *c, const char *version)
+enum srv_version srv_version_of(const struct mcp_server_conn *c)
 {
-    /* Versions are dates: they compare as strings. Before initialize: the latest. */
-    return !c->version || strcmp(c->version, version) >= 0;
+    for (size_t v = 0; c->version && v < SRV_N_VERSIONS; v++)
+        if (c->version == srv_versions[v])
+            return (enum srv_version)v;
+    return SRV_N_VERSIONS - 1;
+}
+
+bool srv_since(const struct mcp_server_conn *c, enum srv_version v)
+{
+    return srv_version_of(c) >= v;
 }
 
 json_t *srv_error(json_t *id, int code, json_t *data, const char *fmt, ...)
@@ -79,8 +92,7 @@ json_t *mcp_server_parse_error(const char *why)
     return srv_error(NULL, JSONRPC_PARSE_ERROR, NULL, "Parse error: %s", why ? why : "not JSON");
 }
 
-int mcp_server_new(const struct mcp_server_options *opt, struct sessions *sessions,
-                   struct mcp_registry *registry, struct mcp_server **ret)
+int mcp_server_new_pending(const struct mcp_server_options *opt, struct mcp_server **ret)
 {
     struct mcp_server *s = calloc(1, sizeof(*s));
     if (!s)
@@ -89,17 +101,61 @@ int mcp_server_new(const struct mcp_server_options *opt, struct sessions *sessio
     if (!s->opt.page_size)
         s->opt.page_size = 100;
     s->workspace = strdup(opt->workspace ? opt->workspace : "default");
-    s->sessions = sessions;
-    s->registry = registry;
-    int r = srv_catalog_build(s);
     pthread_mutex_init(&s->bg_lock, NULL);
     pthread_cond_init(&s->bg_cond, NULL);
-    if (!s->workspace || r < 0) {
+    pthread_cond_init(&s->ready_cond, NULL);
+    if (!s->workspace) {
         mcp_server_free(s);
         return -ENOMEM;
     }
     *ret = s;
     return 0;
+}
+
+int mcp_server_start(struct mcp_server *s, struct sessions *sessions, struct mcp_registry *registry)
+{
+    s->sessions = sessions;
+    s->registry = registry;
+    int r = srv_catalog_build(s) < 0 ? -ENOMEM : 1;
+    pthread_mutex_lock(&s->bg_lock);
+    s->ready = r;
+    pthread_cond_broadcast(&s->ready_cond);
+    pthread_mutex_unlock(&s->bg_lock);
+    return r < 0 ? r : 0;
+}
+
+void mcp_server_fail(struct mcp_server *s, int err)
+{
+    pthread_mutex_lock(&s->bg_lock);
+    s->ready = err < 0 ? err : -EIO;
+    pthread_cond_broadcast(&s->ready_cond);
+    pthread_mutex_unlock(&s->bg_lock);
+}
+
+int mcp_server_new(const struct mcp_server_options *opt, struct sessions *sessions,
+                   struct mcp_registry *registry, struct mcp_server **ret)
+{
+    struct mcp_server *s = NULL;
+    int r = mcp_server_new_pending(opt, &s);
+    if (r == 0 && (r = mcp_server_start(s, sessions, registry)) < 0)
+        mcp_server_free(s);
+    if (r == 0)
+        *ret = s;
+    return r;
+}
+
+/* Wait for the set-up: NULL when the server is ready, else the error response for id. */
+static json_t *srv_wait_ready(struct mcp_server *s, json_t *id)
+{
+    pthread_mutex_lock(&s->bg_lock);
+    while (!s->ready)
+        pthread_cond_wait(&s->ready_cond, &s->bg_lock);
+    int r = s->ready;
+    pthread_mutex_unlock(&s->bg_lock);
+    return r > 0 ? NULL
+                 : srv_error(id, JSONRPC_INTERNAL_ERROR, NULL,
+                             "Internal error: sandboxd could not start (%s); see its log",
+                             strerror(-r));
 }
 
 void mcp_server_free(struct mcp_server *s)
@@ -112,6 +168,7 @@ void mcp_server_free(struct mcp_server *s)
     pthread_mutex_unlock(&s->bg_lock);
     pthread_mutex_destroy(&s->bg_lock);
     pthread_cond_destroy(&s->bg_cond);
+    pthread_cond_destroy(&s->ready_cond);
     for (size_t i = 0; i < ARRAY_SIZE(s->tools); i++)
         json_decref(s->tools[i]);
     json_decref(s->resources);
@@ -152,7 +209,12 @@ void mcp_server_conn_close(struct mcp_server_conn *c)
     bool was_closed = c->closed;
     c->closed = true;
     c->n_sandboxes = 0;
+    char spare[sizeof(c->spare)];
+    memcpy(spare, c->spare, sizeof(spare));
+    c->spare[0] = '\0';
     pthread_mutex_unlock(&c->lock);
+    if (*spare)
+        (void)sessions_end(c->srv->sessions, spare, "its MCP connection closed");
     while (list) {
         struct srv_sandbox *b = list;
         list = b->next;
@@ -275,6 +337,11 @@ bool srv_call_executing(struct mcp_server_conn *c, struct srv_call *k, const cha
     snprintf(k->sandbox, sizeof(k->sandbox), "%s", go && sandbox ? sandbox : "");
     pthread_mutex_unlock(&c->lock);
     return go;
+}
+
+const char *srv_call_tool(const struct srv_call *k)
+{
+    return k->tool;
 }
 
 bool srv_call_cancelled(struct mcp_server_conn *c, struct srv_call *k)
@@ -419,7 +486,7 @@ static json_t *srv_initialize(struct mcp_server_conn *c, json_t *id, json_t *par
             version = srv_versions[i];
     if (!version) {
         json_t *supported = json_array();
-        for (size_t i = 0; i < ARRAY_SIZE(srv_versions); i++)
+        for (size_t i = SRV_N_VERSIONS; i-- > 0;) /* newest first */
             json_array_append_new(supported, json_string(srv_versions[i]));
         char *list = srv_names_text(supported);
         json_t *e = srv_error(id, JSONRPC_INVALID_PARAMS,
@@ -446,7 +513,7 @@ static json_t *srv_initialize(struct mcp_server_conn *c, json_t *id, json_t *par
              json_string_value(json_object_get(client, "name")), "clientVersion",
              json_string_value(json_object_get(client, "version")));
     json_t *info = json_pack("{s:s, s:s}", "name", "sandboxd", "version", SANDBOXD_VERSION);
-    if (info && srv_since(c, "2025-06-18"))
+    if (info && srv_since(c, SRV_V_2025_06_18))
         json_object_set_new(info, "title", json_string("sandboxd Python sandbox"));
     json_t *result =
         json_pack("{s:s, s:{s:{s:b}, s:{s:b, s:b}}, s:o, s:s}", "protocolVersion", version,
@@ -524,6 +591,7 @@ static json_t *srv_tools_call(struct mcp_server_conn *c, json_t *id, json_t *par
     struct srv_call *k = srv_call_begin(c, id, &error);
     if (!k)
         return error;
+    k->tool = tool->name;
     json_t *empty = json_object();
     json_t *a = json_is_object(args) ? args : empty;
     int64_t start = clock_mono_us();
@@ -581,6 +649,9 @@ static json_t *srv_handle_one(struct mcp_server_conn *c, json_t *msg,
         return srv_error(m.id, JSONRPC_INVALID_REQUEST, NULL,
                          "Invalid Request: the connection is not initialized; send initialize "
                          "first");
+    json_t *not_ready = srv_wait_ready(c->srv, m.id);
+    if (not_ready)
+        return not_ready;
     if (strcmp(m.method, "tools/list") == 0)
         return srv_tools_list(c, m.id, m.params);
     if (strcmp(m.method, "tools/call") == 0)

@@ -63,6 +63,17 @@ struct mcp_server_conn;
 /* sessions and registry are borrowed and must outlive the server. 0, or -ENOMEM. */
 int mcp_server_new(const struct mcp_server_options *opt, struct sessions *sessions,
                    struct mcp_registry *registry, struct mcp_server **ret);
+/* A server set up behind its first answers (`sandboxd mcp`: a client waits for initialize at
+ * every start, and sandboxd's own set-up takes hundreds of milliseconds): initialize, ping and
+ * notifications are answered at once; every other request waits until mcp_server_start(), or
+ * is refused after mcp_server_fail(). 0, or -ENOMEM. */
+int mcp_server_new_pending(const struct mcp_server_options *opt, struct mcp_server **ret);
+/* The set-up is done: sessions and registry as for mcp_server_new(). 0, or -ENOMEM (then the
+ * server has failed). */
+int mcp_server_start(struct mcp_server *s, struct sessions *sessions,
+                     struct mcp_registry *registry);
+/* The set-up failed (err: -errno): waiting and later requests are refused. */
+void mcp_server_fail(struct mcp_server *s, int err);
 /* Waits for the server's background work (cancellations being enforced) to end; every
  * connection must be closed before. NULL-safe. */
 void mcp_server_free(struct mcp_server *s);
@@ -78,6 +89,12 @@ void mcp_server_conn_unref(struct mcp_server_conn *c);
 /* End the connection: its sandbox sessions are deleted (running executions are killed and
  * report it) and later messages are refused. Idempotent. */
 void mcp_server_conn_close(struct mcp_server_conn *c);
+/* Start, ahead, the sandbox session the connection's first run_python will use (a person
+ * sends code a while after connecting; the session is ready by then): it is taken by the first
+ * session the connection makes, and ended when that one asks for a network policy or the
+ * connection closes. Blocks while it starts; a no-op when the connection has a session already.
+ * After mcp_server_start(). 0, or -errno (logged; the first run_python starts one itself). */
+int mcp_server_conn_prepare(struct mcp_server_conn *c);
 /* The negotiated protocol version, or NULL before a successful initialize (static string). */
 const char *mcp_server_conn_version(struct mcp_server_conn *c);
 /* Requests of this connection being handled now. */

@@ -31,6 +31,16 @@ struct mcp_server_conn;
 typedef json_t *srv_tool_fn(struct mcp_server_conn *c, json_t *args, json_t *token,
                             const struct mcp_server_out *out, struct srv_call *k);
 
+/* The protocol versions sandboxd mcp speaks, oldest first (server.c spells each): what came
+ * with one is asked for with srv_since(), never by comparing version strings. */
+enum srv_version {
+    SRV_V_2024_11_05,
+    SRV_V_2025_03_26, /* tool annotations, progress messages, batches (this version only) */
+    SRV_V_2025_06_18, /* titles, outputSchema, structuredContent, form elicitation */
+    SRV_V_2025_11_25, /* MCP_SERVER_VERSION_LATEST */
+    SRV_N_VERSIONS,
+};
+
 /* The surfaces a tool is listed in (catalog.c's table). */
 #define SRV_LEAN      1u /* the default: run_python, discovery inside the sandbox */
 #define SRV_FULL      2u /* --mcp-tools full: the discovery tools as MCP tools too */
@@ -42,7 +52,8 @@ typedef json_t *srv_tool_fn(struct mcp_server_conn *c, json_t *args, json_t *tok
  * and who answers it. */
 struct srv_tool_def {
     const char *name;
-    json_t *(*entry)(struct mcp_server *s); /* its tools/list entry (latest version's shape) */
+    enum srv_version since;                 /* the first version that lists it */
+    json_t *(*entry)(struct mcp_server *s); /* its tools/list entry but the name (latest shape) */
     srv_tool_fn *call;
     unsigned surfaces;
 };
@@ -54,11 +65,15 @@ struct mcp_server {
     struct mcp_registry *registry;
     const struct srv_tool_def *defs[SRV_MAX_TOOLS]; /* the tools listed, in order */
     size_t n_defs;
-    json_t *tools[3];  /* tools/list entries for 2025-06-18 and later, 2025-03-26, 2024-11-05 */
-    json_t *resources; /* resources/list entries */
+    json_t *tools[SRV_N_VERSIONS]; /* tools/list entries for each version */
+    json_t *resources;             /* resources/list entries */
     pthread_mutex_t bg_lock;
     pthread_cond_t bg_cond;
     unsigned bg_threads; /* cancellers running */
+    /* Set up behind the first answers (mcp_server_new_pending): sessions, registry and the
+     * catalog are there once ready is 1; -errno when the set-up failed. Under bg_lock. */
+    int ready;
+    pthread_cond_t ready_cond;
 };
 
 struct srv_exec;
@@ -91,6 +106,7 @@ struct mcp_server_conn {
     bool closed;
     struct srv_sandbox *sandboxes; /* creation order; the first automatic one is "default" */
     unsigned n_sandboxes;
+    char spare[65]; /* a session made ahead for the first sandbox (mcp_server_conn_prepare) */
     struct srv_call *calls;
     unsigned n_calls;
     bool elicit;                /* the client declared form elicitation (2025-06-18 and later) */
@@ -101,10 +117,10 @@ struct mcp_server_conn {
 
 /* ---- server.c ----------------------------------------------------------------------------- */
 
-/* The connection's protocol version is version or later (the latest before initialize):
- * 2025-06-18 brought titles, outputSchema and structuredContent; 2025-03-26 tool annotations
- * and the message of progress notifications. */
-bool srv_since(const struct mcp_server_conn *c, const char *version);
+/* The connection's protocol version (the latest before initialize). */
+enum srv_version srv_version_of(const struct mcp_server_conn *c);
+/* The connection's protocol version is v or later. */
+bool srv_since(const struct mcp_server_conn *c, enum srv_version v);
 /* A JSON-RPC error response (new reference); data is stolen and optional (NULL: none, also when
  * it could not be built: the error itself is what matters). */
 json_t *srv_error(json_t *id, int code, json_t *data, const char *fmt, ...) _printf_(4, 5);
@@ -112,6 +128,8 @@ json_t *srv_error(json_t *id, int code, json_t *data, const char *fmt, ...) _pri
  * cancelled already. */
 bool srv_call_executing(struct mcp_server_conn *c, struct srv_call *k, const char *sandbox);
 bool srv_call_cancelled(struct mcp_server_conn *c, struct srv_call *k);
+/* The name of the tool the call is for (the tool table's: handlers name their tool with it). */
+const char *srv_call_tool(const struct srv_call *k);
 /* Start fn(arg) on a detached thread that mcp_server_free() waits for; the thread calls
  * srv_bg_done(s) last. 0, or -errno (nothing started). */
 int srv_bg_start(struct mcp_server *s, void *(*fn)(void *), void *arg);
