@@ -12,6 +12,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "api/status.h"
 #include "app/tenant.h"
 #include "proto/jsonrpc.h"
 #include "util/log.h"
@@ -185,9 +186,11 @@ bool policy_operator(const struct policy *p, const struct http_request *req)
     return policy_token(p, req, &op, &t) == POLICY_OK && op;
 }
 
-int policy_status(enum policy_verdict v)
+enum sbx_errkind policy_kind(enum policy_verdict v)
 {
-    return v == POLICY_OK ? 200 : v == POLICY_BAD_HOST || v == POLICY_BAD_ORIGIN ? 403 : 401;
+    return v == POLICY_OK                                   ? SBX_ERR_NONE
+           : v == POLICY_BAD_HOST || v == POLICY_BAD_ORIGIN ? SBX_ERR_FORBIDDEN
+                                                            : SBX_ERR_UNAUTHORIZED;
 }
 
 const char *policy_message(enum policy_verdict v)
@@ -201,17 +204,14 @@ const char *policy_message(enum policy_verdict v)
 
 void policy_refuse(enum policy_verdict v, bool jsonrpc, struct http_reply *reply)
 {
-    int status = policy_status(v);
-    const char *code = status == 403 ? "FORBIDDEN" : "UNAUTHORIZED";
+    enum sbx_errkind kind = policy_kind(v);
     const char *msg = policy_message(v);
-    if (jsonrpc) {
-        json_decref(reply->body);
-        reply->status = status;
-        reply->body = jsonrpc_error_new(NULL, JSONRPC_INVALID_REQUEST, msg, NULL);
-    } else {
-        http_reply_error(reply, status, code, NULL, "%s", msg);
-    }
-    if (status == 401)
+    if (jsonrpc)
+        api_reply_jsonrpc(reply, kind, JSONRPC_INVALID_REQUEST, msg, NULL);
+    else
+        api_reply_error(reply, kind, kind == SBX_ERR_FORBIDDEN ? "FORBIDDEN" : "UNAUTHORIZED", NULL,
+                        "%s", msg);
+    if (kind == SBX_ERR_UNAUTHORIZED)
         http_reply_header(reply, "WWW-Authenticate",
                           v == POLICY_BAD_TOKEN
                               ? "Bearer realm=\"sandboxd\", error=\"invalid_token\""

@@ -67,15 +67,16 @@ enum policy_verdict policy_check_key(const struct policy *p, const char *key,
                                      struct tenant **ret_tenant);
 /* Whether keys are required at all (--api-token or --tenants). */
 bool policy_requires_key(const struct policy *p);
-/* The status of a refusal (403 Host or Origin, 401 the token) and what it says (static). */
-int policy_status(enum policy_verdict v);
+/* The kind of a refusal (FORBIDDEN: Host or Origin; UNAUTHORIZED: the token) and what it says
+ * (static). */
+enum sbx_errkind policy_kind(enum policy_verdict v);
 const char *policy_message(enum policy_verdict v);
 /* Does req come from the operator: its --api-token, or anyone when neither a token nor tenants
  * are configured? (A tenant is not the operator.) For the open paths, which policy_check()
  * lets through unauthenticated. */
 bool policy_operator(const struct policy *p, const struct http_request *req);
-/* Fill reply for a refusal: 403 or 401 (with WWW-Authenticate), the body a JSON-RPC error
- * without id when jsonrpc (for /mcp), else {"error": {code, message}}. */
+/* Fill reply for a refusal: FORBIDDEN or UNAUTHORIZED (with WWW-Authenticate), the body a JSON-RPC
+ * error without id when jsonrpc (for /mcp), else {"error": {code, message}}. */
 void policy_refuse(enum policy_verdict v, bool jsonrpc, struct http_reply *reply);
 
 #endif

@@ -176,7 +176,7 @@ static void mcp_line(struct mcp_stdio *m, const char *line, size_t len)
     if (slow && !room) {
         /* Refused at once rather than run on the reading thread, which must stay free. */
         json_t *id = json_object_get(msg, "id");
-        json_t *e = jsonrpc_error_new(jsonrpc_id_valid(id) ? id : NULL, -32000,
+        json_t *e = jsonrpc_error_new(jsonrpc_id_valid(id) ? id : NULL, JSONRPC_SERVER_ERROR,
                                       "Server busy: too many requests are running", NULL);
         if (e)
             mcp_write(m, e);

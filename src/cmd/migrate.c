@@ -353,14 +353,15 @@ int cmd_migrate(int argc, char **argv)
         common_done(&common);
         return 1;
     }
-    _cleanup_free_ char *why = NULL;
+    _cleanup_sbx_error_ struct sbx_error why = {0};
     struct workspace_store *store = NULL;
     struct workspace *w = NULL;
     struct workspace_limits wl = {
         .max_value = 1u << 20, .max_bytes = 64u << 20, .max_entries = 10000, .max_file = 16u << 20};
     int r = trust_make_dir(state, &why);
     if (r < 0)
-        log_error("migrate: refusing the state directory %s: %s", state, why ? why : "unsafe");
+        log_error("migrate: refusing the state directory %s: %s", state,
+                  why.message ? why.message : "unsafe");
     else if ((r = workspace_store_new(state, &wl, &store)) < 0 ||
              (r = workspace_open(store, workspace, NULL, true, &w)) < 0)
         log_errno(LOG_ERROR, r, "migrate: the workspace %s in %s is unavailable", workspace, state);

@@ -66,6 +66,17 @@ const char *connect_code_of(const struct sbx_error *e)
     case SBX_ERR_UNAVAILABLE:
     case SBX_ERR_UPSTREAM:
         return "unavailable";
+    case SBX_ERR_FORBIDDEN:
+        return "permission_denied";
+    case SBX_ERR_CONFLICT:
+        return "failed_precondition";
+    case SBX_ERR_UNAUTHORIZED:
+        return "unauthenticated";
+    case SBX_ERR_METHOD:
+        return "unimplemented";
+    case SBX_ERR_MEDIA_TYPE:
+    case SBX_ERR_NOT_ACCEPTABLE:
+        return "invalid_argument";
     case SBX_ERR_NONE:
     case SBX_ERR_INTERNAL:
     case SBX_ERR_KIND_COUNT_:

@@ -83,10 +83,11 @@ void e2b_stream_error(struct http_reply *reply, struct sbx_error *err)
     sbx_error_clear(err);
 }
 
-void e2b_refuse(const struct http_request *req, int status, const char *message,
+void e2b_refuse(const struct http_request *req, enum sbx_errkind kind, const char *message,
                 struct http_reply *reply)
 {
     const char *path = req->path + 4; /* after "/e2b" */
+    int status = e2b_status_of(&(struct sbx_error){.kind = kind});
     if (!e2b_is_data_plane(req)) {
         e2b_reply_status(reply, E2B_SURFACE_API, status, message);
         return;

@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include "http/server.h"
+#include "util/error.h"
 
 struct sessions;
 struct profiles;
@@ -62,9 +63,10 @@ bool e2b_is_data_plane(const struct http_request *req);
  * control plane; on the data plane only when one was sent, else the sandbox's token must). */
 void e2b_route(struct e2b *e, const struct http_request *req, const char *path,
                struct tenant *tenant, bool keyed, struct http_reply *reply);
-/* api/'s refusal (401 a wrong or missing key, 403 Host or Origin) in the shape of the surface
- * the request was for. */
-void e2b_refuse(const struct http_request *req, int status, const char *message,
+/* api/'s refusal (UNAUTHORIZED a wrong or missing key, FORBIDDEN Host or Origin, METHOD and
+ * NOT_FOUND of the route table, UNAVAILABLE while draining) with E2B's status for the kind, in
+ * the shape of the surface the request was for. */
+void e2b_refuse(const struct http_request *req, enum sbx_errkind kind, const char *message,
                 struct http_reply *reply);
 
 #endif

@@ -260,10 +260,12 @@ static void e2b_files(struct e2b_sandbox *sb, const struct http_request *req,
         int fd = -1;
         uint64_t len = 0;
         r = session_files_open(dir, rel, sb->e->opt.file_max, uid, gid, &fd, &len);
-        if (r == 0)
-            http_reply_download(reply, fd, len);
-        else
+        if (r < 0) {
             e2b_files_error(reply, r, path);
+        } else {
+            reply->status = 200;
+            http_reply_download(reply, fd, len);
+        }
     } else {
         struct e2b_upload u = {.dir = dir,
                                .uid = uid,

@@ -17,9 +17,11 @@
 /* The status of each kind on E2B's surfaces. Not api/status.c's: E2B has no 410, a sandbox
  * that ended is simply not found (the SDKs raise NotFoundError for 404 only). */
 static const int e2b_kind_status[SBX_ERR_KIND_COUNT_] = {
-    [SBX_ERR_NONE] = 200,        [SBX_ERR_INVALID] = 400,   [SBX_ERR_NOT_FOUND] = 404,
-    [SBX_ERR_GONE] = 404,        [SBX_ERR_TOO_LARGE] = 413, [SBX_ERR_LIMIT] = 429,
-    [SBX_ERR_UNAVAILABLE] = 503, [SBX_ERR_UPSTREAM] = 502,  [SBX_ERR_INTERNAL] = 500,
+    [SBX_ERR_NONE] = 200,        [SBX_ERR_INVALID] = 400,    [SBX_ERR_NOT_FOUND] = 404,
+    [SBX_ERR_GONE] = 404,        [SBX_ERR_TOO_LARGE] = 413,  [SBX_ERR_LIMIT] = 429,
+    [SBX_ERR_UNAVAILABLE] = 503, [SBX_ERR_UPSTREAM] = 502,   [SBX_ERR_INTERNAL] = 500,
+    [SBX_ERR_FORBIDDEN] = 403,   [SBX_ERR_CONFLICT] = 409,   [SBX_ERR_UNAUTHORIZED] = 401,
+    [SBX_ERR_METHOD] = 405,      [SBX_ERR_MEDIA_TYPE] = 415, [SBX_ERR_NOT_ACCEPTABLE] = 406,
 };
 
 int e2b_status_of(const struct sbx_error *e)

@@ -136,7 +136,6 @@ void http_reply_file(struct http_reply *r, int fd, uint64_t len)
 
 void http_reply_download(struct http_reply *r, int fd, uint64_t len)
 {
-    r->status = 200;
     http_reply_file(r, fd, len);
     r->content_type = "application/octet-stream";
     http_reply_header(r, "X-Content-Type-Options", "nosniff");

@@ -94,8 +94,8 @@ void http_reply_header(struct http_reply *r, const char *name, const char *value
  * file may change meanwhile: a body that ends early closes the connection, one that grew is
  * cut at len. */
 void http_reply_file(struct http_reply *r, int fd, uint64_t len);
-/* 200 with http_reply_file(fd, len) as application/octet-stream, which a browser must not sniff
- * into something it would run: a file of a sandbox, downloaded. */
+/* http_reply_file(fd, len) as application/octet-stream, which a browser must not sniff into
+ * something it would run: a file of a sandbox, downloaded (the route sets the status). */
 void http_reply_download(struct http_reply *r, int fd, uint64_t len);
 /* The reply's bytes count against owner's share of the reply budget (and the total). False,
  * with reply filled as 503 REPLY_BUDGET and Retry-After, when the total or that share is

@@ -48,11 +48,11 @@ int workspace_store_new(const char *state_dir, const struct workspace_limits *li
     _cleanup_free_ char *root = NULL;
     if (asprintf(&root, "%s/workspaces", state_dir) < 0)
         return -ENOMEM;
-    _cleanup_free_ char *why = NULL;
+    _cleanup_sbx_error_ struct sbx_error why = {0};
     int r = trust_make_dir(root, &why);
     if (r < 0)
         return log_errno(LOG_ERROR, r, "workspace: %s (set --state-dir)",
-                         why ? why : "cannot create the store");
+                         why.message ? why.message : "cannot create the store");
     struct workspace_store *s = calloc(1, sizeof(*s));
     if (!s)
         return -ENOMEM;

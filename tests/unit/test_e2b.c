@@ -161,6 +161,28 @@ static void error_shapes(void **state)
     http_reply_done(&r);
 }
 
+/* Every kind of util/error.h has E2B's status and a Connect code: a kind added there without a
+ * row in e2b/error.c would answer status 0. */
+static void every_kind_has_a_status(void **state)
+{
+    (void)state;
+    for (int k = 0; k < SBX_ERR_KIND_COUNT_; k++) {
+        struct sbx_error e = {.kind = (enum sbx_errkind)k};
+        int status = e2b_status_of(&e);
+        if (status < 200 || status > 599)
+            fail_msg("kind %s has E2B status %d", sbx_errkind_name(e.kind), status);
+        assert_non_null(connect_code_name(connect_code_of(&e)));
+    }
+    struct sbx_error e = {.kind = SBX_ERR_UNAUTHORIZED};
+    assert_int_equal(e2b_status_of(&e), 401);
+    assert_string_equal(connect_code_of(&e), "unauthenticated");
+    e.kind = SBX_ERR_METHOD;
+    assert_int_equal(e2b_status_of(&e), 405);
+    e.kind = SBX_ERR_FORBIDDEN;
+    assert_int_equal(e2b_status_of(&e), 403);
+    assert_string_equal(connect_code_of(&e), "permission_denied");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -168,6 +190,7 @@ int main(void)
         cmocka_unit_test(codes),
         cmocka_unit_test(lines),
         cmocka_unit_test(error_shapes),
+        cmocka_unit_test(every_kind_has_a_status),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
