@@ -15,6 +15,8 @@ PACKAGES=(
   python3 python3-jinja2 python3-jsonschema python3-yaml
   # data work in the jail (the datascience profile); they pull in BLAS, fonts and their data
   python3-numpy python3-pandas python3-matplotlib
+  # the code interpreter's display formatter (E2B's runCode results; docs/E2B.md)
+  python3-ipython
   # tests and benchmarks
   python3-pytest python3-pyflakes valgrind curl wrk bubblewrap util-linux procps iproute2 nodejs npm
   python3-jupyter-client python3-ipykernel python3-fastapi python3-uvicorn

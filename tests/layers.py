@@ -32,6 +32,7 @@ LAYERS = [
     "flow",
     "handlers",
     "mcp/server",
+    "e2b",
     "web",
     "api",
     "cmd",

@@ -84,29 +84,19 @@ class Channel:
 
     def _take(self):
         """Append what can be read without blocking to the buffer."""
-        while True:
-            try:
-                data = os.read(self.fd, 1 << 16)
-            except BlockingIOError:
-                return
-            if not data:
-                os._exit(0)  # the host closed the session
-            self.buf += data
+        if not proto.take_available(self.fd, self.buf):
+            os._exit(0)  # the host closed the session
 
     def _dispatch_buffered(self):
         for msg in self._frames():
             self.dispatch(msg)
 
     def _frames(self):
-        while len(self.buf) >= 4:
-            n = int.from_bytes(self.buf[:4], "big")
-            if n > proto.MAX_FRAME:
-                os._exit(3)
-            if len(self.buf) < 4 + n:
-                return
-            body = bytes(self.buf[4:4 + n])
-            del self.buf[:4 + n]
-            yield json.loads(body)
+        try:
+            for body in proto.split_frames(self.buf):
+                yield json.loads(body)
+        except proto.ProtocolError:
+            os._exit(3)
 
     def pump(self):
         """Read what is there and dispatch it."""

@@ -116,6 +116,10 @@ def handle(job):
         from sandboxd_runtime import session
 
         session.serve(job)  # never returns: the process is a session from now on
+    if kind == "e2b":
+        from sandboxd_runtime import e2b
+
+        e2b.serve(job)  # never returns: an agent session's interpreter (session.h)
     return errors.error("INTERNAL", "unknown job type %r" % (kind,))
 
 
@@ -201,6 +205,11 @@ def serve_one(warm=True, profile=None):
     os.set_inheritable(proto.FD, False)  # user subprocesses must not hold the channel
     if warm:
         warm_up(profile)
+        e2b = sys.modules.get("sandboxd_runtime.e2b")
+        if e2b is not None:
+            # The code-interpreter profile (docs/E2B.md): the first context of the sandbox this
+            # interpreter may become, forked and warmed up now rather than on its first request.
+            e2b.prefork()
     # The faults so far (fork, confinement, warm-up) go to the pool's statistics.
     proto.write({"type": "ready", "pid": os.getpid(), "minFlt": faults()})
     while True:

@@ -31,6 +31,8 @@ const struct api_route_def api_routes[] = {
     {"/v1/workspaces/{name}/memories", API_GET, 0},
     {"/v1/workspaces/{name}/memories/{key}", API_DELETE, API_ROUTE_TAIL},
     {"/mcp", API_POST | API_DELETE, 0},
+    /* E2B's API (docs/E2B.md): its own protocol's paths, routed by e2b/ */
+    {"/e2b/{path}", API_GET | API_POST | API_PUT | API_DELETE, API_ROUTE_TAIL},
     {"/ui", API_GET, API_ROUTE_SLASH},
     {"/ui/{asset}", API_GET, 0},
     {"/openapi.json", API_GET, 0},

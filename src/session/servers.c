@@ -144,6 +144,12 @@ int sessions_add_servers(struct sessions *ss, const char *id, json_t *names, str
         sbx_error_set(err, SBX_ERR_NOT_FOUND, "SESSION_NOT_FOUND", NULL, "no session %s", id);
         return -ENOENT;
     }
+    if (s->agent) {
+        sbx_error_set(err, SBX_ERR_INVALID, "AGENT_SESSION", NULL,
+                      "session %s serves the %s protocol; it loads no MCP servers", id, s->agent);
+        session_unref(s);
+        return -EINVAL;
+    }
     /* One loader at a time per session (exec_lock is not taken: a running execution may go on,
      * and sees the proxies appear): two callers cannot both send the same server. */
     pthread_mutex_lock(&s->servers_lock);

@@ -379,6 +379,12 @@ static int session_prepare(struct sessions *ss, struct session *s, const struct 
     }
     if (c->compat)
         json_object_set_new(job, "compat", json_string(c->compat));
+    if (c->agent) { /* the runtime mode it serves instead of a Python session */
+        s->agent = c->agent;
+        json_object_set_new(job, "type", json_string(c->agent));
+        if (json_is_object(c->agent_init))
+            json_object_update(job, c->agent_init);
+    }
     return 0;
 }
 
@@ -448,9 +454,11 @@ static int session_publish(struct sessions *ss, struct session *s, const struct 
                            const struct exec_outcome *o, bool hit, json_t **ret_info,
                            struct sbx_error *err)
 {
-    int r =
-        session_cpu_init(&s->cpu, ss->cpuw, s->cell->pid, s->cell->pidfd, s->serial, ss->opt.nproc);
-    if (r < 0)
+    /* An agent's work lives between requests by design: no CPU rule (see session.h). */
+    int r = s->agent ? -EOPNOTSUPP
+                     : session_cpu_init(&s->cpu, ss->cpuw, s->cell->pid, s->cell->pidfd, s->serial,
+                                        ss->opt.nproc);
+    if (r < 0 && !s->agent)
         log_errno(LOG_WARN, r, "session %s: the CPU budget between executions cannot be enforced",
                   s->id);
     s->cpu_rule = r == 0;
@@ -654,6 +662,13 @@ static int session_run_begin(struct sessions *ss, const char *id, struct session
                           "no session %s (it may have ended or been reaped)", id);
         pthread_mutex_unlock(&ss->lock);
         return down ? -ESHUTDOWN : -ENOENT;
+    }
+    if (s->agent) {
+        sbx_error_set(err, SBX_ERR_INVALID, "AGENT_SESSION", NULL,
+                      "session %s serves the %s protocol (docs/E2B.md); it runs no /execute", id,
+                      s->agent);
+        session_unref(s);
+        return -EINVAL;
     }
     pthread_mutex_lock(&s->exec_lock);
     if (!tenant_run_begin(s->tenant, "session")) {
@@ -889,7 +904,7 @@ int sessions_interrupt(struct sessions *ss, const char *id)
     HASH_FIND_STR(ss->table, id, s);
     /* Signalled under the lock: the table's reference keeps the cell alive, and RUNNING
      * cannot end (the execution end) without the lock. */
-    int r = !s ? -ENOENT : s->state != SESSION_RUNNING || !s->cell ? -EALREADY : 0;
+    int r = !s ? -ENOENT : s->agent || s->state != SESSION_RUNNING || !s->cell ? -EALREADY : 0;
     if (r == 0 && syscall(SYS_pidfd_send_signal, s->cell->pidfd, SIGINT, NULL, 0) < 0)
         r = -errno;
     pthread_mutex_unlock(&ss->lock);

@@ -80,6 +80,11 @@ struct session_create {
     json_t *network;        /* borrowed {"allow": [patterns]} (docs/NETWORK.md), may be NULL */
     const char *compat;     /* NULL, or "code-execution-mode": the runtime answers as the
                              * upstream bridge does (its init job says so); static */
+    /* NULL: a Python session (CONTRACT §9). Else an agent session: its interpreter serves this
+     * runtime mode instead ("e2b": runtime/sandboxd_runtime/e2b.py), a protocol of its own that
+     * sessions_serve() and sessions_send() carry; the init job has this type. Static. */
+    const char *agent;
+    json_t *agent_init; /* borrowed object merged into an agent's init job, may be NULL */
 };
 
 /* Streaming of one execution; callbacks run on the executing thread. */
@@ -183,6 +188,32 @@ int sessions_tool_docs(struct sessions *s, json_t *servers, const char *detail, 
  * the code, so a caller that must stop an execution repeats it and finally deletes the session.
  * 0 when sent, -ENOENT for an unknown id, -EALREADY when no execution is running. */
 int sessions_interrupt(struct sessions *s, const char *id);
+/* ---- agent sessions (session_create.agent) ----
+ * An agent session's interpreter is not driven one execution at a time: it serves a protocol of
+ * its own, and what it runs (commands, interpreters) lives as long as the session. So the CPU
+ * rule between executions (cpu.h) does not apply; its owner bounds its life instead (the E2B
+ * layer: its timeout, sessions_end()). It counts as busy while it is served, and the idle
+ * reaper leaves it alone; /execute, interrupt and add_servers refuse it. */
+struct session_agent {
+    void *userdata;
+    /* A frame of the interpreter (borrowed; untrusted: the sandbox wrote it). Runs on the
+     * serving thread and must not block. */
+    void (*on_frame)(void *userdata, json_t *msg);
+    /* What the interpreter itself wrote on stdout or stderr (1, 2); may be NULL. */
+    void (*on_output)(void *userdata, int stream, const char *data, size_t len);
+};
+
+/* Carry agent session id's frames on the calling thread until the session ends: every frame the
+ * interpreter sends goes to a->on_frame, and what sessions_send() queued is written as the
+ * interpreter reads. Returns 0 once the session ended (deleted, reaped by its owner, shut down,
+ * or its interpreter died), with why in *err (GONE); <0 with *err when it cannot be served
+ * (NOT_FOUND: unknown; INVALID: not an agent session, or served already). */
+int sessions_serve(struct sessions *s, const char *id, const struct session_agent *a,
+                   struct sbx_error *err);
+/* Queue one frame for agent session id's interpreter; never blocks (session_send()). 0,
+ * -ENOENT (no such live session), -EPIPE (its interpreter is gone), -ENOBUFS, -ENOMEM. */
+int sessions_send(struct sessions *s, const char *id, const json_t *msg);
+
 /* The working directory (/tmp) of session id as the host reaches it: an O_PATH directory fd
  * opened through /proc/PID/root of the live interpreter (caller closes; session/files.h works
  * beneath it), and the host ids its sandbox runs as (owner of what the host creates there).

@@ -253,6 +253,7 @@ def answers(srv):
     rec("DELETE", "/mcp")
     rec("POST", "/mcp", {"jsonrpc": "2.0", "id": 1, "method": "ping"}, auth=False)
     rec("GET", "/mcp")
+    e2b(rec)
     # the console and this document
     ui = rec("GET", "/ui", auth=False)
     etag = srv.request("GET", "/ui", fresh=True).header("ETag")
@@ -271,6 +272,41 @@ def answers(srv):
     rec("GET", "/v1/sessions/%s/nothing" % sid)
     assert ui["status"] == 200
     return out
+
+
+def e2b(rec):
+    """E2B's API under /e2b (docs/E2B.md): its control plane with the key, a sandbox's envd,
+    Connect calls and code interpreter with the sandbox's own token, and the refusals."""
+    made = rec("POST", "/e2b/v2/sandboxes", {"templateID": "base", "timeout": 60})
+    assert made["status"] == 201, made
+    sid, token = made["body"]["sandboxID"], made["body"]["envdAccessToken"]
+    envd = {"E2b-Sandbox-Id": sid, "E2b-Sandbox-Port": "49983", "X-Access-Token": token}
+    interp = dict(envd, **{"E2b-Sandbox-Port": "49999"})
+    rec("GET", "/e2b/v2/sandboxes")
+    rec("GET", "/e2b/sandboxes/" + sid)
+    rec("POST", "/e2b/sandboxes/%s/timeout" % sid, {"timeout": 120})
+    rec("POST", "/e2b/v2/sandboxes", {"templateID": "no-such-template"})
+    rec("POST", "/e2b/v2/sandboxes", {"templateID": "base"}, auth=False)
+    rec("GET", "/e2b/sandboxes/vm.00000000000000000000000000000000")
+    rec("PUT", "/e2b/sandboxes/%s/network" % sid, {"allowOut": []})
+    rec("GET", "/e2b/health", headers=envd, auth=False)
+    rec("POST", "/e2b/files?path=/home/user/a.txt", b"hello",
+        headers=dict(envd, **{"Content-Type": "application/octet-stream"}), auth=False, raw=True)
+    got = rec("GET", "/e2b/files?path=/home/user/a.txt", headers=envd, auth=False)
+    assert got["status"] == 200 and got["raw"] == "hello", got
+    rec("GET", "/e2b/files?path=/etc/passwd", headers=envd, auth=False)
+    rec("POST", "/e2b/filesystem.Filesystem/Stat", {"path": "/home/user/none"},
+        headers=envd, auth=False)
+    ran = rec("POST", "/e2b/execute", {"code": "6*7"}, headers=interp, auth=False)
+    assert ran["contentType"] == "application/x-ndjson" and '"42"' in ran["raw"], ran
+    rec("GET", "/e2b/contexts", headers=interp, auth=False)
+    rec("DELETE", "/e2b/contexts/00000000-0000-0000-0000-000000000000", headers=interp,
+        auth=False)
+    rec("GET", "/e2b/health", headers=dict(envd, **{"X-Access-Token": "0" * 64}), auth=False)
+    rec("DELETE", "/e2b/sandboxes/" + sid)
+    rec("DELETE", "/e2b/sandboxes/" + sid)
+    rec("PATCH", "/e2b/sandboxes/" + sid)  # not a method of the route table: 405
+    rec("GET", "/e2b")
 
 
 def approvals(srv, rec):
