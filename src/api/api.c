@@ -233,7 +233,7 @@ static void api_healthz(struct api *api, const struct http_request *req, struct 
         lost |= json_object_set_new(reply->body, "reuse", reuse_stats(a->reuse));
         lost |= json_object_set_new(reply->body, "egress",
                                     a->egress ? egress_proxy_describe(a->egress)
-                                              : json_pack("{s:o}", "allow", json_array()));
+                                              : json_pack("{s:[], s:[]}", "allow", "recent"));
     }
     if (reply->body && api->sessions)
         lost |= json_object_set_new(reply->body, "sessions", sessions_stats(api->sessions));
@@ -529,6 +529,8 @@ void api_route(void *userdata, const struct http_request *req, struct http_reply
             api_reply_method(reply, "GET");
     } else if (sessions) {
         api_sessions_route(api, req, path + 12, tenant, reply);
+    } else if (strcmp(path, "/v1/approvals") == 0) {
+        api_approvals_route(api, tenant, reply);
     } else if (strncmp(path, "/v1/workspaces/", 15) == 0) {
         api_workspaces_route(api, req, path + 14, tenant, reply);
     } else if (strcmp(path, "/mcp") == 0 && api->mcp) {

@@ -25,6 +25,7 @@ const struct api_route_def api_routes[] = {
     {"/v1/sessions/{id}/files/{path}", API_GET | API_PUT | API_DELETE, API_ROUTE_TAIL},
     {"/v1/sessions/{id}/approvals", API_GET, 0},
     {"/v1/sessions/{id}/approvals/{approvalId}", API_POST, 0},
+    {"/v1/approvals", API_GET, 0},
     {"/v1/session-options", API_GET, 0},
     {"/v1/workspaces/{name}/tools", API_GET, 0},
     {"/v1/workspaces/{name}/tools/{tool}", API_DELETE, API_ROUTE_TAIL},

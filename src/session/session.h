@@ -165,8 +165,14 @@ int sessions_execute(struct sessions *s, const char *id, const char *code, int64
                      const struct session_stream *stream, json_t **ret_result,
                      struct sbx_error *err);
 /* The tool calls of session id that wait for a person's decision (policy ask), oldest first:
- * [{id, server, tool, arguments}] in *ret (new reference); -ENOENT for an unknown session. */
+ * [{id, server, tool, arguments}] in *ret (new reference); -ENOENT for an unknown session,
+ * -ENOMEM. */
 int sessions_approvals(struct sessions *s, const char *id, json_t **ret);
+/* The same over every session tenant may see (its own; NULL: the operator, all of them), oldest
+ * first, each with its sessionId: [{id, sessionId, server, tool, arguments}] in *ret (new
+ * reference). 0, or -ENOMEM with *err (INTERNAL). */
+int sessions_approvals_all(struct sessions *s, const struct tenant *tenant, json_t **ret,
+                           struct sbx_error *err);
 /* Decide the waiting call aid of session id: approve sends it to its server, refuse answers the
  * code with ApprovalDenied. 0; -ENOENT with *err (NOT_FOUND: no such session; or
  * APPROVAL_NOT_FOUND: no such call waits, it was decided, timed out, or its execution ended). */

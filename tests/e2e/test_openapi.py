@@ -29,6 +29,7 @@ AUTH = {"Authorization": "Bearer " + TOKEN}
 # Offline and quiet: no telemetry, no update check.
 NODE_ENV = {"REDOCLY_TELEMETRY": "off", "REDOCLY_SUPPRESS_UPDATE_NOTICE": "true",
             "PATH": "/usr/bin:/bin"}
+EGRESS_HOST = "api.test:9"  # discard: nothing listens there
 
 
 class Loader(yaml.SafeLoader):
@@ -68,9 +69,11 @@ def check(doc, records):
 @pytest.fixture(scope="module")
 def served(mcp_config):
     """The server, and the document it serves (without a token). Every tool of "everything"
-    waits for a person (the approvals routes)."""
+    waits for a person (the approvals routes); the egress proxy allows one host (pinned to a
+    port of the loopback where nothing listens), so that /healthz has decisions to show."""
     s = Server("--pool-size", "2", "--api-token", TOKEN, "--mcp-config", mcp_config,
-               "--approval", "everything.*=ask",
+               "--approval", "everything.*=ask", "--egress-allow", EGRESS_HOST,
+               "--egress-resolve", EGRESS_HOST + ":127.0.0.1",
                definitions=pathlib.Path(__file__).resolve().parent / "apps")
     r = s.request("GET", "/openapi.json", fresh=True)
     assert r.status == 200 and r.header("Content-Type") == "application/json", r
@@ -176,8 +179,16 @@ def answers(srv):
         headers={"Authorization": "Bearer wrong"})
     rec("POST", "/execute", jit_request("handlers/basic.py", "add"), headers={"Host": "evil.example"})
     rec("GET", "/execute")
-    # probes, health, metrics, definitions
-    rec("GET", "/healthz")
+    # probes, health (with egress decisions: one allowed whose connection failed, one denied),
+    # metrics, definitions
+    egress = ("import urllib.request\nfor url in ('http://%s/', 'http://evil.test:9/'):\n"
+              "    try:\n        urllib.request.urlopen(url, timeout=10)\n"
+              "    except Exception as e:\n        print(e)\n" % EGRESS_HOST)
+    rec("POST", "/execute", executor_request(egress, network={"allow": [EGRESS_HOST]}))
+    health = rec("GET", "/healthz")
+    recent = health["body"]["egress"]["recent"]
+    assert [(d["decision"], d["host"]) for d in recent[:2]] == \
+        [("denied", "evil.test"), ("allowed", "api.test")], recent
     rec("GET", "/healthz", auth=False)
     rec("GET", "/livez", auth=False)
     rec("GET", "/readyz", auth=False)
@@ -315,6 +326,8 @@ def approvals(srv, rec):
     sid = rec("POST", "/v1/sessions", {"servers": ["everything"]})["body"]["sessionId"]
     base = "/v1/sessions/%s/approvals" % sid
     rec("GET", base)
+    rec("GET", "/v1/approvals", auth=False)
+    rec("POST", "/v1/approvals", {})
     done = {}
     t = threading.Thread(target=lambda: done.update(r=srv.request(
         "POST", "/v1/sessions/%s/execute" % sid, json.dumps(
@@ -328,6 +341,8 @@ def approvals(srv, rec):
             break
         time.sleep(0.1)
     assert waiting, "no call waited for approval"
+    every = rec("GET", "/v1/approvals")["body"]["approvals"]
+    assert [(a["id"], a["sessionId"]) for a in every] == [(waiting[0]["id"], sid)], every
     one = base + "/" + waiting[0]["id"]
     rec("POST", one, {"approve": "yes"})
     rec("POST", one, "x", headers={"Content-Type": "text/plain"}, raw=True)

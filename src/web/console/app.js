@@ -161,7 +161,7 @@ async function refreshSessions() {
   }
   renderSessions($("sessions-body"), $("sessions-empty"), list, sessionsUi);
   if (state.operator) operate.showTenants(list);
-  await approvals.refresh(list);
+  await approvals.refresh();
 }
 
 async function refreshHealth() {
@@ -242,7 +242,7 @@ function every(ms, fn) {
 async function loadContract() {
   try {
     const doc = await call("GET", "/openapi.json");
-    approvals.setSupported("/v1/sessions/{id}/approvals" in (doc.paths || {}));
+    approvals.setSupported("/v1/approvals" in (doc.paths || {}));
   } catch (e) {
     failed("options", e);
   }
@@ -267,7 +267,7 @@ async function enter() {
 
 const approvals = new Approvals($("approvals-list"), $("approvals-empty"), (m) => say("approvals", m));
 const operate = new Operate({ chart: $("chart"), pool: $("pool"), tenants: $("tenants"),
-  egress: $("egress"), egressLog: $("egress-log") });
+  egress: $("egress"), egressRecent: $("egress-recent-body") });
 const editor = setupEditor($("code"), $("code-view"), run);
 
 $("token-save").addEventListener("click", login);
