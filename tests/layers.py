@@ -24,6 +24,7 @@ LAYERS = [
     "pool",
     "egress",
     "http",
+    "store",
     "framework",
     "mcp/client",
     "app",

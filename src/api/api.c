@@ -21,6 +21,7 @@
 #include "pool/pool.h"
 #include "pool/profile.h"
 #include "pool/reuse.h"
+#include "store/store.h"
 #include "util/buf.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -233,6 +234,8 @@ static void api_healthz(struct api *api, const struct http_request *req, struct 
     }
     if (reply->body && api->sessions)
         json_object_set_new(reply->body, "sessions", sessions_stats(api->sessions));
+    if (reply->body && api->store)
+        json_object_set_new(reply->body, "stateStore", store_describe(api->store));
 }
 
 /* Liveness: the process runs and its HTTP front answers. */
@@ -274,6 +277,10 @@ static void api_readyz(struct api *api, struct http_reply *reply)
     } else if (ps && !api_pool_can_fork(ps)) {
         status = "degraded";
         why = "the warm pool's zygotes died and are restarting";
+    } else if (api->store && !store_ready(api->store, &why)) {
+        /* Until the state store has answered once (a database down at start): sessions and
+         * workflows would fail, so the balancer sends nothing here yet. */
+        status = "store_unavailable";
     }
     json_decref(ps);
     reply->status = why ? 503 : 200;

@@ -23,6 +23,7 @@ struct api {
     struct sessions *sessions;      /* NULL: sessions disabled */
     struct mcp_http *mcp;           /* NULL: /mcp disabled */
     struct workspace_store *wstore; /* NULL: /v1/workspaces disabled */
+    struct store *store;            /* the state store (readiness, /healthz); NULL: none */
     /* set once the server runs (for /healthz and /metrics); NULL before */
     _Atomic(struct http_server *) http;
     atomic_bool draining; /* api_drain() was called */

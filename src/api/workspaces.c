@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/status.h"
 #include "app/tenant.h"
 #include "session/workspace.h"
 #include "util/log.h"
@@ -35,11 +36,12 @@ static void api_ws_method(struct http_reply *reply, const char *allow)
 static void api_ws_list(struct workspace *w, bool tools, struct http_reply *reply)
 {
     json_t *out = NULL;
-    char *why = NULL;
-    int r = tools ? workspace_tools(w, &out, &why) : workspace_list_memories(w, &out, &why);
+    struct sbx_error err = {0};
+    int r = tools ? workspace_tools(w, &out, &err) : workspace_list_memories(w, &out, &err);
     if (r < 0) {
-        http_reply_error(reply, 500, "INTERNAL", NULL, "%s", why ? why : "workspace unavailable");
-        free(why);
+        if (!err.message)
+            sbx_error_set(&err, SBX_ERR_INTERNAL, "INTERNAL", NULL, "workspace unavailable");
+        api_reply_sbx_error(reply, &err);
         return;
     }
     reply->status = 200;
@@ -55,14 +57,19 @@ static void api_ws_list(struct workspace *w, bool tools, struct http_reply *repl
 static void api_ws_delete(struct workspace *w, const char *key, bool tools, const char *item,
                           struct http_reply *reply)
 {
-    int r = tools ? workspace_delete_tool(w, item) : workspace_delete_memory(w, item);
+    struct sbx_error err = {0};
+    int r = tools ? workspace_delete_tool(w, item, &err) : workspace_delete_memory(w, item, &err);
     if (r == -ENOENT) {
+        sbx_error_clear(&err);
         http_reply_error(reply, 404, "NOT_FOUND", NULL, "workspace %s has no %s %.256s",
                          workspace_name(w), tools ? "tool" : "memory", item);
         return;
     }
     if (r < 0) {
-        http_reply_error(reply, 500, "INTERNAL", NULL, "cannot delete it: %s", strerror(-r));
+        if (!err.message)
+            sbx_error_set(&err, SBX_ERR_INTERNAL, "INTERNAL", NULL, "cannot delete it: %s",
+                          strerror(-r));
+        api_reply_sbx_error(reply, &err);
         return;
     }
     log_info("workspace %s: %s %.256s deleted over the API", key, tools ? "tool" : "memory", item);
@@ -119,14 +126,16 @@ void api_workspaces_route(struct api *api, const struct http_request *req, const
         return;
     }
     struct workspace *w = NULL;
-    struct workspace_share share = workspace_share_of(tenant);
-    int r = workspace_open(api->wstore, key, &share, false, &w);
+    struct store_share share = workspace_share_of(tenant);
+    struct sbx_error err = {0};
+    int r = workspace_open(api->wstore, key, &share, false, &w, &err);
     if (r == -ENOENT) {
+        sbx_error_clear(&err);
         http_reply_error(reply, 404, "NOT_FOUND", NULL, "no workspace %s", name);
         return;
     }
     if (r < 0) {
-        http_reply_error(reply, 500, "INTERNAL", NULL, "workspace %s: %s", name, strerror(-r));
+        api_reply_sbx_error(reply, &err);
         return;
     }
     if (item)

@@ -397,8 +397,9 @@ int cmd_mcp(int argc, char **argv)
         goto out;
     }
     log_fields(LOG_INFO, "sandboxd mcp ready on stdio",
-               json_pack("{s:b, s:o, s:s}", "pool", su.pool || su.session_pool, "mcpServers",
-                         mcp_registry_names(su.mcp), "stateDir", su.state_dir));
+               json_pack("{s:b, s:o, s:s?, s:o}", "pool", su.pool || su.session_pool, "mcpServers",
+                         mcp_registry_names(su.mcp), "stateDir", su.state_dir, "stateStore",
+                         store_describe(su.store)));
     mcp_loop(&m, in_fd, sig_fd);
     status = 0;
 out:

@@ -142,10 +142,10 @@ static void migrate_tools(struct workspace *w, const char *python, const char *r
         return;
     }
     json_t *have = NULL;
-    char *err = NULL;
+    struct sbx_error err = {0};
     if (workspace_tools(w, &have, &err) < 0) {
-        migrate_item(n, "file", file, err ? err : "the workspace cannot be read");
-        free(err);
+        migrate_item(n, "file", file, err.message ? err.message : "the workspace cannot be read");
+        sbx_error_clear(&err);
         json_decref(report);
         return;
     }
@@ -174,10 +174,10 @@ static void migrate_tools(struct workspace *w, const char *python, const char *r
                                   : "no source");
             continue;
         }
-        err = NULL;
         int r = workspace_save_tool(w, name, source, &err);
-        migrate_item(n, "tool", label ? label : name, r < 0 ? (err ? err : strerror(-r)) : NULL);
-        free(err);
+        migrate_item(n, "tool", label ? label : name,
+                     r < 0 ? (err.message ? err.message : strerror(-r)) : NULL);
+        sbx_error_clear(&err);
     }
     json_decref(have);
     json_decref(report);
@@ -228,13 +228,14 @@ static void migrate_memory(struct workspace *w, int dirfd, const char *fname,
     _cleanup_free_ char *created = migrate_time(json_object_get(doc, "created_at"));
     _cleanup_free_ char *updated = migrate_time(json_object_get(doc, "updated_at"));
     json_t *meta = json_object_get(doc, "metadata");
-    char *err = NULL;
+    struct sbx_error err = {0};
     r = stem ? workspace_import_memory(w, key ? key : stem, json_object_get(doc, "value"),
                                        json_is_object(meta) ? meta : NULL, created, updated, &err)
              : -ENOMEM;
     _cleanup_free_ char *label = fmt_str("%s (%s)", key ? key : stem ? stem : "?", fname);
-    migrate_item(n, "memory", label ? label : fname, r < 0 ? (err ? err : strerror(-r)) : NULL);
-    free(err);
+    migrate_item(n, "memory", label ? label : fname,
+                 r < 0 ? (err.message ? err.message : strerror(-r)) : NULL);
+    sbx_error_clear(&err);
     json_decref(doc);
 }
 
@@ -342,16 +343,22 @@ int cmd_migrate(int argc, char **argv)
         return 1;
     }
     _cleanup_free_ char *why = NULL;
-    struct workspace_store *store = NULL;
+    struct store *store = NULL;
+    struct workspace_store *wstore = NULL;
     struct workspace *w = NULL;
-    struct workspace_limits wl = {
-        .max_value = 1u << 20, .max_bytes = 64u << 20, .max_entries = 10000, .max_file = 16u << 20};
+    struct setup_opts so;
+    setup_opts_init(&so);
+    struct store_options sto = setup_store_options(&so, state);
+    struct workspace_limits wl = {.max_value = 1u << 20, .max_file = 16u << 20};
+    _cleanup_sbx_error_ struct sbx_error err = {0};
     int r = trust_make_dir(state, &why);
     if (r < 0)
         log_error("migrate: refusing the state directory %s: %s", state, why ? why : "unsafe");
-    else if ((r = workspace_store_new(state, &wl, &store)) < 0 ||
-             (r = workspace_open(store, workspace, NULL, true, &w)) < 0)
-        log_errno(LOG_ERROR, r, "migrate: the workspace %s in %s is unavailable", workspace, state);
+    else if ((r = store_new(&sto, 0, &store)) < 0 ||
+             (r = workspace_store_new(store, &wl, &wstore)) < 0 ||
+             (r = workspace_open(wstore, workspace, NULL, true, &w, &err)) < 0)
+        log_errno(LOG_ERROR, r, "migrate: the workspace %s in %s is unavailable%s%s", workspace,
+                  state, err.message ? ": " : "", err.message ? err.message : "");
     struct migrate_count n = {0};
     if (r == 0) {
         printf("from %s into workspace %s of %s\n", src, workspace, state);
@@ -362,7 +369,8 @@ int cmd_migrate(int argc, char **argv)
         printf("%u imported, %u skipped\n", n.imported, n.skipped);
     }
     workspace_close(w);
-    workspace_store_free(store);
+    workspace_store_free(wstore);
+    store_free(store);
     common_done(&common);
     return r < 0 ? 1 : 0;
 }

@@ -577,6 +577,7 @@ int cmd_serve(int argc, char **argv)
         .llm_timeout_ms = (int64_t)o.llm_timeout,
         .max_response = 32u << 20,
         .allow = &o.framework_allow,
+        .store = su.store,
     };
     struct defs_options dopt = {
         .max_entries = 4096, .max_bytes = 256u << 20, .max_file = 16u << 20};
@@ -641,7 +642,13 @@ int cmd_serve(int argc, char **argv)
         .reuse = reuse,
     };
     struct api api = {
-        .app = &app, .policy = policy, .sessions = su.sessions, .mcp = mcph, .wstore = su.wstore};
+        .app = &app,
+        .policy = policy,
+        .sessions = su.sessions,
+        .mcp = mcph,
+        .wstore = su.wstore,
+        .store = su.store,
+    };
     /* Every execution slot and queue place, every session and MCP session may hold a worker
      * thread while it waits; the rest answer quickly. Threads start only when needed. */
     uint64_t workers = o.max_running + o.max_queue + o.setup.max_sessions + o.mcp_max_sessions + 64;
@@ -662,13 +669,14 @@ int cmd_serve(int argc, char **argv)
     if (http_server_start(&ho, api_route, &api, &http) < 0)
         goto out;
     atomic_store(&api.http, http);
-    log_fields(
-        LOG_INFO, "sandboxd listening",
-        json_pack("{s:s, s:i, s:O, s:b, s:I, s:o, s:s, s:b, s:I, s:s}", "host", o.host, "port",
-                  (int)http_server_port(http), "isolation", app.isolation, "pool", su.pool != NULL,
-                  "maxRunning", (json_int_t)o.max_running, "mcpServers", mcp_registry_names(su.mcp),
-                  "stateDir", su.state_dir, "apiToken", o.api_token != NULL, "tenants",
-                  (json_int_t)tenants_count(policy_tenants(policy)), "instance", o.instance_id));
+    log_fields(LOG_INFO, "sandboxd listening",
+               json_pack("{s:s, s:i, s:O, s:b, s:I, s:o, s:s?, s:o, s:b, s:I, s:s}", "host", o.host,
+                         "port", (int)http_server_port(http), "isolation", app.isolation, "pool",
+                         su.pool != NULL, "maxRunning", (json_int_t)o.max_running, "mcpServers",
+                         mcp_registry_names(su.mcp), "stateDir", su.state_dir, "stateStore",
+                         store_describe(su.store), "apiToken", o.api_token != NULL, "tenants",
+                         (json_int_t)tenants_count(policy_tenants(policy)), "instance",
+                         o.instance_id));
     int sig = 0;
     while (sigwait(&sigs, &sig) != 0)
         ;

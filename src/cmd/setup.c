@@ -56,6 +56,24 @@ void setup_opts_init(struct setup_opts *o)
         .max_artifacts_mb = ARTIFACT_DEFAULT_MB,
         .egress_max_mb = 256,
         .egress_max_connections = 64,
+        .store_connections = STORE_CONNECTIONS,
+        .store_timeout = STORE_TIMEOUT_MS,
+    };
+}
+
+struct store_options setup_store_options(const struct setup_opts *o, const char *state_dir)
+{
+    struct workspace_limits wl = {.max_value = 1u << 20, .max_file = 16u << 20};
+    size_t tenant_mb = o->tenant_quota ? o->tenant_quota : 4 * o->workspace_quota;
+    /* A tenant may open any number of workspace names: its total is capped apart. */
+    return (struct store_options){
+        .url = o->state_store,
+        .state_dir = state_dir,
+        .password_file = o->state_store_password,
+        .connections = (unsigned)o->store_connections,
+        .timeout_ms = (unsigned)o->store_timeout,
+        .lim = workspace_store_limits(&wl, (size_t)o->workspace_quota << 20, 10000, tenant_mb << 20,
+                                      16),
     };
 }
 
@@ -135,6 +153,12 @@ int setup_opt(struct setup_opts *o, int opt, const char *arg)
     case SETUP_OPT_STATE_DIR:
         o->state_dir = arg;
         return 1;
+    case SETUP_OPT_STATE_STORE:
+        o->state_store = arg;
+        return 1;
+    case SETUP_OPT_STATE_STORE_PASSWORD:
+        o->state_store_password = arg;
+        return 1;
     case SETUP_OPT_MCP_OUTPUT:
         if (strcmp(arg, "text") != 0 && strcmp(arg, "json") != 0) {
             fprintf(stderr, "sandboxd: --mcp-output: expected text or json, got '%s'\n", arg);
@@ -165,6 +189,9 @@ int setup_opt(struct setup_opts *o, int opt, const char *arg)
 
 void setup_opts_finish(struct setup_opts *o)
 {
+    const char *env = getenv("SANDBOXD_STATE_STORE");
+    if (!o->state_store && env && *env)
+        o->state_store = env;
     if (o->session_idle > o->session_max_idle)
         o->session_idle = o->session_max_idle;
     if (o->session_timeout > o->session_max_timeout)
@@ -289,17 +316,21 @@ int setup_start(struct setup *s, const struct setup_opts *o, struct common_opts 
     *s = (struct setup){0};
     json_t *facts = NULL;
     /* Saved tools in the state directory run in sessions: a directory someone else made or can
-     * write would run their code with our MCP servers. Checked before anything is built. */
-    s->state_dir = setup_state_dir(o->state_dir);
-    if (!s->state_dir)
-        return -ENOMEM;
-    _cleanup_free_ char *why = NULL;
-    int r = trust_make_dir(s->state_dir, &why);
-    if (r < 0) {
-        log_error("%s: refusing the state directory: %s. Use --state-dir DIR with a directory "
-                  "of your own that only you can write (mode 0700)",
-                  cmd, why ? why : "it cannot be checked");
-        return r;
+     * write would run their code with our MCP servers. Checked before anything is built. A
+     * database store has no state directory (docs/SECURITY.md says who may write it then). */
+    int r = 0;
+    if (!o->state_store) {
+        s->state_dir = setup_state_dir(o->state_dir);
+        if (!s->state_dir)
+            return -ENOMEM;
+        _cleanup_free_ char *why = NULL;
+        r = trust_make_dir(s->state_dir, &why);
+        if (r < 0) {
+            log_error("%s: refusing the state directory: %s. Use --state-dir DIR with a "
+                      "directory of your own that only you can write (mode 0700)",
+                      cmd, why ? why : "it cannot be checked");
+            return r;
+        }
     }
     r = common_resolve(common, &s->jopt);
     if (r < 0)
@@ -390,16 +421,13 @@ int setup_start(struct setup *s, const struct setup_opts *o, struct common_opts 
     r = mcp_registry_new(&s->mcfg, &s->mcp);
     if (r < 0)
         return r;
-    struct workspace_limits wl = {
-        .max_value = 1u << 20,
-        .max_bytes = (size_t)o->workspace_quota << 20,
-        .max_entries = 10000,
-        .max_file = 16u << 20,
-        /* A tenant may open any number of workspace names: its total is capped apart. */
-        .tenant_bytes = (size_t)(o->tenant_quota ? o->tenant_quota : 4 * o->workspace_quota) << 20,
-        .tenant_workspaces = 16,
-    };
-    r = workspace_store_new(s->state_dir, &wl, &s->wstore);
+    struct store_options so = setup_store_options(o, s->state_dir);
+    if ((r = store_new(&so, 0, &s->store)) < 0) {
+        log_error("%s: the state store cannot be used (see above)", cmd);
+        return r;
+    }
+    struct workspace_limits wl = {.max_value = 1u << 20, .max_file = 16u << 20};
+    r = workspace_store_new(s->store, &wl, &s->wstore);
     if (r < 0)
         return r;
     s->so = (struct sessions_options){
@@ -438,6 +466,7 @@ void setup_stop(struct setup *s)
     pool_free(s->session_pool);
     pool_free(s->pool);
     workspace_store_free(s->wstore);
+    store_free(s->store);
     mcp_registry_free(s->mcp);
     mcp_config_done(&s->mcfg);
     free(s->state_dir);

@@ -228,11 +228,18 @@ static void bridge_submit_call(struct session *s, json_t *id, json_t *payload)
 
 /* ---- memory, saved tools, files: answered here -------------------------------------------- */
 
-/* Errors of the state directory's file system reach the code as OSError with their errno
- * (kind "os"); refusals by sandboxd's own rules (bad name, too large) as MCPError. */
-static const char *bridge_ws_kind(int r)
+/* How a workspace call's failure reaches the code: the store unavailable (the database is
+ * down or slow) as MCPError kind "store_unavailable", a refusal by sandboxd's own rules (bad
+ * name, too large, a quota) or a database that refused a statement as MCPError, and a failure
+ * of the state directory's file system as OSError with its errno (kind "os"). */
+static const char *bridge_ws_kind(int r, const struct sbx_error *err)
 {
-    return r == -EINVAL || r == -EFBIG || r == -EDQUOT || r == -ENOMEM ? "workspace" : "os";
+    if (err->kind == SBX_ERR_UNAVAILABLE)
+        return "store_unavailable";
+    if (r == -EPROTO)
+        return "store";
+    return r == -EINVAL || r == -EFBIG || r == -EDQUOT || r == -ENOMEM || r == -EEXIST ? "workspace"
+                                                                                       : "os";
 }
 
 static uint64_t bridge_thread_cpu_ns(void)
@@ -247,7 +254,7 @@ static void bridge_workspace(struct session *s, json_t *id, json_t *payload, con
 {
     struct workspace *ws = s->wsh;
     json_t *result = NULL;
-    char *error = NULL;
+    _cleanup_sbx_error_ struct sbx_error error = {0};
     int r = 0;
     /* The store bounds each call's work; this bounds their number: what sandboxd spends on one
      * execution's workspace calls is counted, and capped. */
@@ -284,11 +291,21 @@ static void bridge_workspace(struct session *s, json_t *id, json_t *payload, con
         r = -EINVAL;
     }
     atomic_fetch_add(&s->host_cpu_ns, bridge_thread_cpu_ns() - start);
-    if (r < 0)
-        bridge_reply(s, id, NULL, error ? error : "invalid request", bridge_ws_kind(r), -r);
-    else
+    if (r < 0) {
+        const char *kind = bridge_ws_kind(r, &error);
+        /* The code's message names the store's failure as the API does (STORE_UNAVAILABLE). */
+        char *msg = error.kind == SBX_ERR_UNAVAILABLE && error.message
+                        ? fmt_str("%s: %s", STORE_UNAVAILABLE, error.message)
+                        : NULL;
+        bridge_reply(s, id, NULL,
+                     msg             ? msg
+                     : error.message ? error.message
+                                     : "invalid request",
+                     kind, -r);
+        free(msg);
+    } else {
         bridge_reply(s, id, result, NULL, NULL, 0);
-    free(error);
+    }
 }
 
 int session_on_message(void *userdata, struct cell *c, json_t *msg)

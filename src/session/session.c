@@ -317,8 +317,9 @@ int sessions_create(struct sessions *ss, const struct session_create *c, json_t 
         sbx_error_set(err, SBX_ERR_INTERNAL, "INTERNAL", NULL, "cannot draw a random session id");
         goto fail;
     }
-    struct workspace_share share = workspace_share_of(c->tenant);
-    if ((r = workspace_open(ss->ws, s->workspace, &share, true, &s->wsh)) == -EDQUOT) {
+    struct store_share share = workspace_share_of(c->tenant);
+    _cleanup_sbx_error_ struct sbx_error werr = {0};
+    if ((r = workspace_open(ss->ws, s->workspace, &share, true, &s->wsh, &werr)) == -EDQUOT) {
         sbx_error_set(err, SBX_ERR_TOO_LARGE, "QUOTA_EXCEEDED", "workspace",
                       "workspace %s: tenant '%s' has %zu workspaces, its maxWorkspaces; use one "
                       "of them",
@@ -326,8 +327,12 @@ int sessions_create(struct sessions *ss, const struct session_create *c, json_t 
         goto fail;
     }
     if (r < 0) {
-        sbx_error_set(err, SBX_ERR_INTERNAL, "INTERNAL", "workspace",
-                      "workspace %s is unavailable: %s", workspace, strerror(-r));
+        /* STORE_UNAVAILABLE stays itself (503, retry later); anything else is ours. */
+        bool down = werr.kind == SBX_ERR_UNAVAILABLE;
+        sbx_error_set(err, down ? SBX_ERR_UNAVAILABLE : SBX_ERR_INTERNAL,
+                      down ? STORE_UNAVAILABLE : "INTERNAL", "workspace",
+                      "workspace %s is unavailable: %s", workspace,
+                      werr.message ? werr.message : strerror(-r));
         goto fail;
     }
     job = session_init_job(ss, s->servers, s->wsh, err);
