@@ -51,11 +51,11 @@
 enum store_kind { STORE_MEMORY, STORE_TOOL, STORE_FILE, STORE_KINDS };
 
 struct store_limits {
-    size_t max_bytes;               /* everything one workspace holds */
-    size_t max_entries;             /* items of one kind in one workspace */
-    size_t max_item[STORE_KINDS];   /* the largest item of each kind (bytes read at most) */
-    size_t tenant_bytes;            /* everything one tenant holds, its workspaces together */
-    size_t tenant_workspaces;       /* workspaces of one tenant */
+    size_t max_bytes;             /* everything one workspace holds */
+    size_t max_entries;           /* items of one kind in one workspace */
+    size_t max_item[STORE_KINDS]; /* the largest item of each kind (bytes read at most) */
+    size_t tenant_bytes;          /* everything one tenant holds, its workspaces together */
+    size_t tenant_workspaces;     /* workspaces of one tenant */
 };
 
 /* A tenant's own share (its tenants file entry); a 0 field takes the limits' default. */

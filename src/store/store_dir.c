@@ -382,8 +382,8 @@ static int store_dir_index(struct store_dir_ws *w, struct sbx_error *err)
         int r = store_dir_scan(w->dirfd[k], k, 2 * lim->max_entries, store_dir_index_entry, &x);
         if (r < 0) {
             store_dir_forget_index(w);
-            sbx_error_set(err, SBX_ERR_INTERNAL, "INTERNAL", NULL,
-                          "workspace unavailable: %s", strerror(-r));
+            sbx_error_set(err, SBX_ERR_INTERNAL, "INTERNAL", NULL, "workspace unavailable: %s",
+                          strerror(-r));
             return r;
         }
     }
@@ -451,8 +451,8 @@ static int store_dir_item(enum store_kind k, struct store_dir_entry *e, struct s
 
 /* ---- items --------------------------------------------------------------------------------- */
 
-static int store_dir_get(struct store_ws *base, enum store_kind k, const char *name,
-                         bool with_data, struct store_item **ret, struct sbx_error *err)
+static int store_dir_get(struct store_ws *base, enum store_kind k, const char *name, bool with_data,
+                         struct store_item **ret, struct sbx_error *err)
 {
     struct store_dir_ws *w = (struct store_dir_ws *)base;
     char file[STORE_MAX_NAME + 8];
@@ -594,8 +594,7 @@ static int store_dir_put(struct store_ws *base, enum store_kind k, const char *n
     if (r == 0)
         r = store_dir_account_reserve(w->account, w->space, grows, what, err);
     struct store_dir_entry *fresh = NULL;
-    if (r == 0 && !e &&
-        (!(fresh = calloc(1, sizeof(*fresh))) || !(fresh->file = strdup(file)))) {
+    if (r == 0 && !e && (!(fresh = calloc(1, sizeof(*fresh))) || !(fresh->file = strdup(file)))) {
         free(fresh);
         fresh = NULL;
         store_dir_account_refund(w->account, w->space, grows);
@@ -608,9 +607,9 @@ static int store_dir_put(struct store_ws *base, enum store_kind k, const char *n
     }
     if (r == 0) {
         if (modified_ms > 0) {
-            struct timespec ts[2] = {{.tv_nsec = UTIME_OMIT},
-                                     {.tv_sec = modified_ms / 1000,
-                                      .tv_nsec = (modified_ms % 1000) * 1000000}};
+            struct timespec ts[2] = {
+                {.tv_nsec = UTIME_OMIT},
+                {.tv_sec = modified_ms / 1000, .tv_nsec = (modified_ms % 1000) * 1000000}};
             (void)utimensat(w->dirfd[k], file, ts, AT_SYMLINK_NOFOLLOW); /* a time, not data */
         }
         store_dir_account_refund(w->account, w->space, old_size > len ? old_size - len : 0);

@@ -30,8 +30,8 @@ struct store_dir_run;
 struct store_dir {
     struct store base;
     char *dir;
-    int state_fd; /* STATE_DIR */
-    int root_fd;  /* STATE_DIR/workspaces: the operator's workspaces */
+    int state_fd;         /* STATE_DIR */
+    int root_fd;          /* STATE_DIR/workspaces: the operator's workspaces */
     pthread_mutex_t lock; /* open, accounts */
     struct store_dir_ws *open;
     struct store_dir_account *accounts; /* by tenant, made on first use */
@@ -50,8 +50,8 @@ struct store_dir_entry {
 
 struct store_dir_ws {
     struct store_ws base;
-    struct store_dir_account *account; /* its tenant's, NULL for the operator's */
-    struct store_dir_space *space;     /* its own part of the account */
+    struct store_dir_account *account;   /* its tenant's, NULL for the operator's */
+    struct store_dir_space *space;       /* its own part of the account */
     char key[2 * STORE_MAX_KEY_LEN + 2]; /* "name" or "tenant/name" */
     unsigned refs;                       /* under the store's lock */
     pthread_mutex_t lock; /* everything below; held across a room check and its write */

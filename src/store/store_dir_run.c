@@ -60,8 +60,8 @@ static void run_on_drop(void *userdata, const char *app, const char *key)
 static int run_doc(const char *app, const char *key, const char *text, size_t len,
                    int64_t written_ms, struct buf *b)
 {
-    json_t *head = json_pack("{s:s, s:s, s:I}", "app", app, "key", key, "writtenAt",
-                             (json_int_t)written_ms);
+    json_t *head =
+        json_pack("{s:s, s:s, s:I}", "app", app, "key", key, "writtenAt", (json_int_t)written_ms);
     char *h = head ? jdump(head, JSON_COMPACT, NULL) : NULL;
     json_decref(head);
     if (!h)
@@ -254,8 +254,8 @@ int store_dir_run_set(struct store *s, const char *app, const char *key, const c
     pthread_mutex_lock(&run->lock);
     char *old = NULL;
     size_t old_len;
-    if (only_new && state_store_get_text(run->mem, app, key, store_now_ms() * 1000, &old,
-                                         &old_len) == 0) {
+    if (only_new &&
+        state_store_get_text(run->mem, app, key, store_now_ms() * 1000, &old, &old_len) == 0) {
         free(old);
         r = -EEXIST;
         sbx_error_set(err, SBX_ERR_INVALID, "EXISTS", NULL, "there is a value of that key already");

@@ -29,8 +29,8 @@ struct store_ops {
     int (*del)(struct store_ws *w, enum store_kind k, const char *name, struct sbx_error *err);
     json_t *(*usage)(struct store_ws *w, struct sbx_error *err);
     /* text: the value's JSON within the caps (store.c checked them); written_ms 0: now. */
-    int (*run_set)(struct store *s, const char *app, const char *key, const char *text,
-                   size_t len, int64_t written_ms, bool only_new, struct sbx_error *err);
+    int (*run_set)(struct store *s, const char *app, const char *key, const char *text, size_t len,
+                   int64_t written_ms, bool only_new, struct sbx_error *err);
     int (*run_get)(struct store *s, const char *app, const char *key, char **ret_text,
                    size_t *ret_len, struct sbx_error *err);
     int (*each_workspace)(struct store *s, store_ws_fn fn, void *userdata, struct sbx_error *err);
@@ -55,14 +55,14 @@ int store_pg_new(const struct store_options *opts, int wait_ms, struct store **r
 
 /* What a write needs room for, and what there is. */
 struct store_room {
-    const char *what;       /* the operation, for messages */
+    const char *what; /* the operation, for messages */
     enum store_kind kind;
-    bool exists;            /* the item is there now */
+    bool exists; /* the item is there now */
     size_t old_size, new_size;
-    size_t count;           /* items of the kind in the workspace */
-    size_t ws_bytes;        /* what the workspace holds */
-    const char *tenant;     /* NULL: the operator's, no tenant total */
-    size_t tenant_bytes;    /* what the tenant holds */
+    size_t count;        /* items of the kind in the workspace */
+    size_t ws_bytes;     /* what the workspace holds */
+    const char *tenant;  /* NULL: the operator's, no tenant total */
+    size_t tenant_bytes; /* what the tenant holds */
     size_t tenant_max;
 };
 /* 0 when the write fits every limit of lim, else -EDQUOT and *err saying which. */

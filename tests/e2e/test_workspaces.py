@@ -1,12 +1,13 @@
 # SPDX-License-Identifier: MIT
-"""Workspaces under attack: stored bytes are counted and compact, nesting is capped, saved tools
-cannot break or spy on later sessions and can be listed and deleted over the API, workspace
-calls cost sandboxd little CPU and are capped, the quota holds under concurrent sessions, and a
-full state disk is an OSError(ENOSPC) in Python."""
+"""Workspaces under attack, with each backend of the state store (the state directory and
+PostgreSQL: conftest.py's `store`): stored bytes are counted and compact, nesting is capped,
+saved tools cannot break or spy on later sessions and can be listed and deleted over the API,
+workspace calls cost sandboxd little CPU and are capped, the quota holds under concurrent
+sessions, update_memory is atomic under concurrent sessions, and a full state disk is an
+OSError(ENOSPC) in Python."""
 import errno
 import json
 import os
-import pathlib
 import subprocess
 import tempfile
 import threading
@@ -18,19 +19,10 @@ from harness import Server, session_create, session_run
 
 
 @pytest.fixture(scope="module")
-def state_dir():
-    return pathlib.Path(tempfile.mkdtemp(prefix="sandboxd-state-"))
-
-
-@pytest.fixture(scope="module")
-def srv(state_dir):
-    s = Server("--pool-size", "2", "--state-dir", str(state_dir))
+def srv(store):
+    s = Server("--pool-size", "2", *store.args())
     yield s
     s.stop()
-
-
-
-
 
 
 def ok(srv, sid, code, **extra):
@@ -39,21 +31,16 @@ def ok(srv, sid, code, **extra):
     return out
 
 
-def files_size(path):
-    return sum(p.stat().st_size for p in path.iterdir() if not p.name.startswith("."))
-
-
 # ---- what is stored is what is counted ------------------------------------------------------
 
-def test_memories_are_compact_counted_and_capped(srv, state_dir):
+def test_memories_are_compact_counted_and_capped(srv, store):
     sid = session_create(srv, workspace="amp")["sessionId"]
     # 2000 zeros 60 lists deep: ~4 KB of JSON, which indented files made ~250 KB.
     ok(srv, sid, "v = [0] * 2000\nfor _ in range(60):\n    v = [v]\n"
                  "save_memory('deep', v, metadata={'by': 'test'})")
-    mem = state_dir / "workspaces" / "amp" / "memory"
-    (path,) = list(mem.glob("deep-*.json"))
-    compact = len(json.dumps(json.loads(path.read_text())["value"], separators=(",", ":")))
-    assert path.stat().st_size <= compact + 512, (path.stat().st_size, compact)
+    doc = store.memory_doc("amp", "deep")
+    compact = len(json.dumps(json.loads(doc)["value"], separators=(",", ":")))
+    assert len(doc) <= compact + 512, (len(doc), compact)
     assert ok(srv, sid, "load_memory('deep') == v")["result"] == "True"
     # Nesting and metadata are capped; metadata is stored and counted.
     out = session_run(srv, sid, "w = 0\nfor _ in range(70):\n    w = [w]\nsave_memory('deeper', w)")
@@ -64,7 +51,7 @@ def test_memories_are_compact_counted_and_capped(srv, state_dir):
     r = srv.request("GET", "/v1/workspaces/amp/memories")
     assert r.status == 200, r
     usage = r.json["usage"]
-    assert usage["bytes"] == files_size(mem), (usage, files_size(mem))
+    assert usage["bytes"] == store.bytes("amp", "memory"), (usage, store.bytes("amp", "memory"))
     assert {m["key"]: m["size"] for m in r.json["memories"]}["m"] > 3000
 
 
@@ -140,7 +127,7 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def test_workspace_calls_cost_sandboxd_little_cpu_and_are_capped(srv, state_dir):
+def test_workspace_calls_cost_sandboxd_little_cpu_and_are_capped(srv, store):
     sid = session_create(srv, workspace="host-cpu")["sessionId"]
     ok(srv, sid, "for i in range(20):\n    save_memory('big%d' % i, 'x' * (500 << 10))")
     before = cpu_seconds(srv.proc.pid)
@@ -150,8 +137,7 @@ def test_workspace_calls_cost_sandboxd_little_cpu_and_are_capped(srv, state_dir)
     assert spent < 3, "300 listings of 10 MB of memories took %.1f s of sandboxd's CPU" % spent
     assert out["hostCpuMs"] > 0
     assert session_create(srv)["sessionId"]  # nothing else is starved meanwhile
-    capped = Server("--pool-size", "1", "--session-host-cpu-ms", "20", "--state-dir",
-                    str(state_dir))
+    capped = Server("--pool-size", "1", "--session-host-cpu-ms", "20", *store.args())
     try:
         sid = session_create(capped, workspace="host-cpu")["sessionId"]
         out = session_run(capped, sid, "n = 0\ntry:\n    while True:\n        list_memories()\n"
@@ -163,8 +149,8 @@ def test_workspace_calls_cost_sandboxd_little_cpu_and_are_capped(srv, state_dir)
         capped.stop()
 
 
-def test_the_quota_holds_under_concurrent_sessions(state_dir):
-    s = Server("--pool-size", "4", "--workspace-quota-mb", "8", "--state-dir", str(state_dir))
+def test_the_quota_holds_under_concurrent_sessions(store):
+    s = Server("--pool-size", "4", "--workspace-quota-mb", "8", *store.args())
     try:
         sids = [session_create(s, workspace="race")["sessionId"] for _ in range(8)]
         results = [None] * 8
@@ -182,10 +168,31 @@ def test_the_quota_holds_under_concurrent_sessions(state_dir):
         saved = [r for r in results if r["result"] == "'saved'"]
         assert len(saved) == 2, results
         assert all("workspace is full" in r["result"] for r in results if r not in saved)
-        total = files_size(state_dir / "workspaces" / "race" / "files")
+        total = store.bytes("race", "files")
         assert total <= 8 << 20, total
+        assert s.request("GET", "/v1/workspaces/race/tools").json["usage"]["bytes"] == total
     finally:
         s.stop()
+
+
+def test_update_memory_is_atomic_under_concurrent_sessions(srv):
+    """Six sessions of one workspace each add 1 to a counter 15 times with update_memory, and
+    no increment is lost (a load and a save each made apart would lose many)."""
+    sids = [session_create(srv, workspace="counter")["sessionId"] for _ in range(6)]
+    results = [None] * len(sids)
+
+    def add(i):
+        results[i] = session_run(srv, sids[i], "for _ in range(15):\n"
+                                 "    update_memory('n', lambda v: v + 1, default=0)\n"
+                                 "load_memory('n') >= 15")
+
+    threads = [threading.Thread(target=add, args=(i,)) for i in range(len(sids))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert all(r["status"] == "ok" and r["result"] == "True" for r in results), results
+    assert ok(srv, sids[0], "load_memory('n')")["result"] == str(6 * 15)
 
 
 def test_a_full_state_disk_is_an_oserror_enospc():
