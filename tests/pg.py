@@ -10,6 +10,7 @@ import os
 import pwd
 import secrets
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -97,6 +98,36 @@ class Postgres:
         with open(os.path.join(self.data, "postmaster.pid")) as f:
             return int(f.readline())
 
+    def pids(self):
+        """The server's processes: the postmaster and its children (this server's only)."""
+        main = self.pid()
+        out = [main]
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open("/proc/%s/stat" % entry) as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            if ppid == main:
+                out.append(int(entry))
+        return out
+
+    def pause(self):
+        """A database that stops answering without closing anything (a hung host)."""
+        self.paused = self.pids()
+        for pid in self.paused:
+            os.kill(pid, signal.SIGSTOP)
+
+    def resume(self):
+        for pid in getattr(self, "paused", []):
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+        self.paused = []
+
     def url(self, db):
         """The connection string sandboxd gets: no password in it."""
         return "postgresql://%s@127.0.0.1:%d/%s" % (ROLE, self.port, db)
@@ -129,6 +160,7 @@ class Postgres:
         raise AssertionError("PostgreSQL did not stop")
 
     def close(self):
+        self.resume()
         self.stop("immediate")
         shutil.rmtree(self.dir, ignore_errors=True)
         shutil.rmtree(os.path.dirname(self.password_file), ignore_errors=True)

@@ -13,7 +13,7 @@ mkdir -p "$STAGE/build" "$STAGE/tests"
 cp build/sandboxd build/libsbxcell.so "$STAGE/build/"
 cp -r runtime "$STAGE/runtime"
 cp -r tests/attacks "$STAGE/tests/attacks"
-cp tests/harness.py tests/origins.py "$STAGE/tests/"
+cp tests/harness.py tests/origins.py tests/pg.py "$STAGE/tests/"
 find "$STAGE" -name __pycache__ -prune -exec rm -rf {} +
 chmod -R a+rX "$STAGE"
 touch "$OUT"

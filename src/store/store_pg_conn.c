@@ -380,10 +380,16 @@ static void pg_deadline_ts(int64_t deadline_us, struct timespec *ts)
     ts->tv_nsec = (deadline_us % 1000000) * 1000;
 }
 
-/* A connection of the pool, connected, for one operation that must end by now + timeout. */
-static int pg_acquire(struct store_pg *s, struct pg_conn **ret, struct sbx_error *err)
+/* A connection of the pool, connected, for one operation that must end by deadline (the
+ * monotonic clock's microseconds). */
+static int pg_acquire(struct store_pg *s, int64_t deadline, struct pg_conn **ret,
+                      struct sbx_error *err)
 {
-    int64_t deadline = clock_mono_us() + (int64_t)s->timeout_ms * 1000;
+    if (clock_mono_us() >= deadline) { /* a retry with no time left */
+        char why[96];
+        snprintf(why, sizeof(why), "no answer within %u ms", s->timeout_ms);
+        return pg_unavailable(s, why, err);
+    }
     struct timespec ts;
     pg_deadline_ts(deadline, &ts);
     pthread_mutex_lock(&s->lock);
@@ -450,12 +456,19 @@ static int pg_acquire(struct store_pg *s, struct pg_conn **ret, struct sbx_error
     return 0;
 }
 
+/* The deadline of an operation starting now: every attempt of it shares it. */
+static int64_t pg_deadline(const struct store_pg *s)
+{
+    return clock_mono_us() + (int64_t)s->timeout_ms * 1000;
+}
+
 int pg_query(struct store_pg *s, const char *sql, const struct pg_params *p, PGresult **ret,
              struct sbx_error *err)
 {
+    int64_t deadline = pg_deadline(s);
     for (int attempt = 0;; attempt++) {
         struct pg_conn *pc = NULL;
-        int r = pg_acquire(s, &pc, err);
+        int r = pg_acquire(s, deadline, &pc, err);
         if (r < 0)
             return r;
         bool reused = pc->reused;
@@ -476,9 +489,10 @@ int pg_query(struct store_pg *s, const char *sql, const struct pg_params *p, PGr
 int pg_txn(struct store_pg *s, pg_txn_fn fn, void *userdata, struct sbx_error *err)
 {
     bool reconnected = false;
+    int64_t deadline = pg_deadline(s);
     for (int attempt = 0;; attempt++) {
         struct pg_conn *pc = NULL;
-        int r = pg_acquire(s, &pc, err);
+        int r = pg_acquire(s, deadline, &pc, err);
         if (r < 0)
             return r;
         bool reused = pc->reused;
