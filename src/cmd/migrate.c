@@ -7,6 +7,9 @@
  * written); nothing in the workspace is replaced. user_tools.py is parsed (never run) by the
  * runtime's migrate.py under the host's interpreter, with the rules a session applies to
  * saved tools (docs/SESSIONS.md); the memory files are read here.
+ *
+ * With --from-state-dir or --from-state-store it copies one of sandboxd's own state stores
+ * into another instead (cmd/migrate_store.c).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -24,6 +27,7 @@
 
 #include "cmd/cmd.h"
 #include "cmd/common.h"
+#include "cmd/migrate_store.h"
 #include "cmd/setup.h"
 #include "session/workspace.h"
 #include "util/fdio.h"
@@ -37,10 +41,20 @@
 #define MIGRATE_MAX_MEMORY (4u << 20)  /* bytes of one memory file */
 #define MIGRATE_MAX_FILES  10000       /* memory files looked at */
 
-enum { MIGRATE_OPT_FROM = COMMON_OPT_LAST + 1, MIGRATE_OPT_WORKSPACE, MIGRATE_OPT_STATE_DIR };
+enum {
+    MIGRATE_OPT_FROM = COMMON_OPT_LAST + 1,
+    MIGRATE_OPT_WORKSPACE,
+    MIGRATE_OPT_STATE_DIR,
+    MIGRATE_OPT_FROM_STATE_DIR,
+    MIGRATE_OPT_FROM_STATE_STORE,
+    MIGRATE_OPT_STATE_STORE,
+    MIGRATE_OPT_PASSWORD_FILE,
+};
 
 static const char migrate_usage[] =
     "Usage: sandboxd migrate [--from DIR] [--workspace NAME] [--state-dir DIR]\n"
+    "       sandboxd migrate --from-state-dir DIR --state-store URL\n"
+    "       sandboxd migrate --from-state-store URL --state-dir DIR\n"
     "\n"
     "Import the state of mcp-server-code-execution-mode into a sandboxd workspace: the\n"
     "functions of its user_tools.py as saved tools, its memory/*.json files as memories\n"
@@ -58,7 +72,20 @@ static const char migrate_usage[] =
     "  --python PATH     the interpreter that reads user_tools.py (default /usr/bin/python3)\n"
     "  --runtime-dir DIR sandboxd's Python runtime (default: found next to the binary)\n"
     "  --log-level LEVEL debug|info|warn|error\n"
-    "  -h, --help        this text\n";
+    "  -h, --help        this text\n"
+    "\n"
+    "Move sandboxd's own state between its two stores: every workspace of every tenant\n"
+    "(memories with their times, saved tools, files) and the local framework's runtime\n"
+    "values, copied as they are, each item reported copied, unchanged (the destination has\n"
+    "the same) or skipped (it has another: nothing is replaced). The source is only read;\n"
+    "running it again copies only what is new (docs/DEPLOY.md).\n"
+    "\n"
+    "  --from-state-dir DIR    copy this state directory ...\n"
+    "  --state-store URL       ... into this PostgreSQL (a libpq connection string)\n"
+    "  --from-state-store URL  copy this PostgreSQL ...\n"
+    "  --state-dir DIR         ... into this state directory\n"
+    "  --state-store-password-file FILE  the database's password (else PGPASSWORD or a\n"
+    "                          passfile, as libpq finds them)\n";
 
 struct migrate_count {
     unsigned imported, skipped;
@@ -286,6 +313,10 @@ int cmd_migrate(int argc, char **argv)
         {"from", required_argument, NULL, MIGRATE_OPT_FROM},
         {"workspace", required_argument, NULL, MIGRATE_OPT_WORKSPACE},
         {"state-dir", required_argument, NULL, MIGRATE_OPT_STATE_DIR},
+        {"from-state-dir", required_argument, NULL, MIGRATE_OPT_FROM_STATE_DIR},
+        {"from-state-store", required_argument, NULL, MIGRATE_OPT_FROM_STATE_STORE},
+        {"state-store", required_argument, NULL, MIGRATE_OPT_STATE_STORE},
+        {"state-store-password-file", required_argument, NULL, MIGRATE_OPT_PASSWORD_FILE},
         {"python", required_argument, NULL, COMMON_OPT_PYTHON},
         {"runtime-dir", required_argument, NULL, COMMON_OPT_RUNTIME_DIR},
         {"log-level", required_argument, NULL, COMMON_OPT_LOG_LEVEL},
@@ -294,6 +325,7 @@ int cmd_migrate(int argc, char **argv)
     };
     struct common_opts common = {0};
     const char *from = NULL, *workspace = "default", *state_opt = NULL;
+    struct migrate_store_opts ms = {0};
     int opt;
     while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         if (opt == 'h') {
@@ -306,10 +338,39 @@ int cmd_migrate(int argc, char **argv)
             workspace = optarg;
         else if (opt == MIGRATE_OPT_STATE_DIR)
             state_opt = optarg;
+        else if (opt == MIGRATE_OPT_FROM_STATE_DIR)
+            ms.from_dir = optarg;
+        else if (opt == MIGRATE_OPT_FROM_STATE_STORE)
+            ms.from_url = optarg;
+        else if (opt == MIGRATE_OPT_STATE_STORE)
+            ms.to_url = optarg;
+        else if (opt == MIGRATE_OPT_PASSWORD_FILE)
+            ms.password_file = optarg;
         else if (common_opt(&common, opt, optarg) != 1) {
             fputs(migrate_usage, stderr);
             return 2;
         }
+    }
+    if (ms.from_dir || ms.from_url || ms.to_url) {
+        /* One store into another: a source and a destination, one of each kind of option. */
+        ms.to_dir = state_opt;
+        const char *why = optind < argc                  ? "unexpected arguments"
+                          : !ms.from_dir == !ms.from_url ? "name one source: "
+                                                           "--from-state-dir or "
+                                                           "--from-state-store"
+                          : !ms.to_dir == !ms.to_url     ? "name one destination: "
+                                                           "--state-dir or --state-store"
+                          : from                         ? "--from is the import of "
+                                                           "mcp-server-code-execution-mode, "
+                                                           "not a state store"
+                                                         : NULL;
+        if (why) {
+            fprintf(stderr, "sandboxd migrate: %s\n", why);
+            return 2;
+        }
+        int status = migrate_stores(&ms);
+        common_done(&common);
+        return status;
     }
     if (optind < argc || workspace_check_name(workspace)) {
         fprintf(stderr, "sandboxd migrate: %s\n",

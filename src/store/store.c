@@ -84,6 +84,12 @@ int store_fail(struct sbx_error *err, int r, const char *what)
 
 /* ---- workspaces ---------------------------------------------------------------------------- */
 
+static int store_read_only(struct sbx_error *err)
+{
+    sbx_error_set(err, SBX_ERR_INTERNAL, "INTERNAL", NULL, "this store is only read here");
+    return -EROFS;
+}
+
 int store_check_ws_name(const char *tenant, const char *name, struct sbx_error *err)
 {
     const char *why = *tenant ? path_check_name(tenant) : NULL;
@@ -165,6 +171,8 @@ int store_ws_open(struct store *s, const char *tenant, const char *name,
                   struct sbx_error *err)
 {
     int r = store_check_ws_name(tenant, name, err);
+    if (r == 0 && create && s->read_only)
+        r = store_read_only(err);
     return r < 0 ? r : s->ops->ws_open(s, tenant, name, share, create, ret, err);
 }
 
@@ -194,6 +202,8 @@ int store_list(struct store_ws *w, enum store_kind k, bool with_data, struct sto
 int store_put(struct store_ws *w, enum store_kind k, const char *name, store_compose_fn compose,
               void *userdata, const char *what, struct sbx_error *err)
 {
+    if (w->store->read_only)
+        return store_read_only(err);
     int r = store_check_item(k, name, err);
     return r < 0 ? r : w->store->ops->put(w, k, name, compose, userdata, 0, what, err);
 }
@@ -234,6 +244,8 @@ int store_import(struct store_ws *w, enum store_kind k, const char *name, const 
                  size_t len, int64_t modified_ms, struct sbx_error *err)
 {
     struct store_given g = {.data = data, .len = len, .only_new = true};
+    if (w->store->read_only)
+        return store_read_only(err);
     int r = store_check_item(k, name, err);
     return r < 0 ? r
                  : w->store->ops->put(w, k, name, store_compose_given, &g,
@@ -242,6 +254,8 @@ int store_import(struct store_ws *w, enum store_kind k, const char *name, const 
 
 int store_delete(struct store_ws *w, enum store_kind k, const char *name, struct sbx_error *err)
 {
+    if (w->store->read_only)
+        return store_read_only(err);
     int r = store_check_item(k, name, err);
     return r < 0 ? r : w->store->ops->del(w, k, name, err);
 }
@@ -272,6 +286,8 @@ static int store_run_error(struct sbx_error *err, int r, char *why)
 int store_run_set(struct store *s, const char *app, const char *key, json_t *value,
                   struct sbx_error *err)
 {
+    if (s->read_only)
+        return store_read_only(err);
     char *text = NULL, *why = NULL;
     size_t len = 0;
     int r = state_store_text(&s->run, key, value, &text, &len, &why);
@@ -317,6 +333,8 @@ int store_each_run(struct store *s, store_run_fn fn, void *userdata, struct sbx_
 int store_run_import(struct store *s, const char *app, const char *key, const char *text,
                      int64_t written_ms, struct sbx_error *err)
 {
+    if (s->read_only)
+        return store_read_only(err);
     size_t len = strlen(text);
     json_error_t jerr;
     json_t *v = json_loadb(text, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);

@@ -72,6 +72,9 @@ struct store_options {
     unsigned timeout_ms;       /* PostgreSQL: one statement, one wait (0: STORE_TIMEOUT_MS) */
     struct store_limits lim;
     struct state_limits run; /* runtime values (0 fields: their defaults) */
+    bool read_only;          /* a source to copy from (sandboxd migrate): nothing is made,
+                                changed or removed there, not even a directory; writes fail
+                                with -EROFS */
 };
 
 struct store;

@@ -78,7 +78,10 @@ int store_dir_new(const struct store_options *opts, struct store **ret)
     if (!opts->state_dir || asprintf(&root, "%s/workspaces", opts->state_dir) < 0)
         return -ENOMEM;
     _cleanup_free_ char *why = NULL;
-    int r = trust_make_dir(root, &why);
+    /* Saved tools found here run in sessions: the directory is ours and private even when it
+     * is only read (docs/SECURITY.md "The state directory"). */
+    int r = opts->read_only ? trust_check(opts->state_dir, TRUST_DIR, &why)
+                            : trust_make_dir(root, &why);
     if (r < 0)
         return log_errno(LOG_ERROR, r, "store: %s (set --state-dir)",
                          why ? why : "cannot create the state directory");
@@ -88,11 +91,14 @@ int store_dir_new(const struct store_options *opts, struct store **ret)
     ds->base.ops = &store_dir_ops;
     ds->base.lim = opts->lim;
     ds->base.run = opts->run;
+    ds->base.read_only = opts->read_only;
     pthread_mutex_init(&ds->lock, NULL);
     ds->state_fd = open(opts->state_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
     ds->root_fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
     ds->dir = strdup(opts->state_dir);
-    if (ds->state_fd < 0 || ds->root_fd < 0 || !ds->dir) {
+    /* A state directory only read may have no workspaces at all. */
+    bool no_root = ds->root_fd < 0 && errno == ENOENT && opts->read_only;
+    if (ds->state_fd < 0 || (ds->root_fd < 0 && !no_root) || !ds->dir) {
         r = ds->state_fd < 0 || ds->root_fd < 0
                 ? log_errno(LOG_ERROR, errno, "store: cannot open %s", root)
                 : -ENOMEM;
@@ -187,8 +193,8 @@ static int store_dir_subdir(int dirfd_, const char *name, bool create)
 static int store_dir_parent(struct store_dir *ds, const char *tenant, bool create)
 {
     if (!*tenant) {
-        int fd = fcntl(ds->root_fd, F_DUPFD_CLOEXEC, 3);
-        return fd < 0 ? -errno : fd;
+        int fd = ds->root_fd < 0 ? -1 : fcntl(ds->root_fd, F_DUPFD_CLOEXEC, 3);
+        return ds->root_fd < 0 ? -ENOENT : fd < 0 ? -errno : fd;
     }
     _cleanup_close_ int all = store_dir_subdir(ds->state_fd, "tenants", create);
     if (all < 0)
@@ -199,15 +205,17 @@ static int store_dir_parent(struct store_dir *ds, const char *tenant, bool creat
 
 static int store_dir_opendirs(struct store_dir_ws *w, int parent, bool create)
 {
+    bool read_only = w->base.store->read_only;
     _cleanup_close_ int wfd = store_dir_subdir(parent, w->base.name, create);
     if (wfd < 0)
         return wfd;
     for (int k = 0; k < STORE_KINDS; k++) {
-        if (mkdirat(wfd, store_kind_name(k), 0700) < 0 && errno != EEXIST)
+        if (!read_only && mkdirat(wfd, store_kind_name(k), 0700) < 0 && errno != EEXIST)
             return -errno;
         w->dirfd[k] =
             openat(wfd, store_kind_name(k), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (w->dirfd[k] < 0)
+        /* only read: a kind it never had holds nothing (dirfd -1) */
+        if (w->dirfd[k] < 0 && !(read_only && errno == ENOENT))
             return -errno;
     }
     return 0;
@@ -326,6 +334,8 @@ DIR *store_dir_opendir(int dirfd)
 
 int store_dir_scan(int dirfd, enum store_kind k, size_t cap, store_dir_scan_fn fn, void *userdata)
 {
+    if (dirfd < 0) /* a kind a workspace only read never had */
+        return 0;
     DIR *d = store_dir_opendir(dirfd);
     if (!d)
         return -errno;
@@ -405,6 +415,8 @@ static struct store_dir_entry *store_dir_find(struct store_dir_ws *w, enum store
 static int store_dir_read(struct store_dir_ws *w, enum store_kind k, const char *file,
                           char **ret_data, size_t *ret_len)
 {
+    if (w->dirfd[k] < 0) /* a kind a workspace only read never had */
+        return -ENOENT;
     return fd_read_file_flags(w->dirfd[k], file, O_NOFOLLOW, w->base.store->lim.max_item[k],
                               ret_data, ret_len);
 }
@@ -762,7 +774,7 @@ static int store_dir_each_workspace(struct store *s, store_ws_fn fn, void *userd
                                     struct sbx_error *err)
 {
     struct store_dir *ds = (struct store_dir *)s;
-    int r = store_dir_each_in(ds->root_fd, "", fn, userdata);
+    int r = ds->root_fd < 0 ? 0 : store_dir_each_in(ds->root_fd, "", fn, userdata);
     if (r == 0) {
         struct store_dir_tenants t = {.ds = ds, .fn = fn, .userdata = userdata};
         _cleanup_close_ int all = store_dir_subdir(ds->state_fd, "tenants", false);

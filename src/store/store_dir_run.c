@@ -210,12 +210,17 @@ int store_dir_run_open(struct store_dir *ds)
     if (r < 0)
         return r;
     run->lim = ds->base.run; /* the defaults filled in (store_new) */
-    if (mkdirat(ds->state_fd, "runstate", 0700) < 0 && errno != EEXIST)
+    bool read_only = ds->base.read_only;
+    if (!read_only && mkdirat(ds->state_fd, "runstate", 0700) < 0 && errno != EEXIST)
         return log_errno(LOG_ERROR, errno, "store: cannot make %s/runstate", ds->dir);
     run->dirfd = openat(ds->state_fd, "runstate", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (run->dirfd < 0 && read_only && errno == ENOENT)
+        return 0; /* only read, and it never had one: no runtime values */
     if (run->dirfd < 0)
         return log_errno(LOG_ERROR, errno, "store: cannot open %s/runstate", ds->dir);
-    state_store_on_drop(run->mem, run_on_drop, run);
+    /* Only read: what expires or is evicted goes from memory, its file stays. */
+    if (!read_only)
+        state_store_on_drop(run->mem, run_on_drop, run);
     r = run_load(run);
     return r < 0 ? log_errno(LOG_ERROR, r, "store: cannot read %s/runstate", ds->dir) : 0;
 }

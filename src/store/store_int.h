@@ -41,6 +41,7 @@ struct store {
     const struct store_ops *ops;
     struct store_limits lim;
     struct state_limits run; /* every field set (the defaults filled in) */
+    bool read_only;
 };
 
 /* An open workspace; a backend's own struct begins with it. */

@@ -39,6 +39,7 @@ int store_pg_new(const struct store_options *opts, int wait_ms, struct store **r
     s->base.ops = &store_pg_ops;
     s->base.lim = opts->lim;
     s->base.run = opts->run;
+    s->base.read_only = opts->read_only;
     int r = store_pg_conn_init(s, opts);
     if (r == 0)
         r = store_pg_conn_start(s, wait_ms);

@@ -124,6 +124,32 @@ static int pg_schema_txn(struct store_pg *s, struct pg_conn *c, struct sbx_error
     return r;
 }
 
+/* Only read (a source of sandboxd migrate): the schema must be there, and one this sandboxd
+ * knows; nothing is made. */
+static int pg_schema_check(struct store_pg *s, struct pg_conn *c, struct sbx_error *err)
+{
+    PGresult *res = NULL;
+    int r = pg_exec(s, c,
+                    "SELECT coalesce((SELECT version::bigint FROM sandboxd_schema WHERE id = 1), "
+                    "0) WHERE to_regclass('sandboxd_schema') IS NOT NULL",
+                    NULL, &res, err);
+    if (r < 0)
+        return r;
+    int64_t have = PQntuples(res) ? pg_int8(res, 0, 0) : 0;
+    PQclear(res);
+    if (have == PG_SCHEMA_VERSION)
+        return 0;
+    if (have)
+        sbx_error_set(err, SBX_ERR_UNAVAILABLE, STORE_UNAVAILABLE, NULL,
+                      "the database holds sandboxd's schema version %lld; this sandboxd reads "
+                      "version %d",
+                      (long long)have, PG_SCHEMA_VERSION);
+    else
+        sbx_error_set(err, SBX_ERR_UNAVAILABLE, STORE_UNAVAILABLE, NULL,
+                      "the database holds no state of sandboxd (no sandboxd_schema)");
+    return -EPROTONOSUPPORT;
+}
+
 int pg_schema_setup(struct store_pg *s, struct pg_conn *c, struct sbx_error *err)
 {
     /* Text of keys, values and names must arrive as it was sent: UTF-8 (or bytes kept as they
@@ -144,6 +170,8 @@ int pg_schema_setup(struct store_pg *s, struct pg_conn *c, struct sbx_error *err
     free(enc);
     if (!ok)
         return -EPROTONOSUPPORT;
+    if (s->base.read_only)
+        return pg_schema_check(s, c, err);
     if ((r = pg_exec(s, c, "BEGIN", NULL, NULL, err)) < 0)
         return r;
     r = pg_schema_txn(s, c, err);
