@@ -4,9 +4,10 @@ on loopback with wrk. Prints a markdown table (p50/p99 latency, throughput, rati
 isolation overhead of a cold spawn, memory figures, sessions against a Jupyter kernel
 (bench/session_bench.py), data work (pandas, a chart) against cold python and a Jupyter
 kernel (bench/data_bench.py), the latency the egress proxy adds to one request
-(bench/egress_bench.py), `sandboxd mcp` against its --compat mode (bench/compat_bench.py) and
-fresh interpreters against warm reuse with their cost per execution (bench/perf_bench.py);
-writes them to bench/last-run.md.
+(bench/egress_bench.py), `sandboxd mcp` against its --compat mode (bench/compat_bench.py),
+fresh interpreters against warm reuse with their cost per execution (bench/perf_bench.py) and
+the state store, the state directory against PostgreSQL (bench/store_bench.py); writes them
+to bench/last-run.md.
 
 Environment: BENCH_DURATION (seconds per load run, default 8), BENCH_SANDBOXD (binary).
 """
@@ -24,6 +25,7 @@ import data_bench
 import egress_bench
 import perf_bench
 import session_bench
+import store_bench
 
 from benchlib import APPS, BIN, DURATION, HERE, ROOT, Proc, check, free_port, jit, post, wrk
 
@@ -214,6 +216,8 @@ def main():
     text += "\n## Network egress (docs/NETWORK.md)\n\n" + egress_bench.main(free_port())[0]
     print("sandboxd mcp against --compat code-execution-mode ...", flush=True)
     text += "\n## MCP server: native against --compat\n\n" + compat_bench.main()[0]
+    print("the state store: the state directory against PostgreSQL ...", flush=True)
+    text += "\n## The state store (docs/DEPLOY.md)\n\n" + store_bench.main()[0]
     print()
     print(text)
     (HERE / "last-run.md").write_text("Measured %s with `make bench` (BENCH_DURATION=%d)\n\n%s"

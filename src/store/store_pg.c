@@ -77,50 +77,49 @@ static int pg_open_txn(struct store_pg *s, struct pg_conn *c, void *userdata, st
 {
     struct pg_open *x = userdata;
     struct store_pg_ws *w = x->w;
-    struct pg_params p = {0};
-    pg_param_text(&p, w->base.tenant);
-    PGresult *res = NULL;
-    int r =
-        pg_exec(s, c, "INSERT INTO sandboxd_tenants (tenant) VALUES ($1) ON CONFLICT DO NOTHING",
-                &p, NULL, err);
-    if (r == 0)
-        r = pg_exec(s, c,
-                    "SELECT workspaces::bigint FROM sandboxd_tenants WHERE tenant = $1 FOR UPDATE",
-                    &p, &res, err);
+    struct pg_params t = {0}, tn = {0};
+    pg_param_text(&t, w->base.tenant);
+    pg_param_text(&tn, w->base.tenant);
+    pg_param_text(&tn, w->base.name);
+    PGresult *count = NULL, *found = NULL;
+    struct pg_stmt first[] = {
+        {"BEGIN", NULL, NULL},
+        {"INSERT INTO sandboxd_tenants (tenant) VALUES ($1) ON CONFLICT DO NOTHING", &t, NULL},
+        {"SELECT workspaces::bigint FROM sandboxd_tenants WHERE tenant = $1 FOR UPDATE", &t,
+         &count},
+        {"SELECT id FROM sandboxd_workspaces WHERE tenant = $1 AND name = $2", &tn, &found},
+    };
+    int r = pg_flight(s, c, first, ARRAY_SIZE(first), err);
     if (r < 0)
         return r;
-    int64_t count = PQntuples(res) ? pg_int8(res, 0, 0) : 0;
-    PQclear(res);
-    pg_param_text(&p, w->base.name);
-    r = pg_exec(s, c, "SELECT id FROM sandboxd_workspaces WHERE tenant = $1 AND name = $2", &p,
-                &res, err);
-    if (r < 0)
-        return r;
-    if (PQntuples(res)) { /* made meanwhile by another */
-        w->id = pg_int8(res, 0, 0);
-        PQclear(res);
-        return 0;
-    }
-    PQclear(res);
-    if (*w->base.tenant && (size_t)count >= x->max_workspaces) {
+    int64_t n = PQntuples(count) ? pg_int8(count, 0, 0) : 0;
+    bool made = PQntuples(found) > 0; /* meanwhile, by another */
+    if (made)
+        w->id = pg_int8(found, 0, 0);
+    PQclear(count);
+    PQclear(found);
+    if (made)
+        return pg_exec(s, c, "COMMIT", NULL, NULL, err);
+    if (*w->base.tenant && (size_t)n >= x->max_workspaces) {
         sbx_error_set(err, SBX_ERR_LIMIT, "QUOTA_EXCEEDED", "workspace",
                       "tenant '%s' has %lld workspaces, its maxWorkspaces", w->base.tenant,
-                      (long long)count);
+                      (long long)n);
         return -EDQUOT;
     }
-    pg_param_int8(&p, store_now_ms());
-    r = pg_exec(s, c,
-                "INSERT INTO sandboxd_workspaces (tenant, name, created_ms) VALUES ($1, $2, $3) "
-                "RETURNING id",
-                &p, &res, err);
-    if (r < 0)
-        return r;
-    w->id = pg_int8(res, 0, 0);
-    PQclear(res);
-    p.n = 1;
-    return pg_exec(s, c,
-                   "UPDATE sandboxd_tenants SET workspaces = workspaces + 1 WHERE tenant = $1", &p,
-                   NULL, err);
+    pg_param_int8(&tn, store_now_ms());
+    PGresult *id = NULL;
+    struct pg_stmt last[] = {
+        {"INSERT INTO sandboxd_workspaces (tenant, name, created_ms) VALUES ($1, $2, $3) "
+         "RETURNING id",
+         &tn, &id},
+        {"UPDATE sandboxd_tenants SET workspaces = workspaces + 1 WHERE tenant = $1", &t, NULL},
+        {"COMMIT", NULL, NULL},
+    };
+    r = pg_flight(s, c, last, ARRAY_SIZE(last), err);
+    if (r == 0)
+        w->id = pg_int8(id, 0, 0);
+    PQclear(id);
+    return r;
 }
 
 static int store_pg_ws_open(struct store *base, const char *tenant, const char *name,
@@ -288,42 +287,47 @@ struct pg_put {
     int64_t modified_ms;
 };
 
-/* Lock the workspace's row and, for a tenant's workspace, the tenant's (the operator's
- * workspaces have no total to hold), then read both with the item as it is. Two statements: in
- * READ COMMITTED the second one's snapshot is taken after the locks are held, so it sees
- * every write that committed before (a join in the locking statement could read the item as
- * it was before the write it waited for). */
-static int pg_lock_item(struct store_pg *s, struct pg_conn *c, struct store_pg_ws *w,
-                        enum store_kind k, const char *name, PGresult **ret, struct sbx_error *err)
+/* BEGIN, lock the workspace's row and, for a tenant's workspace, the tenant's (the operator's
+ * workspaces have no total to hold), then read both with the item as it is: one flight. The
+ * read is a statement of its own: in READ COMMITTED its snapshot is taken after the locks are
+ * held, so it sees every write that committed before (a join in the locking statement could
+ * read the item as it was before the write it waited for). */
+static int pg_begin_item(struct store_pg *s, struct pg_conn *c, struct store_pg_ws *w,
+                         enum store_kind k, const char *name, PGresult **ret, struct sbx_error *err)
 {
-    struct pg_params p = {0};
-    pg_param_int8(&p, w->id);
-    int r =
-        pg_exec(s, c,
-                *w->base.tenant ? "SELECT 1 FROM sandboxd_workspaces w "
-                                  "JOIN sandboxd_tenants t ON t.tenant = w.tenant "
-                                  "WHERE w.id = $1 FOR UPDATE OF w, t"
-                                : "SELECT 1 FROM sandboxd_workspaces w WHERE w.id = $1 FOR UPDATE",
-                &p, ret, err);
+    struct pg_params lock = {0}, read = {0};
+    pg_param_int8(&lock, w->id);
+    pg_param_int8(&read, w->id);
+    pg_param_int8(&read, k);
+    pg_param_text(&read, name);
+    PGresult *locked = NULL;
+    struct pg_stmt st[] = {
+        {"BEGIN", NULL, NULL},
+        {*w->base.tenant ? "SELECT 1 FROM sandboxd_workspaces w "
+                           "JOIN sandboxd_tenants t ON t.tenant = w.tenant "
+                           "WHERE w.id = $1 FOR UPDATE OF w, t"
+                         : "SELECT 1 FROM sandboxd_workspaces w WHERE w.id = $1 FOR UPDATE",
+         &lock, &locked},
+        {"SELECT w.bytes, w.memories::bigint, w.tools::bigint, w.files::bigint, "
+         "t.bytes, i.size, i.modified_ms, i.info, i.rev "
+         "FROM sandboxd_workspaces w JOIN sandboxd_tenants t ON t.tenant = w.tenant "
+         "LEFT JOIN sandboxd_items i ON i.ws = w.id AND i.kind = $2 AND i.name = $3 "
+         "WHERE w.id = $1",
+         &read, ret},
+    };
+    int r = pg_flight(s, c, st, ARRAY_SIZE(st), err);
     if (r < 0)
         return r;
-    int rows = PQntuples(*ret);
-    PQclear(*ret);
-    *ret = NULL;
-    if (!rows) {
+    bool gone = !PQntuples(locked) || !PQntuples(*ret);
+    PQclear(locked);
+    if (gone) {
+        PQclear(*ret);
+        *ret = NULL;
         sbx_error_set(err, SBX_ERR_NOT_FOUND, "NOT_FOUND", "workspace", "workspace %s is gone",
                       w->base.name);
         return -ENOENT;
     }
-    pg_param_int8(&p, k);
-    pg_param_text(&p, name);
-    return pg_exec(s, c,
-                   "SELECT w.bytes, w.memories::bigint, w.tools::bigint, w.files::bigint, "
-                   "t.bytes, i.size, i.modified_ms, i.info, i.rev "
-                   "FROM sandboxd_workspaces w JOIN sandboxd_tenants t ON t.tenant = w.tenant "
-                   "LEFT JOIN sandboxd_items i ON i.ws = w.id AND i.kind = $2 AND i.name = $3 "
-                   "WHERE w.id = $1",
-                   &p, ret, err);
+    return 0;
 }
 
 static int pg_put_txn(struct store_pg *s, struct pg_conn *c, void *userdata, struct sbx_error *err)
@@ -332,7 +336,7 @@ static int pg_put_txn(struct store_pg *s, struct pg_conn *c, void *userdata, str
     struct store_pg_ws *w = x->w;
     const struct store_limits *lim = &s->base.lim;
     PGresult *res = NULL;
-    int r = pg_lock_item(s, c, w, x->k, x->name, &res, err);
+    int r = pg_begin_item(s, c, w, x->k, x->name, &res, err);
     if (r < 0)
         return r;
     bool exists = !pg_isnull(res, 0, 5);
@@ -396,7 +400,8 @@ static int pg_put_txn(struct store_pg *s, struct pg_conn *c, void *userdata, str
         PG_PUT_SQL("tools"),
         PG_PUT_SQL("files"),
     };
-    r = pg_exec(s, c, sql[x->k], &p, NULL, err);
+    struct pg_stmt last[] = {{sql[x->k], &p, NULL}, {"COMMIT", NULL, NULL}};
+    r = pg_flight(s, c, last, ARRAY_SIZE(last), err);
     free(data);
     return r;
 }
@@ -425,7 +430,7 @@ static int pg_del_txn(struct store_pg *s, struct pg_conn *c, void *userdata, str
 {
     struct pg_del *x = userdata;
     PGresult *res = NULL;
-    int r = pg_lock_item(s, c, x->w, x->k, x->name, &res, err);
+    int r = pg_begin_item(s, c, x->w, x->k, x->name, &res, err);
     if (r < 0)
         return r;
     bool exists = !pg_isnull(res, 0, 5);
@@ -444,7 +449,8 @@ static int pg_del_txn(struct store_pg *s, struct pg_conn *c, void *userdata, str
         PG_DEL_SQL("tools"),
         PG_DEL_SQL("files"),
     };
-    return pg_exec(s, c, sql[x->k], &p, NULL, err);
+    struct pg_stmt last[] = {{sql[x->k], &p, NULL}, {"COMMIT", NULL, NULL}};
+    return pg_flight(s, c, last, ARRAY_SIZE(last), err);
 }
 
 static int store_pg_del(struct store_ws *base, enum store_kind k, const char *name,

@@ -277,8 +277,9 @@ static bool pg_state_is(const char *state, const char *want)
     return state && strcmp(state, want) == 0;
 }
 
-/* A statement's error result: what a caller makes of it. */
-static int pg_failed(struct store_pg *s, struct pg_conn *pc, const PGresult *res,
+/* A statement's error result: what a caller makes of it. *ret_close: the connection is of no
+ * more use (the caller closes it once it has read everything it was sent). */
+static int pg_failed(struct store_pg *s, struct pg_conn *pc, const PGresult *res, bool *ret_close,
                      struct sbx_error *err)
 {
     const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
@@ -291,9 +292,11 @@ static int pg_failed(struct store_pg *s, struct pg_conn *pc, const PGresult *res
     }
     if (PQstatus(pc->c) == CONNECTION_BAD || (state && strncmp(state, "08", 2) == 0) ||
         pg_state_is(state, "57P01") || pg_state_is(state, "57P02") || pg_state_is(state, "57P03") ||
-        pg_state_is(state, "25P03"))
-        return pg_lost(s, pc, msg, err);
-    if (pg_state_is(state, "57014") || pg_state_is(state, "55P03") || pg_state_is(state, "53300") ||
+        pg_state_is(state, "25P03")) {
+        *ret_close = true;
+        return pg_unavailable(s, msg, err);
+    }
+    if (pg_state_is(state, "57014") || pg_state_is(state, "55P03") ||
         (state && strncmp(state, "53", 2) == 0)) {
         /* cancelled by statement_timeout or lock_timeout, or out of resources: the database
          * is there but cannot answer in time */
@@ -309,59 +312,100 @@ static int pg_failed(struct store_pg *s, struct pg_conn *pc, const PGresult *res
     return -EPROTO;
 }
 
+/* pc's connection did not answer by its deadline, or failed: close it. */
+static int pg_broken(struct store_pg *s, struct pg_conn *pc, int r, struct sbx_error *err)
+{
+    char why[96];
+    if (r == -ETIMEDOUT)
+        snprintf(why, sizeof(why), "no answer within %u ms", s->timeout_ms);
+    return pg_lost(s, pc,
+                   r == -ETIMEDOUT ? why
+                   : r < 0         ? strerror(-r)
+                                   : PQerrorMessage(pc->c),
+                   err);
+}
+
+/* The next result of what pc was sent (NULL: the end of one statement's), by the deadline. */
+static int pg_next(struct store_pg *s, struct pg_conn *pc, PGresult **ret, struct sbx_error *err)
+{
+    PGconn *c = pc->c;
+    int r = 0;
+    while (r == 0 && PQisBusy(c)) {
+        r = pg_wait(c, POLLIN, pc->deadline_us);
+        if (r == 0 && !PQconsumeInput(c))
+            r = 1; /* libpq's own message */
+    }
+    if (r != 0)
+        return pg_broken(s, pc, r, err);
+    *ret = PQgetResult(c);
+    return 0;
+}
+
+int pg_flight(struct store_pg *s, struct pg_conn *pc, const struct pg_stmt *st, size_t n,
+              struct sbx_error *err)
+{
+    for (size_t i = 0; i < n; i++)
+        if (st[i].ret)
+            *st[i].ret = NULL;
+    PGconn *c = pc->c;
+    /* In pipeline mode the statements go in one write and their answers come in one read: one
+     * round trip for all of them. After an error the server skips the rest until the sync. */
+    if (!PQenterPipelineMode(c))
+        return pg_broken(s, pc, 1, err);
+    for (size_t i = 0; i < n; i++) {
+        const struct pg_params *p = st[i].p;
+        if (!PQsendQueryParams(c, st[i].sql, p ? p->n : 0, p ? p->types : NULL,
+                               p ? p->values : NULL, p ? p->lengths : NULL, p ? p->formats : NULL,
+                               1))
+            return pg_broken(s, pc, 1, err);
+    }
+    if (!PQpipelineSync(c))
+        return pg_broken(s, pc, 1, err);
+    int f, r = 0;
+    while ((f = PQflush(c)) != 0) {
+        if (f < 0 || (r = pg_wait(c, POLLIN | POLLOUT, pc->deadline_us)) < 0 || !PQconsumeInput(c))
+            return pg_broken(s, pc, r, err);
+    }
+    int failed = 0;
+    bool close = false;
+    PGresult *res = NULL;
+    for (size_t i = 0; r == 0 && i < n; i++) {
+        while ((r = pg_next(s, pc, &res, err)) == 0 && res) {
+            ExecStatusType x = PQresultStatus(res);
+            if (x == PGRES_FATAL_ERROR && !failed)
+                failed = pg_failed(s, pc, res, &close, err);
+            if ((x == PGRES_TUPLES_OK || x == PGRES_COMMAND_OK) && st[i].ret && !*st[i].ret)
+                *st[i].ret = TAKE_PTR(res);
+            PQclear(res);
+        }
+    }
+    /* the sync point: then nothing more is owed, and the connection leaves pipeline mode */
+    if (r == 0 && (r = pg_next(s, pc, &res, err)) == 0) {
+        bool synced = res && PQresultStatus(res) == PGRES_PIPELINE_SYNC;
+        PQclear(res);
+        if (!synced || !PQexitPipelineMode(c))
+            r = pg_broken(s, pc, 1, err);
+    }
+    if (r == 0 && failed && close)
+        pg_close(pc);
+    if (r == 0)
+        r = failed;
+    if (r < 0)
+        for (size_t i = 0; i < n; i++)
+            if (st[i].ret) {
+                PQclear(*st[i].ret);
+                *st[i].ret = NULL;
+            }
+    if (r == 0)
+        pc->flights++;
+    return r;
+}
+
 int pg_exec(struct store_pg *s, struct pg_conn *pc, const char *sql, const struct pg_params *p,
             PGresult **ret, struct sbx_error *err)
 {
-    if (ret)
-        *ret = NULL;
-    PGconn *c = pc->c;
-    if (!PQsendQueryParams(c, sql, p ? p->n : 0, p ? p->types : NULL, p ? p->values : NULL,
-                           p ? p->lengths : NULL, p ? p->formats : NULL, 1))
-        return pg_lost(s, pc, PQerrorMessage(c), err);
-    int f, r = 0;
-    while (r == 0 && (f = PQflush(c)) != 0) {
-        if (f < 0)
-            return pg_lost(s, pc, PQerrorMessage(c), err);
-        r = pg_wait(c, POLLIN | POLLOUT, pc->deadline_us);
-        if (r == 0 && !PQconsumeInput(c))
-            return pg_lost(s, pc, PQerrorMessage(c), err);
-    }
-    PGresult *keep = NULL, *res;
-    for (;;) {
-        while (r == 0 && PQisBusy(c)) {
-            r = pg_wait(c, POLLIN, pc->deadline_us);
-            if (r == 0 && !PQconsumeInput(c)) {
-                PQclear(keep);
-                return pg_lost(s, pc, PQerrorMessage(c), err);
-            }
-        }
-        if (r < 0) {
-            PQclear(keep);
-            char why[96];
-            snprintf(why, sizeof(why), "no answer within %u ms", s->timeout_ms);
-            return pg_lost(s, pc, r == -ETIMEDOUT ? why : strerror(-r), err);
-        }
-        if (!(res = PQgetResult(c)))
-            break;
-        /* One statement: its result, or the first error. */
-        if (keep && PQresultStatus(keep) == PGRES_FATAL_ERROR) {
-            PQclear(res);
-        } else {
-            PQclear(keep);
-            keep = res;
-        }
-    }
-    ExecStatusType st = keep ? PQresultStatus(keep) : PGRES_FATAL_ERROR;
-    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
-        r = keep ? pg_failed(s, pc, keep, err) : pg_lost(s, pc, PQerrorMessage(c), err);
-        PQclear(keep);
-        return r;
-    }
-    if (ret)
-        *ret = keep;
-    else
-        PQclear(keep);
-    return 0;
+    struct pg_stmt st = {sql, p, ret};
+    return pg_flight(s, pc, &st, 1, err);
 }
 
 /* ---- the pool ------------------------------------------------------------------------------ */
@@ -496,25 +540,23 @@ int pg_txn(struct store_pg *s, pg_txn_fn fn, void *userdata, struct sbx_error *e
         if (r < 0)
             return r;
         bool reused = pc->reused;
-        r = pg_exec(s, pc, "BEGIN", NULL, NULL, err);
-        if (r == -ENOTCONN && reused && !pc->c && !reconnected) {
-            /* nothing was done: the idle connection was dead (the database restarted) */
-            pg_release(s, pc);
-            sbx_error_clear(err);
-            reconnected = true;
-            continue;
-        }
-        if (r == 0)
-            r = fn(s, pc, userdata, err);
-        if (r == 0)
-            r = pg_exec(s, pc, "COMMIT", NULL, NULL, err);
-        else if (pc->c) {
+        pc->flights = 0;
+        r = fn(s, pc, userdata, err);
+        bool first_lost = r == -ENOTCONN && !pc->c && pc->flights == 0;
+        if (r < 0 && pc->c) {
             struct sbx_error ignored = {0};
-            /* the connection stays usable; a failure here closes it (pg_exec) */
+            /* outside a transaction only a warning; a failure here closes it (pg_flight) */
             (void)pg_exec(s, pc, "ROLLBACK", NULL, NULL, &ignored);
             sbx_error_clear(&ignored);
         }
         pg_release(s, pc);
+        if (first_lost && reused && !reconnected) {
+            /* the idle connection was dead (the database restarted) and the first flight,
+             * which never holds the COMMIT, failed: nothing was done; once on a new one */
+            sbx_error_clear(err);
+            reconnected = true;
+            continue;
+        }
         if (r == -EAGAIN && attempt + 1 < PG_TXN_TRIES) {
             sbx_error_clear(err);
             struct timespec nap = {.tv_nsec = (long)(1 + randombytes_uniform(5)) * 1000000};

@@ -35,6 +35,7 @@ struct pg_conn {
     PGconn *c;
     bool busy;
     bool reused;         /* connected before the current operation took it */
+    unsigned flights;    /* flights of the current operation that were answered */
     int64_t deadline_us; /* of the current operation (monotonic clock) */
 };
 
@@ -80,15 +81,27 @@ char *pg_bytes(const PGresult *res, int row, int col, size_t *ret_len);
 
 /* ---- statements ---- */
 
+/* One statement of a flight: its result into *ret when ret is not NULL (a new reference). */
+struct pg_stmt {
+    const char *sql;
+    const struct pg_params *p;
+    PGresult **ret;
+};
+/* Statements sent together and answered together (libpq's pipeline mode: one round trip),
+ * stopping at the first that fails; errors as pg_exec(). */
+int pg_flight(struct store_pg *s, struct pg_conn *c, const struct pg_stmt *st, size_t n,
+              struct sbx_error *err);
+
 /* One statement on c (taken by pg_txn or pg_query): 0 and *ret (may be NULL when unwanted), or
  * -ENOTCONN (kind UNAVAILABLE: connection lost, deadline passed, the server shutting down; c
  * is then closed), -EAGAIN (serialization failure or deadlock: retry the transaction), -EPROTO
  * (the database refused it; logged), with *err. */
 int pg_exec(struct store_pg *s, struct pg_conn *c, const char *sql, const struct pg_params *p,
             PGresult **ret, struct sbx_error *err);
-/* fn inside BEGIN ... COMMIT (ROLLBACK when fn fails), on a connection of the pool, retried
- * when the database asks for it (-EAGAIN) and once on a fresh connection when an idle one
- * turned out dead before anything was done. */
+/* fn, a transaction — it sends BEGIN with its first flight and COMMIT with its last, so that a
+ * write costs two round trips — on a connection of the pool; ROLLBACK when fn fails; retried
+ * when the database asks for it (-EAGAIN), and once on a fresh connection when an idle one
+ * turned out dead at the first flight (which never holds the COMMIT: nothing was done). */
 typedef int (*pg_txn_fn)(struct store_pg *s, struct pg_conn *c, void *userdata,
                          struct sbx_error *err);
 int pg_txn(struct store_pg *s, pg_txn_fn fn, void *userdata, struct sbx_error *err);

@@ -26,16 +26,16 @@ struct pg_run_set {
     bool only_new;
 };
 
-/* The sum of the sizes a statement returned in its first column (one row). */
-static int pg_sum(struct store_pg *s, struct pg_conn *c, const char *sql, const struct pg_params *p,
-                  int64_t *ret, struct sbx_error *err)
+/* The first column of a statement's one row (0 when none). */
+static int64_t pg_first(const PGresult *res)
 {
-    PGresult *res = NULL;
-    int r = pg_exec(s, c, sql, p, &res, err);
-    if (r == 0)
-        *ret = PQntuples(res) ? pg_int8(res, 0, 0) : 0;
-    PQclear(res);
-    return r;
+    return res && PQntuples(res) ? pg_int8(res, 0, 0) : 0;
+}
+
+static void pg_clear(PGresult **res, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        PQclear(res[i]);
 }
 
 static int pg_run_set_txn(struct store_pg *s, struct pg_conn *c, void *userdata,
@@ -46,78 +46,79 @@ static int pg_run_set_txn(struct store_pg *s, struct pg_conn *c, void *userdata,
     int64_t now = store_now_ms(), ttl_ms = lim->ttl_us / 1000;
     int64_t at = x->written_ms > 0 ? x->written_ms : now;
     int64_t size = (int64_t)state_entry_size(x->app, x->key, x->len);
-    int64_t total = 0, gone = 0;
-    int r = pg_sum(s, c, "SELECT bytes FROM sandboxd_runtime_total WHERE id = 1 FOR UPDATE", NULL,
-                   &total, err);
-    /* what expired */
-    struct pg_params p = {0};
-    pg_param_int8(&p, now - ttl_ms);
-    if (r == 0)
-        r = pg_sum(s, c,
-                   "WITH d AS (DELETE FROM sandboxd_runtime WHERE written_ms < $1 RETURNING size) "
-                   "SELECT coalesce(sum(size), 0)::bigint FROM d",
-                   &p, &gone, err);
-    total -= gone;
-    /* the value it replaces */
-    p = (struct pg_params){0};
-    pg_param_text(&p, x->app);
-    pg_param_text(&p, x->key);
-    PGresult *res = NULL;
-    if (r == 0)
-        r = pg_exec(s, c, "DELETE FROM sandboxd_runtime WHERE app = $1 AND key = $2 RETURNING size",
-                    &p, &res, err);
+    struct pg_params expiry = {0}, own = {0}, app = {0};
+    pg_param_int8(&expiry, now - ttl_ms);
+    pg_param_text(&own, x->app);
+    pg_param_text(&own, x->key);
+    pg_param_text(&app, x->app);
+    pg_param_int8(&app, (int64_t)lim->max_per_app - 1);
+    /* One flight: the total's row locked (every runtime value's write queues there), what
+     * expired gone, the value it replaces gone, the app's least recently written beyond its
+     * cap gone. */
+    PGresult *res[5] = {0};
+    struct pg_stmt first[] = {
+        {"BEGIN", NULL, NULL},
+        {"SELECT bytes FROM sandboxd_runtime_total WHERE id = 1 FOR UPDATE", NULL, &res[0]},
+        {"WITH d AS (DELETE FROM sandboxd_runtime WHERE written_ms < $1 RETURNING size) "
+         "SELECT coalesce(sum(size), 0)::bigint FROM d",
+         &expiry, &res[1]},
+        {"WITH d AS (DELETE FROM sandboxd_runtime WHERE app = $1 AND key = $2 RETURNING size) "
+         "SELECT coalesce(sum(size), 0)::bigint, count(*) FROM d",
+         &own, &res[2]},
+        {"WITH v AS (SELECT app, key FROM sandboxd_runtime WHERE app = $1 "
+         "ORDER BY written_ms DESC, key DESC OFFSET $2), "
+         "d AS (DELETE FROM sandboxd_runtime r USING v WHERE r.app = v.app AND r.key = v.key "
+         "RETURNING r.size) SELECT coalesce(sum(size), 0)::bigint FROM d",
+         &app, &res[3]},
+    };
+    int r = pg_flight(s, c, first, ARRAY_SIZE(first), err);
     if (r < 0)
         return r;
-    bool replaced = PQntuples(res) > 0;
-    total -= replaced ? pg_int8(res, 0, 0) : 0;
-    PQclear(res);
+    bool replaced = res[2] && PQntuples(res[2]) && pg_int8(res[2], 0, 1) > 0;
+    int64_t total = pg_first(res[0]) - pg_first(res[1]) - pg_first(res[2]) - pg_first(res[3]);
+    pg_clear(res, ARRAY_SIZE(res));
     if (replaced && x->only_new) {
         sbx_error_set(err, SBX_ERR_INVALID, "EXISTS", NULL, "there is a value of that key already");
         return -EEXIST;
     }
-    /* the app's least recently written, when the app is full */
-    pg_param_int8(&p, (int64_t)lim->max_per_app - 1);
-    r = pg_sum(s, c,
-               "WITH v AS (SELECT app, key FROM sandboxd_runtime WHERE app = $1 "
-               "ORDER BY written_ms DESC, key DESC OFFSET $3), "
-               "d AS (DELETE FROM sandboxd_runtime r USING v WHERE r.app = v.app AND r.key = v.key "
-               "RETURNING r.size) SELECT coalesce(sum(size), 0)::bigint FROM d",
-               &p, &gone, err);
-    total -= gone;
     /* and across apps, the least recently written of all, until it fits */
-    int64_t need = total + size - (int64_t)lim->max_bytes;
-    for (gone = 1; r == 0 && need > 0 && gone > 0; need -= gone) {
+    int64_t need = total + size - (int64_t)lim->max_bytes, gone = 1;
+    while (need > 0 && gone > 0) {
         struct pg_params q = {0};
         pg_param_int8(&q, need);
         pg_param_int8(&q, PG_RUN_EVICT_BATCH);
-        r = pg_sum(s, c,
-                   "WITH o AS (SELECT app, key, size, written_ms FROM sandboxd_runtime "
-                   "ORDER BY written_ms, app, key LIMIT $2), "
-                   "v AS (SELECT app, key, sum(size) OVER (ORDER BY written_ms, app, key "
-                   "ROWS UNBOUNDED PRECEDING) - size AS before FROM o), "
-                   "d AS (DELETE FROM sandboxd_runtime r USING v WHERE r.app = v.app "
-                   "AND r.key = v.key AND v.before < $1 RETURNING r.size) "
-                   "SELECT coalesce(sum(size), 0)::bigint FROM d",
-                   &q, &gone, err);
+        PGresult *evicted = NULL;
+        struct pg_stmt evict = {
+            "WITH o AS (SELECT app, key, size, written_ms FROM sandboxd_runtime "
+            "ORDER BY written_ms, app, key LIMIT $2), "
+            "v AS (SELECT app, key, sum(size) OVER (ORDER BY written_ms, app, key "
+            "ROWS UNBOUNDED PRECEDING) - size AS before FROM o), "
+            "d AS (DELETE FROM sandboxd_runtime r USING v WHERE r.app = v.app "
+            "AND r.key = v.key AND v.before < $1 RETURNING r.size) "
+            "SELECT coalesce(sum(size), 0)::bigint FROM d",
+            &q, &evicted};
+        if ((r = pg_flight(s, c, &evict, 1, err)) < 0)
+            return r;
+        gone = pg_first(evicted);
+        PQclear(evicted);
         total -= gone;
+        need -= gone;
     }
-    struct pg_params v = {0};
+    struct pg_params v = {0}, t = {0};
     pg_param_text(&v, x->app);
     pg_param_text(&v, x->key);
     pg_param_textn(&v, x->text, x->len);
     pg_param_int8(&v, size);
     pg_param_int8(&v, at);
-    if (r == 0)
-        r = pg_exec(s, c,
-                    "INSERT INTO sandboxd_runtime (app, key, value, size, written_ms) "
-                    "VALUES ($1, $2, $3, $4, $5)",
-                    &v, NULL, err);
-    struct pg_params t = {0};
     pg_param_int8(&t, total + size);
-    if (r == 0)
-        r = pg_exec(s, c, "UPDATE sandboxd_runtime_total SET bytes = $1 WHERE id = 1", &t, NULL,
-                    err);
-    return r;
+    struct pg_stmt last[] = {
+        {"INSERT INTO sandboxd_runtime (app, key, value, size, written_ms) "
+         "VALUES ($1, $2, $3, $4, $5)",
+         &v, NULL},
+        {"UPDATE sandboxd_runtime_total SET bytes = $1 WHERE id = 1", &t, NULL},
+        {"COMMIT", NULL, NULL},
+    };
+    return pg_flight(s, c, last, ARRAY_SIZE(last), err);
 }
 
 int store_pg_run_set(struct store *base, const char *app, const char *key, const char *text,
