@@ -22,6 +22,7 @@ import time
 
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
+from benchlib import free_port  # noqa: E402
 from pg import Postgres, server_bin  # noqa: E402
 
 BIN = os.environ.get("BENCH_SANDBOXD", str(HERE.parent / "build" / "sandboxd"))
@@ -43,13 +44,6 @@ EXECUTOR = {"requestId": "b", "requestData": {"source": "bench"},
             "context": {"handlerType": "EXECUTOR", "mcp_endpoint": "local",
                         "taskDetails": {"code": "def f():\n    return 7\n",
                                         "functionName": "f"}}}
-
-
-def free_port():
-    import socket
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def pct(xs):

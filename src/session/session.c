@@ -202,6 +202,32 @@ static void session_all_add(struct sessions *ss, struct session *s)
     ss->allocated++;
 }
 
+/* Open s's workspace (made when new) into s->wsh: 0, or -errno and *err (a tenant at its
+ * maxWorkspaces is QUOTA_EXCEEDED; a store that cannot be reached stays STORE_UNAVAILABLE, 503,
+ * retry later). */
+static int session_open_workspace(struct sessions *ss, struct session *s,
+                                  const struct session_create *c, const char *workspace,
+                                  struct sbx_error *err)
+{
+    struct store_share share = workspace_share_of(c->tenant);
+    _cleanup_sbx_error_ struct sbx_error werr = {0};
+    int r = workspace_open(ss->ws, s->workspace, &share, true, &s->wsh, &werr);
+    if (r == -EDQUOT)
+        sbx_error_set(err, SBX_ERR_TOO_LARGE, "QUOTA_EXCEEDED", "workspace",
+                      "workspace %s: tenant '%s' has %zu workspaces, its maxWorkspaces; use one "
+                      "of them",
+                      workspace, tenant_name(c->tenant), workspace_max_workspaces(ss->ws, &share));
+    else if (r < 0 && werr.kind == SBX_ERR_UNAVAILABLE)
+        sbx_error_set(err, SBX_ERR_UNAVAILABLE, STORE_UNAVAILABLE, "workspace",
+                      "workspace %s is unavailable: %s", workspace,
+                      werr.message ? werr.message : strerror(-r));
+    else if (r < 0)
+        sbx_error_set(err, SBX_ERR_INTERNAL, "INTERNAL", "workspace",
+                      "workspace %s is unavailable: %s", workspace,
+                      werr.message ? werr.message : strerror(-r));
+    return r;
+}
+
 int sessions_create(struct sessions *ss, const struct session_create *c, json_t **ret_info,
                     struct sbx_error *err)
 {
@@ -317,24 +343,8 @@ int sessions_create(struct sessions *ss, const struct session_create *c, json_t 
         sbx_error_set(err, SBX_ERR_INTERNAL, "INTERNAL", NULL, "cannot draw a random session id");
         goto fail;
     }
-    struct store_share share = workspace_share_of(c->tenant);
-    _cleanup_sbx_error_ struct sbx_error werr = {0};
-    if ((r = workspace_open(ss->ws, s->workspace, &share, true, &s->wsh, &werr)) == -EDQUOT) {
-        sbx_error_set(err, SBX_ERR_TOO_LARGE, "QUOTA_EXCEEDED", "workspace",
-                      "workspace %s: tenant '%s' has %zu workspaces, its maxWorkspaces; use one "
-                      "of them",
-                      workspace, tenant_name(c->tenant), workspace_max_workspaces(ss->ws, &share));
+    if ((r = session_open_workspace(ss, s, c, workspace, err)) < 0)
         goto fail;
-    }
-    if (r < 0) {
-        /* STORE_UNAVAILABLE stays itself (503, retry later); anything else is ours. */
-        bool down = werr.kind == SBX_ERR_UNAVAILABLE;
-        sbx_error_set(err, down ? SBX_ERR_UNAVAILABLE : SBX_ERR_INTERNAL,
-                      down ? STORE_UNAVAILABLE : "INTERNAL", "workspace",
-                      "workspace %s is unavailable: %s", workspace,
-                      werr.message ? werr.message : strerror(-r));
-        goto fail;
-    }
     job = session_init_job(ss, s->servers, s->wsh, err);
     if (!job) {
         r = -EIO;

@@ -189,21 +189,36 @@ static int pg_item(const PGresult *res, int row, enum store_kind k, bool with_da
     return 0;
 }
 
-static int store_pg_get(struct store_ws *base, enum store_kind k, const char *name, bool with_data,
-                        struct store_item **ret, struct sbx_error *err)
+/* The items of kind k of w (name NULL: all of them, by name, at most max_entries; else that
+ * one), with their data or not: one statement of four. */
+static int pg_select_items(struct store_pg_ws *w, enum store_kind k, const char *name,
+                           bool with_data, PGresult **ret, struct sbx_error *err)
 {
-    struct store_pg_ws *w = (struct store_pg_ws *)base;
+    static const char *const sql[2][2] = {
+        {"SELECT " PG_ITEM_COLUMNS " FROM sandboxd_items "
+         "WHERE ws = $1 AND kind = $2 AND name = $3",
+         "SELECT " PG_ITEM_COLUMNS ", data FROM sandboxd_items "
+         "WHERE ws = $1 AND kind = $2 AND name = $3"},
+        {"SELECT " PG_ITEM_COLUMNS " FROM sandboxd_items "
+         "WHERE ws = $1 AND kind = $2 ORDER BY name LIMIT $3",
+         "SELECT " PG_ITEM_COLUMNS ", data FROM sandboxd_items "
+         "WHERE ws = $1 AND kind = $2 ORDER BY name LIMIT $3"},
+    };
     struct pg_params p = {0};
     pg_param_int8(&p, w->id);
     pg_param_int8(&p, k);
-    pg_param_text(&p, name);
+    if (name)
+        pg_param_text(&p, name);
+    else
+        pg_param_int8(&p, (int64_t)w->base.store->lim.max_entries);
+    return pg_query((struct store_pg *)w->base.store, sql[!name][with_data], &p, ret, err);
+}
+
+static int store_pg_get(struct store_ws *base, enum store_kind k, const char *name, bool with_data,
+                        struct store_item **ret, struct sbx_error *err)
+{
     PGresult *res = NULL;
-    int r = pg_query((struct store_pg *)base->store,
-                     with_data ? "SELECT " PG_ITEM_COLUMNS ", data FROM sandboxd_items "
-                                 "WHERE ws = $1 AND kind = $2 AND name = $3"
-                               : "SELECT " PG_ITEM_COLUMNS " FROM sandboxd_items "
-                                 "WHERE ws = $1 AND kind = $2 AND name = $3",
-                     &p, &res, err);
+    int r = pg_select_items((struct store_pg_ws *)base, k, name, with_data, &res, err);
     if (r < 0)
         return r;
     struct store_item *it = NULL;
@@ -223,18 +238,8 @@ static int store_pg_get(struct store_ws *base, enum store_kind k, const char *na
 static int store_pg_list(struct store_ws *base, enum store_kind k, bool with_data,
                          struct store_item **ret_items, size_t *ret_n, struct sbx_error *err)
 {
-    struct store_pg_ws *w = (struct store_pg_ws *)base;
-    struct pg_params p = {0};
-    pg_param_int8(&p, w->id);
-    pg_param_int8(&p, k);
-    pg_param_int8(&p, (int64_t)base->store->lim.max_entries);
     PGresult *res = NULL;
-    int r = pg_query((struct store_pg *)base->store,
-                     with_data ? "SELECT " PG_ITEM_COLUMNS ", data FROM sandboxd_items "
-                                 "WHERE ws = $1 AND kind = $2 ORDER BY name LIMIT $3"
-                               : "SELECT " PG_ITEM_COLUMNS " FROM sandboxd_items "
-                                 "WHERE ws = $1 AND kind = $2 ORDER BY name LIMIT $3",
-                     &p, &res, err);
+    int r = pg_select_items((struct store_pg_ws *)base, k, NULL, with_data, &res, err);
     if (r < 0)
         return r;
     size_t n = (size_t)PQntuples(res), done = 0;

@@ -40,78 +40,6 @@
 #define PG_TXN_TRIES    5    /* a transaction the database asked to retry */
 #define PG_MAX_PASSWORD 1024
 
-#define BYTEAOID 17
-#define INT8OID  20
-#define TEXTOID  25
-
-/* ---- parameters and results ---------------------------------------------------------------- */
-
-void pg_param_text(struct pg_params *p, const char *s)
-{
-    pg_param_textn(p, s, strlen(s));
-}
-
-void pg_param_textn(struct pg_params *p, const char *s, size_t len)
-{
-    pg_param_bytes(p, s, len);
-    p->types[p->n - 1] = TEXTOID;
-}
-
-void pg_param_bytes(struct pg_params *p, const void *data, size_t len)
-{
-    int i = p->n++;
-    p->types[i] = BYTEAOID;
-    p->values[i] = len ? data : "";
-    p->lengths[i] = (int)len; /* items are capped far below 2 GiB (store_limits) */
-    p->formats[i] = 1;
-}
-
-void pg_param_int8(struct pg_params *p, int64_t v)
-{
-    int i = p->n++;
-    p->ints[i] = htobe64((uint64_t)v);
-    p->types[i] = INT8OID;
-    p->values[i] = (const char *)&p->ints[i];
-    p->lengths[i] = 8;
-    p->formats[i] = 1;
-}
-
-void pg_param_null(struct pg_params *p, Oid type)
-{
-    int i = p->n++;
-    p->types[i] = type;
-    p->values[i] = NULL;
-    p->lengths[i] = 0;
-    p->formats[i] = 1;
-}
-
-int64_t pg_int8(const PGresult *res, int row, int col)
-{
-    uint64_t v = 0;
-    if (PQgetisnull(res, row, col) || PQgetlength(res, row, col) != 8)
-        return 0;
-    memcpy(&v, PQgetvalue(res, row, col), 8);
-    return (int64_t)be64toh(v);
-}
-
-bool pg_isnull(const PGresult *res, int row, int col)
-{
-    return PQgetisnull(res, row, col);
-}
-
-char *pg_bytes(const PGresult *res, int row, int col, size_t *ret_len)
-{
-    size_t len = (size_t)PQgetlength(res, row, col);
-    char *out = malloc(len + 1);
-    if (!out)
-        return NULL;
-    memcpy(out, PQgetvalue(res, row, col), len);
-    out[len] = '\0';
-    if (ret_len)
-        *ret_len = len;
-    return out;
-}
-
 /* ---- the store's state --------------------------------------------------------------------- */
 
 static const char *pg_state_name(int state)
@@ -506,28 +434,14 @@ static int64_t pg_deadline(const struct store_pg *s)
     return clock_mono_us() + (int64_t)s->timeout_ms * 1000;
 }
 
-int pg_query(struct store_pg *s, const char *sql, const struct pg_params *p, PGresult **ret,
-             struct sbx_error *err)
+void pg_rollback(struct store_pg *s, struct pg_conn *pc)
 {
-    int64_t deadline = pg_deadline(s);
-    for (int attempt = 0;; attempt++) {
-        struct pg_conn *pc = NULL;
-        int r = pg_acquire(s, deadline, &pc, err);
-        if (r < 0)
-            return r;
-        bool reused = pc->reused;
-        r = pg_exec(s, pc, sql, p, ret, err);
-        bool lost = !pc->c;
-        pg_release(s, pc);
-        /* An idle connection the database dropped (a restart): once more on a new one. */
-        if (r == -ENOTCONN && reused && lost && attempt == 0) {
-            sbx_error_clear(err);
-            continue;
-        }
-        if (r == 0)
-            pg_answered(s);
-        return r;
-    }
+    if (!pc->c)
+        return;
+    struct sbx_error ignored = {0};
+    /* outside a transaction only a warning; a failure here closes it (pg_flight) */
+    (void)pg_exec(s, pc, "ROLLBACK", NULL, NULL, &ignored);
+    sbx_error_clear(&ignored);
 }
 
 int pg_txn(struct store_pg *s, pg_txn_fn fn, void *userdata, struct sbx_error *err)
@@ -543,12 +457,8 @@ int pg_txn(struct store_pg *s, pg_txn_fn fn, void *userdata, struct sbx_error *e
         pc->flights = 0;
         r = fn(s, pc, userdata, err);
         bool first_lost = r == -ENOTCONN && !pc->c && pc->flights == 0;
-        if (r < 0 && pc->c) {
-            struct sbx_error ignored = {0};
-            /* outside a transaction only a warning; a failure here closes it (pg_flight) */
-            (void)pg_exec(s, pc, "ROLLBACK", NULL, NULL, &ignored);
-            sbx_error_clear(&ignored);
-        }
+        if (r < 0)
+            pg_rollback(s, pc);
         pg_release(s, pc);
         if (first_lost && reused && !reconnected) {
             /* the idle connection was dead (the database restarted) and the first flight,
@@ -567,6 +477,27 @@ int pg_txn(struct store_pg *s, pg_txn_fn fn, void *userdata, struct sbx_error *e
             pg_answered(s);
         return r == -EAGAIN ? -ENOTCONN : r;
     }
+}
+
+struct pg_one {
+    const char *sql;
+    const struct pg_params *p;
+    PGresult **ret;
+};
+
+static int pg_one_statement(struct store_pg *s, struct pg_conn *c, void *userdata,
+                            struct sbx_error *err)
+{
+    struct pg_one *x = userdata;
+    return pg_exec(s, c, x->sql, x->p, x->ret, err);
+}
+
+int pg_query(struct store_pg *s, const char *sql, const struct pg_params *p, PGresult **ret,
+             struct sbx_error *err)
+{
+    /* A transaction of its own (autocommit): retried the same way. */
+    struct pg_one x = {sql, p, ret};
+    return pg_txn(s, pg_one_statement, &x, err);
 }
 
 /* ---- at start ------------------------------------------------------------------------------ */

@@ -105,6 +105,8 @@ int pg_exec(struct store_pg *s, struct pg_conn *c, const char *sql, const struct
 typedef int (*pg_txn_fn)(struct store_pg *s, struct pg_conn *c, void *userdata,
                          struct sbx_error *err);
 int pg_txn(struct store_pg *s, pg_txn_fn fn, void *userdata, struct sbx_error *err);
+/* ROLLBACK on c, whatever it answers (a connection that fails it is closed). */
+void pg_rollback(struct store_pg *s, struct pg_conn *c);
 /* One statement outside a transaction, with the same reconnect. */
 int pg_query(struct store_pg *s, const char *sql, const struct pg_params *p, PGresult **ret,
              struct sbx_error *err);

@@ -177,10 +177,6 @@ int pg_schema_setup(struct store_pg *s, struct pg_conn *c, struct sbx_error *err
     r = pg_schema_txn(s, c, err);
     if (r == 0)
         return pg_exec(s, c, "COMMIT", NULL, NULL, err);
-    if (c->c) {
-        struct sbx_error ignored = {0};
-        (void)pg_exec(s, c, "ROLLBACK", NULL, NULL, &ignored);
-        sbx_error_clear(&ignored);
-    }
+    pg_rollback(s, c);
     return r;
 }

@@ -10,6 +10,30 @@ import tempfile
 
 KINDS = {"memory": 0, "tools": 1, "files": 2}
 
+# Session code that rewrites 20 memories as fast as it can, each a body with the checksum of
+# that very body (the tests kill sandboxd under it), and code that lists the memories whose
+# body and checksum disagree: (count, [keys]).
+WRITER = """
+import hashlib
+i = 0
+while True:
+    body = ("%06d" % i) * (2000 + 97 * (i % 50))
+    save_memory("m%d" % (i % 20), {"i": i, "body": body,
+                                   "sum": hashlib.sha256(body.encode()).hexdigest()})
+    i += 1
+"""
+
+CHECK = """
+import hashlib
+bad = []
+for m in list_memories():
+    v = load_memory(m["key"])
+    if v is None or hashlib.sha256(v["body"].encode()).hexdigest() != v["sum"]:
+        bad.append(m["key"])
+(len(list_memories()), bad)
+"""
+
+
 
 class DirStore:
     name = "dir"

@@ -14,6 +14,7 @@ import time
 
 import pytest
 
+import stores
 from cluster import INSTANCES, Cluster
 
 ALICE = "alice-token-0123456789abcdef"
@@ -226,24 +227,13 @@ def test_a_tenants_rows_are_never_anothers(cluster):
         [("alice", "secret", "alice-only"), ("bob", "secret", "bob-only")], rows
 
 
-WRITER = """
-import hashlib, json
-i = 0
-while True:
-    body = ("%06d" % i) * (2000 + 97 * (i % 50))
-    save_memory("m%d" % (i % 20), {"i": i, "body": body,
-                                   "sum": hashlib.sha256(body.encode()).hexdigest()})
-    i += 1
-"""
-
-
 def test_an_instance_killed_mid_write_leaves_nothing_torn(cluster):
     held = sessions_on_every_instance(cluster, BOB, "torn")
     victim = INSTANCES[1]
     writer = held[victim][0]
     t = threading.Thread(target=lambda: call(cluster, BOB, "POST",
                                              "/v1/sessions/%s/execute" % writer,
-                                             {"code": WRITER, "timeoutMs": 60000}), daemon=True)
+                                             {"code": stores.WRITER, "timeoutMs": 60000}), daemon=True)
     t.start()
     # Kill it once the writes are under way (several memories there), in the middle of them.
     reader = held[INSTANCES[0]][0]
@@ -254,13 +244,9 @@ def test_an_instance_killed_mid_write_leaves_nothing_torn(cluster):
     os.kill(cluster.instances[victim][0], signal.SIGKILL)
     t.join(60)
     # Every memory another instance reads is whole: a body and the sum of that very body.
-    check = ("import hashlib\nbad = []\nfor m in list_memories():\n"
-             "    v = load_memory(m['key'])\n"
-             "    if hashlib.sha256(v['body'].encode()).hexdigest() != v['sum']:\n"
-             "        bad.append(m['key'])\n(len(list_memories()), bad)")
     for inst in INSTANCES:
         if inst != victim:
-            count, bad = eval(ok(cluster, BOB, held[inst][0], check))
+            count, bad = eval(ok(cluster, BOB, held[inst][0], stores.CHECK))
             assert count >= 10 and bad == [], (count, bad)
     # The counts are those of the rows: no write was counted without its item or the reverse,
     # in any workspace, nor in any tenant's total.

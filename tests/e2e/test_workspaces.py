@@ -218,27 +218,6 @@ def test_a_full_state_disk_is_an_oserror_enospc():
         os.rmdir(d)
 
 
-WRITER = """
-import hashlib
-i = 0
-while True:
-    body = ("%06d" % i) * (2000 + 97 * (i % 50))
-    save_memory("m%d" % (i % 20), {"i": i, "body": body,
-                                   "sum": hashlib.sha256(body.encode()).hexdigest()})
-    i += 1
-"""
-
-CHECK = """
-import hashlib
-bad = []
-for m in list_memories():
-    v = load_memory(m["key"])
-    if v is None or hashlib.sha256(v["body"].encode()).hexdigest() != v["sum"]:
-        bad.append(m["key"])
-(len(list_memories()), bad)
-"""
-
-
 def test_a_sigkill_in_the_middle_of_writes_leaves_nothing_torn(store):
     """sandboxd killed while a session rewrites memories as fast as it can: the next sandboxd
     of the store reads every memory whole (a body and the checksum of that very body), and the
@@ -251,7 +230,7 @@ def test_a_sigkill_in_the_middle_of_writes_leaves_nothing_torn(store):
         def write():
             try:
                 s.request("POST", "/v1/sessions/%s/execute" % sid,
-                          body={"code": WRITER, "timeoutMs": 60000}, fresh=True)
+                          body={"code": stores.WRITER, "timeoutMs": 60000}, fresh=True)
             except (OSError, http.client.HTTPException):
                 pass  # the server is killed under it
 
@@ -269,7 +248,7 @@ def test_a_sigkill_in_the_middle_of_writes_leaves_nothing_torn(store):
     again = Server("--pool-size", "1", *own.args())
     try:
         sid = session_create(again, workspace="killed")["sessionId"]
-        count, bad = eval(ok(again, sid, CHECK)["result"])
+        count, bad = eval(ok(again, sid, stores.CHECK)["result"])
         assert count >= 10 and bad == [], (count, bad)
         usage = again.request("GET", "/v1/workspaces/killed/memories").json["usage"]
         assert usage["bytes"] == own.bytes("killed", "memory") and usage["memories"] == count
