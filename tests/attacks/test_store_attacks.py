@@ -80,9 +80,12 @@ def test_the_password_never_shows(pg):
 
 def test_sandboxed_code_reaches_neither_the_password_nor_the_database(pg):
     db = pg.create_db()
-    s = Server("--pool-size", "1", "--state-store", pg.url(db),
+    # The store and its password from the environment only, as the Kubernetes manifests give
+    # them (SANDBOXD_STATE_STORE, PGPASSWORD).
+    s = Server("--pool-size", "1",
                env={"PGPASSWORD": pg.password, "SANDBOXD_STATE_STORE": pg.url(db)})
     try:
+        assert s.health()["stateStore"]["backend"] == "postgresql"
         code = """
 import os, socket
 out = {"env": sorted(k for k in os.environ if k.startswith(("PG", "SANDBOXD_"))),
