@@ -182,7 +182,8 @@ static int pg_item(const PGresult *res, int row, enum store_kind k, bool with_da
         return -ENOMEM;
     if (k == STORE_MEMORY && !pg_isnull(res, row, 3)) {
         json_error_t jerr;
-        it->info = json_loadb(PQgetvalue(res, row, 3), (size_t)PQgetlength(res, row, 3), 0, &jerr);
+        it->info = json_loadb(PQgetvalue(res, row, 3), (size_t)PQgetlength(res, row, 3),
+                              JSON_ALLOW_NUL, &jerr);
     }
     if (with_data && !(it->data = pg_bytes(res, row, 5, &it->len)))
         return -ENOMEM;
@@ -353,7 +354,8 @@ static int pg_put_txn(struct store_pg *s, struct pg_conn *c, void *userdata, str
                                   .name = (char *)x->name};
         if (!pg_isnull(res, 0, 7)) {
             json_error_t jerr;
-            old.info = json_loadb(PQgetvalue(res, 0, 7), (size_t)PQgetlength(res, 0, 7), 0, &jerr);
+            old.info = json_loadb(PQgetvalue(res, 0, 7), (size_t)PQgetlength(res, 0, 7),
+                                  JSON_ALLOW_NUL, &jerr);
         }
     }
     struct store_room room = {.what = x->what,

@@ -122,6 +122,18 @@ def test_memories_can_be_listed_and_deleted_over_the_api(srv):
     assert srv.request("POST", "/v1/workspaces/mem-api/memories").status == 405
 
 
+def test_nul_in_values_and_metadata_comes_back(srv):
+    """U+0000 in a memory's value and metadata (JSON writes it \\u0000) is kept and listed as it
+    was, in either store (docs/API.md "Strings")."""
+    sid = session_create(srv, workspace="nul")["sessionId"]
+    out = ok(srv, sid, "save_memory('k', {'v': 'a\\x00b'}, metadata={'m': 'x\\x00y'})\n"
+                       "(load_memory('k'), get_memory_info('k')['metadata'], "
+                       "[m['metadata'] for m in list_memories()])")
+    assert out["result"] == repr(({"v": "a\x00b"}, {"m": "x\x00y"}, [{"m": "x\x00y"}])), out
+    r = srv.request("GET", "/v1/workspaces/nul/memories")
+    assert r.status == 200 and r.json["memories"][0]["metadata"] == {"m": "x\x00y"}, r
+
+
 # ---- host work ---------------------------------------------------------------------------------
 
 def cpu_seconds(pid):
