@@ -9,7 +9,7 @@ PORT       ?= 8080
 FUZZ_SECONDS ?= 60
 SOAK_SECONDS ?= 300
 
-.PHONY: all deps build build-asan build-fuzz run test test-cgroup2 layers bench fuzz soak image format format-check clean
+.PHONY: all deps build build-asan build-fuzz run test test-cgroup2 layers funclen bench bench-codemode fuzz soak image format format-check clean
 
 all: build
 
@@ -46,6 +46,10 @@ test: build build-asan build-fuzz
 layers:
 	@/usr/bin/python3 tests/layers.py --self-test && /usr/bin/python3 tests/layers.py
 
+# no function in src/ over 120 lines (tests/funclen.py); tests/run.sh runs it too
+funclen:
+	@/usr/bin/python3 tests/funclen.py --self-test && /usr/bin/python3 tests/funclen.py
+
 # sandboxd on a pure cgroup v2 host: a Debian 12 VM built once into .cache/cgroup2/
 test-cgroup2: build
 	@tests/cgroup2/run.sh
@@ -60,6 +64,12 @@ soak: build
 
 bench: build
 	@bench/run.sh
+	@bench/codemode/run.sh
+
+# Tokens in a model's context, direct tool calling against code mode (docs/PERFORMANCE.md):
+# one line per task, TASK direct=N code=M saving=P%
+bench-codemode: build
+	@bench/codemode/run.sh
 
 # The OCI image localhost/sandboxd:latest, from Debian packages (deploy/image/build.sh)
 image: build

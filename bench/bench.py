@@ -5,9 +5,11 @@ isolation overhead of a cold spawn, memory figures, sessions against a Jupyter k
 (bench/session_bench.py), data work (pandas, a chart) against cold python and a Jupyter
 kernel (bench/data_bench.py), the latency the egress proxy adds to one request
 (bench/egress_bench.py), `sandboxd mcp` against its --compat mode (bench/compat_bench.py),
-fresh interpreters against warm reuse with their cost per execution (bench/perf_bench.py) and
-the state store, the state directory against PostgreSQL (bench/store_bench.py); writes them
-to bench/last-run.md.
+fresh interpreters against warm reuse with their cost per execution (bench/perf_bench.py),
+the typed tool stubs of 1,000 tools (bench/stubs_bench.py), the cold paths (`sandboxd run`
+against bubblewrap + python3, `sandboxd mcp` ready, `serve` to /readyz: bench/coldstart_bench.py)
+and the state store, the state directory against PostgreSQL (bench/store_bench.py);
+writes them to bench/last-run.md.
 
 Environment: BENCH_DURATION (seconds per load run, default 8), BENCH_SANDBOXD (binary).
 """
@@ -20,12 +22,14 @@ import subprocess
 import sys
 import time
 
+import coldstart_bench
 import compat_bench
 import data_bench
 import egress_bench
 import perf_bench
 import session_bench
 import store_bench
+import stubs_bench
 
 from benchlib import APPS, BIN, DURATION, HERE, ROOT, Proc, check, free_port, jit, post, wrk
 
@@ -214,8 +218,12 @@ def main():
     text += "\n## Data work\n\n" + data_bench.main(free_port())[0]
     print("network egress through the proxy ...", flush=True)
     text += "\n## Network egress (docs/NETWORK.md)\n\n" + egress_bench.main(free_port())[0]
+    print("the cold paths: sandboxd run against bwrap + python3, mcp, /readyz ...", flush=True)
+    text += "\n## Cold paths (docs/PERFORMANCE.md)\n\n" + coldstart_bench.main()[0]
     print("sandboxd mcp against --compat code-execution-mode ...", flush=True)
     text += "\n## MCP server: native against --compat\n\n" + compat_bench.main()[0]
+    print("typed tool stubs for 1,000 tools ...", flush=True)
+    text += "\n## Typed tool stubs (docs/SESSIONS.md)\n\n" + stubs_bench.main()[0]
     print("the state store: the state directory against PostgreSQL ...", flush=True)
     text += "\n## The state store (docs/DEPLOY.md)\n\n" + store_bench.main()[0]
     print()

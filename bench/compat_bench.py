@@ -35,8 +35,9 @@ def pct(xs):
 
 
 class Client:
-    def __init__(self, args, env):
-        self.p = subprocess.Popen([BIN, "mcp", "--log-level", "warn", *args], stdin=subprocess.PIPE,
+    def __init__(self, args, env, binary=None):
+        self.p = subprocess.Popen([binary or BIN, "mcp", "--log-level", "warn", *args],
+                                  stdin=subprocess.PIPE,
                                   stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                   env=dict(os.environ, **env))
         self.next = 0

@@ -8,10 +8,12 @@
  * sni: an answer of the documented set; a name found is a NUL-terminated
  * string within the buffer and within the bytes given; any shorter prefix of
  * a complete hello asks for more, never answers differently.
- * head: a complete head parses or is answered with 400/431/501; a parsed one
- * is rebuilt for the upstream as one head (no CR or LF inside a line, one
- * blank line, at its end) with one Host, the injected header present once
- * for its host (a client's own header of that name dropped) and never a Proxy-Authorization; the
+ * head: a complete head parses or is answered with 400/405/431/501; a parsed
+ * one has a method of the allow list and is rebuilt for the upstream as one
+ * head (no CR or LF inside a line, one blank line, at its end) with one Host,
+ * the injected header present once for its host and port (a client's own
+ * header of that name dropped), not added for any other port, and never a
+ * Proxy-* field; the operator's bytes are what the build says they are; the
  * body that follows is consumed within what was given. pattern: parse, format and parse again give
  * the same pattern, which is within itself.
  *
@@ -70,14 +72,15 @@ static void check_head(const char *data, size_t len)
     const char *why = NULL;
     int r = egress_head_parse(&parser, data, head_len, &h, &why);
     if (r != 0) {
-        FUZZ_CHECK((r == 400 || r == 431 || r == 501) && why);
+        FUZZ_CHECK((r == 400 || r == 405 || r == 431 || r == 501) && why);
         return;
     }
     FUZZ_CHECK(h.n_fields <= EGRESS_HEAD_LINES && h.host.name[0]);
+    FUZZ_CHECK(strcmp(h.method, "TRACE") != 0 && strcmp(h.method, "TRACK") != 0);
     if (h.tunnel)
         return;
-    size_t out_len = 0;
-    char *out = egress_head_build(&h, config(), &out_len);
+    size_t out_len = 0, hidden = 0;
+    char *out = egress_head_build(&h, config(), &out_len, &hidden);
     FUZZ_CHECK(out && strlen(out) == out_len && out_len >= 4);
     const char *blank = strstr(out, "\r\n\r\n");
     FUZZ_CHECK(blank && blank + 4 == out + out_len); /* one head, ending there */
@@ -88,7 +91,7 @@ static void check_head(const char *data, size_t len)
         FUZZ_CHECK(!memchr(line, '\r', (size_t)(eol - line)) &&
                    !memchr(line, '\n', (size_t)(eol - line)));
         if (line != out) {
-            FUZZ_CHECK(strncasecmp(line, "Proxy-Authorization:", 20) != 0);
+            FUZZ_CHECK(strncasecmp(line, "Proxy-", 6) != 0);
             hosts += strncasecmp(line, "Host:", 5) == 0;
             keys += strncasecmp(line, "X-Api-Key:", 10) == 0;
             injected += strncmp(line, "X-Api-Key: secret\r\n", 19) == 0;
@@ -96,8 +99,10 @@ static void check_head(const char *data, size_t len)
         line = eol + 2;
     }
     FUZZ_CHECK(hosts == 1);
-    if (strcmp(h.host.name, "api.example.com") == 0) /* the operator's value, not the client's */
+    bool for_it = strcmp(h.host.name, "api.example.com") == 0 && h.port == 80;
+    if (for_it) /* the operator's value, not the client's */
         FUZZ_CHECK(keys == 1 && injected == 1);
+    FUZZ_CHECK(hidden == (for_it ? strlen("X-Api-Key: secret\r\n") : 0));
     free(out);
     if (!h.body_done) {
         size_t used = 0;

@@ -18,6 +18,7 @@
 #include "api/api.h"
 #include "app/app.h"
 #include "app/request.h"
+#include "exec/run.h"
 #include "fuzz.h"
 #include "http/server.h"
 
@@ -63,7 +64,7 @@ static void check_accepted(json_t *body, const struct request_spec *s)
         /* empty code is Python too */
         FUZZ_CHECK(s->code &&
                    strlen(s->code) == json_string_length(json_object_get(s->task, "code")));
-        FUZZ_CHECK(strlen(s->code) <= REQUEST_MAX_CODE);
+        FUZZ_CHECK(strlen(s->code) <= EXEC_MAX_CODE);
         FUZZ_CHECK(!s->class_name == !s->method_name);
         FUZZ_CHECK(!(s->class_name && s->function_name));
         FUZZ_CHECK(!s->class_name || request_is_identifier(s->class_name));

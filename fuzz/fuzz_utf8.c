@@ -5,7 +5,9 @@
  * rest (U+FFFD for every byte that starts no well-formed sequence), the
  * repair is idempotent, a cut never splits a character, and a capped
  * string is valid UTF-8 of bounded length that ends with the marker. JSON
- * values from the input have every string capped the same way.
+ * values from the input have every string capped the same way. The log's
+ * escape (utf8_escape) is valid UTF-8 without NUL, agrees with utf8_valid,
+ * and can be read back to the bytes it came from.
  *
  * Input: one byte choosing the cap, then the bytes.
  */
@@ -92,6 +94,30 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char *again = utf8_sanitize(clean, clean_len, &again_len);
     FUZZ_CHECK(again && again_len == clean_len && memcmp(again, clean, clean_len) == 0);
     free(again);
+
+    /* The log's escape: valid text that gives the bytes back (\\ and \xHH read back). */
+    FUZZ_CHECK(utf8_valid(bytes, len) == (was_valid && !memchr(bytes, 0, len)));
+    size_t esc_len;
+    char *esc = utf8_escape(bytes, len, &esc_len);
+    FUZZ_CHECK(esc && strlen(esc) == esc_len && utf8_valid(esc, esc_len));
+    size_t back = 0;
+    for (size_t i = 0; i < esc_len; back++) {
+        FUZZ_CHECK(back < len);
+        if (esc[i] != '\\') {
+            FUZZ_CHECK(esc[i] == bytes[back]);
+            i++;
+        } else if (esc[i + 1] == '\\') {
+            FUZZ_CHECK(bytes[back] == '\\');
+            i += 2;
+        } else {
+            unsigned v = 0;
+            FUZZ_CHECK(esc[i + 1] == 'x' && sscanf(esc + i + 2, "%2x", &v) == 1);
+            FUZZ_CHECK((unsigned char)bytes[back] == v);
+            i += 4;
+        }
+    }
+    FUZZ_CHECK(back == len);
+    free(esc);
 
     /* Cuts fall between characters, and lose less than one. */
     for (size_t m = 0; m <= clean_len && m < 64; m += 1 + m / 4) {

@@ -21,6 +21,8 @@ PACKAGES=(
   # tests and benchmarks
   python3-pytest python3-pyflakes valgrind curl wrk bubblewrap util-linux procps iproute2 nodejs npm
   python3-jupyter-client python3-ipykernel python3-fastapi python3-uvicorn
+  # the console in a real browser (tests/node/console.mjs drives it with puppeteer-core)
+  chromium
   # deployment: the local HAProxy cluster, the container image (make image) and its test
   haproxy podman runc mmdebstrap python3-dnslib
 )

@@ -119,8 +119,10 @@ class Server:
     def execute(self, body, headers=None, fresh=False, timeout=120):
         return self.request("POST", "/execute", body, headers, fresh=fresh, timeout=timeout)
 
-    def health(self):
-        return self.request("GET", "/healthz", fresh=True).json
+    def health(self, token=None):
+        """/healthz; its details need the operator's token where one is set (or tenants are)."""
+        headers = {"Authorization": "Bearer " + token} if token else None
+        return self.request("GET", "/healthz", headers=headers, fresh=True).json
 
     def stop(self, check=True):
         if self.conn:
@@ -237,7 +239,7 @@ class McpStdio:
     and (for sanitizer builds) on a clean log."""
 
     def __init__(self, *args, env=None, initialize=True, version=MCP_VERSION, cwd=None,
-                 exact=False):
+                 exact=False, capabilities=None):
         """exact: run `sandboxd` with args alone, as an MCP client's configuration would (no
         log level, pool size, state directory or --no-mcp-discovery added; --cell-lib only when
         the tests name one)."""
@@ -264,6 +266,7 @@ class McpStdio:
         self.next_id = 0
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
+        self.capabilities = capabilities or {}
         if initialize:
             self.init = self.initialize(version)
 
@@ -322,7 +325,8 @@ class McpStdio:
         self.send(msg)
 
     def initialize(self, version=MCP_VERSION):
-        r = self.request("initialize", {"protocolVersion": version, "capabilities": {},
+        r = self.request("initialize", {"protocolVersion": version,
+                                        "capabilities": self.capabilities,
                                         "clientInfo": {"name": "pytest", "version": "1"}})
         if "result" in r:
             self.notify("notifications/initialized")
@@ -371,9 +375,11 @@ class McpHttp:
 
     ACCEPT = "application/json, text/event-stream"
 
-    def __init__(self, server, initialize=True, version=MCP_VERSION, headers=None):
+    def __init__(self, server, initialize=True, version=MCP_VERSION, headers=None,
+                 capabilities=None):
         self.server = server
         self.headers = dict(headers or {})
+        self.capabilities = capabilities or {}
         self.session = None
         self.version = None
         self.next_id = 0
@@ -414,7 +420,8 @@ class McpHttp:
 
     def initialize(self, version=MCP_VERSION):
         r = self.post({"jsonrpc": "2.0", "id": self.new_id(), "method": "initialize",
-                       "params": {"protocolVersion": version, "capabilities": {},
+                       "params": {"protocolVersion": version,
+                                  "capabilities": self.capabilities,
                                   "clientInfo": {"name": "pytest", "version": "1"}}})
         assert r.status == 200, r
         if "result" in r.json:

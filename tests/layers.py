@@ -32,9 +32,10 @@ LAYERS = [
     "flow",
     "handlers",
     "mcp/server",
+    "web",
     "api",
     "cmd",
-    ".",  # src/main.c
+    ".",  # src/main.c, src/server.c
 ]
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')

@@ -15,6 +15,7 @@ import ssl
 import subprocess
 import tempfile
 import threading
+import time
 import urllib.parse
 
 
@@ -50,6 +51,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self._answer(200, data, ctype)
         elif url.path == "/redirect":
             self._answer(302, b"", "text/plain", [("Location", query["to"])])
+        elif url.path == "/slow":  # a slow origin: the answer after s seconds
+            time.sleep(float(query["s"]))
+            self._answer(200, b"slow", "text/plain")
         elif url.path == "/bytes":
             self._answer(200, b"x" * int(query["n"]), "application/octet-stream")
         elif url.path == "/sha256":
@@ -62,12 +66,23 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                                "headers": {k: v for k, v in self.headers.items()},
                                "body": body.decode(errors="replace")})
 
-    do_GET = do_POST = do_PUT = do_HEAD = _serve
+    def do_TRACE(self):
+        # Apache's default (TraceEnable On): the request comes back as the body, every field of
+        # it, whatever a proxy added on the way.
+        origin = self.server.origin
+        head = self.requestline + "\r\n" + "".join(
+            "%s: %s\r\n" % kv for kv in self.headers.items()) + "\r\n"
+        origin.seen.append({"method": "TRACE", "path": self.path,
+                            "headers": {k: v for k, v in self.headers.items()}, "body": ""})
+        self._answer(200, head.encode(), "message/http")
+
+    do_GET = do_POST = do_PUT = do_HEAD = do_DELETE = do_OPTIONS = do_PATCH = _serve
 
 
 class _Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = 1024  # a proxy may open many connections at once (the egress shares)
 
     def handle_error(self, request, client_address):
         pass  # a client that gives up mid-way (a refused TLS handshake) is not news here

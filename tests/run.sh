@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # Every test suite of sandboxd, ending with one summary line:
 #   N passed, N failed, N skipped
-# Suites: the include direction of src/ (tests/layers.py), C unit tests (release build,
+# Suites: the include direction of src/ (tests/layers.py), the length of its functions
+# (tests/funclen.py), C unit tests (release build,
 # ASan/UBSan build, valgrind), every libFuzzer target for a few seconds (FUZZ_TEST_SECONDS,
 # default 4), end-to-end tests against a real `sandboxd serve` (ASan build), the attack suite
 # as root and again as an unprivileged user (rootless mode), the deployment files (container
@@ -46,6 +47,13 @@ if $PY tests/layers.py --self-test; then
   $PY tests/layers.py --json "$RESULTS/layers.json"
 else
   echo '{"name": "include layers (self-test)", "result": "FAIL"}' >"$RESULTS/layers.json"
+fi
+
+suite "function length (tests/funclen.py: no function in src/ over 120 lines)"
+if $PY tests/funclen.py --self-test; then
+  $PY tests/funclen.py --json "$RESULTS/funclen.json"
+else
+  echo '{"name": "function length (self-test)", "result": "FAIL"}' >"$RESULTS/funclen.json"
 fi
 
 # stale logs of an earlier run must not be counted

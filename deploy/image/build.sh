@@ -7,12 +7,13 @@
 #
 # 1. A base image, localhost/sandboxd-base:<hash>: mmdebstrap makes a Debian rootfs of this
 #    host's release holding python3 with the packages the runtime uses in the jail, the shared
-#    libraries sandboxd and libsbxcell.so load (found with ldd and dpkg -S), tzdata and
-#    ca-certificates, and a user sandboxd (uid 10001); `podman import` turns it into an image.
+#    libraries sandboxd, sandboxd-server and libsbxcell.so load (found with ldd and dpkg -S),
+#    tzdata and ca-certificates, and a user sandboxd (uid 10001); `podman import` turns it into
+#    an image.
 #    It is made again only when that package list, the mirror or this script change.
 # 2. The image: `podman build` of deploy/image/Containerfile on that base, copying the build's
-#    sandboxd, libsbxcell.so and runtime/. Skipped when the image already carries the hash of
-#    exactly these inputs (label io.sandboxd.inputs).
+#    sandboxd, sandboxd-server, libsbxcell.so and runtime/. Skipped when the image already
+#    carries the hash of exactly these inputs (label io.sandboxd.inputs).
 # Environment: SANDBOXD_DEBIAN_MIRROR (default http://deb.debian.org), SANDBOXD_IMAGE (default
 # localhost/sandboxd:latest).
 set -euo pipefail
@@ -24,7 +25,7 @@ MIRROR=${SANDBOXD_DEBIAN_MIRROR:-http://deb.debian.org}
 BASE_REPO=localhost/sandboxd-base
 say() { echo "image: $*"; }
 
-for f in "$BUILD/sandboxd" "$BUILD/libsbxcell.so"; do
+for f in "$BUILD/sandboxd" "$BUILD/sandboxd-server" "$BUILD/libsbxcell.so"; do
   [[ -f $f ]] || { echo "image: $f is missing (make build)" >&2; exit 1; }
 done
 for tool in podman mmdebstrap; do
@@ -36,7 +37,7 @@ done
 SUITE=${VERSION_CODENAME:?this host names no Debian release in /etc/os-release}
 # The packages whose shared libraries the binaries load, as this host has them.
 # One dpkg query for all: ldd names /lib/..., which merged-/usr packages list as /usr/lib/...
-mapfile -t paths < <(ldd "$BUILD/sandboxd" "$BUILD/libsbxcell.so" | awk '/=> \// {print $3}' | sort -u)
+mapfile -t paths < <(ldd "$BUILD/sandboxd" "$BUILD/sandboxd-server" "$BUILD/libsbxcell.so" | awk '/=> \// {print $3}' | sort -u)
 query=()
 for lib in "${paths[@]}"; do query+=("$lib" "/usr$lib"); done
 owners=$(dpkg -S "${query[@]}" 2>/dev/null || true)
@@ -84,6 +85,7 @@ stage=$(mktemp -d /tmp/sandboxd-image.XXXXXX)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/usr/bin" "$stage/usr/lib/sandboxd" "$stage/usr/share/sandboxd"
 install -m 755 "$BUILD/sandboxd" "$stage/usr/bin/sandboxd"
+install -m 755 "$BUILD/sandboxd-server" "$stage/usr/bin/sandboxd-server"
 install -m 644 "$BUILD/libsbxcell.so" "$stage/usr/lib/sandboxd/libsbxcell.so"
 cp -r "$ROOT/runtime" "$stage/usr/share/sandboxd/runtime"
 find "$stage" -name __pycache__ -prune -exec rm -rf {} +

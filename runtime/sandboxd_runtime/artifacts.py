@@ -14,12 +14,13 @@ session streams it (SSE event "display") while the code still runs. Sources:
 The count and the bytes are capped (the job's limits); what is over the caps is
 not sent but counted, and the host reports it. The host checks and caps all of
 it again: this code runs next to the user's and proves nothing.
+
+base64, glob, json and mimetypes are imported where first needed: most executions make no
+artifact, and a one-shot interpreter would import them (and re, urllib, ipaddress, fnmatch
+behind them) for nothing. A zygote imports them ahead (worker.preload), so its cells do not pay
+per execution.
 """
-import base64
 import builtins
-import glob
-import json
-import mimetypes
 import os
 import stat
 import sys
@@ -74,6 +75,8 @@ class Collector:
         self.names.add(name)
         self.count += 1
         self.bytes += len(data)
+        import base64
+
         self.send({"type": "display", "artifact": {
             "name": name, "mimeType": mime, "size": len(data),
             "data": base64.b64encode(data).decode("ascii")}})
@@ -113,6 +116,8 @@ def _as_bytes(value, mime):
         return None
     if mime in BINARY:
         if isinstance(value, str):  # some libraries hand images over base64-encoded
+            import base64
+
             try:
                 return base64.b64decode(value, validate=True)
             except ValueError:
@@ -121,6 +126,8 @@ def _as_bytes(value, mime):
     if mime == "application/json":
         if isinstance(value, (bytes, str)):
             return value.encode() if isinstance(value, str) else bytes(value)
+        import json
+
         return json.dumps(value, allow_nan=False).encode()
     if isinstance(value, (bytes, bytearray)):
         return bytes(value)
@@ -172,6 +179,8 @@ def display(*objs, **_ignored):
             print(repr(obj))
             continue
         mime, data = rep
+        import mimetypes
+
         ext = mimetypes.guess_extension(mime) or ".bin"
         CURRENT.add(_next_name("display", ext.lstrip(".")), mime, data)
 
@@ -192,6 +201,11 @@ def flush_figures():
 
 def collect(patterns, root="."):
     """Files under root matching patterns (relative globs, ** allowed), in order."""
+    if not patterns:
+        return
+    import glob
+    import mimetypes
+
     seen = []
     for pattern in patterns or ():
         if not isinstance(pattern, str) or pattern.startswith("/") or ".." in pattern.split("/"):
@@ -237,6 +251,8 @@ def finish(collect_patterns=None):
 
 def place_files(files, root="."):
     """Write the job's files ({relative path: base64}) under root before the code runs."""
+    if files:
+        import base64
     for rel, b64 in (files or {}).items():
         parts = rel.split("/")
         if rel.startswith("/") or any(p in ("", ".", "..") for p in parts):

@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: MIT
-"""Turning Python failures into the structured errors of the /execute contract."""
-import traceback
+"""Turning Python failures into the structured errors of the /execute contract.
+
+traceback is imported when an error is formatted: a one-shot interpreter whose code succeeds
+never needs it (a zygote imports it ahead: worker.preload)."""
 
 RUNTIME_PREFIX = "/sandboxd/runtime/"
 
@@ -25,6 +27,8 @@ def cap(text, limit=None):
 
 def user_traceback(exc):
     """The traceback of exc without the runtime's own frames in front."""
+    import traceback
+
     tb = exc.__traceback__
     while tb is not None and tb.tb_frame.f_code.co_filename.startswith(RUNTIME_PREFIX):
         tb = tb.tb_next

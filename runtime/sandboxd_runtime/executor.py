@@ -6,7 +6,6 @@ Without a class or function, the value of the code's last expression (if
 it ends with one) is the result, as in a REPL.
 """
 import ast
-import linecache
 import sys
 import types
 
@@ -18,7 +17,7 @@ FILENAME = "<executor>"
 def run_code(source, module):
     """Execute source in module; return the value of a trailing expression or None."""
     tree = ast.parse(source, FILENAME, "exec")
-    linecache.cache[FILENAME] = (len(source), None, source.splitlines(True), FILENAME)
+    jit.remember_source(FILENAME, source)
     last = None
     if tree.body and isinstance(tree.body[-1], ast.Expr):
         last = ast.Expression(tree.body.pop().value)

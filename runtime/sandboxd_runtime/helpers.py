@@ -6,15 +6,19 @@ as file:// URLs of real host paths.
 
 Memories live on the host, per workspace (session.py's RPC). The execution folders live in
 the session's working directory (/tmp/executions/<run>), the files GET
-/v1/sessions/{id}/files/executions/... serves; the host tells the session where that directory
-is on the host (a link to it that names no host PID, valid while the session lives), which
-makes the URLs.
-The last RUNS_KEPT folders are kept, the oldest dropped. In compat mode every run gets its
+/v1/sessions/{id}/files/executions/... serves, and are kept on the host as well, in the
+session's workspace (runs/, within its quota): what save_image, render_chart and save_file
+write when they write it, the rest of a run's folder (code.py, output.txt, files the code put
+there) before the execution answers. Their file:// URLs name the host's copy, so they still
+point at the file after the session has ended. The last RUNS_KEPT folders stay in the working
+directory, the oldest dropped (the host's copies stay). In compat mode every run gets its
 folder with code.py and output.txt; otherwise a folder is made when code asks for one.
 """
+import base64
 import datetime
 import os
 import random
+import re
 import shutil
 import sys
 import time
@@ -24,8 +28,9 @@ from sandboxd_runtime import artifacts, mcpapi
 RUNS_KEPT = 20               # execution folders kept in the working directory
 OUTPUT_KEPT = 1 << 20        # bytes of stdout and stderr output.txt keeps of one run
 EXEC_BASE = "/tmp/executions"
+RUN_FILES_KEPT = 200         # files of one run's folder kept on the host, at most
 STATE = {"host_workdir": None, "folder": None, "serial": 0, "charts": 0, "tee": None,
-         "code": None, "began": 0.0, "made": []}
+         "code": None, "began": 0.0, "made": [], "kept": {}}
 HOST = None                  # session.py's synchronous RPC to the host
 
 
@@ -202,7 +207,7 @@ def _write(path, text):
 def begin_run(code):
     """Before an execution: forget the last run's folder; in compat mode keep this run's
     output for output.txt. Nothing touches the file system here: the folder is made when the
-    code asks for it, or after the answer has left (end_run)."""
+    code asks for it, or when the run ends (finish_run)."""
     STATE["folder"] = None
     STATE["code"] = code
     STATE["began"] = time.time()
@@ -214,22 +219,81 @@ def begin_run(code):
     sys.stderr = _Tee(sys.stderr, kept)
 
 
-def end_run():
-    """After an execution has been answered: in compat mode its folder with code.py and
-    output.txt (stdout and stderr as they came)."""
+def finish_run():
+    """Before an execution answers: in compat mode its folder with code.py and output.txt
+    (stdout and stderr as they came); the run's folder, if it has one, kept on the host."""
     tee, STATE["tee"] = STATE["tee"], None
-    if tee is None:
+    if tee is not None:
+        kept, out, err = tee
+        if isinstance(sys.stdout, _Tee):
+            sys.stdout = out
+        if isinstance(sys.stderr, _Tee):
+            sys.stderr = err
+        try:
+            folder = execution_folder()
+            _write(os.path.join(folder, "output.txt"), "".join(kept["parts"]))
+        except OSError:
+            pass  # a full /tmp is the code's to find out
+    folder = STATE["folder"]
+    if folder and HOST is not None:
+        try:
+            sync_folder(folder)
+        except Exception:  # the quota, a file the code removed: what was kept stays
+            pass
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._/-]+")
+
+
+def keep(path):
+    """Keep the file at path (in an execution folder) in the session's workspace on the host;
+    its file:// URL there, which outlives the session. Raises MCPError when it cannot be kept
+    (the workspace's quota)."""
+    path = os.path.abspath(str(path))
+    if os.path.relpath(path, EXEC_BASE).startswith(".."):
+        return file_url(path)  # not in an execution folder: only where it is
+    _keep_all([path])
+    return "file://" + STATE["kept"][path][2]
+
+
+def _keep_all(paths):
+    """One request for the files of paths (in execution folders)."""
+    files, stats = [], []
+    for path in paths:
+        with open(path, "rb") as f:
+            data = f.read()
+        stats.append(os.stat(path))
+        files.append({"path": _UNSAFE.sub("_", os.path.relpath(path, EXEC_BASE)).lstrip("."),
+                      "content": base64.b64encode(data).decode("ascii")})
+    if not files:
         return
-    kept, out, err = tee
-    if isinstance(sys.stdout, _Tee):
-        sys.stdout = out
-    if isinstance(sys.stderr, _Tee):
-        sys.stderr = err
-    try:
-        folder = execution_folder()
-        _write(os.path.join(folder, "output.txt"), "".join(kept["parts"]))
-    except OSError:
-        pass  # a full /tmp is the code's to find out
+    reply = HOST({"type": "keep_files", "files": files})
+    for path, st, kept in zip(paths, stats, reply["files"]):
+        STATE["kept"][path] = (st.st_size, st.st_mtime_ns, kept["hostPath"])
+
+
+def sync_folder(folder):
+    """Keep on the host what is new or changed in a run's folder, in one request."""
+    n, todo = 0, []
+    for root, dirs, files in os.walk(folder):
+        dirs.sort()
+        for name in sorted(files):
+            path = os.path.join(root, name)
+            try:
+                st = os.lstat(path)
+            except OSError:
+                continue
+            if not os.path.isfile(path) or os.path.islink(path):
+                continue
+            n += 1
+            if n > RUN_FILES_KEPT:
+                break
+            seen = STATE["kept"].get(path)
+            if seen is None or seen[:2] != (st.st_size, st.st_mtime_ns):
+                todo.append(path)
+        if n > RUN_FILES_KEPT:
+            break
+    _keep_all(todo)
 
 
 def execution_folder():
@@ -244,8 +308,11 @@ def execution_folder():
 
 
 def file_url(path):
-    """The file:// URL of a file of the working directory, at its host path."""
+    """The file:// URL of a file of the working directory: its copy on the host when it was
+    kept, else where it is while the session lives (/proc/PID/root/tmp/...)."""
     path = os.path.abspath(str(path))
+    if path in STATE["kept"]:
+        return "file://" + STATE["kept"][path][2]
     base = STATE["host_workdir"]
     if base and (path == "/tmp" or path.startswith("/tmp/")):
         path = base + path[len("/tmp"):]
@@ -263,7 +330,7 @@ def save_file(filename, content, *, subdir="data"):
         path.write_bytes(bytes(content))
     else:
         path.write_text(str(content))
-    return file_url(path)
+    return keep(path)
 
 
 def save_image(filename, figure_or_bytes, *, format=None):
@@ -289,7 +356,7 @@ def save_image(filename, figure_or_bytes, *, format=None):
     mime = mimetypes.guess_type(str(path))[0] or "application/octet-stream"
     if mime.startswith("image/"):
         artifacts.CURRENT.add(filename, mime, path.read_bytes())
-    return file_url(path)
+    return keep(path)
 
 
 def render_chart(data, chart_type, x, y, *, title=None, series=None, hue=None, filename=None,

@@ -4,14 +4,75 @@
 The function is called as fn(request_data, context), or fn(request_data)
 when it takes a single parameter. A dict with an integer statusCode becomes
 an httpResponse; bytes bodies travel base64-encoded.
+
+binascii rather than base64, and no linecache until something needs it: both import re (and
+enum, collections, functools, tokenize behind it), ~10 ms of a one-shot interpreter's start.
 """
-import base64
 import binascii
-import linecache
 import sys
 import types
 
 from sandboxd_runtime import errors
+
+# Sources registered for tracebacks while linecache is not imported: given to it as it is.
+_PENDING = {}
+
+
+class _LinecacheFiller:
+    """A meta path finder that only watches for the import of linecache (a traceback, a
+    warning, inspect): it lets the other finders find it and, once it has run, fills its cache
+    with the sources registered so far."""
+
+    @classmethod
+    def find_spec(cls, name, path=None, target=None):
+        if name != "linecache":
+            return None
+        sys.meta_path.remove(cls)
+        for finder in sys.meta_path:
+            find = getattr(finder, "find_spec", None)
+            spec = find(name, path, target) if find else None
+            if spec is not None and spec.loader is not None:
+                spec.loader = _FillingLoader(spec.loader)
+                return spec
+        return None
+
+
+class _FillingLoader:
+    def __init__(self, loader):
+        self.loader = loader
+
+    def create_module(self, spec):
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module):
+        module.__loader__ = module.__spec__.loader = self.loader
+        self.loader.exec_module(module)
+        module.cache.update(_PENDING)
+        _PENDING.clear()
+
+
+def remember_source(path, source):
+    """Keep source under path for tracebacks, although the file never exists on disk."""
+    entry = (len(source), None, source.splitlines(True), path)
+    linecache = sys.modules.get("linecache")
+    if linecache is not None:
+        linecache.cache[path] = entry
+        return
+    if _LinecacheFiller not in sys.meta_path:
+        sys.meta_path.insert(0, _LinecacheFiller)
+    _PENDING[path] = entry
+
+
+def b64decode(data):
+    """base64.b64decode(data, validate=True), without importing base64 (and re)."""
+    if isinstance(data, str):
+        data = data.encode("ascii")
+    try:
+        return binascii.a2b_base64(data, strict_mode=True)
+    except TypeError:  # before Python 3.11: no strict mode
+        import base64
+
+        return base64.b64decode(data, validate=True)
 
 
 def load_module(source, path, name):
@@ -19,8 +80,7 @@ def load_module(source, path, name):
     code = compile(source, path, "exec", dont_inherit=True)
     module = types.ModuleType(name)
     module.__file__ = path
-    # tracebacks show source lines although the file never exists on disk
-    linecache.cache[path] = (len(source), None, source.splitlines(True), path)
+    remember_source(path, source)
     sys.modules[name] = module
     exec(code, module.__dict__)
     return module
@@ -75,7 +135,7 @@ def shape(value):
         body = value.get("body")
         encoding = "utf-8"
         if isinstance(body, (bytes, bytearray, memoryview)):
-            body = base64.b64encode(bytes(body)).decode("ascii")
+            body = binascii.b2a_base64(bytes(body), newline=False).decode("ascii")
             encoding = "base64"
         data = {"statusCode": status, "headers": headers, "body": body, "bodyEncoding": encoding}
         return {"type": "result", "resultType": "httpResponse", "data": data}
@@ -103,7 +163,7 @@ def run(job):
     if reuse and _kept is not None and _kept[0] == path and _kept[1] == job["source"]:
         return call_function(job, path, _kept[2])
     try:
-        source = base64.b64decode(job["source"], validate=True)
+        source = b64decode(job["source"])
     except (binascii.Error, ValueError, TypeError):
         return errors.error(
             "MCP_ERROR", "the definition of %s is not valid base64" % path, {"path": path}

@@ -10,8 +10,9 @@ def run(mode, args):
 
         worker.serve_one(warm=False)  # not forked: no copy-on-write to pay in advance
     elif mode == "zygote":
-        from sandboxd_runtime import zygote
+        from sandboxd_runtime import worker, zygote
 
+        worker.preload()  # before the first fork: every cell inherits them
         zygote.serve(args)
     elif mode == "selftest":
         from sandboxd_runtime import selftest

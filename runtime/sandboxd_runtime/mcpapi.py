@@ -15,6 +15,9 @@ import re
 import sys
 import types
 
+from sandboxd_runtime import stubs
+from sandboxd_runtime.stubs import NOT_SENT
+
 
 class MCPError(RuntimeError):
     """An MCP tool or server reported an error (the message is the server's)."""
@@ -26,8 +29,14 @@ class MCPError(RuntimeError):
         self.kind = kind
 
 
-# Shown to user code (and in tracebacks) as a name of its namespace, not of the runtime.
+class ApprovalDenied(MCPError):
+    """A tool call was refused by an approval policy (deny), by the person asked (ask), or
+    because nobody decided in time; nothing was sent to the server."""
+
+
+# Shown to user code (and in tracebacks) as names of its namespace, not of the runtime.
 MCPError.__module__ = "builtins"
+ApprovalDenied.__module__ = "builtins"
 
 CHANNEL = None     # the session's channel to the host (session.serve sets it)
 SERVERS = {}       # name -> info {name, alias, aliases?, description, cwd, tools}
@@ -127,23 +136,38 @@ def convert_result(result, server, tool):
     return values
 
 
+def _spec(server, tool):
+    """The ToolSpec of tool (name or alias) of server (name or alias), or None."""
+    info = SERVERS.get(server)
+    if info is None:
+        info = next((i for i in SERVERS.values() if server in spellings(i)), None)
+    t = _tool(info, tool) if info else None
+    if t is None:
+        return info, None
+    return info, next((x for x in stubs.specs_for(info) if x.name == t["name"]), None)
+
+
 def _call_request(server, tool, arguments, kwargs):
     if arguments is not None and not isinstance(arguments, dict):
         raise TypeError("call_tool(server, tool, arguments): arguments must be a dict, not %s"
                         % type(arguments).__name__)
     args = dict(arguments or {})
     args.update(kwargs)
-    info = SERVERS.get(server)
-    if info is None:
-        info = next((s for s in SERVERS.values() if server in spellings(s)), None)
+    info, spec = _spec(server, tool)
     name = info["name"] if info else server
+    if spec is not None:
+        return _request(name, spec.name, stubs.wire_arguments(spec, args))
     t = _tool(info, tool) if info else None
-    return {"type": "call_tool", "server": name, "tool": t["name"] if t else tool,
-            "arguments": args}
+    return _request(name, t["name"] if t else tool, args)
+
+
+def _request(server, tool, args):
+    return {"type": "call_tool", "server": server, "tool": tool, "arguments": args}
 
 
 async def call_tool(server, tool, arguments=None, **kwargs):
-    """Call tool of server with arguments (a dict) and/or keyword arguments."""
+    """Call tool of server with arguments (a dict) and/or keyword arguments, checked against
+    the tool's schema before anything is sent."""
     req = _call_request(server, tool, arguments, kwargs)
     return convert_result(await CHANNEL.call(req), req["server"], req["tool"])
 
@@ -153,12 +177,27 @@ def call_tool_sync(server, tool, arguments=None, **kwargs):
     return convert_result(CHANNEL.call_sync(req), req["server"], req["tool"])
 
 
+async def _invoke(spec, args):
+    """A stub's call: args are checked and in wire names already."""
+    req = _request(spec.server, spec.name, args)
+    return convert_result(await CHANNEL.call(req), spec.server, spec.name)
+
+
+def _invoke_sync(spec, args):
+    req = _request(spec.server, spec.name, args)
+    return convert_result(CHANNEL.call_sync(req), spec.server, spec.name)
+
+
 async def list_tools_live(server):
-    """Ask the server again (after it changed its tools)."""
+    """Ask the server again (after it changed its tools): the proxy's functions and the stub
+    files follow."""
     name = _server(server)["name"]
     reply = await CHANNEL.call({"type": "list_tools", "server": name})
     tools = reply.get("tools", [])
     SERVERS[name]["tools"] = tools
+    proxy = sys.modules.get("mcp.servers." + alias_of(SERVERS[name]))
+    if isinstance(proxy, ServerProxy):
+        proxy._install(SERVERS[name])
     return [_tool_entry(SERVERS[name], t) for t in tools]
 
 
@@ -171,15 +210,33 @@ def _detail(value):
 
 def _tool_doc(info, tool, detail):
     """upstream's doc entry {server, serverAlias, tool, toolAlias, description?, inputSchema
-    (full)}, plus sandboxd's alias key."""
+    (full)}, plus sandboxd's alias, the Python signature and the doc text (the renderer of the
+    stubs: the same text sandboxd mcp's search shows)."""
     doc = {"server": info["name"], "serverAlias": alias_of(info), "tool": tool["name"],
            "toolAlias": alias_of(tool), "alias": alias_of(tool),
            "description": tool.get("description") or ""}
+    spec = None if compat() else \
+        next((x for x in stubs.specs_for(info) if x.name == tool["name"]), None)
+    if spec is not None:  # upstream's exact keys in compat mode
+        doc["signature"] = spec.signature_text("mcp_%s." % alias_of(info))
+        doc["doc"] = stubs.render(spec, detail)
     if detail == "full":
         doc["inputSchema"] = tool.get("inputSchema")
         if tool.get("outputSchema") is not None:
             doc["outputSchema"] = tool["outputSchema"]
     return doc
+
+
+class DocList(list):
+    """Doc entries that print as their docs (print(search_tool_docs(...)) reads well); they
+    are a list of dicts all the same, with or without await."""
+
+    def __str__(self):
+        return "\n\n".join(d.get("doc") or "%s.%s" % (d["server"], d["tool"]) for d in self) \
+            or "(no tool matches)"
+
+    def __await__(self):
+        return _ready(self).__await__()
 
 
 def _tool_entry(info, tool):
@@ -206,7 +263,7 @@ def list_tools_sync(server=None):
 def query_tool_docs(server, tool=None, detail="summary"):
     """Docs of one tool (a dict) or of every tool of server (a list)."""
     docs = query_tool_docs_sync(server, tool, detail)
-    return AwaitableDict(docs[0]) if tool is not None else AwaitableList(docs)
+    return AwaitableDict(docs[0]) if tool is not None else DocList(docs)
 
 
 def query_tool_docs_sync(server, tool=None, detail="summary"):
@@ -241,11 +298,11 @@ def search_tool_docs(query, *, limit=5, detail="summary"):
             if score:
                 scored.append((-score, info["name"], t["name"], info, t))
     scored.sort(key=lambda x: x[:3])
-    return AwaitableList(_tool_doc(i, t, _detail(detail)) for _, _, _, i, t in scored[:limit])
+    return DocList(_tool_doc(i, t, _detail(detail)) for _, _, _, i, t in scored[:limit])
 
 
 def search_tool_docs_sync(query, *, limit=5, detail="summary"):
-    return list(search_tool_docs(query, limit=limit, detail=detail))
+    return DocList(search_tool_docs(query, limit=limit, detail=detail))
 
 
 def list_servers():
@@ -292,8 +349,10 @@ def capability_summary():
         lines.append("- mcp_%s%s: %s" % (alias_of(info), " (%s)" % desc if desc else "", tools))
     if not SERVERS:
         lines.append("- (none)")
-    lines.append("Discovery: `import mcp.runtime as runtime`; runtime.discovered_servers(), "
-                 "runtime.search_tool_docs(query), runtime.query_tool_docs(server, tool).")
+    lines.append("Discovery: help(mcp_<alias>) and help(mcp_<alias>.<tool>) (typed signatures "
+                 "and docstrings), print(search_tool_docs('words')), the stub files under "
+                 "%s; `import mcp.runtime as runtime`: runtime.discovered_servers(), "
+                 "runtime.query_tool_docs(server, tool)." % stubs.TREE)
     lines.append("Helpers: save_memory/load_memory/list_memories/update_memory/delete_memory, "
                  "save_tool, save_file/save_image/render_chart, execution_folder(), "
                  "now/convert_time/list_timezones.")
@@ -303,6 +362,8 @@ def capability_summary():
 # ---- the proxies ----------------------------------------------------------------------------
 
 def _make_tool(server, tool, alias, sync=False):
+    """A function for a tool the session has no schema of (called by a name its list lacks):
+    the arguments go as they are."""
     if sync:
         def invoke(**arguments):
             return call_tool_sync(server, tool, arguments)
@@ -314,42 +375,84 @@ def _make_tool(server, tool, alias, sync=False):
     return invoke
 
 
+_PROXY_NAMES = ("sync", "list_tools", "TOOLS", "TOOL_MAP")
+
+
 class ServerProxy(types.ModuleType):
     """``mcp_<alias>`` and the module ``mcp.servers.<alias>`` at once: each tool is an async
-    function (``from mcp.servers.x import tool`` works); ``.sync`` has blocking variants."""
+    function typed from its schemas (stubs.py; ``from mcp.servers.x import tool`` works);
+    ``.sync`` has blocking variants."""
 
     def __init__(self, info):
         super().__init__("mcp.servers." + alias_of(info),
                          "MCP server %r wrappers" % info["name"])
-        self._info = info
         self._name = info["name"]
         self.sync = _SyncProxy(self)
+        self._install(info)
+
+    def _install(self, info):
+        """(Re)define the tools of info: the stub files now, each function (typed from the
+        stubs) when it is first looked up."""
+        for a in self.__dict__.get("TOOL_MAP", {}):
+            self.__dict__.pop(a, None)
+        self._info = info
         self.__all__ = []
         self.TOOLS = info.get("tools", [])
         self.TOOL_MAP = {}
+        self._specs = {s.name: s for s in stubs.specs_for(info)}
+        self._functions = {}
+        self.sync._functions = {}
+        desc = (info.get("description") or "").strip()
+        self.__doc__ = "MCP server %r%s. Its tools are the functions below (await them); " \
+            "help(tool) shows one, search_tool_docs(words) finds them." % (
+                info["name"], ": " + desc if desc else "")
+        self.__file__ = "%s/%s/__init__.py" % (stubs.TREE, alias_of(info))
+        stubs.write_tree(info, list(self._specs.values()))
         for t in self.TOOLS:
             for a in spellings(t):
-                if a in self.TOOL_MAP or a in ("sync", "list_tools", "TOOLS", "TOOL_MAP"):
+                if a in self.TOOL_MAP or a in _PROXY_NAMES:
                     continue
-                fn = _make_tool(self._name, t["name"], a)
-                fn.__doc__ = (t.get("description") or "").strip() or \
-                    "MCP tool %s from %s" % (t["name"], self._name)
-                setattr(self, a, fn)
                 self.TOOL_MAP[a] = t
                 if a == alias_of(t):
                     self.__all__.append(a)
+
+    def _function(self, spec, sync):
+        return stubs.make_function(spec, _invoke_sync if sync else _invoke, sync=sync)
+
+    def _tool_function(self, tool):
+        """The (async) function of tool, made on first use."""
+        fn = self._functions.get(tool["name"])
+        if fn is None:
+            spec = self._specs.get(tool["name"])
+            if spec is not None:
+                fn = self._function(spec, sync=False)
+            else:
+                fn = _make_tool(self._name, tool["name"], alias_of(tool))
+                fn.__doc__ = (tool.get("description") or "").strip() or \
+                    "MCP tool %s from %s" % (tool["name"], self._name)
+            self._functions[tool["name"]] = fn
+        return fn
 
     def _target(self, alias):
         t = _tool(self._info, alias)
         return (t["name"] if t else alias), t
 
     def __getattr__(self, alias):
-        # Only names that are no tool's alias get here: called by that name, as it is.
-        if alias.startswith("__"):
+        # Only names not defined yet get here: a tool's alias or earlier spelling (its function
+        # is made now and kept), its exact name, or a name the session does not know (called as
+        # it is).
+        if alias.startswith("__") or "_specs" not in self.__dict__:
             raise AttributeError(alias)
+        tool = self.TOOL_MAP.get(alias)
+        if tool is not None:
+            fn = self._tool_function(tool)
+            setattr(self, alias, fn)
+            return fn
         target, tool = self._target(alias)
+        if tool is not None:
+            return self._tool_function(tool)
         invoke = _make_tool(self._name, target, alias)
-        invoke.__doc__ = (tool or {}).get("description")
+        invoke.__doc__ = None
         return invoke
 
     def __dir__(self):
@@ -365,16 +468,26 @@ class ServerProxy(types.ModuleType):
 class _SyncProxy:
     def __init__(self, proxy):
         self._proxy = proxy
+        self._functions = {}
 
     def __getattr__(self, alias):
         if alias.startswith("__"):
             raise AttributeError(alias)
         target, _ = self._proxy._target(alias)
-        return _make_tool(self._proxy._name, target, alias, sync=True)
+        spec = self._proxy._specs.get(target)
+        if spec is None:
+            return _make_tool(self._proxy._name, target, alias, sync=True)
+        fn = self._functions.get(spec.name)
+        if fn is None:
+            fn = self._functions[spec.name] = self._proxy._function(spec, sync=True)
+        return fn
+
+    def __dir__(self):
+        return dir(self._proxy)
 
 
 RUNTIME_ALL = [
-    "MCPError", "call_tool", "call_tool_sync", "list_tools", "list_tools_sync",
+    "MCPError", "ApprovalDenied", "NOT_SENT", "call_tool", "call_tool_sync", "list_tools", "list_tools_sync",
     "list_tools_live", "list_servers", "list_servers_sync", "discovered_servers",
     "describe_server", "list_loaded_server_metadata", "query_tool_docs", "query_tool_docs_sync",
     "search_tool_docs", "search_tool_docs_sync", "capability_summary",
@@ -393,7 +506,7 @@ def install_modules(helpers):
     servers.__all__ = []
     pkg.runtime = rt
     pkg.servers = servers
-    g = globals()
+    g = dict(globals(), NOT_SENT=NOT_SENT)
     for name in RUNTIME_ALL:
         setattr(rt, name, g[name])
     for name, fn in helpers.items():

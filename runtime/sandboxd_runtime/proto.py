@@ -3,12 +3,22 @@
 
 The protocol fd is separate from stdout and stderr, so nothing a program
 prints (or a C extension writes to fd 1) can be mistaken for a result.
+
+The frames are read and written by the C half of the json module (_json: the very scanner
+and encoder json.loads and json.dumps use), without its Python half: that imports re, and
+enum, collections and functools behind it, about 10 ms of a one-shot interpreter's start
+that most jobs never need. Where _json is not (another implementation), json does it all.
 """
-import json
 import os
-import re
 import struct
 import sys
+
+try:
+    from _json import encode_basestring as _c_encode_basestring
+    from _json import make_encoder as _c_make_encoder
+    from _json import make_scanner as _c_make_scanner
+except ImportError:
+    _c_make_scanner = None
 
 FD = 3
 MAX_FRAME = 256 << 20
@@ -20,18 +30,102 @@ class ProtocolError(Exception):
 
 
 INT_MIN, INT_MAX = -(1 << 63), (1 << 63) - 1
-# Any integer outside the 64-bit range has at least 19 digits in JSON.
-_LONG_DIGITS = re.compile(r"[0-9]{19}")
-# Floats that Python writes otherwise than sandboxd does (src/util/jdump.c): with an exponent
-# ("1e+22", where sandboxd writes "1e22"), or 16 digits before the point ("1000000000000000.0",
-# where sandboxd writes "1e15"). A result's value reaches the client as this text (the host
-# passes it through), so it must read as every other float sandboxd writes.
-_FLOAT_FORMS = re.compile(r"[0-9]e[-+]|[0-9]{16}\.")
-# One scan for both: the common body has neither.
-_RARE = re.compile(r"[0-9]{16}|[0-9]e[-+]")
-# A string (skipped), or a float of the forms above.
-_FLOAT_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"'
-                           r"|-?[0-9]+(?:\.[0-9]+)?e[-+][0-9]+|-?[0-9]{16}\.[0-9]+")
+
+
+class _Patterns:
+    """The regular expressions of the rare bodies, compiled (and re imported) on first need.
+
+    LONG_DIGITS: any integer outside the 64-bit range has at least 19 digits in JSON.
+    FLOAT_FORMS: floats that Python writes otherwise than sandboxd does (src/util/jdump.c):
+    with an exponent ("1e+22", where sandboxd writes "1e22"), or 16 digits before the point
+    ("1000000000000000.0", where sandboxd writes "1e15"). A result's value reaches the client
+    as this text (the host passes it through), so it must read as every other float sandboxd
+    writes. FLOAT_TOKENS: a string (skipped), or a float of those forms."""
+
+    ready = False
+
+    @classmethod
+    def get(cls):
+        if not cls.ready:
+            import re
+
+            cls.LONG_DIGITS = re.compile(r"[0-9]{19}")
+            cls.FLOAT_FORMS = re.compile(r"[0-9]e[-+]|[0-9]{16}\.")
+            cls.FLOAT_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"'
+                                          r"|-?[0-9]+(?:\.[0-9]+)?e[-+][0-9]+|-?[0-9]{16}\.[0-9]+")
+            cls.ready = True
+        return cls
+
+
+# Every byte a digit is, as "0"; every other, as " ": sixteen digits in a row are one find.
+_DIGITS = bytes(48 if 48 <= b <= 57 else 32 for b in range(256))
+
+
+def _rare(data):
+    """Does the UTF-8 body hold 16 digits in a row, or a digit followed by e+ or e-? The
+    common body has neither, and is sent as json wrote it (C-speed scans, no re)."""
+    if b"0000000000000000" in data.translate(_DIGITS):
+        return True
+    for mark in (b"e+", b"e-"):
+        i = data.find(mark)
+        while i > 0:
+            if 48 <= data[i - 1] <= 57:
+                return True
+            i = data.find(mark, i + 2)
+    return False
+
+
+class _Context:
+    """What the C scanner reads from json.JSONDecoder: its defaults."""
+
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+    parse_constant = {"-Infinity": float("-inf"), "Infinity": float("inf"),
+                      "NaN": float("nan")}.__getitem__
+    memo = {}
+
+
+_scan = _c_make_scanner(_Context()) if _c_make_scanner else None
+_SPACE = " \t\n\r"
+
+
+def loads(data):
+    """json.loads of a frame's UTF-8 bytes."""
+    if _scan is None:
+        import json
+
+        return json.loads(data)
+    text = data.decode("utf-8", "surrogatepass") if isinstance(data, (bytes, bytearray)) else data
+    start = len(text) - len(text.lstrip(_SPACE))
+    try:
+        value, end = _scan(text, start)
+    except StopIteration as exc:
+        raise ValueError("Expecting value: char %d" % exc.value) from None
+    if text[end:].strip(_SPACE):
+        raise ValueError("Extra data: char %d" % end)
+    return value
+
+
+def _not_json(o):
+    raise TypeError(f"Object of type {o.__class__.__name__} is not JSON serializable")
+
+
+def dumps(msg):
+    """json.dumps(msg, ensure_ascii=False, allow_nan=False, separators=(",", ":"))."""
+    if _scan is None:
+        import json
+
+        return json.dumps(msg, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    if isinstance(msg, str):
+        return _c_encode_basestring(msg)
+    # A fresh encoder each time, as json makes one: its markers (circular references) must
+    # start empty even after a value that could not be encoded.
+    encoder = _c_make_encoder({}, _not_json, _c_encode_basestring, None, ":", ",", False, False,
+                              False)
+    return "".join(encoder(msg, 0))
 
 
 def jdump_real(x):
@@ -86,13 +180,15 @@ def check_integers(value):
 
 def encode(msg):
     """Serialise msg; raises ValueError/TypeError for values JSON cannot carry."""
-    body = json.dumps(msg, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-    if _RARE.search(body):
-        if _LONG_DIGITS.search(body):  # rare: digits in strings, or a big integer
+    body = dumps(msg)
+    data = body.encode("utf-8")
+    if _rare(data):
+        p = _Patterns.get()
+        if p.LONG_DIGITS.search(body):  # rare: digits in strings, or a big integer
             check_integers(msg)
-        if _FLOAT_FORMS.search(body):  # rare: such digits in strings, or such a float
-            body = _FLOAT_TOKENS.sub(_float_token, body)
-    return body.encode("utf-8")
+        if p.FLOAT_FORMS.search(body):  # rare: such digits in strings, or such a float
+            data = p.FLOAT_TOKENS.sub(_float_token, body).encode("utf-8")
+    return data
 
 
 def write_bytes(body, fd=FD):
@@ -123,7 +219,7 @@ def read(fd=FD):
     if length > MAX_FRAME:
         raise ProtocolError("frame of %d bytes is over the limit" % length)
     try:
-        return json.loads(_read_exact(fd, length))
+        return loads(_read_exact(fd, length))
     except ValueError as exc:
         raise ProtocolError("frame is not JSON: %s" % exc) from None
 

@@ -38,8 +38,9 @@ import signal
 import sys
 import time
 
-from sandboxd_runtime import artifacts, errors, helpers, mcpapi, network, proto
-from sandboxd_runtime.mcpapi import COMPAT, DISCOVERED, SERVERS, MCPError  # noqa: F401
+from sandboxd_runtime import artifacts, errors, helpers, mcpapi, network, preflight, proto
+from sandboxd_runtime.mcpapi import COMPAT, DISCOVERED, SERVERS, ApprovalDenied, MCPError  # noqa: F401
+from sandboxd_runtime.stubs import NOT_SENT
 
 
 class ExecutionTimeout(BaseException):
@@ -168,8 +169,9 @@ def _answer(msg, payload):
         # The state directory's file system failed (a full disk: ENOSPC): an OSError, as for
         # any file the code would write itself.
         raise OSError(msg["errno"], message)
-    raise MCPError(message, server=payload.get("server"), tool=payload.get("tool"),
-                   kind=msg.get("errorKind"))
+    cls = ApprovalDenied if msg.get("errorKind") == "approval_denied" else MCPError
+    raise cls(message, server=payload.get("server"), tool=payload.get("tool"),
+              kind=msg.get("errorKind"))
 
 
 CHANNEL = None
@@ -181,7 +183,8 @@ def _host(payload):
     return CHANNEL.call_sync(payload)
 
 
-RESERVED_TOOL_NAMES = {"mcp", "mcp_servers", "LOADED_MCP_SERVERS", "MCPError"}
+RESERVED_TOOL_NAMES = {"mcp", "mcp_servers", "LOADED_MCP_SERVERS", "MCPError", "ApprovalDenied",
+                       "NOT_SENT"}
 
 
 def check_tool(name, source):
@@ -244,6 +247,17 @@ def list_execution_files():
     return _host({"type": "list_files"}).get("files", [])
 
 
+def help_(*args):
+    """Python's help() for the sandbox (no pager, no interactive prompt): help(obj) prints the
+    documentation of obj (a tool: its signature and docstring); help() what the session
+    offers."""
+    if not args:
+        print(mcpapi.capability_summary())
+        return
+    import pydoc
+    pydoc.Helper(io.StringIO(), sys.stdout).help(*args)
+
+
 # ---- the namespace ------------------------------------------------------------------------
 
 HELPERS = {
@@ -258,6 +272,7 @@ HELPERS = {
     "query_tool_docs": mcpapi.query_tool_docs, "list_servers": mcpapi.list_servers,
     "describe_server": mcpapi.describe_server,
     "capability_summary": mcpapi.capability_summary, "MCPError": MCPError,
+    "ApprovalDenied": ApprovalDenied, "NOT_SENT": NOT_SENT, "help": help_,
 }
 
 NAMESPACE = {}  # the session's globals, once built (add_servers frames extend it)
@@ -299,10 +314,12 @@ def _on_sigint(signum, frame):
         raise ExecutionTimeout()
 
 
-def _compile(code, filename):
-    """(body, last-expression) code objects, both allowing top-level await."""
+def _compile(code, filename, ns):
+    """(body, last-expression) code objects, both allowing top-level await. The pre-flight runs
+    on the tree first: a call of a tool that would fail stops the code here."""
     flags = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
     tree = ast.parse(code, filename, "exec")
+    preflight.check(tree, ns, mcpapi.ServerProxy)
     last = None
     if tree.body and isinstance(tree.body[-1], ast.Expr):
         last = ast.Expression(tree.body.pop().value)
@@ -327,7 +344,7 @@ def run_code(loop, ns, code, filename):
     task = None
     try:
         RUNNING = True
-        body, tail = _compile(code, filename)
+        body, tail = _compile(code, filename, ns)
         value = None
         for obj in (body, tail):
             if obj is None:
@@ -351,6 +368,13 @@ def run_code(loop, ns, code, filename):
                 pass
         return "timeout", {"type": "TimeoutError", "message": "the execution was interrupted "
                            "at its time limit; the session is intact", "traceback": ""}, None
+    except preflight.PreflightError as exc:
+        # Nothing ran: the message says which call, where, and the tool's signature.
+        RUNNING = False
+        return "error", {"type": type(exc.error).__name__,
+                         "message": "line %d (checked before the code ran; nothing was run or "
+                                    "sent): %s" % (exc.line, exc.error),
+                         "traceback": "", "line": exc.line}, None
     except SystemExit as exc:
         # sys.exit() ends the execution, not the session: 0 or None is a success with its
         # output, anything else an error that names the code (a message counts as 1, as in
@@ -414,6 +438,7 @@ def serve(init):
         helpers.begin_run(code)
         status, error, result = run_code(loop, ns, code, filename)
         dropped = artifacts.finish()  # figures still open
+        helpers.finish_run()  # the run's folder kept on the host, before the answer
         for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
             try:
                 stream.flush()
@@ -422,4 +447,3 @@ def serve(init):
         CHANNEL.send({"type": "execution_done", "id": cmd.get("id"), "status": status,
                       "error": error, "result": result,
                       "durationMs": round((time.perf_counter() - start) * 1000, 3), **dropped})
-        helpers.end_run()  # the run's folder, after the answer: off the caller's clock

@@ -84,6 +84,17 @@ def usage(faults_before=None):
     return out
 
 
+def preload():
+    """Import what the jobs import where they first need it (traceback and linecache for an
+    error, base64, glob, json and mimetypes for artifacts and files, re for rare results): a
+    zygote calls this once, so that its cells inherit them instead of importing them per
+    execution. A one-shot interpreter, which runs one job that usually needs none of them, does
+    not."""
+    for name in ("base64", "glob", "json", "linecache", "mimetypes", "traceback"):
+        __import__(name)
+    proto.encode(1e300)  # compiles the rare results' expressions
+
+
 def handle(job):
     kind = job.get("type")
     try:
@@ -97,6 +108,10 @@ def handle(job):
         from sandboxd_runtime import template
 
         return template.run(job)
+    if kind == "tool_docs":
+        from sandboxd_runtime import stubs
+
+        return stubs.render_job(job)
     if kind == "session":
         from sandboxd_runtime import session
 
@@ -107,14 +122,20 @@ def handle(job):
 def run_code_job(job):
     """JIT and EXECUTOR: the request's files first, then the code, then its artifacts (figures
     left open, files matching "collect"), which are sent as they are found."""
-    from sandboxd_runtime import executor, jit
-
     artifacts.begin(job.get("limits"))
     try:
         artifacts.place_files(job.get("files"))
     except (OSError, ValueError) as exc:
         return errors.from_exception(exc)
-    reply = jit.run(job) if job.get("type") == "jit" else executor.run(job)
+    # Only the job's own module: the executor's imports ast, which a JIT job never needs.
+    if job.get("type") == "jit":
+        from sandboxd_runtime import jit
+
+        reply = jit.run(job)
+    else:
+        from sandboxd_runtime import executor
+
+        reply = executor.run(job)
     reply.update(artifacts.finish(job.get("collect")))
     return reply
 

@@ -11,13 +11,16 @@
 
 #include "api/mcp_http.h"
 #include "api/policy.h"
+#include "api/routes.h"
 #include "api/status.h"
+#include "api/web.h"
 #include "app/request.h"
 #include "api/sessions.h"
 #include "handlers/dispatch.h"
 #include "api/workspaces.h"
 #include "app/tenant.h"
 #include "egress/proxy.h"
+#include "mcp/client/registry.h"
 #include "pool/pool.h"
 #include "pool/profile.h"
 #include "pool/reuse.h"
@@ -152,6 +155,7 @@ static void api_execute(struct api *api, const struct http_request *req, struct 
     }
     spec.egress = egress;
     spec.tenant = tenant_name(tenant);
+    spec.egress_share = tenant_egress_share(tenant);
     if (!tenant_run_begin(tenant, spec.handler_name)) {
         http_reply_error(reply, 429, "TENANT_LIMIT", NULL,
                          "tenant '%s' runs %u executions, its maxRunning; retry later",
@@ -174,8 +178,10 @@ static void api_execute(struct api *api, const struct http_request *req, struct 
         frame_raw_done(&ar.raw);
         if (!reply->text)
             http_reply_error(reply, 500, "INTERNAL", NULL, "out of memory");
-    } else {
+    } else if (ar.body) {
         reply->body = ar.body;
+    } else { /* not even the handlers' INTERNAL error could be built */
+        http_reply_error(reply, 500, "INTERNAL", NULL, "out of memory");
     }
     if (ar.kind == SBX_ERR_UNAVAILABLE) {
         char ra[16];
@@ -224,25 +230,31 @@ static void api_healthz(struct api *api, const struct http_request *req, struct 
         api_pool_stats(a->session_pool), "templatePool", api_pool_stats(a->template_pool),
         "executions", manager_stats(a->mgr), "definitions", defs_stats(a->defs), "frameworkLog",
         framework_log_stats(a->fw), "http", http ? http_server_stats(http) : NULL);
+    /* a part that could not be built (out of memory) fails the report */
+    int lost = http && reply->body && !json_object_get(reply->body, "http") ? -1 : 0;
     if (reply->body) {
-        json_object_set_new(reply->body, "workflows", flow_cache_stats(a->wf_cache));
-        json_object_set_new(reply->body, "profiles", profiles_stats(a->profiles));
-        json_object_set_new(reply->body, "reuse", reuse_stats(a->reuse));
-        json_object_set_new(reply->body, "egress",
-                            a->egress ? egress_proxy_describe(a->egress)
-                                      : json_pack("{s:o}", "allow", json_array()));
+        lost |= json_object_set_new(reply->body, "workflows", flow_cache_stats(a->wf_cache));
+        lost |= json_object_set_new(reply->body, "profiles", profiles_stats(a->profiles));
+        lost |= json_object_set_new(reply->body, "reuse", reuse_stats(a->reuse));
+        lost |= json_object_set_new(reply->body, "egress",
+                                    a->egress ? egress_proxy_describe(a->egress)
+                                              : json_pack("{s:o}", "allow", json_array()));
     }
     if (reply->body && api->sessions)
-        json_object_set_new(reply->body, "sessions", sessions_stats(api->sessions));
+        lost |= json_object_set_new(reply->body, "sessions", sessions_stats(api->sessions));
     if (reply->body && api->store)
-        json_object_set_new(reply->body, "stateStore", store_describe(api->store));
+        lost |= json_object_set_new(reply->body, "stateStore", store_describe(api->store));
+    if (!reply->body || lost) {
+        json_decref(reply->body);
+        reply->body = NULL;
+        api_reply_json(reply, 500, NULL);
+    }
 }
 
 /* Liveness: the process runs and its HTTP front answers. */
 static void api_livez(struct http_reply *reply)
 {
-    reply->status = 200;
-    reply->body = json_pack("{s:s}", "status", "alive");
+    api_reply_json(reply, 200, json_pack("{s:s}", "status", "alive"));
 }
 
 /* Does the pool report a zygote that can fork interpreters? */
@@ -283,8 +295,8 @@ static void api_readyz(struct api *api, struct http_reply *reply)
         status = "store_unavailable";
     }
     json_decref(ps);
-    reply->status = why ? 503 : 200;
-    reply->body = json_pack("{s:s, s:s*}", "status", status, "reason", why);
+    api_reply_json(reply, why ? 503 : 200,
+                   json_pack("{s:s, s:s*}", "status", status, "reason", why));
     if (why)
         http_reply_header(reply, "Retry-After", "1");
 }
@@ -331,8 +343,7 @@ static void api_load_code(struct api *api, const struct http_request *req, struc
     size_t retired = reuse_retire_app(api->app->reuse, app_id);
     log_info("load_code: dropped %zu cached definitions and %zu reused interpreters of app %s",
              dropped, retired, app_id);
-    reply->status = 200;
-    reply->body = json_pack("{s:I}", "invalidated", (json_int_t)dropped);
+    api_reply_json(reply, 200, json_pack("{s:I}", "invalidated", (json_int_t)dropped));
     json_decref(body);
 }
 
@@ -394,6 +405,26 @@ static void api_method_not_allowed(struct http_reply *reply, const char *allow)
     http_reply_header(reply, "Allow", allow);
 }
 
+/* GET /v1/session-options: what POST /v1/sessions may name (servers, profiles). The same for
+ * every caller: the configuration is the server's, and an unknown name's 400 lists it too. */
+static void api_session_options(struct api *api, struct http_reply *reply)
+{
+    json_t *servers = api->registry ? mcp_registry_names(api->registry) : json_array();
+    json_t *profiles = profiles_names(api->app->profiles);
+    reply->body = servers && profiles
+                      ? json_pack("{s:o, s:o}", "servers", servers, "profiles", profiles)
+                      : NULL;
+    if (!reply->body) {
+        if (!servers || !profiles) { /* json_pack took neither */
+            json_decref(servers);
+            json_decref(profiles);
+        }
+        http_reply_error(reply, 500, "INTERNAL", NULL, "out of memory");
+    } else {
+        reply->status = 200;
+    }
+}
+
 void api_route(void *userdata, const struct http_request *req, struct http_reply *reply)
 {
     struct api *api = userdata;
@@ -404,6 +435,19 @@ void api_route(void *userdata, const struct http_request *req, struct http_reply
     enum policy_verdict v = policy_check(api->policy, req, &tenant);
     if (v != POLICY_OK) {
         policy_refuse(v, strcmp(path, "/mcp") == 0, reply);
+        return;
+    }
+    /* The route table decides what exists (api/routes.h): the branches below never see a path
+     * or a method it does not name. */
+    const struct api_route_def *rt = api_route_lookup(path);
+    if (!rt) {
+        http_reply_error(reply, 404, "NOT_FOUND", NULL, "no route %s %s", req->method, path);
+        return;
+    }
+    if (!(rt->methods & api_method_bit(req->method))) {
+        char allow[32];
+        api_methods_format(rt->methods, allow);
+        api_method_not_allowed(reply, allow);
         return;
     }
     /* The reply's bytes count against the caller's share of the reply budget (the operator's
@@ -454,6 +498,10 @@ void api_route(void *userdata, const struct http_request *req, struct http_reply
         api_workspaces_route(api, req, path + 14, tenant, reply);
     } else if (strcmp(path, "/mcp") == 0 && api->mcp) {
         mcp_http_route(api->mcp, req, tenant, reply);
+    } else if (strcmp(path, "/v1/session-options") == 0) {
+        api_session_options(api, reply);
+    } else if (strncmp(rt->path, "/ui", 3) == 0 || strcmp(path, "/openapi.json") == 0) {
+        api_web_route(req, reply);
     } else {
         http_reply_error(reply, 404, "NOT_FOUND", NULL, "no route %s %s", req->method, path);
     }
@@ -461,13 +509,15 @@ void api_route(void *userdata, const struct http_request *req, struct http_reply
 
 bool api_route_inline(void *userdata, const char *method, const char *path)
 {
-    static const char *const cheap[] = {"/healthz", "/livez", "/readyz", "/metrics"};
+    static const char *const cheap[] = {"/healthz", "/livez", "/readyz", "/metrics",
+                                        "/openapi.json"};
     if (strcmp(method, "GET") != 0)
         return false;
     for (size_t i = 0; i < ARRAY_SIZE(cheap); i++)
         if (strcmp(path, cheap[i]) == 0)
             return true;
-    return false;
+    /* a copy of a compiled-in file */
+    return strncmp(path, "/ui", 3) == 0 && (path[3] == '\0' || path[3] == '/');
 }
 
 void api_drain(struct api *api)

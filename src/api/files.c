@@ -16,8 +16,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "api/status.h"
 #include "session/files.h"
 #include "session/session.h"
+#include "util/log.h"
 #include "util/macros.h"
 #include "util/path.h"
 #include "util/utf8.h"
@@ -101,10 +103,8 @@ void api_session_files_route(struct api *api, const char *id, const char *tail,
     if (listing) {
         json_t *list = NULL;
         r = session_files_list(dir, uid, gid, &list);
-        if (r == 0) {
-            reply->status = 200;
-            reply->body = list;
-        }
+        if (r == 0)
+            api_reply_json(reply, 200, list);
     } else if (put) {
         r = session_files_put(dir, path, req->body, req->body_len, uid, gid);
         if (r == 0) {

@@ -378,7 +378,10 @@ static void mh_post(struct mcp_http *h, const struct http_request *req, struct t
         json_decref(msg);
         return;
     }
-    if (peek.progress && sse_ok && !peek.batch) {
+    /* Streamed when notifications may come (progress), or requests (the elicitation of a call
+     * waiting for approval): they go on this request's SSE stream, before its answer. */
+    bool stream = peek.progress || (peek.tools_call && mcp_server_conn_elicits(s->conn));
+    if (stream && sse_ok && !peek.batch) {
         struct mh_stream *j = calloc(1, sizeof(*j));
         if (!j) {
             mh_fail(reply, 500, JSONRPC_INTERNAL_ERROR, "Internal error: out of memory");

@@ -90,11 +90,14 @@ static bool policy_origin_ok(const struct policy *p, const char *origin)
     return rest && !strchr(rest, '/') && policy_host_ok(p, rest, strlen(rest));
 }
 
-/* The paths a load balancer or an orchestrator probes without credentials. */
+/* The paths a load balancer or an orchestrator probes without credentials, and the files of
+ * the console and the OpenAPI document (compiled in, the same for everyone: they hold no data,
+ * and the console asks for the token the API needs). */
 static bool policy_open_path(const char *path)
 {
     return strcmp(path, "/healthz") == 0 || strcmp(path, "/livez") == 0 ||
-           strcmp(path, "/readyz") == 0;
+           strcmp(path, "/readyz") == 0 || strcmp(path, "/openapi.json") == 0 ||
+           (strncmp(path, "/ui", 3) == 0 && (path[3] == '\0' || path[3] == '/'));
 }
 
 /* The bearer token of req: the operator's (*ret_op), a tenant's (*ret_tenant), or a refusal. */

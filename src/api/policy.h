@@ -8,8 +8,9 @@
  *   2. Origin: when present it must be an --allowed-origin, or http(s)://
  *      one of the hosts of rule 1; else 403 ("null" never passes).
  *   3. Token: with --api-token or --tenants, every endpoint but /healthz,
- *      /livez and /readyz needs `Authorization: Bearer TOKEN` naming the
- *      operator or a tenant (hashes compared in constant time); else 401.
+ *      /livez, /readyz and the console's files (/ui, /ui/..., /openapi.json)
+ *      needs `Authorization: Bearer TOKEN` naming the operator or a tenant
+ *      (hashes compared in constant time); else 401.
  *      Those three answer anyone, but /healthz tells the details of the host
  *      (egress allowlist, cgroup paths, zygote PIDs...) to the operator only
  *      (policy_operator).

@@ -7,8 +7,10 @@
  *   DELETE /v1/sessions/{id}            end      -> 204
  *   POST   /v1/sessions/{id}/execute    run code -> 200 JSON, or SSE with
  *                                       Accept: text/event-stream (events stdout, stderr,
- *                                       rpc, display, execution_done; error when it cannot
- *                                       run)
+ *                                       rpc, display, approval_required, execution_done;
+ *                                       error when it cannot run)
+ *   GET    /v1/sessions/{id}/approvals  the tool calls waiting for a person's decision
+ *   POST   /v1/sessions/{id}/approvals/{approvalId}  {"approve": bool} decides one
  *          /v1/sessions/{id}/files...   api/files.c
  */
 #include "api/sessions.h"
@@ -25,8 +27,6 @@
 #include "util/log.h"
 #include "util/utf8.h"
 #include "util/macros.h"
-
-#define API_MAX_CODE (1u << 20)
 
 static json_t *api_session_body(const struct http_request *req, struct http_reply *reply,
                                 bool allow_empty)
@@ -114,8 +114,7 @@ static void api_session_create(struct api *api, const struct http_request *req,
         api_reply_sbx_error(reply, &err);
         goto out;
     }
-    reply->status = 201;
-    reply->body = info;
+    api_reply_json(reply, 201, info);
     char loc[96];
     snprintf(loc, sizeof(loc), "/v1/sessions/%s",
              json_string_value(json_object_get(info, "sessionId")));
@@ -147,12 +146,15 @@ static void api_sse_free(void *userdata)
     free(j);
 }
 
+/* data: borrowed; NULL (an event that could not be built) is reported, not sent. */
 static void api_sse_event(struct api_sse *j, const char *event, json_t *data)
 {
     size_t n;
-    char *line = http_sse_event(event, data, &n);
-    if (!line)
+    char *line = data ? http_sse_event(event, data, &n) : NULL;
+    if (!line) {
+        log_warn("session %s: a '%s' event could not be streamed (out of memory)", j->id, event);
         return;
+    }
     pthread_mutex_lock(&j->lock);
     if (!j->broken && http_stream_write(j->stream, line, n) < 0)
         j->broken = true; /* the client left; the execution still completes */
@@ -192,6 +194,11 @@ static void api_sse_display(void *userdata, json_t *artifact)
     api_sse_event(userdata, "display", artifact);
 }
 
+static void api_sse_approval(void *userdata, json_t *approval)
+{
+    api_sse_event(userdata, "approval_required", approval);
+}
+
 static int api_sse_run(void *userdata, struct http_stream *st)
 {
     struct api_sse *j = userdata;
@@ -199,7 +206,8 @@ static int api_sse_run(void *userdata, struct http_stream *st)
     struct session_stream cb = {.userdata = j,
                                 .on_output = api_sse_output,
                                 .on_rpc = api_sse_rpc,
-                                .on_artifact = api_sse_display};
+                                .on_artifact = api_sse_display,
+                                .on_approval = api_sse_approval};
     json_t *result = NULL;
     struct sbx_error err;
     if (sessions_execute(j->sessions, j->id, j->code, j->timeout_ms, &cb, &result, &err) < 0) {
@@ -228,16 +236,9 @@ static void api_session_execute(struct api *api, const char *id, const struct ht
         http_reply_error(reply, 400, "INVALID_REQUEST", "code", "code: must be a string");
         goto out;
     }
-    if (json_string_length(code) > API_MAX_CODE ||
-        memchr(json_string_value(code), '\0', json_string_length(code))) {
-        http_reply_error(reply, 400, "INVALID_REQUEST", "code",
-                         "code: at most 1 MiB, without NUL bytes");
-        goto out;
-    }
-    if (utf8_blank(json_string_value(code))) {
-        /* Nothing would run: more likely code lost on the way than a wish to do nothing. */
-        http_reply_error(reply, 400, "INVALID_REQUEST", "code",
-                         "code: empty or only whitespace; nothing was run");
+    const char *bad = sessions_code_check(json_string_value(code), json_string_length(code));
+    if (bad) {
+        http_reply_error(reply, 400, "INVALID_REQUEST", "code", "%s", bad);
         goto out;
     }
     if (!api_opt_int(body, "timeoutMs", 1, &timeout_ms, reply))
@@ -280,9 +281,55 @@ static void api_session_execute(struct api *api, const char *id, const struct ht
         api_reply_sbx_error(reply, &err);
         goto out;
     }
-    reply->status = 200;
-    reply->body = result;
+    api_reply_json(reply, 200, result);
 out:
+    json_decref(body);
+}
+
+/* GET .../approvals, POST .../approvals/{approvalId} {"approve": true|false}. */
+static void api_session_approvals(struct api *api, const char *id, const char *tail,
+                                  const struct http_request *req, struct http_reply *reply)
+{
+    bool get = strcmp(req->method, "GET") == 0, post = strcmp(req->method, "POST") == 0;
+    if (!*tail) {
+        json_t *list = NULL;
+        if (!get) {
+            http_reply_error(reply, 405, "METHOD_NOT_ALLOWED", NULL, "use GET");
+            http_reply_header(reply, "Allow", "GET");
+        } else if (sessions_approvals(api->sessions, id, &list) < 0) {
+            http_reply_error(reply, 404, "NOT_FOUND", NULL, "no session %s", id);
+        } else {
+            reply->status = 200;
+            reply->body = json_pack("{s:o}", "approvals", list);
+        }
+        return;
+    }
+    const char *aid = tail + 1;
+    if (tail[0] != '/' || !*aid || strchr(aid, '/') || strlen(aid) > 64) {
+        http_reply_error(reply, 404, "NOT_FOUND", NULL, "no route %s", req->path);
+        return;
+    }
+    if (!post) {
+        http_reply_error(reply, 405, "METHOD_NOT_ALLOWED", NULL, "use POST");
+        http_reply_header(reply, "Allow", "POST");
+        return;
+    }
+    json_t *body = api_session_body(req, reply, false);
+    if (!body)
+        return;
+    json_t *approve = json_object_get(body, "approve");
+    if (!json_is_boolean(approve)) {
+        http_reply_error(reply, 400, "INVALID_REQUEST", "approve",
+                         "approve: required, true (send the call) or false (refuse it)");
+    } else {
+        struct sbx_error err;
+        if (sessions_approval_decide(api->sessions, id, aid, json_is_true(approve), &err) < 0) {
+            api_reply_sbx_error(reply, &err);
+        } else {
+            reply->status = 200;
+            reply->body = json_pack("{s:s, s:b}", "id", aid, "approved", json_is_true(approve));
+        }
+    }
     json_decref(body);
 }
 
@@ -300,8 +347,8 @@ void api_sessions_route(struct api *api, const struct http_request *req, const c
         if (post)
             api_session_create(api, req, tenant, reply);
         else if (get) {
-            reply->status = 200;
-            reply->body = json_pack("{s:o}", "sessions", sessions_list(api->sessions, tenant));
+            api_reply_json(reply, 200,
+                           json_pack("{s:o}", "sessions", sessions_list(api->sessions, tenant)));
         } else {
             http_reply_error(reply, 405, "METHOD_NOT_ALLOWED", NULL, "use GET or POST");
             http_reply_header(reply, "Allow", "GET, POST");
@@ -327,12 +374,10 @@ void api_sessions_route(struct api *api, const struct http_request *req, const c
     if (!*tail) {
         if (get) {
             json_t *info = NULL;
-            if (!visible || sessions_info(api->sessions, id, &info) < 0)
+            if (!visible || sessions_info(api->sessions, id, &info) == -ENOENT)
                 http_reply_error(reply, 404, "NOT_FOUND", NULL, "no session %s", id);
-            else {
-                reply->status = 200;
-                reply->body = info;
-            }
+            else
+                api_reply_json(reply, 200, info); /* NULL (-ENOMEM): 500 */
         } else if (del) {
             if (!visible || sessions_delete(api->sessions, id) < 0)
                 http_reply_error(reply, 404, "NOT_FOUND", NULL, "no session %s", id);
@@ -349,6 +394,13 @@ void api_sessions_route(struct api *api, const struct http_request *req, const c
             http_reply_error(reply, 404, "NOT_FOUND", NULL, "no session %s", id);
         else
             api_session_files_route(api, id, tail + 6, req, reply);
+        return;
+    }
+    if (strncmp(tail, "/approvals", 10) == 0 && (tail[10] == '\0' || tail[10] == '/')) {
+        if (!visible)
+            http_reply_error(reply, 404, "NOT_FOUND", NULL, "no session %s", id);
+        else
+            api_session_approvals(api, id, tail + 10, req, reply);
         return;
     }
     if (strcmp(tail, "/execute") == 0) {

@@ -30,6 +30,18 @@ int api_status_of(enum sbx_errkind kind)
     return 500;
 }
 
+void api_reply_json(struct http_reply *reply, int status, json_t *body)
+{
+    if (!body) {
+        http_reply_error(reply, 500, "INTERNAL", NULL,
+                         "out of memory: the answer could not be built");
+        return;
+    }
+    json_decref(reply->body);
+    reply->status = status;
+    reply->body = body;
+}
+
 void api_reply_sbx_error(struct http_reply *reply, struct sbx_error *e)
 {
     http_reply_error(reply, api_status_of(e->kind), e->code ? e->code : "INTERNAL", e->field, "%s",

@@ -16,5 +16,8 @@ int api_status_of(enum sbx_errkind kind);
 /* Answer e as an error response ({"error": {code, message, field}}) with its status, and
  * Retry-After: 1 when the server is full or shutting down (UNAVAILABLE); clears e. */
 void api_reply_sbx_error(struct http_reply *reply, struct sbx_error *e);
+/* Answer body (stolen) with status; a NULL body (one that could not be built: out of memory)
+ * is answered 500 INTERNAL instead, never as an empty success. */
+void api_reply_json(struct http_reply *reply, int status, json_t *body);
 
 #endif

@@ -44,11 +44,12 @@ static void api_ws_list(struct workspace *w, bool tools, struct http_reply *repl
         api_reply_sbx_error(reply, &err);
         return;
     }
-    reply->status = 200;
-    reply->body = tools ? json_pack("{s:s, s:o, s:o}", "workspace", workspace_name(w), "tools", out,
-                                    "usage", workspace_usage(w))
-                        : json_pack("{s:s, s:O, s:o}", "workspace", workspace_name(w), "memories",
-                                    json_object_get(out, "memories"), "usage", workspace_usage(w));
+    api_reply_json(reply, 200,
+                   tools
+                       ? json_pack("{s:s, s:o, s:o}", "workspace", workspace_name(w), "tools", out,
+                                   "usage", workspace_usage(w))
+                       : json_pack("{s:s, s:O, s:o}", "workspace", workspace_name(w), "memories",
+                                   json_object_get(out, "memories"), "usage", workspace_usage(w)));
     if (!tools)
         json_decref(out);
 }

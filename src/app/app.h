@@ -74,6 +74,7 @@ struct app_run {
     struct pool *pool;                  /* NULL: the app's pool */
     uint64_t default_memory_mb;         /* when none is requested; 0: the server's default */
     const struct egress_policy *egress; /* a network policy: a cold cell with the proxy */
+    struct egress_share *egress_share;  /* the tenant's part of the proxy; NULL: none */
     const char *label;                  /* the request id, for the egress log */
     const char *app_id;                 /* with reuse_key: whose interpreter it is */
     const char *reuse_key;              /* reuse_key() of a JIT execution that may run in a kept
@@ -114,6 +115,9 @@ struct app_reply {
 bool app_check_data_work(struct app *a, const struct request_spec *s, struct app_reply *ret);
 void app_jit(struct app *a, const struct request_spec *s, struct app_reply *ret);
 void app_executor(struct app *a, const struct request_spec *s, struct app_reply *ret);
+/* Make *ret an INTERNAL error saying why (a reply that could not be built: out of memory). Its
+ * body stays NULL when even that cannot be built; api/ answers 500 for a NULL body. */
+void app_reply_internal(struct app_reply *ret, const char *why);
 /* The context object handed to user functions: appId, componentId, requestId, traceId,
  * taskDetails (new reference). */
 json_t *app_user_context(const struct request_spec *s);

@@ -135,6 +135,11 @@ void defs_get(struct defs *d, const char *endpoint, const char *app_id, const ch
     }
 
     json_t *params = json_pack("{s:s, s:s}", "app_id", app_id, "file_path", path);
+    if (!params) {
+        ret->status = DEFS_MCP_ERROR;
+        ret->message = strdup("out of memory");
+        return;
+    }
     json_t *result = NULL;
     struct mcp_error err = {0};
     int r = framework_call(d->fw, endpoint, app_id, "core.state.getDefinitionFileContent", params,

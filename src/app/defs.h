@@ -34,7 +34,7 @@ struct defs_result {
     char *content_b64; /* caller frees */
     bool cached;
     char *message;   /* NOT_FOUND / MCP_ERROR: what happened */
-    json_t *details; /* MCP_ERROR: mcp_error_details() */
+    json_t *details; /* MCP_ERROR: mcp_error_details(); may be NULL (none, or not built) */
 };
 
 int defs_new(struct framework *fw, const struct defs_options *opt, struct defs **ret);

@@ -44,7 +44,8 @@ static int app_egress_cell(struct app *a, struct app_run *run, const struct jail
                                    &listener);
     if (r < 0)
         return r;
-    r = egress_tap_new(a->egress, run->egress, listener, run->label, ret_tap);
+    const struct egress_owner who = {.label = run->label, .share = run->egress_share};
+    r = egress_tap_new(a->egress, run->egress, listener, &who, ret_tap);
     if (r < 0) {
         cell_free(*ret_cell);
         *ret_cell = NULL;
@@ -93,12 +94,13 @@ int app_run_job(struct app *a, struct app_run *run)
         .artifacts = o->artifacts,
     };
     int64_t cpu_s = (timeout_ms + 999) / 1000;
-    json_object_set_new(run->job, "limits",
-                        json_pack("{s:I, s:I, s:I, s:{s:I, s:I}}", "memoryBytes",
-                                  (json_int_t)memory_mb << 20, "cpuSeconds", (json_int_t)cpu_s,
-                                  "outputBytes", (json_int_t)o->output_limit, "artifacts", "count",
-                                  (json_int_t)o->artifacts.max_count, "bytes",
-                                  (json_int_t)o->artifacts.max_bytes));
+    if (json_object_set_new(run->job, "limits",
+                            json_pack("{s:I, s:I, s:I, s:{s:I, s:I}}", "memoryBytes",
+                                      (json_int_t)memory_mb << 20, "cpuSeconds", (json_int_t)cpu_s,
+                                      "outputBytes", (json_int_t)o->output_limit, "artifacts",
+                                      "count", (json_int_t)o->artifacts.max_count, "bytes",
+                                      (json_int_t)o->artifacts.max_bytes)) < 0)
+        return -ENOMEM; /* a job without its limits must not run */
     _cleanup_free_ char *kept_key =
         run->reuse_key && a->reuse ? reuse_key_limits(run->reuse_key, (uint64_t)memory_mb) : NULL;
     if (kept_key)
@@ -163,6 +165,14 @@ int app_run_job(struct app *a, struct app_run *run)
     return r < 0 ? r : 0;
 }
 
+void app_reply_internal(struct app_reply *ret, const char *why)
+{
+    json_decref(ret->body);
+    frame_raw_done(&ret->raw);
+    ret->kind = SBX_ERR_INTERNAL;
+    ret->body = json_pack("{s:{s:s, s:s}}", "error", "code", "INTERNAL", "message", why);
+}
+
 json_t *app_user_context(const struct request_spec *s)
 {
     json_t *c = json_pack("{s:s?, s:s?, s:s, s:s?, s:s, s:O?}", "appId", s->app_id, "componentId",
@@ -217,12 +227,11 @@ void app_finish(struct app *a, const struct request_spec *s, struct app_reply *r
                                 s->trace_id, "handlerType", s->handler_name, "code", code));
         free(text);
     }
-    log_fields(reply->kind == SBX_ERR_UNAVAILABLE || reply->kind == SBX_ERR_INTERNAL ? LOG_ERROR
-                                                                                     : LOG_INFO,
-               "execute",
-               json_pack("{s:s, s:s, s:s, s:f}", "handler", s->handler_name, "error",
-                         sbx_errkind_name(reply->kind), "result", label, "durationMs",
-                         (double)(clock_mono_us() - start_us) / 1000.0));
+    log_pack(reply->kind == SBX_ERR_UNAVAILABLE || reply->kind == SBX_ERR_INTERNAL ? LOG_ERROR
+                                                                                   : LOG_INFO,
+             "execute", "{s:s, s:s, s:s, s:f}", "handler", s->handler_name, "error",
+             sbx_errkind_name(reply->kind), "result", label, "durationMs",
+             (double)(clock_mono_us() - start_us) / 1000.0);
 }
 
 void app_reply_from_run(struct app *a, const struct request_spec *s, struct app_run *run, int r,
@@ -362,6 +371,7 @@ static void app_jit_run(struct app *a, const struct request_spec *s, const char 
         .requested_memory_mb = s->memory_mb,
         .raw_path = pass_through ? response_raw_path(RESPONSE_JIT) : NULL,
         .egress = s->egress,
+        .egress_share = s->egress_share,
         .label = s->request_id,
         .app_id = s->app_id,
         .reuse_key = reuse,
@@ -410,6 +420,7 @@ void app_executor(struct app *a, const struct request_spec *s, struct app_reply 
         .requested_memory_mb = s->memory_mb,
         .raw_path = response_raw_path(RESPONSE_EXECUTOR),
         .egress = s->egress,
+        .egress_share = s->egress_share,
         .label = s->request_id,
     };
     if (job)

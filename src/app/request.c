@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "exec/run.h"
 #include "pool/profile.h"
 #include "util/b64.h"
 #include "util/path.h"
@@ -181,7 +182,7 @@ static int request_task(struct request_spec *s, struct request_error *err)
             return request_fail(err, "context.taskDetails.code", "is required");
         if (!json_is_string(code))
             return request_fail(err, "context.taskDetails.code", "must be a string");
-        if (json_string_length(code) > REQUEST_MAX_CODE)
+        if (json_string_length(code) > EXEC_MAX_CODE)
             return request_fail(err, "context.taskDetails.code", "is too long");
         if (memchr(json_string_value(code), '\0', json_string_length(code)))
             return request_fail(err, "context.taskDetails.code", "must not contain NUL bytes");

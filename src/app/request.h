@@ -59,6 +59,7 @@ struct request_spec {
     /* the caller's tenant name (NULL: the operator), set by the API after parsing: whose
      * executions may share a kept interpreter (CONTRACT §14) */
     const char *tenant;
+    struct egress_share *egress_share; /* the tenant's part of the proxy (borrowed); NULL: none */
 };
 
 struct request_error {
@@ -67,7 +68,6 @@ struct request_error {
 };
 
 #define REQUEST_MAX_ID      256
-#define REQUEST_MAX_CODE    (1u << 20)
 #define REQUEST_MAX_FILES   1000 /* entries of taskDetails.files */
 #define REQUEST_MAX_COLLECT 64   /* globs of taskDetails.collect */
 

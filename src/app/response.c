@@ -4,6 +4,7 @@
  */
 #include "app/response.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -15,22 +16,28 @@
 #include "util/randid.h"
 #include "util/utf8.h"
 
-void response_metric(json_t *metrics, const char *name, const char *unit, double value)
+int response_metric(json_t *metrics, const char *name, const char *unit, double value)
 {
-    json_array_append_new(metrics,
-                          json_pack("{s:s, s:s, s:f}", "name", name, "unit", unit, "value", value));
+    /* json_array_append_new fails (and frees nothing to free) when the pack failed. */
+    return json_array_append_new(metrics, json_pack("{s:s, s:s, s:f}", "name", name, "unit", unit,
+                                                    "value", value)) < 0
+               ? -ENOMEM
+               : 0;
 }
 
-void response_egress_metrics(json_t *metrics, const struct egress_stats *st)
+int response_egress_metrics(json_t *metrics, const struct egress_stats *st)
 {
     static const char *const dir[] = {"up", "down"};
     const uint64_t bytes[] = {st->bytes_up, st->bytes_down};
+    int r = 0;
     for (size_t i = 0; i < ARRAY_SIZE(dir); i++)
-        json_array_append_new(
-            metrics, json_pack("{s:s, s:s, s:I, s:{s:s}}", "name", "net.egress_bytes", "unit", "By",
-                               "value", (json_int_t)bytes[i], "attributes", "direction", dir[i]));
-    response_metric(metrics, "net.egress_requests", "1", (double)st->requests);
-    response_metric(metrics, "net.egress_denied", "1", (double)st->denied);
+        if (json_array_append_new(metrics,
+                                  json_pack("{s:s, s:s, s:I, s:{s:s}}", "name", "net.egress_bytes",
+                                            "unit", "By", "value", (json_int_t)bytes[i],
+                                            "attributes", "direction", dir[i])) < 0)
+            r = -ENOMEM;
+    return r ?: response_metric(metrics, "net.egress_requests", "1", (double)st->requests)
+               ?: response_metric(metrics, "net.egress_denied", "1", (double)st->denied);
 }
 
 json_t *response_error(const char *request_id, const char *code, const char *message,
@@ -195,6 +202,7 @@ static json_t *response_from_final(const char *rid, enum response_kind kind,
         json_t *res = json_object_get(data, "result");
         json_t *d = json_pack("{s:O, s:o, s:o}", "result", res ? res : json_null(), "stdout",
                               response_text(&o->out), "stderr", response_text(&o->err));
+        /* "o" with a NULL d fails the pack: the caller's NULL check covers both */
         return json_pack("{s:s, s:s, s:o}", "requestId", rid, "resultType", "generic", "data", d);
     }
     if (!rtype || (strcmp(rtype, "generic") != 0 && strcmp(rtype, "httpResponse") != 0))
@@ -223,23 +231,32 @@ json_t *response_build(const char *rid, enum response_kind kind, const struct ex
     if (!resp)
         return NULL;
     json_t *metrics = json_array();
-    response_metric(metrics, "sandbox.duration", "ms", (double)v->wall_us / 1000.0);
-    response_metric(metrics, "sandbox.cpu_time", "ms", (double)v->cpu_us / 1000.0);
-    response_metric(metrics, "sandbox.memory_peak", "By", (double)v->memory_peak);
+    int r = metrics ? 0 : -ENOMEM;
+    r = r ?: response_metric(metrics, "sandbox.duration", "ms", (double)v->wall_us / 1000.0);
+    r = r ?: response_metric(metrics, "sandbox.cpu_time", "ms", (double)v->cpu_us / 1000.0);
+    r = r ?: response_metric(metrics, "sandbox.memory_peak", "By", (double)v->memory_peak);
     if (m) {
-        response_metric(metrics, "sandbox.queue_wait", "ms", (double)m->queue_wait_us / 1000.0);
-        response_metric(metrics, "sandbox.pool_hit", "1", m->pool_hit ? 1 : 0);
-        response_metric(metrics, "sandbox.reused", "1", v->reused ? 1 : 0);
+        r = r
+                ?: response_metric(metrics, "sandbox.queue_wait", "ms",
+                                   (double)m->queue_wait_us / 1000.0);
+        r = r ?: response_metric(metrics, "sandbox.pool_hit", "1", m->pool_hit ? 1 : 0);
+        r = r ?: response_metric(metrics, "sandbox.reused", "1", v->reused ? 1 : 0);
         if (v->have_faults)
-            response_metric(metrics, "sandbox.minor_faults", "1", (double)v->minor_faults);
-        response_metric(metrics, "mcp.calls", "1", m->mcp_calls);
-        response_metric(metrics, "mcp.duration", "ms", (double)m->mcp_us / 1000.0);
+            r = r ?: response_metric(metrics, "sandbox.minor_faults", "1", (double)v->minor_faults);
+        r = r ?: response_metric(metrics, "mcp.calls", "1", m->mcp_calls);
+        r = r ?: response_metric(metrics, "mcp.duration", "ms", (double)m->mcp_us / 1000.0);
         if (m->egress)
-            response_egress_metrics(metrics, m->egress);
+            r = r ?: response_egress_metrics(metrics, m->egress);
     }
-    json_object_set_new(resp, "metrics", metrics);
-    json_object_set_new(resp, "verdict", verdict_to_json(v));
-    artifact_set_report(&o->artifacts, &lim->artifacts, resp, false);
+    if (r < 0 || json_object_set_new(resp, "metrics", metrics) < 0) {
+        json_decref(resp);
+        return NULL; /* out of memory: the caller answers INTERNAL */
+    }
+    if (json_object_set_new(resp, "verdict", verdict_to_json(v)) < 0 ||
+        artifact_set_report(&o->artifacts, &lim->artifacts, resp, false) < 0) {
+        json_decref(resp);
+        return NULL;
+    }
     return resp;
 }
 

@@ -64,10 +64,10 @@ const char *const *response_raw_path(enum response_kind kind);
  * without raw, or for an error response, just that. May modify resp. */
 char *response_render(json_t *resp, enum response_kind kind, const struct frame_raw *raw,
                       bool data_only, size_t *ret_len);
-/* Append {name, unit, value} to a metrics array. */
-void response_metric(json_t *metrics, const char *name, const char *unit, double value);
+/* Append {name, unit, value} to a metrics array; -ENOMEM when it could not be. */
+int response_metric(json_t *metrics, const char *name, const char *unit, double value);
 /* Append net.egress_bytes (attributes.direction up and down), net.egress_requests and
- * net.egress_denied. */
-void response_egress_metrics(json_t *metrics, const struct egress_stats *st);
+ * net.egress_denied; -ENOMEM when one could not be. */
+int response_egress_metrics(json_t *metrics, const struct egress_stats *st);
 
 #endif

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "egress/proxy.h"
 #include "util/buf.h"
 #include "util/fdio.h"
 #include "util/log.h"
@@ -32,6 +33,7 @@ struct tenant {
     atomic_uint running, sessions, mcp_sessions;
     atomic_ullong executions[TENANT_NH];
     atomic_ullong refused_running, refused_sessions, refused_mcp_sessions;
+    struct egress_share egress; /* connections through the proxy (counted by its loop) */
 };
 
 struct tenants {
@@ -62,6 +64,11 @@ const char *tenant_name(const struct tenant *t)
 size_t tenants_count(const struct tenants *t)
 {
     return t ? t->n : 0;
+}
+
+struct egress_share *tenant_egress_share(struct tenant *t)
+{
+    return t ? &t->egress : NULL;
 }
 
 unsigned tenant_max_running(const struct tenant *t)
@@ -203,8 +210,9 @@ static int tenant_parse(const char *path, const char *name, json_t *entry, struc
         log_error("tenants file %s: tenant '%s' must be an object", path, name);
         return -EINVAL;
     }
-    static const char *const keys[] = {"token",          "maxSessions", "maxRunning",
-                                       "maxMcpSessions", "quotaMb",     "maxWorkspaces"};
+    static const char *const keys[] = {
+        "token",   "maxSessions",   "maxRunning",       "maxMcpSessions",
+        "quotaMb", "maxWorkspaces", "egressConnections"};
     const char *key;
     json_t *v;
     json_object_foreach(entry, key, v)
@@ -214,7 +222,8 @@ static int tenant_parse(const char *path, const char *name, json_t *entry, struc
             i++;
         if (i == ARRAY_SIZE(keys)) {
             log_error("tenants file %s: tenant '%s': unknown key \"%.80s\" (expected token, "
-                      "maxSessions, maxRunning, maxMcpSessions, quotaMb, maxWorkspaces)",
+                      "maxSessions, maxRunning, maxMcpSessions, quotaMb, maxWorkspaces, "
+                      "egressConnections)",
                       path, name, key);
             return -EINVAL;
         }
@@ -237,9 +246,14 @@ static int tenant_parse(const char *path, const char *name, json_t *entry, struc
             0 ||
         tenant_limit(path, name, entry, "quotaMb", TENANT_MAX_LIMIT, &t->quota_mb) < 0 ||
         tenant_limit(path, name, entry, "maxWorkspaces", TENANT_MAX_WORKSPACES,
-                     &t->max_workspaces) < 0)
+                     &t->max_workspaces) < 0 ||
+        tenant_limit(path, name, entry, "egressConnections", TENANT_MAX_LIMIT,
+                     &t->egress.max_open) < 0)
         return -EINVAL;
-    return (t->name = strdup(name)) ? 0 : -ENOMEM;
+    if (!(t->name = strdup(name)))
+        return -ENOMEM;
+    t->egress.name = t->name;
+    return 0;
 }
 
 static int tenants_parse(const char *path, json_t *doc, struct tenants *ts)
@@ -326,6 +340,15 @@ int tenants_load(const char *path, struct tenants **ret)
 
 /* ---- metrics ------------------------------------------------------------------------------ */
 
+/* The value of gauge g of the table in tenants_metrics. */
+static unsigned tenant_gauge(const struct tenant *t, size_t g)
+{
+    return g == 0   ? atomic_load(&t->running)
+           : g == 1 ? atomic_load(&t->sessions)
+           : g == 2 ? atomic_load(&t->mcp_sessions)
+                    : atomic_load(&t->egress.open);
+}
+
 int tenants_metrics(const struct tenants *ts, const struct tenant *only, struct buf *out)
 {
     int r = 0;
@@ -357,15 +380,20 @@ int tenants_metrics(const struct tenants *ts, const struct tenant *only, struct 
                               "sandboxd_tenant_refused_total{tenant=\"%s\",limit=\"maxSessions\"} "
                               "%llu\n"
                               "sandboxd_tenant_refused_total{tenant=\"%s\",limit="
-                              "\"maxMcpSessions\"} %llu\n",
+                              "\"maxMcpSessions\"} %llu\n"
+                              "sandboxd_tenant_refused_total{tenant=\"%s\",limit="
+                              "\"egressConnections\"} %llu\n",
                               t->name, (unsigned long long)atomic_load(&t->refused_running),
                               t->name, (unsigned long long)atomic_load(&t->refused_sessions),
-                              t->name, (unsigned long long)atomic_load(&t->refused_mcp_sessions));
+                              t->name, (unsigned long long)atomic_load(&t->refused_mcp_sessions),
+                              t->name, (unsigned long long)atomic_load(&t->egress.refused));
     }
     static const char *const gauges[][2] = {
         {"sandboxd_tenant_running", "Executions of a tenant running now."},
         {"sandboxd_tenant_sessions", "Live sessions of a tenant."},
         {"sandboxd_tenant_mcp_sessions", "MCP sessions (of /mcp) a tenant holds."},
+        {"sandboxd_tenant_egress_connections",
+         "Connections of a tenant through the egress proxy now."},
     };
     for (size_t g = 0; g < ARRAY_SIZE(gauges); g++) {
         r = r
@@ -375,9 +403,7 @@ int tenants_metrics(const struct tenants *ts, const struct tenant *only, struct 
             if (!only || only == &ts->v[i])
                 r = r
                         ?: buf_printf(out, "%s{tenant=\"%s\"} %u\n", gauges[g][0], ts->v[i].name,
-                                      g == 0   ? atomic_load(&ts->v[i].running)
-                                      : g == 1 ? atomic_load(&ts->v[i].sessions)
-                                               : atomic_load(&ts->v[i].mcp_sessions));
+                                      tenant_gauge(&ts->v[i], g));
     }
     return r;
 }

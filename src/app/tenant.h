@@ -32,11 +32,12 @@ struct tenant;
 struct tenants;
 
 /* The file's format: {"tenants": {"NAME": {"token": "...", "maxSessions": n, "maxRunning": n,
- * "maxMcpSessions": n, "quotaMb": n, "maxWorkspaces": n}}}. NAME as a workspace name
- * ([A-Za-z0-9._-], 1-64, not starting with '.'); token 1 to TENANT_MAX_TOKEN printable ASCII
- * characters without spaces, unique; the limits optional integers from 1 to 1048576
- * (maxWorkspaces: to TENANT_MAX_WORKSPACES). Unknown keys, duplicate names or tokens, a file anyone
- * but us (or root) could write: -EINVAL, logged with what is wrong. 0 and *ret (caller frees). */
+ * "maxMcpSessions": n, "quotaMb": n, "maxWorkspaces": n, "egressConnections": n}}}. NAME as a
+ * workspace name ([A-Za-z0-9._-], 1-64, not starting with '.'); token 1 to TENANT_MAX_TOKEN
+ * printable ASCII characters without spaces, unique; the limits optional integers from 1 to
+ * 1048576 (maxWorkspaces: to TENANT_MAX_WORKSPACES). Unknown keys, duplicate names or tokens, a
+ * file anyone but us (or root) could write: -EINVAL, logged with what is wrong. 0 and *ret
+ * (caller frees). */
 int tenants_load(const char *path, struct tenants **ret);
 void tenants_free(struct tenants *t);
 size_t tenants_count(const struct tenants *t);
@@ -61,6 +62,9 @@ void tenant_session_release(struct tenant *t);
  * defaults to maxSessions. */
 bool tenant_mcp_session_claim(struct tenant *t);
 void tenant_mcp_session_release(struct tenant *t);
+/* The tenant's part of the egress proxy (egressConnections in the file); NULL for the
+ * operator. */
+struct egress_share *tenant_egress_share(struct tenant *t);
 /* The limits, for messages (0: none). */
 unsigned tenant_max_running(const struct tenant *t);
 unsigned tenant_max_sessions(const struct tenant *t);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "jail/toolbox.h"
+#include "util/fmt.h"
 #include "util/log.h"
 #include "util/macros.h"
 
@@ -124,6 +125,9 @@ int common_opt(struct common_opts *c, int opt, const char *arg)
             return -1;
         }
         return common_list_add(&c->toolbox_add, &c->n_toolbox_add, arg);
+    case COMMON_OPT_NO_HOST_CACHE:
+        c->no_host_cache = true;
+        return 1;
     case COMMON_OPT_NO_CGROUPS:
         c->no_cgroups = true;
         return 1;
@@ -192,6 +196,80 @@ static char *common_find(const char *dir, const char *const *rels, bool want_dir
     return NULL;
 }
 
+#ifndef SANDBOXD_VERSION
+#define SANDBOXD_VERSION "0.0.0"
+#endif
+
+static const char common_usage[] =
+    "Usage: sandboxd COMMAND [options]\n"
+    "\n"
+    "Commands:\n"
+    "  serve   the HTTP server (/execute, sessions, /mcp)\n"
+    "  run     run one Python file in a sandbox and print the result\n"
+    "  mcp     an MCP server on stdin/stdout (run_python for MCP "
+    "clients)\n"
+    "  servers the MCP servers sandboxd would use from here, and what "
+    "it skipped\n"
+    "  migrate import mcp-server-code-execution-mode's saved tools "
+    "and memories\n"
+    "\n"
+    "  sandboxd COMMAND --help   options of a command\n"
+    "  sandboxd --version\n";
+
+int common_main_preamble(int argc, char **argv)
+{
+    if (argc < 2) {
+        fputs(common_usage, stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
+        printf("sandboxd %s\n", SANDBOXD_VERSION);
+        return 0;
+    }
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+        fputs(common_usage, stdout);
+        return 0;
+    }
+    return -1;
+}
+
+int common_unknown_command(const char *cmd)
+{
+    fprintf(stderr, "sandboxd: unknown command '%s'\n\n%s", cmd, common_usage);
+    return 2;
+}
+
+char *common_front_exe(void)
+{
+    _cleanup_free_ char *dir = common_exe_dir();
+    _cleanup_free_ char *front = dir ? fmt_str("%s/sandboxd", dir) : NULL;
+    char *real = front ? realpath(front, NULL) : NULL;
+    return real ? real : realpath("/proc/self/exe", NULL);
+}
+
+int common_exec_server(char **argv)
+{
+    _cleanup_free_ char *dir = common_exe_dir();
+    _cleanup_free_ char *server = dir ? fmt_str("%s/%s", dir, COMMON_SERVER_BINARY) : NULL;
+    if (!server) {
+        fprintf(stderr, "sandboxd: cannot find where this binary lies (/proc/self/exe)\n");
+        return 127;
+    }
+    fflush(NULL);
+    execv(server, argv);
+    fprintf(stderr,
+            "sandboxd: cannot start %s: %s (the commands other than run are in %s, "
+            "which must lie next to sandboxd)\n",
+            server, strerror(errno), COMMON_SERVER_BINARY);
+    return 127;
+}
+
+uint64_t common_tmp_mb(const struct common_opts *c)
+{
+    return c->tmp_mb ? c->tmp_mb : COMMON_TMP_MB_DEFAULT;
+}
+
 int common_resolve(struct common_opts *c, struct jail_options *ret)
 {
     if (c->no_cgroups && (c->require_cgroups || c->cgroup_root || c->cpus_milli))
@@ -219,7 +297,7 @@ int common_resolve(struct common_opts *c, struct jail_options *ret)
         .cell_lib = c->cell_lib,
         .binds = c->binds,
         .site_packages = c->site_packages,
-        .tmp_bytes = (c->tmp_mb ? c->tmp_mb : 64) << 20,
+        .tmp_bytes = common_tmp_mb(c) << 20,
         .sandbox_uid = (uid_t)c->sandbox_uid,
         .cgroup =
             {
@@ -234,6 +312,38 @@ int common_resolve(struct common_opts *c, struct jail_options *ret)
         .toolbox = c->toolbox_add,
     };
     return 0;
+}
+
+/* --state-dir, else $XDG_STATE_HOME/sandboxd, ~/.local/state/sandboxd, /var/lib/sandboxd
+ * (root), $XDG_RUNTIME_DIR/sandboxd (private to the user by design), and only then
+ * /tmp/sandboxd-<uid>, where anyone could have made that directory first: whichever it is,
+ * it must pass trust_make_dir() (ours, not writable by others, nor any level above). */
+char *common_state_dir(const char *opt)
+{
+    const char *xdg = getenv("XDG_STATE_HOME");
+    const char *home = getenv("HOME");
+    const char *run = getenv("XDG_RUNTIME_DIR");
+    if (opt)
+        return strdup(opt);
+    if (xdg && *xdg == '/')
+        return fmt_str("%s/sandboxd", xdg);
+    if (home && *home == '/' && access(home, W_OK) == 0)
+        return fmt_str("%s/.local/state/sandboxd", home);
+    if (geteuid() == 0)
+        return strdup("/var/lib/sandboxd");
+    if (run && *run == '/' && access(run, W_OK) == 0)
+        return fmt_str("%s/sandboxd", run);
+    return fmt_str("/tmp/sandboxd-%u", (unsigned)geteuid());
+}
+
+char *common_cache_dir(const struct common_opts *c, const char *state_dir, bool *ret_oom)
+{
+    *ret_oom = false;
+    if (c->no_host_cache || !state_dir)
+        return NULL;
+    char *dir = fmt_str("%s/cache", state_dir);
+    *ret_oom = !dir;
+    return dir;
 }
 
 void common_done(struct common_opts *c)

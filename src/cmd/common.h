@@ -33,10 +33,17 @@ struct common_opts {
     bool no_toolbox;          /* --toolbox none */
     const char **toolbox_add; /* NULL-terminated, grown by --toolbox-add */
     size_t n_toolbox_add;
+    bool no_host_cache; /* --no-host-cache */
     /* resolved by common_resolve() */
     char *runtime_dir_buf;
     char *cell_lib_buf;
 };
+
+/* The defaults of common options that are not a fixed initializer, each written here alone:
+ * --help spells it with COMMON_STR(), a field left 0 (not given) means it. */
+#define COMMON_TMP_MB_DEFAULT 64 /* --tmp-size-mb */
+#define COMMON_STR_(x)        #x
+#define COMMON_STR(x)         COMMON_STR_(x)
 
 /*
  * The table of the common options, one row per option, from which the enum (COMMON_OPT_<ID>),
@@ -66,8 +73,13 @@ struct common_opts {
     X(TOOLBOX_ADD, "toolbox-add", required_argument,                                               \
       "  --toolbox-add PROG     also add PROG (a name on the host's PATH or an absolute path)\n"   \
       "                         and its libraries (repeatable; never a setuid program)\n")         \
+    X(NO_HOST_CACHE, "no-host-cache", no_argument,                                                 \
+      "  --no-host-cache        discover the host at every start (the interpreter's paths, its\n"  \
+      "                         packages' data, the toolbox) instead of replaying what the\n"      \
+      "                         state directory's cache kept while the host is unchanged\n")       \
     N(TMP_MB, "tmp-size-mb", 1, 1 << 20, tmp_mb,                                                   \
-      "  --tmp-size-mb N        size of the sandbox's writable /tmp (default 64)\n")               \
+      "  --tmp-size-mb N        size of the sandbox's writable /tmp (default " COMMON_STR(         \
+          COMMON_TMP_MB_DEFAULT) ")\n")                                                            \
     N(SANDBOX_UID, "sandbox-uid", 1, UINT32_MAX - 1, sandbox_uid,                                  \
       "  --sandbox-uid N        host uid sandboxes run as when sandboxd is root (default "         \
       "65534)\n")                                                                                  \
@@ -108,10 +120,36 @@ enum {
 #define COMMON_OPT_HELP_N_(id, name, min, max, field, help) help
 #define COMMON_HELP                                         "Sandbox options:\n" COMMON_OPTIONS(COMMON_OPT_HELP_X_, COMMON_OPT_HELP_N_)
 
+/* The binary that holds every command (src/server.c); `sandboxd` (src/main.c) runs `run` itself
+ * and execs this one, found next to it, for the others. */
+#define COMMON_SERVER_BINARY "sandboxd-server"
+
+/* What both binaries answer before looking at a command: none (the usage on stderr: 2),
+ * --version and --help (0). The exit status, or -1 when argv[1] is a command. */
+int common_main_preamble(int argc, char **argv);
+/* "unknown command" and the usage, on stderr; the exit status (2). */
+int common_unknown_command(const char *cmd);
+/* The `sandboxd` users run (realpath; caller frees): the one next to this binary, else this
+ * binary; NULL when neither resolves. What an MCP configuration names to start us again. */
+char *common_front_exe(void);
+/* Become COMMON_SERVER_BINARY, next to this binary, with the same arguments. Returns only when
+ * that fails: 127, with the reason printed. */
+int common_exec_server(char **argv);
+
 /* 1 when opt was a common option (consumed), 0 when not, -1 on a bad value (printed). */
 int common_opt(struct common_opts *c, int opt, const char *arg);
+/* The size of a sandbox's /tmp in MiB: --tmp-size-mb, else its default. */
+uint64_t common_tmp_mb(const struct common_opts *c);
 /* Locate the runtime and cell library; fills jail options. */
 int common_resolve(struct common_opts *c, struct jail_options *ret);
+/* The state directory: opt (--state-dir) when given, else $XDG_STATE_HOME/sandboxd,
+ * ~/.local/state/sandboxd, /var/lib/sandboxd (root), $XDG_RUNTIME_DIR/sandboxd,
+ * /tmp/sandboxd-<uid>. Caller frees; NULL when out of memory. Not checked: trust_make_dir(). */
+char *common_state_dir(const char *opt);
+/* Where host discovery is cached in state_dir (jail/hostcache.h): "<state_dir>/cache", or NULL
+ * with --no-host-cache or when state_dir is NULL. Caller frees; *ret_oom is set when out of
+ * memory. */
+char *common_cache_dir(const struct common_opts *c, const char *state_dir, bool *ret_oom);
 void common_done(struct common_opts *c);
 
 /* Strict decimal parse into [min, max]; prints "--name: ..." and returns -1 when bad. */

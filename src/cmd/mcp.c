@@ -13,6 +13,13 @@
  * runs. EOF (or SIGINT/SIGTERM) ends the connection: running executions
  * are killed, their answers written if the client still reads, then
  * everything is torn down.
+ *
+ * Ready at once: an MCP client waits for the answer to initialize at every start, and the
+ * set-up (the jail, its self-test, the session pool's zygote, the MCP servers' configuration)
+ * takes hundreds of milliseconds. So the set-up runs on a thread of its own while the main
+ * thread answers initialize and ping; other requests wait for it on worker threads. Once it
+ * is done, the session the first run_python will use is started too (a person sends code a
+ * while after connecting). A set-up that fails ends the process with status 1, as before.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,9 +27,11 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 
@@ -41,21 +50,37 @@
 
 #define MCP_MAX_LINE (16u << 20) /* one message; a longer line is answered with -32700 */
 
+/*
+ * The options of mcp besides the common (cmd/common.h) and setup (cmd/setup.h) ones, one row
+ * each, generating the enum (MCP_OPT_<ID>), the getopt entries and their lines of --help:
+ *   X(ID, "name", has_arg, help)   parsed by hand
+ */
+#define MCP_OPTIONS(X)                                                                             \
+    X(COMPAT, "compat", required_argument,                                                         \
+      "  --compat code-execution-mode\n"                                                           \
+      "                         the drop-in for mcp-server-code-execution-mode "                   \
+      "(docs/MIGRATING.md):\n"                                                                     \
+      "                         one tool, run_python(code, servers, timeout), answered as that\n"  \
+      "                         bridge does; its MCP_BRIDGE_* variables are read (TIMEOUT,\n"      \
+      "                         MAX_TIMEOUT, MEMORY, PIDS, CPUS, STATE_DIR, OUTPUT_MODE,\n"        \
+      "                         LOG_LEVEL, RUNTIME_IDLE_TIMEOUT); options given here win\n")
+
+#define MCP_OPT_ENUM_X_(id, name, has_arg, help) MCP_OPT_##id,
+#define MCP_OPT_LONG_X_(id, name, has_arg, help) {name, has_arg, NULL, MCP_OPT_##id},
+#define MCP_OPT_HELP_X_(id, name, has_arg, help) help
+enum { MCP_OPT_FIRST_ = SETUP_OPT_LAST, MCP_OPTIONS(MCP_OPT_ENUM_X_) };
+
 static const char mcp_usage[] =
     "Usage: sandboxd mcp [options]\n"
     "An MCP server on stdin/stdout: tools run_python, list_servers, search_tool_docs and\n"
     "reset_session for MCP clients such as Claude Desktop (docs/MCP.md). Logs go to stderr.\n"
-    "\n" SETUP_HELP_POOL "\n" SETUP_HELP_SESSIONS "  --compat code-execution-mode\n"
-    "                         the drop-in for mcp-server-code-execution-mode (docs/MIGRATING.md):\n"
-    "                         one tool, run_python(code, servers, timeout), answered as that\n"
-    "                         bridge does; its MCP_BRIDGE_* variables are read (TIMEOUT,\n"
-    "                         MAX_TIMEOUT, MEMORY, PIDS, CPUS, STATE_DIR, OUTPUT_MODE,\n"
-    "                         LOG_LEVEL, RUNTIME_IDLE_TIMEOUT); options given here win\n"
-    "  -h, --help\n"
-    "\n"
-    "Here run_python's sessions come from the session pool (2); the JIT pool is off\n"
-    "(--pool-size 0) unless asked for, as nothing here runs /execute jobs.\n"
-    "\n" COMMON_HELP;
+    "\n" SETUP_HELP_POOL "\n" SETUP_HELP_SESSIONS MCP_OPTIONS(
+        MCP_OPT_HELP_X_) "  -h, --help\n"
+                         "\n"
+                         "Here run_python's sessions come from the session pool (2); the JIT pool "
+                         "is off\n"
+                         "(--pool-size 0) unless asked for, as nothing here runs /execute jobs.\n"
+                         "\n" COMMON_HELP;
 
 struct mcp_stdio {
     struct mcp_server_conn *conn;
@@ -65,6 +90,7 @@ struct mcp_stdio {
     pthread_mutex_t lock;
     pthread_cond_t cond;
     unsigned workers;
+    atomic_bool ready; /* the set-up is done: requests need not wait for it on a worker */
 };
 
 static void mcp_write(struct mcp_stdio *m, json_t *msg)
@@ -139,6 +165,11 @@ static void mcp_line(struct mcp_stdio *m, const char *line, size_t len)
                            : peek.has_request && !peek.initialize &&
                                  strcmp(json_string_value(json_object_get(msg, "method")) ?: "",
                                         "tools/call") == 0;
+    /* Until the set-up is done, every request but initialize and ping waits for it: on a
+     * worker, so that this thread keeps reading. */
+    if (!slow && !atomic_load(&m->ready) && peek.has_request && !peek.initialize &&
+        strcmp(json_string_value(json_object_get(msg, "method")) ?: "", "ping") != 0)
+        slow = true;
     pthread_mutex_lock(&m->lock);
     bool room = m->workers < MCP_SERVER_MAX_INFLIGHT;
     pthread_mutex_unlock(&m->lock);
@@ -184,19 +215,27 @@ static void mcp_line(struct mcp_stdio *m, const char *line, size_t len)
     json_decref(msg);
 }
 
-/* Read messages until EOF or a shutdown signal. */
-static void mcp_loop(struct mcp_stdio *m, int in_fd, int sig_fd)
+/* Read messages until EOF, a shutdown signal or a failed set-up (failed_fd readable): 0, or
+ * -EIO for the last. */
+static int mcp_loop(struct mcp_stdio *m, int in_fd, int sig_fd, int failed_fd)
 {
     struct buf line;
     buf_init(&line, MCP_MAX_LINE);
     bool discarding = false; /* the rest of an over-long line */
     char chunk[65536];
+    int status = 0;
     for (;;) {
-        struct pollfd pfd[2] = {{.fd = in_fd, .events = POLLIN}, {.fd = sig_fd, .events = POLLIN}};
-        if (poll(pfd, 2, -1) < 0) {
+        struct pollfd pfd[3] = {{.fd = in_fd, .events = POLLIN},
+                                {.fd = sig_fd, .events = POLLIN},
+                                {.fd = failed_fd, .events = POLLIN}};
+        if (poll(pfd, 3, -1) < 0) {
             if (errno == EINTR)
                 continue;
             log_errno(LOG_ERROR, errno, "mcp: poll");
+            break;
+        }
+        if (pfd[2].revents) {
+            status = -EIO; /* the set-up logged why */
             break;
         }
         if (pfd[1].revents) {
@@ -243,9 +282,39 @@ static void mcp_loop(struct mcp_stdio *m, int in_fd, int sig_fd)
         }
     }
     buf_free(&line);
+    return status;
 }
 
-enum { MCP_OPT_COMPAT = SETUP_OPT_LAST + 1 };
+/* What the set-up thread works on; all borrowed from cmd_mcp, which joins it. */
+struct mcp_setup {
+    struct setup *su;
+    const struct setup_opts *o;
+    struct common_opts *common;
+    struct mcp_server *srv;
+    struct mcp_stdio *m;
+    int failed_fd; /* an eventfd written when the set-up fails */
+};
+
+static void *mcp_setup_thread(void *arg)
+{
+    struct mcp_setup *b = arg;
+    int r = setup_start(b->su, b->o, b->common, "mcp");
+    if (r == 0 && (r = mcp_server_start(b->srv, b->su->sessions, b->su->mcp)) < 0)
+        log_error("mcp: out of memory");
+    if (r < 0) {
+        mcp_server_fail(b->srv, r);
+        uint64_t one = 1;
+        if (write(b->failed_fd, &one, sizeof(one)) != (ssize_t)sizeof(one))
+            log_errno(LOG_ERROR, errno, "mcp: cannot end the connection after the failed set-up");
+        return NULL;
+    }
+    atomic_store(&b->m->ready, true);
+    log_pack(LOG_INFO, "sandboxd mcp ready on stdio", "{s:b, s:o, s:o?, s:o}", "pool",
+             b->su->pool || b->su->session_pool, "mcpServers", mcp_registry_names(b->su->mcp),
+             "stateDir", log_str(b->su->state_dir), "stateStore", store_describe(b->su->store));
+    (void)mcp_server_conn_prepare(b->m->conn); /* logged; the first run_python starts one */
+    return NULL;
+}
 
 /* --compat MODE, looked for before the other options are read: the mode changes defaults, and
  * options on the command line must win over them. */
@@ -275,8 +344,8 @@ static int mcp_parse(int argc, char **argv, struct setup_opts *o, struct common_
                      struct compat_env *compat, bool *ret_compat)
 {
     static const struct option opts[] = {
-        COMMON_LONG_OPTIONS SETUP_LONG_OPTIONS{"compat", required_argument, NULL, MCP_OPT_COMPAT},
-        {"help", no_argument, NULL, 'h'},
+        COMMON_LONG_OPTIONS SETUP_LONG_OPTIONS MCP_OPTIONS(MCP_OPT_LONG_X_){"help", no_argument,
+                                                                            NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     setup_opts_init(o);
@@ -368,8 +437,12 @@ int cmd_mcp(int argc, char **argv)
     pthread_mutex_init(&m.write_lock, NULL);
     pthread_mutex_init(&m.lock, NULL);
     pthread_cond_init(&m.cond, NULL);
-    if (sig_fd < 0) {
-        log_errno(LOG_ERROR, errno, "mcp: signalfd");
+    atomic_init(&m.ready, false);
+    pthread_t setup_thread;
+    bool setup_running = false;
+    int failed_fd = eventfd(0, EFD_CLOEXEC);
+    if (sig_fd < 0 || failed_fd < 0) {
+        log_errno(LOG_ERROR, errno, "mcp: %s", sig_fd < 0 ? "signalfd" : "eventfd");
         goto out;
     }
     if (compat_mode) {
@@ -377,35 +450,40 @@ int cmd_mcp(int argc, char **argv)
                  COMPAT_CODE_EXECUTION_MODE, compat.toon ? "TOON" : "compact");
         compat_env_log(&compat);
     }
-    if (setup_start(&su, &o, &common, "mcp") < 0)
-        goto out;
+    /* The sessions' time limits as setup_start() will give them (sessions_options). */
     struct mcp_server_options mso = {
         .output_json = strcmp(o.mcp_output, "json") == 0,
+        .full_tools = strcmp(o.mcp_tools, "full") == 0,
         .workspace = o.mcp_workspace,
         .profile = o.mcp_profile,
         .page_size = (unsigned)o.mcp_page_size,
-        .default_timeout_ms = su.so.default_timeout_ms,
-        .max_timeout_ms = su.so.max_timeout_ms,
-        .lookup_timeout_ms = su.so.tool_timeout_ms,
+        .default_timeout_ms = (int64_t)o.session_timeout,
+        .max_timeout_ms = (int64_t)o.session_max_timeout,
+        .lookup_timeout_ms = (int64_t)o.tool_timeout,
+        .approval_timeout_s = (int64_t)o.approval_timeout,
         .transport = "stdio",
         .compat = compat_mode,
         .compat_toon = compat.toon,
     };
-    if (mcp_server_new(&mso, su.sessions, su.mcp, &srv) < 0 ||
-        mcp_server_conn_new(srv, &m.conn) < 0) {
+    if (mcp_server_new_pending(&mso, &srv) < 0 || mcp_server_conn_new(srv, &m.conn) < 0) {
         log_error("mcp: out of memory");
         goto out;
     }
-    log_fields(LOG_INFO, "sandboxd mcp ready on stdio",
-               json_pack("{s:b, s:o, s:s?, s:o}", "pool", su.pool || su.session_pool, "mcpServers",
-                         mcp_registry_names(su.mcp), "stateDir", su.state_dir, "stateStore",
-                         store_describe(su.store)));
-    mcp_loop(&m, in_fd, sig_fd);
-    status = 0;
+    struct mcp_setup bg = {
+        .su = &su, .o = &o, .common = &common, .srv = srv, .m = &m, .failed_fd = failed_fd};
+    int pr = pthread_create(&setup_thread, NULL, mcp_setup_thread, &bg);
+    if (pr != 0) {
+        log_errno(LOG_ERROR, pr, "mcp: cannot start the set-up thread");
+        goto out;
+    }
+    setup_running = true;
+    status = mcp_loop(&m, in_fd, sig_fd, failed_fd) < 0 ? 1 : 0;
 out:
     if (m.conn)
         mcp_server_conn_close(m.conn); /* running executions end now */
-    sessions_shutdown(su.sessions);    /* and every other use of a session, tool calls too */
+    if (setup_running)
+        (void)pthread_join(setup_thread, NULL); /* a set-up under way finishes first */
+    sessions_shutdown(su.sessions); /* and every other use of a session, tool calls too */
     pthread_mutex_lock(&m.lock);
     while (m.workers)
         pthread_cond_wait(&m.cond, &m.lock);
@@ -418,6 +496,8 @@ out:
     pthread_mutex_destroy(&m.write_lock);
     if (sig_fd >= 0)
         close(sig_fd);
+    if (failed_fd >= 0)
+        close(failed_fd);
     close(in_fd);
     close(out_fd);
     compat_env_done(&compat);

@@ -41,14 +41,55 @@
 #define MIGRATE_MAX_MEMORY (4u << 20)  /* bytes of one memory file */
 #define MIGRATE_MAX_FILES  10000       /* memory files looked at */
 
+/*
+ * The options of migrate, one row each, generating the enum (MIGRATE_OPT_<ID>), the getopt
+ * entries and --help:
+ *   X(ID, "name", help)   an option of its own, with an argument: the import's
+ *   C(ID, "name", help)   common option ID (cmd/common.h) with migrate's words, common_opt()'s
+ *   S(ID, "name", help)   an option of its own, with an argument: the copy between state
+ *                         stores (cmd/migrate_store.c), listed in --help's second part
+ */
+#define MIGRATE_OPTIONS(X, C, S)                                                                   \
+    X(FROM, "from",                                                                                \
+      "  --from DIR        upstream's state directory: $MCP_BRIDGE_STATE_DIR, else ~/MCPs;\n"      \
+      "                    DIR/user_tools.py or DIR/user_tools/user_tools.py, DIR/memory/ or\n"    \
+      "                    DIR/user_tools/memory/\n")                                              \
+    X(WORKSPACE, "workspace",                                                                      \
+      "  --workspace NAME  the workspace to import into (default: default, the one\n"              \
+      "                    `sandboxd mcp` uses)\n")                                                \
+    X(STATE_DIR, "state-dir",                                                                      \
+      "  --state-dir DIR   sandboxd's state directory (default: $MCP_BRIDGE_STATE_DIR as\n"        \
+      "                    `sandboxd mcp --compat code-execution-mode` uses it, else the\n"        \
+      "                    usual one, see docs/SESSIONS.md); with --from-state-store, the\n"       \
+      "                    state directory copied into\n")                                         \
+    C(PYTHON, "python",                                                                            \
+      "  --python PATH     the interpreter that reads user_tools.py (default "                     \
+      "/usr/bin/python3)\n")                                                                       \
+    C(RUNTIME_DIR, "runtime-dir",                                                                  \
+      "  --runtime-dir DIR sandboxd's Python runtime (default: found next to the binary)\n")       \
+    C(LOG_LEVEL, "log-level", "  --log-level LEVEL debug|info|warn|error\n")                       \
+    S(FROM_STATE_DIR, "from-state-dir",                                                            \
+      "  --from-state-dir DIR    copy this state directory into --state-store URL\n")              \
+    S(FROM_STATE_STORE, "from-state-store",                                                        \
+      "  --from-state-store URL  copy this PostgreSQL (a libpq connection string) into\n"          \
+      "                          --state-dir DIR\n")                                               \
+    S(STATE_STORE, "state-store",                                                                  \
+      "  --state-store URL       the PostgreSQL copied into (a libpq connection string)\n")        \
+    S(PASSWORD_FILE, "state-store-password-file",                                                  \
+      "  --state-store-password-file FILE  the database's password (else PGPASSWORD or a\n"        \
+      "                          passfile, as libpq finds them)\n")
+
+#define MIGRATE_ENUM_X_(id, name, help) MIGRATE_OPT_##id,
+#define MIGRATE_NONE_(id, name, help)
+#define MIGRATE_LONG_X_(id, name, help) {name, required_argument, NULL, MIGRATE_OPT_##id},
+#define MIGRATE_LONG_C_(id, name, help) {name, required_argument, NULL, COMMON_OPT_##id},
+#define MIGRATE_HELP_(id, name, help)   help
+#define MIGRATE_HELP_IMPORT             MIGRATE_OPTIONS(MIGRATE_HELP_, MIGRATE_HELP_, MIGRATE_NONE_)
+#define MIGRATE_HELP_STORES             MIGRATE_OPTIONS(MIGRATE_NONE_, MIGRATE_NONE_, MIGRATE_HELP_)
+#define MIGRATE_LONGOPTS                MIGRATE_OPTIONS(MIGRATE_LONG_X_, MIGRATE_LONG_C_, MIGRATE_LONG_X_)
 enum {
-    MIGRATE_OPT_FROM = COMMON_OPT_LAST + 1,
-    MIGRATE_OPT_WORKSPACE,
-    MIGRATE_OPT_STATE_DIR,
-    MIGRATE_OPT_FROM_STATE_DIR,
-    MIGRATE_OPT_FROM_STATE_STORE,
-    MIGRATE_OPT_STATE_STORE,
-    MIGRATE_OPT_PASSWORD_FILE,
+    MIGRATE_OPT_FIRST_ = COMMON_OPT_LAST,
+    MIGRATE_OPTIONS(MIGRATE_ENUM_X_, MIGRATE_NONE_, MIGRATE_ENUM_X_)
 };
 
 static const char migrate_usage[] =
@@ -60,32 +101,15 @@ static const char migrate_usage[] =
     "functions of its user_tools.py as saved tools, its memory/*.json files as memories\n"
     "(their times kept). Prints each item imported or skipped, and why. DIR is only read;\n"
     "nothing already in the workspace is replaced.\n"
-    "\n"
-    "  --from DIR        upstream's state directory: $MCP_BRIDGE_STATE_DIR, else ~/MCPs;\n"
-    "                    DIR/user_tools.py or DIR/user_tools/user_tools.py, DIR/memory/ or\n"
-    "                    DIR/user_tools/memory/\n"
-    "  --workspace NAME  the workspace to import into (default: default, the one\n"
-    "                    `sandboxd mcp` uses)\n"
-    "  --state-dir DIR   sandboxd's state directory (default: $MCP_BRIDGE_STATE_DIR as\n"
-    "                    `sandboxd mcp --compat code-execution-mode` uses it, else the\n"
-    "                    usual one, see docs/SESSIONS.md)\n"
-    "  --python PATH     the interpreter that reads user_tools.py (default /usr/bin/python3)\n"
-    "  --runtime-dir DIR sandboxd's Python runtime (default: found next to the binary)\n"
-    "  --log-level LEVEL debug|info|warn|error\n"
-    "  -h, --help        this text\n"
+    "\n" MIGRATE_HELP_IMPORT "  -h, --help        this text\n"
     "\n"
     "Move sandboxd's own state between its two stores: every workspace of every tenant\n"
-    "(memories with their times, saved tools, files) and the local framework's runtime\n"
-    "values, copied as they are, each item reported copied, unchanged (the destination has\n"
-    "the same) or skipped (it has another: nothing is replaced). The source is only read;\n"
-    "running it again copies only what is new (docs/DEPLOY.md).\n"
-    "\n"
-    "  --from-state-dir DIR    copy this state directory ...\n"
-    "  --state-store URL       ... into this PostgreSQL (a libpq connection string)\n"
-    "  --from-state-store URL  copy this PostgreSQL ...\n"
-    "  --state-dir DIR         ... into this state directory\n"
-    "  --state-store-password-file FILE  the database's password (else PGPASSWORD or a\n"
-    "                          passfile, as libpq finds them)\n";
+    "(memories with their times, saved tools, files, kept files of execution folders) and the\n"
+    "local framework's runtime values, copied as they are, each item reported copied,\n"
+    "unchanged (the destination has the same) or skipped (it has another: nothing is\n"
+    "replaced). The source is only read; running it again copies only what is new\n"
+    "(docs/DEPLOY.md).\n"
+    "\n" MIGRATE_HELP_STORES;
 
 struct migrate_count {
     unsigned imported, skipped;
@@ -310,17 +334,7 @@ static void migrate_memories(struct workspace *w, const char *dir, struct migrat
 int cmd_migrate(int argc, char **argv)
 {
     static const struct option longopts[] = {
-        {"from", required_argument, NULL, MIGRATE_OPT_FROM},
-        {"workspace", required_argument, NULL, MIGRATE_OPT_WORKSPACE},
-        {"state-dir", required_argument, NULL, MIGRATE_OPT_STATE_DIR},
-        {"from-state-dir", required_argument, NULL, MIGRATE_OPT_FROM_STATE_DIR},
-        {"from-state-store", required_argument, NULL, MIGRATE_OPT_FROM_STATE_STORE},
-        {"state-store", required_argument, NULL, MIGRATE_OPT_STATE_STORE},
-        {"state-store-password-file", required_argument, NULL, MIGRATE_OPT_PASSWORD_FILE},
-        {"python", required_argument, NULL, COMMON_OPT_PYTHON},
-        {"runtime-dir", required_argument, NULL, COMMON_OPT_RUNTIME_DIR},
-        {"log-level", required_argument, NULL, COMMON_OPT_LOG_LEVEL},
-        {"help", no_argument, NULL, 'h'},
+        MIGRATE_LONGOPTS{"help", no_argument, NULL, 'h'},
         {0},
     };
     struct common_opts common = {0};
@@ -386,7 +400,7 @@ int cmd_migrate(int argc, char **argv)
                                : bridge_dir ? strdup(bridge_dir)
                                : home       ? fmt_str("%s/MCPs", home)
                                             : NULL;
-    _cleanup_free_ char *state = setup_state_dir(state_opt ? state_opt : bridge_dir);
+    _cleanup_free_ char *state = common_state_dir(state_opt ? state_opt : bridge_dir);
     struct jail_options jo;
     if (!src || !state || common_resolve(&common, &jo) < 0) {
         common_done(&common);

@@ -3,7 +3,8 @@
  * migrate_store — `sandboxd migrate --from-state-dir DIR --state-store URL` (and the other way,
  * --from-state-store URL --state-dir DIR): copy what one state store holds into another —
  * every workspace of every tenant with its memories (their documents as they are, times
- * included), saved tools and files (their times of last write kept), and the local
+ * included), saved tools, files and kept files of execution folders (their times of last
+ * write kept), and the local
  * framework's runtime values (their times kept) — reporting each item. The source is opened
  * only to read (store_options.read_only: nothing is made, changed or removed there). Nothing
  * in the destination is replaced: an item it has already is "unchanged" when it holds the
@@ -49,7 +50,8 @@ static void ms_report(struct ms_count *n, const char *outcome, const char *kind,
 
 static const char *ms_kind(enum store_kind k)
 {
-    return k == STORE_MEMORY ? "memory" : k == STORE_TOOL ? "tool" : "file";
+    static const char *const names[STORE_KINDS] = {"memory", "tool", "file", "run-file"};
+    return names[k];
 }
 
 /* One item into dst (opened): copied, unchanged or skipped. */

@@ -50,7 +50,10 @@
     N(OUTPUT, "output-limit-kb", 1, 1 << 20, output_kb,                                            \
       "  --output-limit-kb N stdout+stderr limit (default 1024)\n")                                \
     X(FULL, "full", no_argument,                                                                   \
-      "  --full              print the whole response (resultType, data, metrics, verdict)\n")
+      "  --full              print the whole response (resultType, data, metrics, verdict)\n")     \
+    X(STATE_DIR, "state-dir", required_argument,                                                   \
+      "  --state-dir DIR     where what host discovery found is cached (as for serve: default\n"   \
+      "                      $XDG_STATE_HOME/sandboxd, ~/.local/state/sandboxd, ...)\n")
 
 #define RUN_OPT_ENUM_X_(id, name, has_arg, help)         RUN_OPT_##id,
 #define RUN_OPT_ENUM_N_(id, name, min, max, field, help) RUN_OPT_##id,
@@ -105,6 +108,7 @@ struct run_spec {
     const char *class_name;
     const char *method;
     const char *input;
+    const char *state_dir;
     uint64_t timeout_ms, memory_mb, procs, output_kb;
     bool full;
 };
@@ -124,6 +128,7 @@ static json_t *run_job(const struct run_spec *spec, const char *src, size_t len,
         json_t *ctx = json_pack("{s:s, s:s, s:s, s:s, s:{s:s, s:s}}", "appId", "cli", "componentId",
                                 base, "requestId", "cli", "traceId", "cli", "taskDetails", "script",
                                 base, "function", spec->function);
+        /* a NULL ctx or limits ("o") fails this pack too: the caller checks the job */
         return json_pack("{s:s, s:s, s:s, s:s, s:O, s:o, s:o}", "type", "jit", "source", b64,
                          "path", base, "function", spec->function, "requestData", input, "context",
                          ctx, "limits", limits);
@@ -162,13 +167,26 @@ static int run_file(const struct run_spec *spec, struct common_opts *common)
     }
     json_t *job = run_job(spec, src, len, input);
     json_decref(input);
-    if (!job)
+    if (!job) {
+        fprintf(stderr,
+                "sandboxd run: the job for %s could not be built (a name that is not "
+                "UTF-8, or out of memory)\n",
+                spec->path);
         return 2;
+    }
 
     struct jail_options jopt;
     struct jail_config cfg;
     int status = 3;
-    if (common_resolve(common, &jopt) < 0 || jail_config_init(&cfg, &jopt) < 0) {
+    bool oom = false;
+    _cleanup_free_ char *state = common_state_dir(spec->state_dir);
+    _cleanup_free_ char *cache = common_cache_dir(common, state, &oom);
+    if (!state || oom || common_resolve(common, &jopt) < 0) {
+        json_decref(job);
+        return 3;
+    }
+    jopt.cache_dir = cache;
+    if (jail_config_init(&cfg, &jopt) < 0) {
         json_decref(job);
         return 3;
     }
@@ -255,6 +273,9 @@ int cmd_run(int argc, char **argv)
         case RUN_OPT_FULL:
             spec.full = true;
             break;
+        case RUN_OPT_STATE_DIR:
+            spec.state_dir = optarg;
+            break;
         case 'h':
             fputs(run_usage, stdout);
             status = 0;
@@ -274,6 +295,8 @@ int cmd_run(int argc, char **argv)
         goto out;
     }
     spec.path = argv[optind];
+    if (!common.no_cgroups)
+        cgroup_prime(); /* while the host is discovered, not in the middle of the spawn */
     status = run_file(&spec, &common);
 out:
     common_done(&common);

@@ -271,7 +271,7 @@ static bool serve_token_ok(const char *t)
  * a tenant's share must always hold; 0 on success, else 2 after saying why. */
 static int serve_reply_budget(struct serve_opts *o, const struct common_opts *common)
 {
-    uint64_t tmp_mb = common->tmp_mb ? common->tmp_mb : 64;
+    uint64_t tmp_mb = common_tmp_mb(common);
     uint64_t largest = o->setup.max_result_mb > tmp_mb ? o->setup.max_result_mb : tmp_mb;
     if (!o->tenant_reply_mb)
         o->tenant_reply_mb = 2 * largest;
@@ -291,14 +291,69 @@ static int serve_reply_budget(struct serve_opts *o, const struct common_opts *co
     return 0;
 }
 
-static int serve_parse(int argc, char **argv, struct serve_opts *o, struct common_opts *common)
+/* An option of serve parsed by hand: 0, -1 after saying why it is bad, or 1 when it is none
+ * of them. */
+static int serve_opt(struct serve_opts *o, int c, const char *arg)
 {
-    static const struct option opts[] = {
-        COMMON_LONG_OPTIONS SETUP_LONG_OPTIONS SERVE_OPTIONS(
-            SERVE_LONG_X_, SERVE_LONG_N_, SERVE_NONE_H_, SERVE_LONG_A_){"help", no_argument, NULL,
-                                                                        'h'},
-        {NULL, 0, NULL, 0},
-    };
+    switch (c) {
+    case SERVE_HOST:
+        o->host = arg;
+        break;
+    case SERVE_DEFINITIONS:
+        o->definitions = arg;
+        break;
+    case SERVE_LLM_URL:
+        o->llm_url = arg;
+        break;
+    case SERVE_LLM_MODEL:
+        o->llm_model = arg;
+        break;
+    case SERVE_ALLOWED_HOST:
+        if (serve_add_allowed(o->allowed_hosts, &o->n_allowed_hosts, "allowed-host", arg) < 0)
+            return -1;
+        break;
+    case SERVE_ALLOWED_ORIGIN:
+        if (serve_add_allowed(o->allowed_origins, &o->n_allowed_origins, "allowed-origin", arg) < 0)
+            return -1;
+        break;
+    case SERVE_API_TOKEN:
+        o->api_token = arg;
+        break;
+    case SERVE_TENANTS:
+        o->tenants = arg;
+        break;
+    case SERVE_WARM_REUSE:
+        o->warm_reuse = arg;
+        break;
+    case SERVE_INSECURE_NO_AUTH:
+        o->insecure_no_auth = true;
+        break;
+    case SERVE_FRAMEWORK_ALLOW: {
+        const char *why = "out of memory";
+        if (url_allowlist_add(&o->framework_allow, arg, &why) < 0) {
+            fprintf(stderr, "sandboxd serve: --framework-allow '%s' %s\n", arg, why);
+            return -1;
+        }
+        break;
+    }
+    case SERVE_INSTANCE_ID: {
+        const char *why = instance_id_check(arg);
+        if (why) {
+            fprintf(stderr, "sandboxd serve: --instance-id '%s': %s\n", arg, why);
+            return -1;
+        }
+        o->instance_id = arg;
+        break;
+    }
+    default:
+        return 1;
+    }
+    return 0;
+}
+
+/* The defaults. */
+static void serve_opts_init(struct serve_opts *o)
+{
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     *o = (struct serve_opts){
         .port = 8080,
@@ -326,85 +381,11 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o, struct commo
         .reuse_idle_s = 60,
     };
     setup_opts_init(&o->setup);
-    const char *env_port = getenv("UHLP_SANDBOX_PORT");
-    if (env_port && common_parse_u64("port (UHLP_SANDBOX_PORT)", env_port, 0, 65535, &o->port) < 0)
-        return 2;
-    int c;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        int r = common_opt(common, c, optarg);
-        if (r == 0)
-            r = setup_opt(&o->setup, c, optarg);
-        if (r < 0)
-            return 2;
-        if (r > 0)
-            continue;
-        o->def_timeout_set |= c == SERVE_DEF_TIMEOUT;
-        o->def_memory_set |= c == SERVE_DEF_MEMORY;
-        switch (c) {
-            SERVE_OPTIONS(SERVE_CASE_X_, SERVE_CASE_N_, SERVE_NONE_H_, SERVE_NONE_A_)
-        case SERVE_HOST:
-            o->host = optarg;
-            break;
-        case SERVE_DEFINITIONS:
-            o->definitions = optarg;
-            break;
-        case SERVE_LLM_URL:
-            o->llm_url = optarg;
-            break;
-        case SERVE_LLM_MODEL:
-            o->llm_model = optarg;
-            break;
-        case SERVE_ALLOWED_HOST:
-            if (serve_add_allowed(o->allowed_hosts, &o->n_allowed_hosts, "allowed-host", optarg) <
-                0)
-                return 2;
-            break;
-        case SERVE_ALLOWED_ORIGIN:
-            if (serve_add_allowed(o->allowed_origins, &o->n_allowed_origins, "allowed-origin",
-                                  optarg) < 0)
-                return 2;
-            break;
-        case SERVE_API_TOKEN:
-            o->api_token = optarg;
-            break;
-        case SERVE_TENANTS:
-            o->tenants = optarg;
-            break;
-        case SERVE_WARM_REUSE:
-            o->warm_reuse = optarg;
-            break;
-        case SERVE_INSECURE_NO_AUTH:
-            o->insecure_no_auth = true;
-            break;
-        case SERVE_FRAMEWORK_ALLOW: {
-            const char *why = "out of memory";
-            if (url_allowlist_add(&o->framework_allow, optarg, &why) < 0) {
-                fprintf(stderr, "sandboxd serve: --framework-allow '%s' %s\n", optarg, why);
-                return 2;
-            }
-            break;
-        }
-        case SERVE_INSTANCE_ID: {
-            const char *why = instance_id_check(optarg);
-            if (why) {
-                fprintf(stderr, "sandboxd serve: --instance-id '%s': %s\n", optarg, why);
-                return 2;
-            }
-            o->instance_id = optarg;
-            break;
-        }
-        case 'h':
-            fputs(serve_usage, stdout);
-            return 0;
-        default:
-            fputs(serve_usage, stderr);
-            return 2;
-        }
-    }
-    if (optind != argc) {
-        fprintf(stderr, "sandboxd serve: unexpected argument '%s'\n", argv[optind]);
-        return 2;
-    }
+}
+
+/* What the options say together, once every one is read: 0, or 2 after saying why not. */
+static int serve_finish(struct serve_opts *o, const struct common_opts *common)
+{
     if (o->api_token && !serve_token_ok(o->api_token)) {
         fprintf(stderr, "sandboxd serve: the API token must have 1 to 4096 printable ASCII "
                         "characters without spaces\n");
@@ -437,7 +418,51 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o, struct commo
     }
     o->setup.session_id_prefix = o->instance_id;
     setup_opts_finish(&o->setup);
-    if (serve_reply_budget(o, common) != 0)
+    return serve_reply_budget(o, common);
+}
+
+static int serve_parse(int argc, char **argv, struct serve_opts *o, struct common_opts *common)
+{
+    static const struct option opts[] = {
+        COMMON_LONG_OPTIONS SETUP_LONG_OPTIONS SERVE_OPTIONS(
+            SERVE_LONG_X_, SERVE_LONG_N_, SERVE_NONE_H_, SERVE_LONG_A_){"help", no_argument, NULL,
+                                                                        'h'},
+        {NULL, 0, NULL, 0},
+    };
+    serve_opts_init(o);
+    const char *env_port = getenv("UHLP_SANDBOX_PORT");
+    if (env_port && common_parse_u64("port (UHLP_SANDBOX_PORT)", env_port, 0, 65535, &o->port) < 0)
+        return 2;
+    int c;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        int r = common_opt(common, c, optarg);
+        if (r == 0)
+            r = setup_opt(&o->setup, c, optarg);
+        if (r < 0)
+            return 2;
+        if (r > 0)
+            continue;
+        o->def_timeout_set |= c == SERVE_DEF_TIMEOUT;
+        o->def_memory_set |= c == SERVE_DEF_MEMORY;
+        switch (c) {
+            SERVE_OPTIONS(SERVE_CASE_X_, SERVE_CASE_N_, SERVE_NONE_H_, SERVE_NONE_A_)
+        case 'h':
+            fputs(serve_usage, stdout);
+            return 0;
+        default:
+            r = serve_opt(o, c, optarg);
+            if (r == 0)
+                break;
+            if (r > 0) /* an option of none of the tables */
+                fputs(serve_usage, stderr);
+            return 2;
+        }
+    }
+    if (optind != argc) {
+        fprintf(stderr, "sandboxd serve: unexpected argument '%s'\n", argv[optind]);
+        return 2;
+    }
+    if (serve_finish(o, common) != 0)
         return 2;
     return -1; /* go on */
 }
@@ -496,220 +521,260 @@ static bool serve_drain(struct api *api, struct http_server *http, uint64_t time
     }
 }
 
+/* What serve builds, torn down by serve_stop() in reverse order. */
+struct serve_run {
+    struct setup su;
+    struct framework *fw;
+    struct defs *defs;
+    struct flow_cache *wf_cache;
+    struct manager *mgr;
+    struct http_server *http;
+    struct mcp_server *mcps;
+    struct mcp_http *mcph;
+    struct pool *template_pool;
+    struct policy *policy;
+    struct reuse *reuse;
+    struct app app;
+    struct api api;
+};
+
+/* Who may call, and the warm reuse: settled first, so that a start that would be refused does
+ * not build pools. 0, or -1 (said why). */
+static int serve_callers(struct serve_opts *o, struct serve_run *v)
+{
+    struct policy_options pol = {
+        .bind_host = o->host,
+        .allowed_hosts = o->allowed_hosts,
+        .allowed_origins = o->allowed_origins,
+        .api_token = o->api_token,
+        .tenants_file = o->tenants,
+        .insecure_no_auth = o->insecure_no_auth,
+    };
+    if (policy_new(&pol, &v->policy) < 0)
+        return -1;
+    if (o->warm_reuse) {
+        struct reuse_options ro = {
+            .apps = o->warm_reuse,
+            .max_executions = (unsigned)o->reuse_max_executions,
+            .max_idle = (unsigned)o->reuse_max_idle,
+            .idle_us = (int64_t)o->reuse_idle_s * 1000000,
+        };
+        char *why = NULL;
+        int r = reuse_new(&ro, &v->reuse, &why);
+        if (r < 0) {
+            log_error("serve: %s", why ? why : strerror(-r));
+            free(why);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The template pool, the framework client, the definitions, the execution manager and the
+ * workflow cache: what /execute needs besides setup's. 0, or -1. */
+static int serve_executors(struct serve_opts *o, struct serve_run *v)
+{
+    v->template_pool = v->su.template_pool; /* started by setup_start() with the others */
+    const char *key = getenv("SANDBOXD_LLM_API_KEY");
+    struct framework_options fo = {
+        .definitions_dir = o->definitions,
+        .llm_url = o->llm_url,
+        .llm_model = o->llm_model,
+        .llm_api_key = key,
+        .timeout_ms = (int64_t)o->fw_timeout,
+        .llm_timeout_ms = (int64_t)o->llm_timeout,
+        .max_response = 32u << 20,
+        .allow = &o->framework_allow,
+        .store = v->su.store,
+    };
+    struct defs_options dopt = {
+        .max_entries = 4096, .max_bytes = 256u << 20, .max_file = 16u << 20};
+    struct manager_options mo = {
+        .max_running = (unsigned)o->max_running,
+        .max_queued = (unsigned)o->max_queue,
+        .default_timeout_ms = (int64_t)o->def_timeout,
+        .max_timeout_ms = (int64_t)o->max_timeout,
+        .adaptive_floor_ms = 1000,
+    };
+    if (framework_new(&fo, &v->fw) < 0 || defs_new(v->fw, &dopt, &v->defs) < 0 ||
+        manager_new(&mo, &v->mgr) < 0)
+        return -1;
+    return flow_cache_new(256, 64u << 20, &v->wf_cache) < 0 ? -1 : 0;
+}
+
+/* The MCP server behind /mcp. 0, or -1. */
+static int serve_mcp(struct serve_opts *o, struct serve_run *v)
+{
+    struct mcp_server_options mso = {
+        .output_json = strcmp(o->setup.mcp_output, "json") == 0,
+        .full_tools = strcmp(o->setup.mcp_tools, "full") == 0,
+        .workspace = o->setup.mcp_workspace,
+        .profile = o->setup.mcp_profile,
+        .page_size = (unsigned)o->setup.mcp_page_size,
+        .default_timeout_ms = v->su.so.default_timeout_ms,
+        .max_timeout_ms = v->su.so.max_timeout_ms,
+        .lookup_timeout_ms = v->su.so.tool_timeout_ms,
+        .approval_timeout_s = v->su.so.approval_timeout_ms / 1000,
+        .transport = "streamable-http",
+    };
+    if (mcp_server_new(&mso, v->su.sessions, v->su.mcp, &v->mcps) < 0)
+        return -1;
+    struct mcp_http_options mho = {
+        .max_sessions = (unsigned)o->mcp_max_sessions,
+        .idle_s = (int64_t)o->setup.session_idle,
+        .id_prefix = o->instance_id,
+    };
+    return mcp_http_new(&mho, v->mcps, &v->mcph) < 0 ? -1 : 0;
+}
+
+/* The app every /execute handler runs in, and the API over everything. */
+static void serve_app(struct serve_opts *o, struct serve_run *v)
+{
+    v->app = (struct app){
+        .opt =
+            {
+                .default_timeout_ms = (int64_t)o->def_timeout,
+                .max_timeout_ms = (int64_t)o->max_timeout,
+                .default_memory_mb = o->def_memory,
+                .max_memory_mb = o->setup.max_memory,
+                .output_limit = (size_t)o->setup.output_kb << 10,
+                .max_frame = (size_t)o->setup.max_result_mb << 20,
+                .nproc = o->setup.procs,
+                .nofile = 256,
+                .artifacts = setup_artifact_caps(&o->setup),
+                .llm_timeout_ms = (int64_t)o->llm_timeout,
+                .max_workflow_steps = (unsigned)o->max_workflow_steps,
+            },
+        .jail = &v->su.jail,
+        .fw = v->fw,
+        .defs = v->defs,
+        .mgr = v->mgr,
+        .pool = v->su.pool,
+        .session_pool = v->su.session_pool,
+        .template_pool = v->template_pool,
+        .profiles = v->su.profiles,
+        .metrics = v->su.metrics,
+        .wf_cache = v->wf_cache,
+        .isolation = v->su.isolation,
+        .started_us = clock_mono_us(),
+        .egress = v->su.egress,
+        .reuse = v->reuse,
+    };
+    v->api = (struct api){.app = &v->app,
+                          .policy = v->policy,
+                          .sessions = v->su.sessions,
+                          .mcp = v->mcph,
+                          .wstore = v->su.wstore,
+                          .registry = v->su.mcp,
+                          .store = v->su.store};
+}
+
+/* The HTTP server, listening. 0, or -1. */
+static int serve_listen(struct serve_opts *o, struct serve_run *v)
+{
+    /* Every execution slot and queue place, every session and MCP session may hold a worker
+     * thread while it waits; the rest answer quickly. Threads start only when needed. */
+    uint64_t workers =
+        o->max_running + o->max_queue + o->setup.max_sessions + o->mcp_max_sessions + 64;
+    struct http_server_options ho = {
+        .host = o->host,
+        .port = (uint16_t)o->port,
+        .max_body = (size_t)o->max_body_kb << 10,
+        .max_connections = (unsigned)o->max_connections,
+        .idle_timeout_s = (unsigned)o->idle_timeout_s,
+        .header_timeout_s = (unsigned)o->header_timeout_s,
+        .body_timeout_s = (unsigned)o->body_timeout_s,
+        .max_workers = (unsigned)(workers < 4096 ? workers : 4096),
+        .inline_route = api_route_inline,
+        .instance_id = o->instance_id,
+        .reply_budget = (size_t)o->reply_budget_mb << 20,
+        .owner_budget = (size_t)o->tenant_reply_mb << 20,
+    };
+    if (http_server_start(&ho, api_route, &v->api, &v->http) < 0)
+        return -1;
+    atomic_store(&v->api.http, v->http);
+    /* The state directory is a path (any bytes) and the instance id optional: as "s" either
+     * would have cost the line every field. */
+    log_pack(
+        LOG_INFO, "sandboxd listening", "{s:o, s:i, s:O, s:b, s:I, s:o, s:o?, s:o, s:b, s:I, s:o?}",
+        "host", log_str(o->host), "port", (int)http_server_port(v->http), "isolation",
+        v->app.isolation, "pool", v->su.pool != NULL, "maxRunning", (json_int_t)o->max_running,
+        "mcpServers", mcp_registry_names(v->su.mcp), "stateDir", log_str(v->su.state_dir),
+        "stateStore", store_describe(v->su.store), "apiToken", o->api_token != NULL, "tenants",
+        (json_int_t)tenants_count(policy_tenants(v->policy)), "instance", log_str(o->instance_id));
+    return 0;
+}
+
+/* Wait for SIGTERM/SIGINT, then drain; what is left after the deadline is ended. */
+static void serve_wait(struct serve_opts *o, struct serve_run *v, const sigset_t *sigs)
+{
+    int sig = 0;
+    while (sigwait(sigs, &sig) != 0)
+        ;
+    log_info("serve: %s received: draining (up to %llu s; a second signal ends it at once)",
+             sig == SIGINT ? "SIGINT" : "SIGTERM", (unsigned long long)o->drain_timeout_s);
+    if (!serve_drain(&v->api, v->http, o->drain_timeout_s, sigs)) {
+        /* End what still runs, so that the HTTP threads waiting for it return with a clear
+         * "shutting down" answer: sessions first (an MCP run_python in one then reports that),
+         * then MCP sessions, then /execute runs. */
+        sessions_shutdown(v->su.sessions);
+        mcp_http_shutdown(v->mcph);
+        manager_abort(v->mgr);
+        (void)http_server_wait_idle(v->http, clock_mono_us() + SERVE_REPLY_GRACE_US);
+    }
+}
+
+/* Drained (or past the deadline, where what still ran was ended): end the MCP sessions, then
+ * every session, waiting for every thread that uses one (tool calls in flight are aborted);
+ * then stop the server, which waits for every route and stream. Nothing below is freed while
+ * any of them could still use it. */
+static void serve_stop(struct serve_run *v)
+{
+    mcp_http_shutdown(v->mcph);
+    sessions_shutdown(v->su.sessions);
+    http_server_stop(v->http);
+    mcp_http_free(v->mcph);
+    mcp_server_free(v->mcps);
+    manager_free(v->mgr);
+    defs_free(v->defs);
+    flow_cache_free(v->wf_cache);
+    framework_free(v->fw);
+    reuse_free(v->reuse); /* before the pools: a kept warm cell is released to its pool */
+    setup_stop(&v->su);   /* the template pool too */
+    policy_free(v->policy);
+}
+
 int cmd_serve(int argc, char **argv)
 {
     struct serve_opts o;
     struct common_opts common = {0};
     int status = serve_parse(argc, argv, &o, &common);
-    if (status >= 0) {
-        url_allowlist_done(&o.framework_allow);
-        common_done(&common);
-        setup_opts_done(&o.setup);
-        return status;
-    }
-    status = 1;
-    serve_raise_nofile(o.max_connections);
-    /* Block the shutdown signals before any thread exists; the main thread waits for them. */
-    sigset_t sigs;
-    sigemptyset(&sigs);
-    sigaddset(&sigs, SIGINT);
-    sigaddset(&sigs, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
-
-    struct setup su = {0};
-    struct framework *fw = NULL;
-    struct defs *defs = NULL;
-    struct flow_cache *wf_cache = NULL;
-    struct manager *mgr = NULL;
-    struct http_server *http = NULL;
-    struct mcp_server *mcps = NULL;
-    struct mcp_http *mcph = NULL;
-    struct pool *template_pool = NULL;
-    struct policy *policy = NULL;
-    struct reuse *reuse = NULL;
-    struct app app = {0};
-    /* Who may call is settled first: a start that would be refused should not build pools. */
-    struct policy_options pol = {
-        .bind_host = o.host,
-        .allowed_hosts = o.allowed_hosts,
-        .allowed_origins = o.allowed_origins,
-        .api_token = o.api_token,
-        .tenants_file = o.tenants,
-        .insecure_no_auth = o.insecure_no_auth,
-    };
-    if (policy_new(&pol, &policy) < 0)
-        goto out;
-    if (o.warm_reuse) {
-        struct reuse_options ro = {
-            .apps = o.warm_reuse,
-            .max_executions = (unsigned)o.reuse_max_executions,
-            .max_idle = (unsigned)o.reuse_max_idle,
-            .idle_us = (int64_t)o.reuse_idle_s * 1000000,
-        };
-        char *why = NULL;
-        int r = reuse_new(&ro, &reuse, &why);
-        if (r < 0) {
-            log_error("serve: %s", why ? why : strerror(-r));
-            free(why);
-            goto out;
+    if (status < 0) {
+        status = 1;
+        serve_raise_nofile(o.max_connections);
+        /* Block the shutdown signals before any thread exists; the main thread waits for
+         * them. */
+        sigset_t sigs;
+        sigemptyset(&sigs);
+        sigaddset(&sigs, SIGINT);
+        sigaddset(&sigs, SIGTERM);
+        pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+        struct serve_run v = {0};
+        o.setup.tenant_quota = o.tenant_quota;
+        o.setup.executions = o.max_running;
+        /* Templates import jinja2 and jsonschema (~100 ms): a pool of its own has them
+         * imported, as the sessions' pool has asyncio; setup_start() starts it with the others. */
+        o.setup.template_pool_size = o.template_pool_size;
+        if (serve_callers(&o, &v) == 0 && setup_start(&v.su, &o.setup, &common, "serve") == 0 &&
+            serve_executors(&o, &v) == 0 && serve_mcp(&o, &v) == 0) {
+            serve_app(&o, &v);
+            if (serve_listen(&o, &v) == 0) {
+                serve_wait(&o, &v, &sigs);
+                status = 0;
+            }
         }
+        serve_stop(&v);
     }
-    o.setup.tenant_quota = o.tenant_quota;
-    if (setup_start(&su, &o.setup, &common, "serve") < 0)
-        goto out;
-    /* Templates import jinja2 and jsonschema (~100 ms): a pool of its own has them
-     * imported, as the sessions' pool has asyncio. */
-    if (o.template_pool_size &&
-        setup_pool(&su, &o.setup, (unsigned)o.template_pool_size, 0, 1,
-                   "jinja2,jinja2.sandbox,jsonschema,sandboxd_runtime.template",
-                   &template_pool) < 0) {
-        log_error("serve: the template pool could not start (use --template-pool-size 0 to "
-                  "run without)");
-        goto out;
-    }
-    const char *key = getenv("SANDBOXD_LLM_API_KEY");
-    struct framework_options fo = {
-        .definitions_dir = o.definitions,
-        .llm_url = o.llm_url,
-        .llm_model = o.llm_model,
-        .llm_api_key = key,
-        .timeout_ms = (int64_t)o.fw_timeout,
-        .llm_timeout_ms = (int64_t)o.llm_timeout,
-        .max_response = 32u << 20,
-        .allow = &o.framework_allow,
-        .store = su.store,
-    };
-    struct defs_options dopt = {
-        .max_entries = 4096, .max_bytes = 256u << 20, .max_file = 16u << 20};
-    struct manager_options mo = {
-        .max_running = (unsigned)o.max_running,
-        .max_queued = (unsigned)o.max_queue,
-        .default_timeout_ms = (int64_t)o.def_timeout,
-        .max_timeout_ms = (int64_t)o.max_timeout,
-        .adaptive_floor_ms = 1000,
-    };
-    if (framework_new(&fo, &fw) < 0 || defs_new(fw, &dopt, &defs) < 0 || manager_new(&mo, &mgr) < 0)
-        goto out;
-    if (flow_cache_new(256, 64u << 20, &wf_cache) < 0)
-        goto out;
-    struct mcp_server_options mso = {
-        .output_json = strcmp(o.setup.mcp_output, "json") == 0,
-        .workspace = o.setup.mcp_workspace,
-        .profile = o.setup.mcp_profile,
-        .page_size = (unsigned)o.setup.mcp_page_size,
-        .default_timeout_ms = su.so.default_timeout_ms,
-        .max_timeout_ms = su.so.max_timeout_ms,
-        .lookup_timeout_ms = su.so.tool_timeout_ms,
-        .transport = "streamable-http",
-    };
-    if (mcp_server_new(&mso, su.sessions, su.mcp, &mcps) < 0)
-        goto out;
-    struct mcp_http_options mho = {
-        .max_sessions = (unsigned)o.mcp_max_sessions,
-        .idle_s = (int64_t)o.setup.session_idle,
-        .id_prefix = o.instance_id,
-    };
-    if (mcp_http_new(&mho, mcps, &mcph) < 0)
-        goto out;
-    app = (struct app){
-        .opt =
-            {
-                .default_timeout_ms = (int64_t)o.def_timeout,
-                .max_timeout_ms = (int64_t)o.max_timeout,
-                .default_memory_mb = o.def_memory,
-                .max_memory_mb = o.setup.max_memory,
-                .output_limit = (size_t)o.setup.output_kb << 10,
-                .max_frame = (size_t)o.setup.max_result_mb << 20,
-                .nproc = o.setup.procs,
-                .nofile = 256,
-                .artifacts = setup_artifact_caps(&o.setup),
-                .llm_timeout_ms = (int64_t)o.llm_timeout,
-                .max_workflow_steps = (unsigned)o.max_workflow_steps,
-            },
-        .jail = &su.jail,
-        .fw = fw,
-        .defs = defs,
-        .mgr = mgr,
-        .pool = su.pool,
-        .session_pool = su.session_pool,
-        .template_pool = template_pool,
-        .profiles = su.profiles,
-        .metrics = su.metrics,
-        .wf_cache = wf_cache,
-        .isolation = su.isolation,
-        .started_us = clock_mono_us(),
-        .egress = su.egress,
-        .reuse = reuse,
-    };
-    struct api api = {
-        .app = &app,
-        .policy = policy,
-        .sessions = su.sessions,
-        .mcp = mcph,
-        .wstore = su.wstore,
-        .store = su.store,
-    };
-    /* Every execution slot and queue place, every session and MCP session may hold a worker
-     * thread while it waits; the rest answer quickly. Threads start only when needed. */
-    uint64_t workers = o.max_running + o.max_queue + o.setup.max_sessions + o.mcp_max_sessions + 64;
-    struct http_server_options ho = {
-        .host = o.host,
-        .port = (uint16_t)o.port,
-        .max_body = (size_t)o.max_body_kb << 10,
-        .max_connections = (unsigned)o.max_connections,
-        .idle_timeout_s = (unsigned)o.idle_timeout_s,
-        .header_timeout_s = (unsigned)o.header_timeout_s,
-        .body_timeout_s = (unsigned)o.body_timeout_s,
-        .max_workers = (unsigned)(workers < 4096 ? workers : 4096),
-        .inline_route = api_route_inline,
-        .instance_id = o.instance_id,
-        .reply_budget = (size_t)o.reply_budget_mb << 20,
-        .owner_budget = (size_t)o.tenant_reply_mb << 20,
-    };
-    if (http_server_start(&ho, api_route, &api, &http) < 0)
-        goto out;
-    atomic_store(&api.http, http);
-    log_fields(LOG_INFO, "sandboxd listening",
-               json_pack("{s:s, s:i, s:O, s:b, s:I, s:o, s:s?, s:o, s:b, s:I, s:s}", "host", o.host,
-                         "port", (int)http_server_port(http), "isolation", app.isolation, "pool",
-                         su.pool != NULL, "maxRunning", (json_int_t)o.max_running, "mcpServers",
-                         mcp_registry_names(su.mcp), "stateDir", su.state_dir, "stateStore",
-                         store_describe(su.store), "apiToken", o.api_token != NULL, "tenants",
-                         (json_int_t)tenants_count(policy_tenants(policy)), "instance",
-                         o.instance_id));
-    int sig = 0;
-    while (sigwait(&sigs, &sig) != 0)
-        ;
-    log_info("serve: %s received: draining (up to %llu s; a second signal ends it at once)",
-             sig == SIGINT ? "SIGINT" : "SIGTERM", (unsigned long long)o.drain_timeout_s);
-    status = 0;
-    if (!serve_drain(&api, http, o.drain_timeout_s, &sigs)) {
-        /* End what still runs, so that the HTTP threads waiting for it return with a clear
-         * "shutting down" answer: sessions first (an MCP run_python in one then reports that),
-         * then MCP sessions, then /execute runs. */
-        sessions_shutdown(su.sessions);
-        mcp_http_shutdown(mcph);
-        manager_abort(mgr);
-        (void)http_server_wait_idle(http, clock_mono_us() + SERVE_REPLY_GRACE_US);
-    }
-out:
-    /* Drained (or past the deadline, where what still ran was ended above): end the MCP
-     * sessions, then every session, waiting for every thread that uses one (tool calls in
-     * flight are aborted); then stop the server, which waits for every route and stream.
-     * Nothing below is freed while any of them could still use it. */
-    mcp_http_shutdown(mcph);
-    sessions_shutdown(su.sessions);
-    http_server_stop(http);
-    mcp_http_free(mcph);
-    mcp_server_free(mcps);
-    manager_free(mgr);
-    defs_free(defs);
-    flow_cache_free(wf_cache);
-    framework_free(fw);
-    reuse_free(reuse); /* before the pools: a kept warm cell is released to its pool */
-    pool_free(template_pool);
-    setup_stop(&su);
-    policy_free(policy);
     url_allowlist_done(&o.framework_allow);
     common_done(&common);
     setup_opts_done(&o.setup);

@@ -23,22 +23,45 @@
 #include "util/macros.h"
 #include "util/url.h"
 
+/*
+ * The options of servers, one row each, generating the enum (SERVERS_OPT_<ID>), the getopt
+ * entries and --help:
+ *   X(ID, "name", has_arg, help)   an option of its own
+ *   S(ID, "name", has_arg, help)   setup option ID (cmd/setup.h) with servers' words, setup_opt()'s
+ *   C(ID, "name", has_arg, help)   common option ID (cmd/common.h), parsed here
+ */
+#define SERVERS_OPTIONS(X, S, C)                                                                   \
+    X(JSON, "json", no_argument, "  --json                 one JSON object instead of text\n")     \
+    S(MCP_CONFIG, "mcp-config", required_argument,                                                 \
+      "  --mcp-config FILE      as for serve and mcp (repeatable)\n")                              \
+    S(NO_DISCOVERY, "no-mcp-discovery", no_argument,                                               \
+      "  --no-mcp-discovery     only --mcp-config\n")                                              \
+    S(TRUST_PROJECT, "mcp-trust-project", no_argument,                                             \
+      "  --mcp-trust-project    read this directory's files too (./.mcp, ./mcp-servers,\n"         \
+      "                         ./.vscode/mcp.json, ./*_config.json)\n"                            \
+      "                         (default: only when it is listed in\n"                             \
+      "                         ~/.config/sandboxd/trusted-projects)\n")                           \
+    C(LOG_LEVEL, "log-level", required_argument,                                                   \
+      "  --log-level LEVEL      debug|info|warn|error (default warn)\n")
+
+#define SERVERS_ENUM_X_(id, name, has_arg, help) SERVERS_OPT_##id,
+#define SERVERS_NONE_(id, name, has_arg, help)
+#define SERVERS_LONG_X_(id, name, has_arg, help) {name, has_arg, NULL, SERVERS_OPT_##id},
+#define SERVERS_LONG_S_(id, name, has_arg, help) {name, has_arg, NULL, SETUP_OPT_##id},
+#define SERVERS_LONG_C_(id, name, has_arg, help) {name, has_arg, NULL, COMMON_OPT_##id},
+#define SERVERS_HELP_(id, name, has_arg, help)   help
+enum {
+    SERVERS_OPT_FIRST_ = SETUP_OPT_LAST,
+    SERVERS_OPTIONS(SERVERS_ENUM_X_, SERVERS_NONE_, SERVERS_NONE_)
+};
+
 static const char servers_usage[] =
     "Usage: sandboxd servers [options]\n"
     "The MCP servers sandboxd would use from here, the file each comes from (and whose file\n"
     "it is: Claude, Cursor, Codex...), and what was skipped and why (untrusted project file,\n"
     "shadowed, replaced by a later --mcp-config, invalid entry, disabled, one that would\n"
     "start sandboxd itself).\n"
-    "\n"
-    "  --json                 one JSON object instead of text\n"
-    "  --mcp-config FILE      as for serve and mcp (repeatable)\n"
-    "  --no-mcp-discovery     only --mcp-config\n"
-    "  --mcp-trust-project    read this directory's files too (./.mcp, ./mcp-servers,\n"
-    "                         ./.vscode/mcp.json, ./*_config.json)\n"
-    "                         (default: only when it is listed in\n"
-    "                         ~/.config/sandboxd/trusted-projects)\n"
-    "  --log-level LEVEL      debug|info|warn|error (default warn)\n"
-    "  -h, --help\n";
+    "\n" SERVERS_OPTIONS(SERVERS_HELP_, SERVERS_HELP_, SERVERS_HELP_) "  -h, --help\n";
 
 /* The keys of a NULL-terminated "KEY=value" (sep '=') or "Name: value" (sep ':') vector. */
 static json_t *servers_keys(char **v, char sep)
@@ -52,12 +75,19 @@ static json_t *servers_keys(char **v, char sep)
 static json_t *servers_describe(const struct mcp_config *cfg, const char *cwd,
                                 const char *trust_file)
 {
+    /* Paths (a source file, the directory) are any bytes: log_str escapes what is not UTF-8
+     * rather than failing the whole description. */
     json_t *list = json_array();
-    for (size_t i = 0; i < cfg->n; i++) {
+    for (size_t i = 0; list && i < cfg->n; i++) {
         const struct mcp_server_config *s = &cfg->servers[i];
-        json_t *d = json_pack("{s:s, s:s, s:s, s:s?, s:s?}", "name", s->name, "transport",
-                              s->url ? "http" : "stdio", "source", cfg->origins[i], "agent",
-                              cfg->agents ? cfg->agents[i] : NULL, "description", s->description);
+        json_t *d =
+            json_pack("{s:s, s:s, s:o, s:s?, s:s?}", "name", s->name, "transport",
+                      s->url ? "http" : "stdio", "source", log_str(cfg->origins[i]), "agent",
+                      cfg->agents ? cfg->agents[i] : NULL, "description", s->description);
+        if (!d) {
+            json_decref(list);
+            return NULL;
+        }
         if (s->url) {
             char *shown = url_redact(s->url);
             json_object_set_new(d, "url", json_string(shown ? shown : "?"));
@@ -76,15 +106,20 @@ static json_t *servers_describe(const struct mcp_config *cfg, const char *cwd,
         json_array_append_new(list, d);
     }
     json_t *skipped = json_array();
-    for (size_t i = 0; i < cfg->n_skipped; i++) {
+    for (size_t i = 0; skipped && i < cfg->n_skipped; i++) {
         const struct mcp_config_skip *k = &cfg->skipped[i];
-        json_array_append_new(skipped,
-                              json_pack("{s:s?, s:s?, s:s, s:s?}", "name", k->name, "source",
-                                        k->source, "kind", k->kind, "reason", k->reason));
+        if (json_array_append_new(skipped,
+                                  json_pack("{s:o?, s:o?, s:s, s:o?}", "name", log_str(k->name),
+                                            "source", log_str(k->source), "kind", k->kind, "reason",
+                                            log_str(k->reason))) < 0) {
+            json_decref(skipped);
+            skipped = NULL;
+        }
     }
-    return json_pack("{s:o, s:o, s:{s:s?, s:b, s:s?}}", "servers", list, "skipped", skipped,
-                     "project", "directory", cwd, "trusted", cfg->project_trusted, "trustFile",
-                     trust_file);
+    /* "o" fails on a NULL list or skipped: the caller's NULL check covers them too */
+    return json_pack("{s:o, s:o, s:{s:o?, s:b, s:o?}}", "servers", list, "skipped", skipped,
+                     "project", "directory", log_str(cwd), "trusted", cfg->project_trusted,
+                     "trustFile", log_str(trust_file));
 }
 
 /* Text for people: control characters of names from files become '?'. */
@@ -155,17 +190,11 @@ static void servers_print(json_t *doc)
     }
 }
 
-enum { SERVERS_JSON = 1000 };
-
 int cmd_servers(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"json", no_argument, NULL, SERVERS_JSON},
-        {"mcp-config", required_argument, NULL, SETUP_OPT_MCP_CONFIG},
-        {"no-mcp-discovery", no_argument, NULL, SETUP_OPT_NO_DISCOVERY},
-        {"mcp-trust-project", no_argument, NULL, SETUP_OPT_TRUST_PROJECT},
-        {"log-level", required_argument, NULL, COMMON_OPT_LOG_LEVEL},
-        {"help", no_argument, NULL, 'h'},
+        SERVERS_OPTIONS(SERVERS_LONG_X_, SERVERS_LONG_S_, SERVERS_LONG_C_){"help", no_argument,
+                                                                           NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     struct setup_opts o;
@@ -176,7 +205,7 @@ int cmd_servers(int argc, char **argv)
     int c;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         enum log_level level;
-        if (c == SERVERS_JSON) {
+        if (c == SERVERS_OPT_JSON) {
             as_json = true;
         } else if (c == COMMON_OPT_LOG_LEVEL) {
             if (log_level_parse(optarg, &level) < 0) {

@@ -5,6 +5,7 @@
 #include "cmd/setup.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 #include "exec/cell.h"
 #include "jail/selftest.h"
 #include "framework/httpc.h"
+#include "mcp/client/approval.h"
 #include "mcp/client/registry.h"
 #include "pool/pool.h"
 #include "session/workspace.h"
@@ -49,6 +51,7 @@ void setup_opts_init(struct setup_opts *o)
         .session_host_cpu = 5000,
         .workspace_quota = 64,
         .mcp_output = "text",
+        .mcp_tools = "lean",
         .mcp_workspace = "default",
         .mcp_page_size = 100,
         .profile_pool_size = 2,
@@ -56,6 +59,7 @@ void setup_opts_init(struct setup_opts *o)
         .max_artifacts_mb = ARTIFACT_DEFAULT_MB,
         .egress_max_mb = 256,
         .egress_max_connections = 64,
+        .approval_timeout = 300,
         .store_connections = STORE_CONNECTIONS,
         .store_timeout = STORE_TIMEOUT_MS,
     };
@@ -123,6 +127,13 @@ int setup_opt(struct setup_opts *o, int opt, const char *arg)
     case SETUP_OPT_EGRESS_CA_FILE:
         o->egress_ca_file = arg;
         return 1;
+    case SETUP_OPT_APPROVAL:
+        if (o->n_approvals == SETUP_MAX_APPROVALS) {
+            fprintf(stderr, "sandboxd: --approval: at most %d rules\n", SETUP_MAX_APPROVALS);
+            return -1;
+        }
+        o->approvals[o->n_approvals++] = arg;
+        return 1;
     case SETUP_OPT_MCP_CONFIG:
         if (o->n_mcp_configs == SETUP_MAX_MCP_CONFIGS) {
             fprintf(stderr, "sandboxd: --mcp-config: at most %d files\n", SETUP_MAX_MCP_CONFIGS);
@@ -158,6 +169,13 @@ int setup_opt(struct setup_opts *o, int opt, const char *arg)
         return 1;
     case SETUP_OPT_STATE_STORE_PASSWORD:
         o->state_store_password = arg;
+        return 1;
+    case SETUP_OPT_MCP_TOOLS:
+        if (strcmp(arg, "lean") != 0 && strcmp(arg, "full") != 0) {
+            fprintf(stderr, "sandboxd: --mcp-tools: lean or full, not '%s'\n", arg);
+            return -1;
+        }
+        o->mcp_tools = arg;
         return 1;
     case SETUP_OPT_MCP_OUTPUT:
         if (strcmp(arg, "text") != 0 && strcmp(arg, "json") != 0) {
@@ -200,28 +218,6 @@ void setup_opts_finish(struct setup_opts *o)
         o->session_memory = o->max_memory;
 }
 
-/* --state-dir, else $XDG_STATE_HOME/sandboxd, ~/.local/state/sandboxd, /var/lib/sandboxd
- * (root), $XDG_RUNTIME_DIR/sandboxd (private to the user by design), and only then
- * /tmp/sandboxd-<uid>, where anyone could have made that directory first: whichever it is,
- * it must pass trust_make_dir() (ours, not writable by others, nor any level above). */
-char *setup_state_dir(const char *opt)
-{
-    const char *xdg = getenv("XDG_STATE_HOME");
-    const char *home = getenv("HOME");
-    const char *run = getenv("XDG_RUNTIME_DIR");
-    if (opt)
-        return strdup(opt);
-    if (xdg && *xdg == '/')
-        return fmt_str("%s/sandboxd", xdg);
-    if (home && *home == '/' && access(home, W_OK) == 0)
-        return fmt_str("%s/.local/state/sandboxd", home);
-    if (geteuid() == 0)
-        return strdup("/var/lib/sandboxd");
-    if (run && *run == '/' && access(run, W_OK) == 0)
-        return fmt_str("%s/sandboxd", run);
-    return fmt_str("/tmp/sandboxd-%u", (unsigned)geteuid());
-}
-
 char *setup_trust_file(void)
 {
     const char *xdg = getenv("XDG_CONFIG_HOME");
@@ -251,7 +247,7 @@ int setup_mcp_config(const struct setup_opts *o, struct mcp_config *ret)
 {
     char cwd[4096];
     _cleanup_free_ char *trust_file = setup_trust_file();
-    _cleanup_free_ char *self_exe = realpath("/proc/self/exe", NULL);
+    _cleanup_free_ char *self_exe = common_front_exe();
     struct mcp_config_options co = {
         .explicit_paths = o->mcp_configs,
         .env_path = getenv("MCP_SERVERS_CONFIG"),
@@ -263,7 +259,16 @@ int setup_mcp_config(const struct setup_opts *o, struct mcp_config *ret)
         .home = getenv("HOME"),
         .trust_file = trust_file,
     };
-    return mcp_config_load(&co, ret);
+    int r = mcp_config_load(&co, ret);
+    for (size_t i = 0; r == 0 && i < o->n_approvals; i++) {
+        char *why = NULL;
+        if ((r = mcp_config_add_approval(ret, o->approvals[i], &why)) < 0) {
+            log_error("%s", why ? why : "--approval: out of memory");
+            free(why);
+            mcp_config_done(ret);
+        }
+    }
+    return r;
 }
 
 int setup_pool(struct setup *s, const struct setup_opts *o, unsigned size, unsigned max_size,
@@ -310,31 +315,58 @@ static int setup_egress_probe(struct setup *s, const char *cmd)
     return 0;
 }
 
-int setup_start(struct setup *s, const struct setup_opts *o, struct common_opts *common,
-                const char *cmd)
+/* One pool of setup_start(), started on a thread of its own. */
+struct setup_pool_job {
+    struct setup *s;
+    const struct setup_opts *o;
+    unsigned size, max, zygotes;
+    const char *extra;  /* modules besides --preimport */
+    struct pool **ret;  /* where the pool goes */
+    const char *what;   /* its name in the error message */
+    const char *option; /* the option that turns it off */
+    pthread_t thread;
+    bool started;
+    int r;
+};
+
+static void *setup_pool_thread(void *arg)
 {
-    *s = (struct setup){0};
-    json_t *facts = NULL;
-    /* Saved tools in the state directory run in sessions: a directory someone else made or can
-     * write would run their code with our MCP servers. Checked before anything is built. A
-     * database store has no state directory (docs/SECURITY.md says who may write it then). */
-    int r = 0;
-    if (!o->state_store) {
-        s->state_dir = setup_state_dir(o->state_dir);
-        if (!s->state_dir)
-            return -ENOMEM;
-        _cleanup_free_ char *why = NULL;
-        r = trust_make_dir(s->state_dir, &why);
-        if (r < 0) {
-            log_error("%s: refusing the state directory: %s. Use --state-dir DIR with a "
-                      "directory of your own that only you can write (mode 0700)",
-                      cmd, why ? why : "it cannot be checked");
-            return r;
-        }
+    struct setup_pool_job *j = arg;
+    j->r = setup_pool(j->s, j->o, j->size, j->max, j->zygotes, j->extra, j->ret);
+    return NULL;
+}
+
+/* The state directory, made or checked (util/trust.h). */
+static int setup_state(struct setup *s, const struct setup_opts *o, const char *cmd)
+{
+    s->state_dir = common_state_dir(o->state_dir);
+    if (!s->state_dir)
+        return -ENOMEM;
+    _cleanup_free_ char *why = NULL;
+    int r = trust_make_dir(s->state_dir, &why);
+    if (r < 0) {
+        log_error("%s: refusing the state directory: %s. Use --state-dir DIR with a directory "
+                  "of your own that only you can write (mode 0700)",
+                  cmd, why ? why : "it cannot be checked");
+        return r;
     }
+    return 0;
+}
+
+/* The jail configuration, proven by the self-test, and its description. */
+static int setup_jail(struct setup *s, const struct setup_opts *o, struct common_opts *common,
+                      const char *cmd)
+{
+    json_t *facts = NULL;
+    int r;
     r = common_resolve(common, &s->jopt);
     if (r < 0)
         return r;
+    bool oom = false;
+    s->cache_dir = common_cache_dir(common, s->state_dir, &oom);
+    if (oom)
+        return -ENOMEM;
+    s->jopt.cache_dir = s->cache_dir;
     s->jopt.egress = o->n_egress_allow > 0;
     s->jopt.ca_file = o->egress_ca_file;
     if (!s->jopt.egress && (o->n_egress_resolve || o->n_egress_header || o->egress_ca_file)) {
@@ -359,14 +391,13 @@ int setup_start(struct setup *s, const struct setup_opts *o, struct common_opts 
         return -ENOMEM;
     }
     json_object_set_new(s->isolation, "selftest", facts);
-    if (httpc_global_init() < 0) {
-        log_error("%s: libcurl initialisation failed", cmd);
-        return -EIO;
-    }
-    s->httpc_ok = true;
-    r = metrics_new(&s->metrics);
-    if (r < 0)
-        return r;
+    return 0;
+}
+
+/* The egress proxy, with --egress-allow. */
+static int setup_egress(struct setup *s, const struct setup_opts *o, const char *cmd)
+{
+    int r;
     if (s->jopt.egress) {
         struct egress_options eo = {
             .allow = o->egress_allow,
@@ -374,15 +405,64 @@ int setup_start(struct setup *s, const struct setup_opts *o, struct common_opts 
             .headers = o->egress_header,
             .max_bytes = o->egress_max_mb << 20,
             .max_connections = (unsigned)o->egress_max_connections,
+            .pool = (unsigned)o->egress_pool,
+            .exec_open = (unsigned)o->egress_max_open,
+            .session_open = (unsigned)o->egress_session_max_open,
+            .tenant_open = (unsigned)o->egress_tenant_connections,
         };
+        _cleanup_free_ char *why_shares = NULL;
+        if (egress_shares_size(&eo, (unsigned)o->max_sessions, (unsigned)o->executions,
+                               &why_shares) < 0) {
+            log_error("%s: %s", cmd, why_shares ? why_shares : "out of memory");
+            return -EINVAL;
+        }
         if ((r = egress_proxy_new(&eo, &s->egress)) < 0 || (r = setup_egress_probe(s, cmd)) < 0)
             return r;
+        log_info("egress: %u connections through the proxy at once; an execution holds at most "
+                 "%u, a session %u, a tenant %u",
+                 eo.pool, eo.exec_open, eo.session_open, eo.tenant_open);
     }
-    if (o->pool_size && (r = setup_pool(s, o, (unsigned)o->pool_size,
-                                        (unsigned)(o->pool_max ? o->pool_max : 2 * o->pool_size),
-                                        (unsigned)o->zygotes, NULL, &s->pool)) < 0) {
-        log_error("%s: the warm pool could not start (use --pool-size 0 to run without)", cmd);
-        return r;
+    return 0;
+}
+
+/* The warm pools: the main one, the sessions', the templates' (each started on a thread of its
+ * own), and the profiles'. */
+static int setup_pools(struct setup *s, const struct setup_opts *o, const char *cmd)
+{
+    int r = 0;
+    /* Each pool's zygote is an interpreter importing what its cells need (the session
+     * runtime with asyncio, ~25 ms of imports; jinja2 and jsonschema for templates, ~100 ms),
+     * and pool_new() returns once it is ready: the pools start together, each on a thread of
+     * its own, while the profiles are set up here. Sessions get a zygote of their own so that
+     * a session is ready in a few milliseconds without making every JIT interpreter's fork and
+     * exit dearer; so do templates. */
+    struct setup_pool_job jobs[] = {
+        {.size = (unsigned)o->pool_size,
+         .max = (unsigned)(o->pool_max ? o->pool_max : 2 * o->pool_size),
+         .zygotes = (unsigned)o->zygotes,
+         .ret = &s->pool,
+         .what = "warm pool",
+         .option = "pool-size"},
+        {.size = (unsigned)o->session_pool_size,
+         .zygotes = 1,
+         .extra = "sandboxd_runtime.session",
+         .ret = &s->session_pool,
+         .what = "session pool",
+         .option = "session-pool-size"},
+        {.size = (unsigned)o->template_pool_size,
+         .zygotes = 1,
+         .extra = "jinja2,jinja2.sandbox,jsonschema,sandboxd_runtime.template",
+         .ret = &s->template_pool,
+         .what = "template pool",
+         .option = "template-pool-size"},
+    };
+    for (size_t i = 0; i < ARRAY_SIZE(jobs); i++) {
+        jobs[i].s = s;
+        jobs[i].o = o;
+        if (jobs[i].size && pthread_create(&jobs[i].thread, NULL, setup_pool_thread, &jobs[i]) == 0)
+            jobs[i].started = true;
+        else if (jobs[i].size)
+            setup_pool_thread(&jobs[i]); /* no thread to be had: here, in turn */
     }
     struct profiles_options pro = {
         .default_size = (unsigned)o->profile_pool_size,
@@ -393,28 +473,31 @@ int setup_start(struct setup *s, const struct setup_opts *o, struct common_opts 
         .max_memory_mb = o->max_memory,
     };
     if (s->jopt.cell_lib &&
-        (r = profiles_new(&s->jail, o->profiles, o->n_profiles, &pro, &s->profiles)) < 0) {
+        (r = profiles_new(&s->jail, o->profiles, o->n_profiles, &pro, &s->profiles)) < 0)
         log_error("%s: the profiles could not be set up", cmd);
-        return r;
-    }
     struct pool *unused_pool;
     uint64_t unused_mb;
-    if (o->mcp_profile && strcmp(o->mcp_profile, "default") != 0 &&
+    if (r == 0 && o->mcp_profile && strcmp(o->mcp_profile, "default") != 0 &&
         profiles_lookup(s->profiles, o->mcp_profile, &unused_pool, &unused_mb) < 0) {
         log_error("%s: --mcp-profile %s: no such profile", cmd, o->mcp_profile);
-        return -EINVAL;
+        r = -EINVAL;
     }
-    /* Sessions need asyncio and the session runtime (~25 ms of imports): a zygote of their
-     * own has them imported, so that a session is ready in a few milliseconds without
-     * making every JIT interpreter's fork and exit dearer. */
-    if (o->session_pool_size &&
-        (r = setup_pool(s, o, (unsigned)o->session_pool_size, 0, 1, "sandboxd_runtime.session",
-                        &s->session_pool)) < 0) {
-        log_error("%s: the session pool could not start (use --session-pool-size 0 to run "
-                  "without)",
-                  cmd);
-        return r;
+    for (size_t i = 0; i < ARRAY_SIZE(jobs); i++) {
+        if (jobs[i].started)
+            (void)pthread_join(jobs[i].thread, NULL); /* only fails for an unjoinable thread */
+        if (jobs[i].r < 0 && r == 0) {
+            log_error("%s: the %s could not start (use --%s 0 to run without)", cmd, jobs[i].what,
+                      jobs[i].option);
+            r = jobs[i].r;
+        }
     }
+    return r;
+}
+
+/* The MCP servers, the state store, the workspaces and the sessions on top of them. */
+static int setup_sessions(struct setup *s, const struct setup_opts *o, const char *cmd)
+{
+    int r;
     r = setup_mcp_config(o, &s->mcfg);
     if (r < 0)
         return r;
@@ -449,6 +532,7 @@ int setup_start(struct setup *s, const struct setup_opts *o, struct common_opts 
         .max_tool_calls = (unsigned)o->max_tool_calls,
         .session_tool_calls = (unsigned)o->session_tool_calls,
         .host_cpu_ms = o->session_host_cpu,
+        .approval_timeout_ms = (int64_t)o->approval_timeout * 1000,
         .profiles = s->profiles,
         .artifacts = setup_artifact_caps(o),
         .egress = s->egress,
@@ -457,12 +541,36 @@ int setup_start(struct setup *s, const struct setup_opts *o, struct common_opts 
                         s->wstore, s->metrics, &s->sessions);
 }
 
+int setup_start(struct setup *s, const struct setup_opts *o, struct common_opts *common,
+                const char *cmd)
+{
+    *s = (struct setup){0};
+    /* Saved tools in the state directory run in sessions: a directory someone else made or can
+     * write would run their code with our MCP servers. Checked before anything is built. With
+     * --state-store the workspaces are in the database (docs/SECURITY.md says who may write it
+     * then) and the state directory keeps this instance's caches only (host discovery, the
+     * local copies of kept files): under the same rule, as the first decides what is bound. */
+    int r = setup_state(s, o, cmd);
+    if (r < 0 || (r = setup_jail(s, o, common, cmd)) < 0)
+        return r;
+    if (httpc_global_init() < 0) {
+        log_error("%s: libcurl initialisation failed", cmd);
+        return -EIO;
+    }
+    s->httpc_ok = true;
+    r = metrics_new(&s->metrics);
+    if (r < 0 || (r = setup_egress(s, o, cmd)) < 0 || (r = setup_pools(s, o, cmd)) < 0)
+        return r;
+    return setup_sessions(s, o, cmd);
+}
+
 void setup_stop(struct setup *s)
 {
     /* Sessions first, and all the threads that use them, then what they use. */
     sessions_free(s->sessions);
     profiles_free(s->profiles);
     egress_proxy_free(s->egress); /* after the sessions: they hold taps */
+    pool_free(s->template_pool);
     pool_free(s->session_pool);
     pool_free(s->pool);
     workspace_store_free(s->wstore);
@@ -470,6 +578,7 @@ void setup_stop(struct setup *s)
     mcp_registry_free(s->mcp);
     mcp_config_done(&s->mcfg);
     free(s->state_dir);
+    free(s->cache_dir);
     metrics_free(s->metrics);
     json_decref(s->isolation);
     if (s->httpc_ok)

@@ -29,7 +29,8 @@ struct mcp_registry;
 struct workspace_store;
 struct metrics;
 
-#define SETUP_MAX_MCP_CONFIGS 32 /* --mcp-config given more often is refused */
+#define SETUP_MAX_MCP_CONFIGS 32  /* --mcp-config given more often is refused */
+#define SETUP_MAX_APPROVALS   256 /* --approval rules */
 
 /* The options of setup; filled by setup_opts_init() and setup_opt(). */
 struct setup_opts {
@@ -39,6 +40,9 @@ struct setup_opts {
     uint64_t max_memory, output_kb, procs, max_result_mb;
     const char *mcp_configs[SETUP_MAX_MCP_CONFIGS + 1]; /* --mcp-config, NULL-terminated */
     size_t n_mcp_configs;
+    const char *approvals[SETUP_MAX_APPROVALS + 1]; /* --approval, NULL-terminated */
+    size_t n_approvals;
+    uint64_t approval_timeout; /* --approval-timeout-s */
     const char *state_dir;
     const char *state_store;          /* --state-store, else $SANDBOXD_STATE_STORE; NULL: dir */
     const char *state_store_password; /* --state-store-password-file */
@@ -52,10 +56,12 @@ struct setup_opts {
     uint64_t tenant_quota; /* serve's --tenant-quota-mb (0: 4 x workspace_quota) */
     /* the MCP server (mcp/server/server.h) of either subcommand */
     const char *mcp_output;        /* "text" or "json" */
+    const char *mcp_tools;         /* "lean" or "full" */
     const char *mcp_workspace;     /* workspace of the sessions run_python creates */
     const char *mcp_profile;       /* profile of the sessions run_python creates (NULL: default) */
     uint64_t mcp_page_size;        /* tools per tools/list page */
     const char *session_id_prefix; /* serve's --instance-id (sessions_options.id_prefix) */
+    uint64_t template_pool_size;   /* serve's --template-pool-size (0: no template pool) */
     /* data work (CONTRACT §12) */
     struct profile_spec profiles[PROFILE_MAX]; /* --profile, owned (setup_opts_done) */
     size_t n_profiles;
@@ -68,6 +74,9 @@ struct setup_opts {
     size_t n_egress_allow, n_egress_resolve, n_egress_header;
     const char *egress_ca_file;
     uint64_t egress_max_mb, egress_max_connections;
+    /* the proxy's shares (0: sized by egress_shares_size from max_sessions and executions) */
+    uint64_t egress_pool, egress_max_open, egress_session_max_open, egress_tenant_connections;
+    uint64_t executions; /* serve's --max-running: executions that may hold proxy connections */
 };
 
 /*
@@ -183,7 +192,20 @@ struct setup_opts {
       "                         use (5000); later calls of that execution are refused\n")          \
     N(WORKSPACE_QUOTA, "workspace-quota-mb", 1, 1 << 20, workspace_quota,                          \
       "  --workspace-quota-mb N bytes a workspace may hold: memories, tools and files (64)\n")     \
+    X(APPROVAL, "approval", required_argument,                                                     \
+      "  --approval SERVER.TOOL=POLICY  who decides a tool call made from code: auto (it goes),\n" \
+      "                         ask (a person: GET/POST /v1/sessions/ID/approvals, or MCP\n"       \
+      "                         elicitation), deny (ApprovalDenied); SERVER.* for all its "        \
+      "tools;\n"                                                                                   \
+      "                         repeatable, before a config entry's \"approvals\" (auto)\n")       \
+    N(APPROVAL_TIMEOUT, "approval-timeout-s", 1, 86400, approval_timeout,                          \
+      "  --approval-timeout-s N a call waits this long for its decision, then ApprovalDenied\n"    \
+      "                         (300; the wait does not count against the time limit)\n")          \
     H("\nsandboxd as an MCP server (docs/MCP.md):\n")                                              \
+    X(MCP_TOOLS, "mcp-tools", required_argument,                                                   \
+      "  --mcp-tools SURFACE    lean (default): run_python alone (and approve_call with\n"         \
+      "                         approvals), discovery inside the sandbox; full: list_servers,\n"   \
+      "                         search_tool_docs and reset_session as MCP tools too\n")            \
     X(MCP_OUTPUT, "mcp-output", required_argument,                                                 \
       "  --mcp-output MODE      text (compact, default) or json: how tool results are written\n"   \
       "                         (run_python's \"output\" argument overrides it per call)\n")       \
@@ -210,7 +232,23 @@ struct setup_opts {
     N(EGRESS_MAX_MB, "egress-max-mb", 1, 1 << 20, egress_max_mb,                                   \
       "  --egress-max-mb N      bytes up and down per execution, in MiB (256)\n")                  \
     N(EGRESS_MAX_CONNECTIONS, "egress-max-connections", 1, 4096, egress_max_connections,           \
-      "  --egress-max-connections N  proxied connections per execution (64)\n")
+      "  --egress-max-connections N  proxied connections per execution (64)\n")                    \
+    N(EGRESS_POOL, "egress-pool", 16, 65536, egress_pool,                                          \
+      "  --egress-pool N        connections through the proxy at once, everyone together (1024;\n" \
+      "                         two descriptors each); sessions and executions may hold half\n"    \
+      "                         each\n")                                                           \
+    N(EGRESS_MAX_OPEN, "egress-max-open", 1, 65536, egress_max_open,                               \
+      "  --egress-max-open N    connections one execution holds through the proxy at once\n"       \
+      "                         (16, at most half the pool over the executions running at\n"       \
+      "                         once); more: 429\n")                                               \
+    N(EGRESS_SESSION_MAX_OPEN, "egress-session-max-open", 1, 65536, egress_session_max_open,       \
+      "  --egress-session-max-open N  the same for a session, its executions and what they\n"      \
+      "                         leave running together (8, at most half the pool /\n"              \
+      "                         --max-sessions)\n")                                                \
+    N(EGRESS_TENANT_CONNECTIONS, "egress-tenant-connections", 1, 65536, egress_tenant_connections, \
+      "  --egress-tenant-connections N  a tenant's share: connections of all its executions\n"     \
+      "                         and sessions at once (a quarter of the pool; the tenants file's\n" \
+      "                         egressConnections sets one tenant's)\n")
 
 #define SETUP_OPTIONS(X, N, H) SETUP_POOL_OPTIONS(X, N, H) SETUP_SESSION_OPTIONS(X, N, H)
 
@@ -255,12 +293,14 @@ struct setup {
     struct jail_config jail;
     json_t *isolation; /* jail_describe() plus the self-test's findings */
     struct metrics *metrics;
-    struct pool *pool;         /* NULL with --pool-size 0 */
-    struct pool *session_pool; /* NULL with --session-pool-size 0: sessions use pool */
-    struct profiles *profiles; /* --profile and the built-in ones (pools started on use) */
+    struct pool *pool;          /* NULL with --pool-size 0 */
+    struct pool *session_pool;  /* NULL with --session-pool-size 0: sessions use pool */
+    struct pool *template_pool; /* serve's; NULL with --template-pool-size 0 (or for mcp) */
+    struct profiles *profiles;  /* --profile and the built-in ones (pools started on use) */
     struct mcp_config mcfg;
     struct mcp_registry *mcp;
     char *state_dir;
+    char *cache_dir;                /* host discovery's (jail_options.cache_dir); NULL: none */
     struct store *store;            /* workspaces and runtime values (store/store.h) */
     struct workspace_store *wstore; /* sessions' view of them */
     struct egress_proxy *egress;    /* NULL without --egress-allow */
@@ -276,14 +316,11 @@ int setup_mcp_config(const struct setup_opts *o, struct mcp_config *ret);
 /* The list of trusted project directories: $XDG_CONFIG_HOME/sandboxd/trusted-projects, else
  * ~/.config/sandboxd/trusted-projects (caller frees; NULL without either variable). */
 char *setup_trust_file(void);
-/* The state directory: opt (--state-dir) when given, else $XDG_STATE_HOME/sandboxd,
- * ~/.local/state/sandboxd, /var/lib/sandboxd (root), $XDG_RUNTIME_DIR/sandboxd,
- * /tmp/sandboxd-<uid>. Caller frees; NULL when out of memory. Not checked: trust_make_dir(). */
-char *setup_state_dir(const char *opt);
 
 /* Build everything in order, logging what fails with the name of cmd ("serve", "mcp"); common
  * is borrowed and must outlive *s. The state directory comes first, and must be ours (see
- * util/trust.h). 0, or -errno with *s partly built (call setup_stop()). */
+ * util/trust.h); the pools start together, each on a thread of its own. 0, or -errno with *s
+ * partly built (call setup_stop()). */
 int setup_start(struct setup *s, const struct setup_opts *o, struct common_opts *common,
                 const char *cmd);
 /* A warm pool of size cells from zygotes zygotes that import --preimport plus extra

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * conn — one connection through the egress proxy, from the sandbox's first
- * byte to the last relayed one (the states are drawn in proxy_int.h). Runs
+ * byte to the last relayed one (its lifecycle is drawn in proxy_int.h and
+ * checked by connstate.c: every state change is egress_conn_set_state). Runs
  * on the proxy's loop only. Every refusal is answered (an HTTP status with
  * the reason in its reason phrase and body, or a TLS alert inside a
  * tunnel), counted on the tap and logged once, when the connection closes.
@@ -73,6 +74,8 @@ void egress_conn_interest(struct egress_conn *c)
             ue |= EPOLLOUT;
         break;
     case CS_RESOLVE:
+    case CS_CLOSED: /* its descriptors are closed: nothing to watch */
+    case CS_STATE_COUNT:
         break;
     }
     conn_watch(c, c->cfd, &c->wc, &c->ev_c, ce);
@@ -89,13 +92,13 @@ static void conn_log(struct egress_conn *c)
                   c->why ? c->why : "nothing sent");
         return;
     }
-    log_fields(c->denied ? LOG_WARN : LOG_INFO, "egress",
-               json_pack("{s:s, s:s, s:s, s:s, s:i, s:s*, s:I, s:I, s:f, s:s*}", "execution",
-                         t->label, "decision", decision, "method", c->method, "host", c->host.name,
-                         "port", (int)c->port, "address", c->addr_text[0] ? c->addr_text : NULL,
-                         "bytesUp", (json_int_t)c->up, "bytesDown", (json_int_t)c->down,
-                         "durationMs", (double)(clock_mono_us() - c->start_us) / 1000.0, "reason",
-                         c->why));
+    /* Every text through log_str: whatever bytes came, the decision is logged whole. */
+    log_pack(c->denied ? LOG_WARN : LOG_INFO, "egress",
+             "{s:o, s:s, s:o, s:o, s:i, s:s*, s:I, s:I, s:f, s:o*}", "execution", log_str(t->label),
+             "decision", decision, "method", log_str(c->method), "host", log_str(c->host.name),
+             "port", (int)c->port, "address", c->addr_text[0] ? c->addr_text : NULL, "bytesUp",
+             (json_int_t)c->up, "bytesDown", (json_int_t)c->down, "durationMs",
+             (double)(clock_mono_us() - c->start_us) / 1000.0, "reason", log_str(c->why));
 }
 
 static void conn_close_upstream(struct egress_conn *c)
@@ -110,12 +113,12 @@ static void conn_close_upstream(struct egress_conn *c)
 
 void egress_conn_close(struct egress_conn *c)
 {
-    if (c->dead)
+    if (egress_conn_closed(c))
         return;
     struct egress_proxy *p = c->p;
     struct egress_tap *t = c->tap;
-    c->dead = true;
     conn_log(c);
+    egress_conn_set_state(c, CS_CLOSED);
     conn_close_upstream(c);
     (void)epoll_ctl(p->epfd, EPOLL_CTL_DEL, c->cfd, NULL);
     close(c->cfd);
@@ -127,8 +130,15 @@ void egress_conn_close(struct egress_conn *c)
         t->conns = c->next;
     if (c->next)
         c->next->prev = c->prev;
-    t->open--;
-    p->n_conns--;
+    if (c->refusal != REFUSE_NONE) {
+        t->refusing--;
+        p->n_refusing--;
+    } else {
+        t->open--;
+        p->n_open--;
+        if (t->share)
+            atomic_fetch_sub(&t->share->open, 1);
+    }
     c->dead_next = p->dead;
     p->dead = c;
     egress_tap_resume(t);
@@ -167,6 +177,10 @@ static const char *conn_status_text(int status)
         return "Bad Request";
     case 403:
         return "Forbidden";
+    case 405:
+        return "Method Not Allowed";
+    case 429:
+        return "Too Many Requests";
     case 431:
         return "Request Header Fields Too Large";
     case 501:
@@ -186,13 +200,16 @@ static void conn_answer(struct egress_conn *c, int status)
 {
     const char *msg = c->why ? c->why : "refused";
     char *body = fmt_str("sandboxd egress: %s\n", msg);
-    char *text = body ? fmt_str("HTTP/1.1 %d %s (sandboxd egress: %s)\r\n"
-                                "Content-Type: text/plain; charset=utf-8\r\n"
-                                "X-Sandboxd-Egress: %s\r\nConnection: close\r\n"
-                                "Content-Length: %zu\r\n\r\n%s",
-                                status, conn_status_text(status), msg,
-                                c->denied ? "denied" : "failed", strlen(body), body)
-                      : NULL;
+    char *text =
+        body ? fmt_str("HTTP/1.1 %d %s (sandboxd egress: %s)\r\n"
+                       "Content-Type: text/plain; charset=utf-8\r\n"
+                       "X-Sandboxd-Egress: %s\r\n%s%s"
+                       "Connection: close\r\nContent-Length: %zu\r\n\r\n%s",
+                       status, conn_status_text(status), msg, c->denied ? "denied" : "failed",
+                       status == 405 ? "Allow: " EGRESS_METHODS_ALLOWED "\r\n" : "",
+                       status == 429 || status == 503 ? "Retry-After: 1\r\n" : "", strlen(body),
+                       body)
+             : NULL;
     free(body);
     conn_close_upstream(c);
     free(c->reply);
@@ -200,7 +217,7 @@ static void conn_answer(struct egress_conn *c, int status)
     c->reply_len = text ? strlen(text) : 0;
     c->reply_off = 0;
     c->reply_then_close = true;
-    c->st = CS_REPLY;
+    egress_conn_set_state(c, CS_REPLY);
     c->deadline_us = clock_mono_us() + EGRESS_LINGER_US;
     if (!text)
         egress_conn_close(c);
@@ -238,7 +255,7 @@ static void conn_deny_tls(struct egress_conn *c, enum egress_deny why)
     c->reply_len = sizeof(alert);
     c->reply_off = 0;
     c->reply_then_close = true;
-    c->st = CS_REPLY;
+    egress_conn_set_state(c, CS_REPLY);
     c->deadline_us = clock_mono_us() + EGRESS_LINGER_US;
     egress_conn_interest(c);
 }
@@ -282,7 +299,7 @@ static void conn_connect(struct egress_conn *c)
         }
         c->ufd = fd;
         c->ev_u = EPOLLOUT;
-        c->st = CS_CONNECT;
+        egress_conn_set_state(c, CS_CONNECT);
         c->deadline_us = clock_mono_us() + EGRESS_STEP_US;
         egress_conn_interest(c);
         return;
@@ -308,7 +325,7 @@ static void conn_connected(struct egress_conn *c)
         egress_conn_close(c);
         return;
     }
-    c->st = CS_RELAY;
+    egress_conn_set_state(c, CS_RELAY);
     c->deadline_us = clock_mono_us() + EGRESS_IDLE_US;
     egress_conn_interest(c);
 }
@@ -376,12 +393,12 @@ static void conn_addresses_ready(struct egress_conn *c)
     c->reply_len = sizeof(ok) - 1;
     c->reply_off = 0;
     c->reply_then_close = false;
-    c->st = CS_HELLO;
+    egress_conn_set_state(c, CS_HELLO);
     c->deadline_us = clock_mono_us() + EGRESS_STEP_US;
     conn_write_reply(c);
-    if (!c->dead && c->cin.len)
+    if (!egress_conn_closed(c) && c->cin.len)
         conn_hello(c); /* sent right behind the CONNECT */
-    if (!c->dead)
+    if (!egress_conn_closed(c))
         egress_conn_interest(c);
 }
 
@@ -406,7 +423,7 @@ void egress_conn_resolved(struct egress_conn *c, const struct egress_lookup *l)
     for (unsigned i = 0; i < l->n; i++) {
         const struct sockaddr *sa = (const struct sockaddr *)&l->addrs[i];
         const char *cls = egress_addr_class(sa);
-        if (cls && !egress_policy_names(c->tap->pol, sa)) {
+        if (cls && !egress_policy_names(c->tap->pol, sa, c->port)) {
             if (!refused) {
                 refused = cls;
                 egress_addr_format(sa, refused_addr, sizeof(refused_addr));
@@ -426,13 +443,43 @@ void egress_conn_resolved(struct egress_conn *c, const struct egress_lookup *l)
     conn_addresses_ready(c);
 }
 
+/* A connection accepted beyond a cap: its answer. */
+static void conn_refuse(struct egress_conn *c)
+{
+    struct egress_tap *t = c->tap;
+    struct egress_proxy *p = c->p;
+    const char *who = t->session ? "session" : "execution";
+    switch (c->refusal) {
+    case REFUSE_WINDOW:
+        conn_deny(c, EGRESS_DENY_LIMIT, 403, "the execution's cap of %u connections is reached",
+                  p->max_conns);
+        return;
+    case REFUSE_TAP:
+        conn_deny(c, EGRESS_DENY_LIMIT, 429,
+                  "this %s holds %u connections through the proxy, its cap "
+                  "(--egress-%smax-open); retry when one closes",
+                  who, t->max_open, t->session ? "session-" : "");
+        return;
+    case REFUSE_SHARE:
+        conn_deny(c, EGRESS_DENY_LIMIT, 429,
+                  "tenant '%s' holds %u connections through the proxy, its share "
+                  "(egressConnections); retry when one closes",
+                  t->share->name, egress_share_max(p, t->share));
+        return;
+    case REFUSE_POOL:
+    case REFUSE_NONE:
+        break;
+    }
+    conn_deny(c, EGRESS_DENY_LIMIT, 503,
+              "the proxy holds its maximum of %u connections (--egress-pool); retry", p->pool);
+}
+
 static void conn_decide(struct egress_conn *c)
 {
     struct egress_tap *t = c->tap;
     const struct egress_config *cfg = &c->p->cfg;
-    if (c->refuse_cap) {
-        conn_deny(c, EGRESS_DENY_LIMIT, 403, "the execution's cap of %u connections is reached",
-                  c->p->max_conns);
+    if (c->refusal != REFUSE_NONE) {
+        conn_refuse(c);
         return;
     }
     if (atomic_load(&t->over)) {
@@ -465,7 +512,7 @@ static void conn_decide(struct egress_conn *c)
         }
         c->cin.len = done ? used : c->cin.len;
         c->body_done = done;
-        c->out = egress_head_build(&c->head, cfg, &c->out_len);
+        c->out = egress_head_build(&c->head, cfg, &c->out_len, &c->out_hidden);
         if (!c->out) {
             egress_conn_why(c, "out of memory");
             egress_conn_close(c);
@@ -487,13 +534,28 @@ static void conn_decide(struct egress_conn *c)
         conn_addresses_ready(c);
         return;
     }
-    int r = egress_resolver_submit(c->p->resolver, c->id, c->host.name, c->port);
+    /* A tenant's lookups share its part of the resolver; the operator's are apart per tap. */
+    const void *group = t->share ? (const void *)t->share : (const void *)t;
+    int r = egress_resolver_submit(c->p->resolver, c->id, c->host.name, c->port, group);
+    if (r == -EBUSY && t->share) {
+        conn_deny(c, EGRESS_DENY_LIMIT, 429,
+                  "tenant '%s' has %u name lookups waiting, its share of the proxy's resolver; "
+                  "retry",
+                  t->share->name, EGRESS_RESOLVER_GROUP_QUEUE);
+        return;
+    }
+    if (r == -EBUSY) {
+        conn_deny(c, EGRESS_DENY_LIMIT, 429,
+                  "this %s has %u name lookups waiting, its share of the proxy's resolver; retry",
+                  t->session ? "session" : "execution", EGRESS_RESOLVER_GROUP_QUEUE);
+        return;
+    }
     if (r < 0) {
         egress_conn_why(c, "too many name lookups at once; retry");
         conn_answer(c, 503);
         return;
     }
-    c->st = CS_RESOLVE;
+    egress_conn_set_state(c, CS_RESOLVE);
     c->deadline_us = clock_mono_us() + EGRESS_STEP_US;
     egress_conn_interest(c);
 }
@@ -557,7 +619,7 @@ static void conn_write_reply(struct egress_conn *c)
     /* Lingering close: stop sending, drain what the client still sends, so that closing does
      * not answer its unread bytes with a reset that would destroy our answer. */
     (void)shutdown(c->cfd, SHUT_WR);
-    c->st = CS_LINGER;
+    egress_conn_set_state(c, CS_LINGER);
     c->deadline_us = clock_mono_us() + EGRESS_LINGER_US;
 }
 
@@ -592,7 +654,7 @@ void egress_conn_event(struct egress_conn *c, bool upstream, uint32_t events)
     case CS_HELLO:
         if (!upstream && (events & EPOLLOUT))
             conn_write_reply(c);
-        if (!c->dead && !upstream && (events & (EPOLLIN | EPOLLHUP | EPOLLERR))) {
+        if (!egress_conn_closed(c) && !upstream && (events & (EPOLLIN | EPOLLHUP | EPOLLERR))) {
             ssize_t n = egress_ring_read(&c->cin, c->cfd);
             if (n == 0 || (n < 0 && n != -EAGAIN)) {
                 egress_conn_why(c, "the sandbox closed the tunnel before its ClientHello");
@@ -618,9 +680,11 @@ void egress_conn_event(struct egress_conn *c, bool upstream, uint32_t events)
             conn_linger(c);
         break;
     case CS_RESOLVE:
+    case CS_CLOSED: /* the loop delivers no events to closed connections */
+    case CS_STATE_COUNT:
         break;
     }
-    if (!c->dead)
+    if (!egress_conn_closed(c))
         egress_conn_interest(c);
 }
 
@@ -650,11 +714,14 @@ void egress_conn_timeout(struct egress_conn *c)
     case CS_REPLY:
     case CS_LINGER:
         break;
+    case CS_CLOSED: /* no deadline runs for it: proxy_deadlines skips it */
+    case CS_STATE_COUNT:
+        return;
     }
     egress_conn_close(c);
 }
 
-void egress_conn_accept(struct egress_tap *t, int fd)
+void egress_conn_accept(struct egress_tap *t, int fd, enum egress_refusal refusal)
 {
     struct egress_proxy *p = t->p;
     struct egress_conn *c = calloc(1, sizeof(*c));
@@ -670,7 +737,7 @@ void egress_conn_accept(struct egress_tap *t, int fd)
     c->ufd = -1;
     c->wc = (struct egress_watch){EW_CLIENT, c};
     c->wu = (struct egress_watch){EW_UPSTREAM, c};
-    c->st = CS_HEAD;
+    c->st = CS_HEAD; /* born; every later change goes through egress_conn_set_state */
     c->start_us = clock_mono_us();
     c->deadline_us = c->start_us + EGRESS_STEP_US;
     snprintf(c->method, sizeof(c->method), "?");
@@ -683,12 +750,19 @@ void egress_conn_accept(struct egress_tap *t, int fd)
         return;
     }
     c->ev_c = EPOLLIN;
-    c->refuse_cap = atomic_fetch_add(&t->conns_win, 1) >= p->max_conns;
+    c->refusal = refusal;
     HASH_ADD(hh, p->conns, id, sizeof(c->id), c);
     c->next = t->conns;
     if (t->conns)
         t->conns->prev = c;
     t->conns = c;
-    t->open++;
-    p->n_conns++;
+    if (refusal != REFUSE_NONE) {
+        t->refusing++;
+        p->n_refusing++;
+    } else {
+        t->open++;
+        p->n_open++;
+        if (t->share)
+            atomic_fetch_add(&t->share->open, 1);
+    }
 }

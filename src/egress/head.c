@@ -5,8 +5,14 @@
  * The upstream never sees the client's Host field: a proxy must take the authority of an
  * absolute URI (RFC 9112 3.2.2), and a Host naming another site behind the same address
  * (a CDN) would otherwise carry the request past the allow list. Hop-by-hop fields, the
- * fields the client's Connection names, Proxy-* and the fields the operator injects are
- * dropped; "Connection: close" makes each connection carry exactly one request.
+ * fields the client's Connection names, every Proxy-* field and the fields the operator injects
+ * are dropped; "Connection: close" makes each connection carry exactly one request.
+ *
+ * Methods are an allow list (EGRESS_METHODS), checked on the request line before the parser
+ * runs: TRACE (and Microsoft's TRACK) would make an origin echo the request, injected
+ * secrets included (RFC 9110 9.3.8: a client must not send credentials in TRACE), and
+ * WebDAV's or unknown methods are nothing a sandbox needs. CONNECT is the tunnel, to
+ * host:port only; a CONNECT written as a plain request (an absolute URI) is refused too.
  */
 #include "egress/head.h"
 
@@ -162,10 +168,46 @@ static int head_target(struct egress_head *h, const char *url, size_t len, const
     return 0;
 }
 
+static const char *const head_methods[] = {"GET",   "HEAD",   "POST",    "PUT",
+                                           "PATCH", "DELETE", "OPTIONS", "CONNECT"};
+
+/* The request line's method, before the parser: 405 for a method token that is not on the
+ * list, and for a CONNECT whose target is not host:port; 0 otherwise (what is not a method
+ * token at all is left to the parser's 400). */
+static int head_method_check(const char *buf, size_t len, struct egress_head *ret,
+                             const char **ret_why)
+{
+    size_t n = 0;
+    while (n < len && egress_tchar((unsigned char)buf[n]))
+        n++;
+    if (n == 0 || n == len || buf[n] != ' ')
+        return 0;
+    bool known = false;
+    for (size_t i = 0; i < ARRAY_SIZE(head_methods) && !known; i++)
+        known = strlen(head_methods[i]) == n && memcmp(buf, head_methods[i], n) == 0;
+    snprintf(ret->method, sizeof(ret->method), "%.*s", (int)(n < 15 ? n : 15), buf);
+    if (!known) {
+        *ret_why = "the proxy forwards GET, HEAD, POST, PUT, PATCH, DELETE and OPTIONS "
+                   "(https:// through CONNECT host:port), nothing else";
+        return 405;
+    }
+    const char *target = buf + n + 1, *end = memchr(target, ' ', len - n - 1);
+    if (n == 7 && memcmp(buf, "CONNECT", 7) == 0 && end &&
+        memchr(target, '/', (size_t)(end - target))) {
+        *ret_why = "CONNECT takes host:port only; a plain http:// request is sent with its "
+                   "own method and the absolute URI";
+        return 405;
+    }
+    return 0;
+}
+
 int egress_head_parse(http_parser *parser, const char *buf, size_t len, struct egress_head *ret,
                       const char **ret_why)
 {
     *ret = (struct egress_head){0};
+    int status = head_method_check(buf, len, ret, ret_why);
+    if (status)
+        return status;
     struct head_ctx ctx = {.h = ret};
     http_parser_init(parser, HTTP_REQUEST);
     size_t used;
@@ -235,27 +277,25 @@ static bool head_connection_names(const struct egress_head *h, const struct egre
 static bool head_dropped(const struct egress_head *h, const struct egress_config *cfg,
                          const struct egress_field *f)
 {
-    static const char *const hop[] = {"host",
-                                      "connection",
-                                      "proxy-connection",
-                                      "keep-alive",
-                                      "proxy-authorization",
-                                      "proxy-authenticate",
-                                      "te",
-                                      "upgrade"};
+    static const char *const hop[] = {"host", "connection", "keep-alive", "te", "upgrade"};
     for (size_t i = 0; i < ARRAY_SIZE(hop); i++)
         if (head_name_is(f, hop[i], strlen(hop[i])))
             return true;
+    /* Every Proxy-* field is ours (this proxy's credentials, its connection), never the
+     * origin's: Proxy-Authorization, Proxy-Connection, and whatever Proxy-Foo comes next. */
+    if (f->name_len >= 6 && strncasecmp(f->name, "proxy-", 6) == 0)
+        return true;
     for (size_t i = 0; cfg && i < cfg->n_injects; i++)
-        if (egress_host_equal(&cfg->injects[i].host, &h->host) &&
+        if (egress_inject_applies(&cfg->injects[i], &h->host, h->port) &&
             head_name_is(f, cfg->injects[i].line, cfg->injects[i].name_len))
             return true;
     return head_connection_names(h, f);
 }
 
 char *egress_head_build(const struct egress_head *h, const struct egress_config *cfg,
-                        size_t *ret_len)
+                        size_t *ret_len, size_t *ret_injected)
 {
+    size_t injected = 0;
     struct buf b;
     /* The client's head fits EGRESS_HEAD_MAX; the injected lines are the operator's. */
     buf_init(&b, EGRESS_HEAD_MAX + (size_t)EGRESS_CEILING_MAX * (EGRESS_HEADER_MAX + 2) + 1024);
@@ -275,13 +315,17 @@ char *egress_head_build(const struct egress_head *h, const struct egress_config 
                            f->value ? f->value : "");
     }
     for (size_t i = 0; r == 0 && cfg && i < cfg->n_injects; i++)
-        if (egress_host_equal(&cfg->injects[i].host, &h->host))
+        if (egress_inject_applies(&cfg->injects[i], &h->host, h->port)) {
             r = buf_printf(&b, "%s\r\n", cfg->injects[i].line);
+            injected += strlen(cfg->injects[i].line) + 2;
+        }
     if (r == 0)
         r = buf_appends(&b, "Connection: close\r\n\r\n");
     if (r < 0) {
         buf_free(&b);
         return NULL;
     }
+    if (ret_injected)
+        *ret_injected = injected;
     return buf_take(&b, ret_len);
 }

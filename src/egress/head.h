@@ -40,16 +40,22 @@ struct egress_head {
     bool body_done; /* the request ended with its head (no body) */
 };
 
+/* The methods forwarded (the Allow field of a 405). */
+#define EGRESS_METHODS_ALLOWED "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS, CONNECT"
+
 /* Parse buf[0..len), a complete head (through the blank line), with parser (initialised by
  * this call; keep it to follow the body with egress_body_feed). 0 and *ret (pointing into
- * buf), or the HTTP status to answer (400, 431, 501) with *ret_why (static). */
+ * buf), or the HTTP status to answer (400, 405, 431, 501) with *ret_why (static); ret->method
+ * is set whenever the request line had a method token. */
 int egress_head_parse(http_parser *parser, const char *buf, size_t len, struct egress_head *ret,
                       const char **ret_why);
 /* The head for the upstream: origin-form request line, Host from the URI, the client's fields
- * without hop-by-hop and proxy ones, cfg's --egress-header lines for the host, and
- * "Connection: close". Caller frees; NULL when out of memory. */
+ * without hop-by-hop and Proxy-* ones, cfg's --egress-header lines for the host and port, and
+ * "Connection: close". Caller frees; NULL when out of memory. *ret_injected (may be NULL):
+ * how many of the bytes are the operator's lines, which the sandbox's byte counts leave out
+ * (they would tell it the secret's length). */
 char *egress_head_build(const struct egress_head *h, const struct egress_config *cfg,
-                        size_t *ret_len);
+                        size_t *ret_len, size_t *ret_injected);
 /* Follow the body: of data[0..len), *ret_used bytes belong to the request; *ret_done when it
  * ended there. -EBADMSG when the body is malformed (a bad chunk). */
 int egress_body_feed(http_parser *parser, const char *data, size_t len, size_t *ret_used,

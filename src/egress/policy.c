@@ -157,13 +157,12 @@ static const char *policy_pin_parse(const char *s, struct egress_pin *ret)
     return NULL;
 }
 
-/* RFC 9110 token characters. */
-static bool policy_tchar(unsigned char c)
+bool egress_tchar(unsigned char c)
 {
     return isalnum(c) || (c && strchr("!#$%&'*+-.^_`|~", c));
 }
 
-/* HOST=Name: value */
+/* HOST[:PORT]=Name: value. No port: port 80, where a plain-HTTP URI without one goes. */
 static const char *policy_inject_parse(const char *s, struct egress_inject *ret)
 {
     *ret = (struct egress_inject){0};
@@ -171,15 +170,19 @@ static const char *policy_inject_parse(const char *s, struct egress_inject *ret)
         return "the header is too long";
     const char *eq = strchr(s, '=');
     if (!eq)
-        return "expected HOST=Name: value";
-    const char *why = egress_host_parse(s, (size_t)(eq - s), &ret->host);
+        return "expected HOST[:PORT]=Name: value";
+    const char *host;
+    size_t hlen;
+    const char *why = policy_split(s, (size_t)(eq - s), &host, &hlen, &ret->port);
+    if (!why)
+        why = egress_host_parse(host, hlen, &ret->host);
     if (why)
         return why;
     const char *name = eq + 1, *colon = strchr(name, ':');
     if (!colon || colon == name)
-        return "expected HOST=Name: value";
+        return "expected HOST[:PORT]=Name: value";
     for (const char *p = name; p < colon; p++)
-        if (!policy_tchar((unsigned char)*p))
+        if (!egress_tchar((unsigned char)*p))
             return "the header name has a character HTTP does not allow";
     static const char *const framing[] = {"host",       "content-length",   "transfer-encoding",
                                           "connection", "proxy-connection", "upgrade",
@@ -246,6 +249,19 @@ void egress_config_done(struct egress_config *cfg)
     free(cfg->pins);
     free(cfg->injects);
     *cfg = (struct egress_config){0};
+}
+
+bool egress_inject_applies(const struct egress_inject *in, const struct egress_host *h,
+                           uint16_t port)
+{
+    return port == (in->port ? in->port : 80) && egress_host_equal(&in->host, h);
+}
+
+void egress_inject_format(const struct egress_inject *in, char *buf, size_t len)
+{
+    bool v6 = in->host.family == AF_INET6;
+    snprintf(buf, len, "%s%s%s:%u", v6 ? "[" : "", in->host.name, v6 ? "]" : "",
+             in->port ? (unsigned)in->port : 80u);
 }
 
 const struct egress_pin *egress_config_pin(const struct egress_config *cfg,
@@ -362,10 +378,13 @@ bool egress_policy_allows(const struct egress_policy *p, const struct egress_hos
     return false;
 }
 
-bool egress_policy_names(const struct egress_policy *p, const struct sockaddr *sa)
+bool egress_policy_names(const struct egress_policy *p, const struct sockaddr *sa, uint16_t port)
 {
+    /* The port too: "10.0.0.5:8080" names that service, not every port of that machine. A
+     * name allowed on another port that resolves to 10.0.0.5 must not reach 10.0.0.5 there. */
     for (size_t i = 0; i < p->n; i++)
-        if (!p->pats[i].wildcard && egress_addr_is(sa, &p->pats[i].host))
+        if (!p->pats[i].wildcard && policy_port_in(port, p->pats[i].port) &&
+            egress_addr_is(sa, &p->pats[i].host))
             return true;
     return false;
 }

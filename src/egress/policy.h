@@ -51,9 +51,19 @@ struct egress_pin {
 
 struct egress_inject {
     struct egress_host host;
+    uint16_t port;   /* 0: written without one, which means 80 (plain HTTP's own) */
     char *line;      /* "Name: value" (owned) */
     size_t name_len; /* of the name at the start of line */
 };
+
+/* Does --egress-header in go to a plain-HTTP request for h on port? Only to the host and port
+ * it names: another service of the same host (another port) never sees the secret. */
+bool egress_inject_applies(const struct egress_inject *in, const struct egress_host *h,
+                           uint16_t port);
+/* "host:port" (brackets for IPv6), what /healthz shows of it; buf of EGRESS_PATTERN_MAX. */
+void egress_inject_format(const struct egress_inject *in, char *buf, size_t len);
+/* An RFC 9110 token character (header names, methods). */
+bool egress_tchar(unsigned char c);
 
 /* The operator's configuration; read-only once built. */
 struct egress_config {
@@ -95,8 +105,10 @@ void egress_policy_free(struct egress_policy *p);
 struct egress_policy *egress_policy_dup(const struct egress_policy *p);
 bool egress_policy_allows(const struct egress_policy *p, const struct egress_host *h,
                           uint16_t port);
-/* Is address sa named by an IP-literal pattern of the list (so it may be private)? */
-bool egress_policy_names(const struct egress_policy *p, const struct sockaddr *sa);
+/* Is address sa on port named by an IP-literal pattern of the list (so it may be private)? A
+ * pattern names its address on its own ports only ("10.0.0.5:8080": 8080; "10.0.0.5": 80 and
+ * 443). */
+bool egress_policy_names(const struct egress_policy *p, const struct sockaddr *sa, uint16_t port);
 /* The allow list as pattern strings (new reference). */
 json_t *egress_policy_json(const struct egress_policy *p);
 

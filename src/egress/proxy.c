@@ -4,7 +4,7 @@
  * touch, through a command list under the lock), accepting, deadlines and name lookups
  * coming back. One connection's life is in conn.c.
  *
- * A connection closed during a turn of the loop stays allocated (marked dead) until the
+ * A connection closed during a turn of the loop stays allocated (CLOSED) until the
  * turn ends, because a later event of the same epoll batch may still point at it.
  */
 #include "egress/proxy.h"
@@ -20,11 +20,62 @@
 
 #include "egress/proxy_int.h"
 #include "util/clock.h"
+#include "util/fmt.h"
 #include "util/fdio.h"
 #include "util/log.h"
 #include "util/macros.h"
+#include "util/utf8.h"
 
 #define PROXY_TICK_MS 250 /* deadline resolution */
+
+int egress_shares_size(struct egress_options *o, unsigned sessions, unsigned executions,
+                       char **ret_why)
+{
+    unsigned pool = o->pool ? o->pool : EGRESS_POOL_DEFAULT, half = pool / 2;
+    *ret_why = NULL;
+    /* Sessions and executions each may hold half the pool: sessions' connections outlive
+     * their executions (what a session leaves running keeps them), so neither kind can crowd
+     * out the other, and within a kind no holder can take more than its cap. */
+    const struct {
+        unsigned *cap;
+        unsigned holders, def;
+        const char *holder, *count_opt, *cap_opt;
+    } kinds[] = {
+        {&o->session_open, sessions, EGRESS_SESSION_OPEN_DEFAULT, "session", "--max-sessions",
+         "--egress-session-max-open"},
+        {&o->exec_open, executions, EGRESS_EXEC_OPEN_DEFAULT, "execution", "--max-running",
+         "--egress-max-open"},
+    };
+    for (size_t i = 0; i < ARRAY_SIZE(kinds); i++) {
+        unsigned n = kinds[i].holders, *cap = kinds[i].cap;
+        if (n == 0) {
+            *cap = *cap ? *cap : kinds[i].def;
+            continue;
+        }
+        if (*cap && (uint64_t)*cap * n > half)
+            return fmt_error(ret_why, EINVAL,
+                             "%s %u x %s %u = %llu connections, more than half of --egress-pool "
+                             "%u: lower one, or raise --egress-pool",
+                             kinds[i].count_opt, n, kinds[i].cap_opt, *cap,
+                             (unsigned long long)*cap * n, pool);
+        if (!*cap)
+            *cap = half / n < kinds[i].def ? half / n : kinds[i].def;
+        if (!*cap)
+            return fmt_error(ret_why, EINVAL,
+                             "%s %u leaves no connection through the egress proxy for a %s (each "
+                             "kind may hold half of --egress-pool %u): lower it, or raise "
+                             "--egress-pool",
+                             kinds[i].count_opt, n, kinds[i].holder, pool);
+    }
+    if (!o->tenant_open)
+        o->tenant_open = pool / 4;
+    if (o->tenant_open > pool)
+        return fmt_error(ret_why, EINVAL,
+                         "--egress-tenant-connections %u is more than --egress-pool %u",
+                         o->tenant_open, pool);
+    o->pool = pool;
+    return 0;
+}
 
 const char *egress_deny_name(enum egress_deny d)
 {
@@ -63,16 +114,45 @@ static void proxy_listen(struct egress_tap *t, bool on)
         t->listening = on;
 }
 
+unsigned egress_share_max(const struct egress_proxy *p, const struct egress_share *s)
+{
+    return s->max_open ? s->max_open : p->tenant_open;
+}
+
+/* Why t's next connection could not be served now, or REFUSE_NONE. */
+static enum egress_refusal proxy_room(const struct egress_tap *t)
+{
+    const struct egress_proxy *p = t->p;
+    if (t->open >= t->max_open)
+        return REFUSE_TAP;
+    if (t->share && atomic_load(&t->share->open) >= egress_share_max(p, t->share))
+        return REFUSE_SHARE;
+    if (p->n_open >= p->pool)
+        return REFUSE_POOL;
+    if (atomic_load(&t->conns_win) >= p->max_conns)
+        return REFUSE_WINDOW;
+    return REFUSE_NONE;
+}
+
+/* A refusal is answered (and logged) on a connection of its own, of which a tap and the proxy
+ * hold a few at most; beyond them, connections wait in the listener's backlog. */
+static bool proxy_can_refuse(const struct egress_tap *t)
+{
+    return t->refusing < EGRESS_TAP_SLACK && t->p->n_refusing < EGRESS_REFUSING_MAX;
+}
+
 void egress_tap_resume(struct egress_tap *t)
 {
-    if (!t->listening && t->listen_fd >= 0 && t->open < t->p->max_conns + EGRESS_TAP_SLACK)
+    if (!t->listening && t->listen_fd >= 0 && (proxy_room(t) == REFUSE_NONE || proxy_can_refuse(t)))
         proxy_listen(t, true);
 }
 
 static void proxy_accept(struct egress_tap *t)
 {
-    struct egress_proxy *p = t->p;
-    while (t->open < p->max_conns + EGRESS_TAP_SLACK) {
+    for (;;) {
+        enum egress_refusal refusal = proxy_room(t);
+        if (refusal != REFUSE_NONE && !proxy_can_refuse(t))
+            break;
         int fd = accept4(t->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
             if (errno == EINTR || errno == ECONNABORTED)
@@ -84,17 +164,12 @@ static void proxy_accept(struct egress_tap *t)
             }
             return;
         }
-        if (p->n_conns >= EGRESS_OPEN_MAX) {
-            close(fd);
-            egress_tap_deny(t, EGRESS_DENY_LIMIT);
-            log_fields(LOG_WARN, "egress",
-                       json_pack("{s:s, s:s, s:s}", "execution", t->label, "decision", "denied",
-                                 "reason", "the proxy holds its maximum of connections"));
-            continue;
-        }
-        egress_conn_accept(t, fd);
+        atomic_fetch_add(&t->conns_win, 1);
+        if (refusal == REFUSE_SHARE)
+            atomic_fetch_add(&t->share->refused, 1);
+        egress_conn_accept(t, fd, refusal);
     }
-    proxy_listen(t, false); /* as many open as allowed: the backlog waits */
+    proxy_listen(t, false); /* as many as allowed: the backlog waits */
 }
 
 /* Close every connection of t and its listener (loop; lock held by the caller or not needed:
@@ -177,7 +252,7 @@ static void proxy_deadlines(struct egress_proxy *p)
     struct egress_conn *c, *tmp;
     HASH_ITER(hh, p->conns, c, tmp)
     {
-        if (!c->dead && c->deadline_us && now >= c->deadline_us)
+        if (!egress_conn_closed(c) && c->deadline_us && now >= c->deadline_us)
             egress_conn_timeout(c);
     }
     for (struct egress_tap *t = p->taps; t; t = t->next)
@@ -207,7 +282,7 @@ static void *proxy_loop(void *arg)
                     proxy_accept(t);
             } else {
                 struct egress_conn *c = w->obj;
-                if (!c->dead)
+                if (!egress_conn_closed(c))
                     egress_conn_event(c, w->kind == EW_UPSTREAM, evs[i].events);
             }
         }
@@ -219,10 +294,7 @@ static void *proxy_loop(void *arg)
         }
         proxy_commands(p);
         egress_conn_reap(p);
-        pthread_mutex_lock(&p->lock);
-        bool stop = p->stop;
-        pthread_mutex_unlock(&p->lock);
-        if (stop)
+        if (thread_group_stopping(&p->thread))
             break;
     }
     /* Shutting down: taps still queued are attached, then every tap is closed (their
@@ -259,6 +331,10 @@ int egress_proxy_new(const struct egress_options *opt, struct egress_proxy **ret
     }
     p->max_bytes = opt->max_bytes;
     p->max_conns = opt->max_connections ? opt->max_connections : 1;
+    p->pool = opt->pool ? opt->pool : EGRESS_POOL_DEFAULT;
+    p->exec_open = opt->exec_open ? opt->exec_open : EGRESS_EXEC_OPEN_DEFAULT;
+    p->session_open = opt->session_open ? opt->session_open : EGRESS_SESSION_OPEN_DEFAULT;
+    p->tenant_open = opt->tenant_open ? opt->tenant_open : p->pool / 4;
     pthread_mutex_init(&p->lock, NULL);
     pthread_cond_init(&p->cond, NULL);
     p->epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -269,16 +345,23 @@ int egress_proxy_new(const struct egress_options *opt, struct egress_proxy **ret
         r = log_errno(LOG_ERROR, errno, "egress: epoll/eventfd failed");
         goto fail;
     }
-    r = egress_resolver_new(EGRESS_RESOLVER_THREADS, EGRESS_RESOLVER_QUEUE, p->evfd, &p->resolver);
+    (void)thread_group_init(&p->thread, "egress proxy", 1, &p->lock, NULL,
+                            p->evfd); /* one: no alloc */
+    const struct egress_resolver_limits rl = {
+        .threads = EGRESS_RESOLVER_THREADS,
+        .max_pending = EGRESS_RESOLVER_QUEUE,
+        .group_threads = EGRESS_RESOLVER_GROUP_THREADS,
+        .group_pending = EGRESS_RESOLVER_GROUP_QUEUE,
+    };
+    r = egress_resolver_new(&rl, p->evfd, &p->resolver);
     if (r < 0) {
         log_errno(LOG_ERROR, r, "egress: cannot start the resolver threads");
         goto fail;
     }
-    if ((r = -pthread_create(&p->thread, NULL, proxy_loop, p)) < 0) {
+    if ((r = thread_group_start(&p->thread, proxy_loop, p)) < 0) {
         log_errno(LOG_ERROR, r, "egress: cannot start the proxy thread");
         goto fail;
     }
-    p->started = true;
     *ret = p;
     return 0;
 fail:
@@ -290,13 +373,8 @@ void egress_proxy_free(struct egress_proxy *p)
 {
     if (!p)
         return;
-    if (p->started) {
-        pthread_mutex_lock(&p->lock);
-        p->stop = true;
-        pthread_mutex_unlock(&p->lock);
-        proxy_wake(p);
-        pthread_join(p->thread, NULL);
-    }
+    thread_group_stop(&p->thread); /* none started: nothing to join */
+    thread_group_done(&p->thread);
     egress_resolver_free(p->resolver);
     fd_closep(&p->epfd);
     fd_closep(&p->evfd);
@@ -316,18 +394,29 @@ json_t *egress_proxy_describe(const struct egress_proxy *p)
     char url[64];
     snprintf(url, sizeof(url), "http://127.0.0.1:%d", EGRESS_SANDBOX_PORT);
     json_t *pins = json_array(), *injects = json_array();
-    for (size_t i = 0; i < p->cfg.n_pins; i++) {
+    for (size_t i = 0; pins && i < p->cfg.n_pins; i++) {
         char a[64];
         egress_addr_format((const struct sockaddr *)&p->cfg.pins[i].addr, a, sizeof(a));
-        json_array_append_new(pins, json_pack("{s:s, s:i, s:s}", "host", p->cfg.pins[i].host.name,
-                                              "port", (int)p->cfg.pins[i].port, "address", a));
+        if (json_array_append_new(pins,
+                                  json_pack("{s:s, s:i, s:s}", "host", p->cfg.pins[i].host.name,
+                                            "port", (int)p->cfg.pins[i].port, "address", a)) < 0) {
+            json_decref(pins);
+            pins = NULL; /* "o" fails on it below: NULL, out of memory */
+        }
     }
     /* Which hosts get headers, never the headers: they may be secrets. */
-    for (size_t i = 0; i < p->cfg.n_injects; i++)
-        json_array_append_new(injects, json_string(p->cfg.injects[i].host.name));
-    return json_pack("{s:o, s:o, s:o, s:I, s:i, s:s}", "allow", egress_config_ceiling_json(&p->cfg),
-                     "resolve", pins, "headersFor", injects, "maxBytes", (json_int_t)p->max_bytes,
-                     "maxConnections", (int)p->max_conns, "proxy", url);
+    for (size_t i = 0; i < p->cfg.n_injects; i++) {
+        char hp[EGRESS_PATTERN_MAX];
+        egress_inject_format(&p->cfg.injects[i], hp, sizeof(hp));
+        json_array_append_new(injects, json_string(hp));
+    }
+    return json_pack("{s:o, s:o, s:o, s:I, s:i, s:s, s:{s:i, s:i, s:i, s:i, s:i, s:i}}", "allow",
+                     egress_config_ceiling_json(&p->cfg), "resolve", pins, "headersFor", injects,
+                     "maxBytes", (json_int_t)p->max_bytes, "maxConnections", (int)p->max_conns,
+                     "proxy", url, "shares", "pool", (int)p->pool, "execution", (int)p->exec_open,
+                     "session", (int)p->session_open, "tenant", (int)p->tenant_open,
+                     "resolverThreads", EGRESS_RESOLVER_THREADS, "resolverTenantThreads",
+                     EGRESS_RESOLVER_GROUP_THREADS);
 }
 
 json_t *egress_proxy_job(const char *ca_file)
@@ -338,7 +427,7 @@ json_t *egress_proxy_job(const char *ca_file)
 }
 
 int egress_tap_new(struct egress_proxy *p, const struct egress_policy *pol, int listen_fd,
-                   const char *label, struct egress_tap **ret)
+                   const struct egress_owner *who, struct egress_tap **ret)
 {
     struct egress_tap *t = calloc(1, sizeof(*t));
     if (!t || !(t->pol = egress_policy_dup(pol))) {
@@ -356,9 +445,16 @@ int egress_tap_new(struct egress_proxy *p, const struct egress_policy *pol, int 
         return r;
     }
     t->w = (struct egress_watch){EW_LISTEN, t};
-    snprintf(t->label, sizeof(t->label), "%s", label ? label : "?");
+    t->share = who->share;
+    t->session = who->session;
+    t->max_open = who->session ? p->session_open : p->exec_open;
+    /* Cut at a character boundary: half a character would make the log's text no UTF-8. */
+    const char *label = who->label ? who->label : "?";
+    size_t n = utf8_cut(label, strlen(label), EGRESS_LABEL_MAX);
+    memcpy(t->label, label, n);
+    t->label[n] = '\0';
     pthread_mutex_lock(&p->lock);
-    if (p->stop) {
+    if (thread_group_stopping(&p->thread)) {
         pthread_mutex_unlock(&p->lock);
         close(listen_fd);
         egress_policy_free(t->pol);

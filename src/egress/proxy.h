@@ -25,11 +25,15 @@
 #define SANDBOXD_EGRESS_PROXY_H
 
 #include <jansson.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "egress/policy.h"
 
 #define EGRESS_SANDBOX_PORT 3128 /* where the proxy listens inside a sandbox (its own lo) */
+
+#define EGRESS_POOL_DEFAULT 1024 /* connections through the proxy at once, everyone together */
 
 struct egress_options {
     const char *const *allow;   /* --egress-allow (NULL-terminated; may be NULL) */
@@ -37,6 +41,33 @@ struct egress_options {
     const char *const *headers; /* --egress-header */
     uint64_t max_bytes;         /* per window, up and down together; 0: no cap */
     unsigned max_connections;   /* per window */
+    /* Connections open at once (docs/NETWORK.md, "Shares"); 0 takes the default. The caller
+     * sizes them (egress_shares_size) so that what every live session and running execution
+     * may hold adds up to no more than the pool: then no one can take another's place. */
+    unsigned pool;         /* everyone together (EGRESS_POOL_DEFAULT) */
+    unsigned exec_open;    /* one execution */
+    unsigned session_open; /* one session, its executions and what they leave running */
+    unsigned tenant_open;  /* a tenant's share, unless its own is set (a quarter of the pool) */
+};
+
+/* The connection caps for holders: at most `sessions` live sessions and `executions` running
+ * executions (0: none, e.g. `sandboxd mcp`). Each kind may hold at most half the pool; a cap
+ * given (non-zero) is checked, one left 0 is set to the largest that fits (at most
+ * EGRESS_SESSION_OPEN_DEFAULT, EGRESS_EXEC_OPEN_DEFAULT). 0, or -EINVAL with *ret_why (caller
+ * frees) saying which figures do not add up. */
+#define EGRESS_EXEC_OPEN_DEFAULT    16
+#define EGRESS_SESSION_OPEN_DEFAULT 8
+int egress_shares_size(struct egress_options *o, unsigned sessions, unsigned executions,
+                       char **ret_why);
+
+/* A tenant's part of the proxy: its connections at once across all its executions and
+ * sessions, and its name lookups (EGRESS_RESOLVER_* in proxy_int.h). Owned by the tenant,
+ * which outlives every tap of it; the loop counts, anyone may read. */
+struct egress_share {
+    const char *name;      /* for messages (borrowed) */
+    unsigned max_open;     /* 0: the proxy's tenant_open */
+    atomic_uint open;      /* connections held now */
+    atomic_ullong refused; /* connections refused at the share */
 };
 
 enum egress_deny {
@@ -70,10 +101,16 @@ json_t *egress_proxy_describe(const struct egress_proxy *p);
  * ca_file: the certificate bundle inside the sandbox, or NULL). */
 json_t *egress_proxy_job(const char *ca_file);
 
-/* Attach listen_fd (taken, closed on every path) with allow list pol (copied). label names
- * the execution in the log (copied). */
+/* Whose a tap is. */
+struct egress_owner {
+    const char *label;          /* names the execution in the log (copied, cut at 300 bytes) */
+    struct egress_share *share; /* the tenant's (borrowed); NULL: the operator, no share */
+    bool session;               /* a session's tap: session_open, else exec_open */
+};
+
+/* Attach listen_fd (taken, closed on every path) with allow list pol (copied) for who. */
 int egress_tap_new(struct egress_proxy *p, const struct egress_policy *pol, int listen_fd,
-                   const char *label, struct egress_tap **ret);
+                   const struct egress_owner *who, struct egress_tap **ret);
 /* The counts since the tap was made or last taken, and a new window: the caps start over. */
 void egress_tap_take(struct egress_tap *t, struct egress_stats *ret);
 /* Close the listener and every connection, then free. *ret_final (may be NULL) gets the

@@ -1,15 +1,34 @@
 // SPDX-License-Identifier: MIT
 /*
- * proxy_int — what proxy.c (the loop, taps, accepting, deadlines) and
- * conn.c (one connection's state machine and relay) share. Private to
- * src/egress/.
+ * proxy_int — what proxy.c (the loop, taps, accepting, deadlines), conn.c
+ * (one connection's decisions), relay.c (its bytes) and connstate.c (its
+ * lifecycle, below) share. Private to src/egress/.
  *
- * Connection states:
+ * The life of a connection (struct egress_conn's st; the loop's alone, so no lock). It is
+ * born in HEAD when accepted (egress_conn_accept); every later change goes through
+ * egress_conn_set_state(), which asserts the edge (connstate.c holds them as data):
  *
- *   HEAD ──CONNECT──> RESOLVE ──> (reply 200) HELLO ──SNI ok──> CONNECT ──> RELAY
- *     │                  ^                                         ^
- *     └──GET http://──>──┘──────────────────────────────────────────┘
- *   any refusal: REPLY (our answer: 4xx/5xx, or a TLS alert) ──> LINGER ──> closed
+ *   HEAD ----CONNECT, a name to look up [D]-----------------------> RESOLVE
+ *   HEAD ----CONNECT, pinned or an IP literal: "200" sent [D]----> HELLO
+ *   HEAD ----a plain request, pinned or an IP literal [D]---------> CONNECT
+ *   RESOLVE -CONNECT, the addresses allowed: "200" sent [L]------> HELLO
+ *   RESOLVE -a plain request, the addresses allowed [L]----------> CONNECT
+ *   HELLO ---the ClientHello names the CONNECT host [H]----------> CONNECT
+ *   CONNECT -the next address (refused, timed out) [C]-----------> CONNECT
+ *   CONNECT -connected [C]---------------------------------------> RELAY
+ *
+ *   HEAD, RESOLVE, CONNECT --refused or failed: an HTTP answer [A]--> REPLY
+ *   HELLO --refused: a fatal TLS alert [A]---------------------------> REPLY
+ *   REPLY --the answer written: shut down, drain what still comes [W]--> LINGER
+ *   every state but CLOSED --egress_conn_close [X]---------------------> CLOSED
+ *
+ * [D] conn_decide: the head parsed, the caps and the allow list passed. [L]
+ * egress_conn_resolved: a lookup came back. [H] conn_hello. [C] conn_connect, conn_connected.
+ * [A] conn_answer, conn_deny_tls. [W] conn_write_reply. [X] the end, logged there: the last
+ * byte relayed, EOF, an error, a deadline, the byte cap (relay.c), the tap removed (proxy.c).
+ * A tunnel whose upstream cannot be reached is closed, not answered: its "200" is out. RELAY
+ * ends in CLOSED only. A CLOSED connection stays allocated until the loop's turn ends
+ * (egress_conn_reap), because a later event of the same epoll batch may still point at it.
  *
  * Deadlines: HEAD, RESOLVE, HELLO, CONNECT and REPLY/LINGER have one each;
  * RELAY's is an idle deadline renewed by every byte moved.
@@ -17,6 +36,7 @@
 #ifndef SANDBOXD_EGRESS_PROXY_INT_H
 #define SANDBOXD_EGRESS_PROXY_INT_H
 
+#include <assert.h>
 #include <http_parser.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -28,16 +48,24 @@
 #include "egress/head.h"
 #include "egress/proxy.h"
 #include "egress/resolver.h"
+#include "util/lifecycle.h"
 #include "util/macros.h"
+#include "util/thread.h"
 
-#define EGRESS_OPEN_MAX         1024 /* connections of all taps at once */
-#define EGRESS_TAP_SLACK        8    /* open connections beyond the cap, to be refused */
+#define EGRESS_TAP_SLACK        8 /* connections of a tap accepted beyond its caps, to be refused */
+#define EGRESS_REFUSING_MAX     64 /* such connections of all taps at once */
 #define EGRESS_BUF              (32u << 10)
 #define EGRESS_STEP_US          (10 * 1000000LL) /* head, lookup, connect, ClientHello */
 #define EGRESS_IDLE_US          (60 * 1000000LL) /* a relay without a byte either way */
 #define EGRESS_LINGER_US        (2 * 1000000LL)  /* after our answer, for the client to read it */
 #define EGRESS_RESOLVER_THREADS 4
 #define EGRESS_RESOLVER_QUEUE   256
+/* A tenant's (or, for the operator's, one execution's or session's) part of the resolver: names
+ * that resolve slowly (any name under an allowed wildcard may) hold at most this many of the
+ * threads, so that the others always have some left. */
+#define EGRESS_RESOLVER_GROUP_THREADS 2
+#define EGRESS_RESOLVER_GROUP_QUEUE   64
+#define EGRESS_LABEL_MAX              300 /* bytes of a tap's label: a request id (256) and more */
 
 enum egress_watch_kind { EW_WAKE, EW_LISTEN, EW_CLIENT, EW_UPSTREAM };
 
@@ -51,11 +79,15 @@ struct egress_conn;
 struct egress_tap {
     struct egress_proxy *p;
     struct egress_policy *pol;
+    struct egress_share *share; /* the tenant's; NULL: the operator's */
+    bool session;               /* a session's (for messages) */
+    unsigned max_open;          /* connections served at once: exec_open or session_open */
     int listen_fd;
-    char label[96];
+    char label[EGRESS_LABEL_MAX + 1]; /* cut at a character, never inside one */
     struct egress_watch w;
-    bool listening; /* EPOLLIN wanted on the listener (loop) */
-    unsigned open;  /* connections open now (loop) */
+    bool listening;    /* EPOLLIN wanted on the listener (loop) */
+    unsigned open;     /* connections served now (loop) */
+    unsigned refusing; /* connections accepted to be refused (loop) */
     struct egress_conn *conns;
     /* window counters: the loop adds, egress_tap_take() swaps them for zero */
     _Atomic uint64_t up, down, requests, conns_win;
@@ -72,7 +104,27 @@ struct egress_ring {
     size_t cap, off, len;
 };
 
-enum egress_conn_state { CS_HEAD, CS_RESOLVE, CS_HELLO, CS_CONNECT, CS_RELAY, CS_REPLY, CS_LINGER };
+enum egress_conn_state {
+    CS_HEAD,    /* reading the request head (and, for a plain request, the body's start) */
+    CS_RESOLVE, /* the name is being looked up on the resolver threads */
+    CS_HELLO,   /* a tunnel: "200" sent, waiting for the ClientHello's server name */
+    CS_CONNECT, /* connecting upstream, one address after the other */
+    CS_RELAY,   /* relaying both ways */
+    CS_REPLY,   /* writing our answer (an HTTP error, or a TLS alert) */
+    CS_LINGER,  /* answered and shut down: draining what the sandbox still sends */
+    CS_CLOSED,  /* closed and logged; freed at the end of the loop's turn */
+    CS_STATE_COUNT
+};
+
+/* Why a connection was accepted only to be refused (its request is read first, so that the
+ * answer and the log name it). Such connections hold no place of the caps below. */
+enum egress_refusal {
+    REFUSE_NONE,
+    REFUSE_WINDOW, /* --egress-max-connections in this window (403) */
+    REFUSE_TAP,    /* the execution's or session's connections at once (429) */
+    REFUSE_SHARE,  /* the tenant's share (429) */
+    REFUSE_POOL,   /* the proxy's pool (503) */
+};
 
 struct egress_conn {
     uint64_t id;
@@ -101,17 +153,17 @@ struct egress_conn {
     struct egress_ring uin; /* upstream -> client */
     char *out;              /* sent upstream first: the rebuilt head (plain HTTP) */
     size_t out_len, out_off;
-    char *reply; /* our answer to the client */
+    size_t out_hidden; /* of out, the operator's injected lines: sent, never counted */
+    char *reply;       /* our answer to the client */
     size_t reply_len, reply_off;
     bool reply_then_close;
     bool c_eof, u_eof, c_shut, u_shut;
-    bool u_hup;      /* the upstream hung up: read what is left as room allows, unwatched */
-    bool refuse_cap; /* accepted beyond the connection cap: refuse its request */
-    bool counted;    /* counted as a request */
+    bool u_hup; /* the upstream hung up: read what is left as room allows, unwatched */
+    enum egress_refusal refusal; /* accepted beyond a cap: refuse its request */
+    bool counted;                /* counted as a request */
     bool denied;
     char *why; /* the decision's reason or the failure, for the log (owned) */
     uint64_t up, down;
-    bool dead; /* closed; freed at the end of the loop's turn */
     struct egress_conn *dead_next;
 };
 
@@ -119,23 +171,36 @@ struct egress_proxy {
     struct egress_config cfg;
     uint64_t max_bytes;
     unsigned max_conns;
+    unsigned pool, exec_open, session_open, tenant_open; /* egress_options, defaults applied */
     int epfd, evfd;
     struct egress_watch w_wake;
     struct egress_resolver *resolver;
-    pthread_t thread;
-    bool started;
+    struct thread_group thread; /* the loop; its stop is set under lock, wakes evfd */
     pthread_mutex_t lock;
     pthread_cond_t cond;
     /* under lock */
-    bool stop;
     struct egress_tap *cmds; /* taps to add or remove */
     /* loop only */
     struct egress_tap *taps;
     struct egress_conn *conns; /* by id */
     struct egress_conn *dead;  /* closed this turn */
-    unsigned n_conns;
+    unsigned n_open;           /* connections served, all taps (at most pool) */
+    unsigned n_refusing;       /* connections being refused, all taps */
     uint64_t next_id;
 };
+
+/* connstate.c: the lifecycle drawn above */
+bool egress_conn_transition_ok(enum egress_conn_state from, enum egress_conn_state to);
+/* Move c to state to; asserts that the diagram has that edge (a programmer error if not). */
+void egress_conn_set_state(struct egress_conn *c, enum egress_conn_state to);
+const char *egress_conn_state_name(enum egress_conn_state s);
+/* Closed (and logged) already: nothing more may be done with it this turn. */
+static inline bool egress_conn_closed(const struct egress_conn *c)
+{
+    return c->st == CS_CLOSED;
+}
+/* assert_egress_conn_state(c, CS_A, CS_B...): a precondition, c is in one of these. */
+#define assert_egress_conn_state(c, ...) assert(LIFECYCLE_IN((c)->st, __VA_ARGS__))
 
 /* relay.c */
 int egress_ring_init(struct egress_ring *r, size_t cap);
@@ -156,7 +221,7 @@ void egress_conn_relay(struct egress_conn *c, bool upstream, uint32_t events);
 void egress_conn_interest(struct egress_conn *c);
 /* Set the reason or failure the log will show. */
 void egress_conn_why(struct egress_conn *c, const char *fmt, ...) _printf_(2, 3);
-void egress_conn_accept(struct egress_tap *t, int fd);
+void egress_conn_accept(struct egress_tap *t, int fd, enum egress_refusal refusal);
 void egress_conn_event(struct egress_conn *c, bool upstream, uint32_t events);
 void egress_conn_resolved(struct egress_conn *c, const struct egress_lookup *l);
 void egress_conn_timeout(struct egress_conn *c);
@@ -166,5 +231,7 @@ void egress_conn_reap(struct egress_proxy *p);
 void egress_tap_deny(struct egress_tap *t, enum egress_deny why);
 /* proxy.c: after a connection closed, the tap may accept again. */
 void egress_tap_resume(struct egress_tap *t);
+/* proxy.c: the share's cap. */
+unsigned egress_share_max(const struct egress_proxy *p, const struct egress_share *s);
 
 #endif

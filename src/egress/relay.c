@@ -89,7 +89,7 @@ static void conn_count(struct egress_conn *c, bool up, size_t n)
     atomic_store(&t->over, true);
     for (struct egress_conn *k = t->conns, *next; k; k = next) {
         next = k->next;
-        if (k->st != CS_RELAY && k->st != CS_CONNECT && k->st != CS_HELLO)
+        if (!LIFECYCLE_IN(k->st, CS_RELAY, CS_CONNECT, CS_HELLO))
             continue;
         egress_conn_why(k, "the execution's egress byte cap (%llu bytes) is reached",
                         (unsigned long long)max);
@@ -135,9 +135,9 @@ static void conn_relay_client_in(struct egress_conn *c)
     }
 }
 
-/* Send data[0..len) to fd as far as it goes now, and count it: the bytes sent, or -1 when
- * the connection was closed meanwhile (a failed send, or the byte cap). */
-static ssize_t conn_push(struct egress_conn *c, int fd, bool up, const char *data, size_t len)
+/* Send data[0..len) to fd as far as it goes now: the bytes sent, or -1 when the connection
+ * was closed meanwhile (a failed send). Not counted: the caller counts what it sent. */
+static ssize_t conn_send(struct egress_conn *c, int fd, bool up, const char *data, size_t len)
 {
     size_t done = 0;
     while (done < len) {
@@ -152,9 +152,22 @@ static ssize_t conn_push(struct egress_conn *c, int fd, bool up, const char *dat
         }
         done += (size_t)n;
     }
-    if (done)
-        conn_count(c, up, done);
-    return c->dead ? -1 : (ssize_t)done;
+    return (ssize_t)done;
+}
+
+/* conn_send, counting what went: -1 when the connection was closed meanwhile (a failed send,
+ * or the byte cap). */
+static ssize_t conn_push(struct egress_conn *c, int fd, bool up, const char *data, size_t len)
+{
+    ssize_t n = conn_send(c, fd, up, data, len);
+    if (n > 0)
+        conn_count(c, up, (size_t)n);
+    return egress_conn_closed(c) ? -1 : n;
+}
+
+static size_t conn_min(size_t a, size_t b)
+{
+    return a < b ? a : b;
 }
 
 static void conn_relay_upstream_out(struct egress_conn *c)
@@ -165,10 +178,22 @@ static void conn_relay_upstream_out(struct egress_conn *c)
         c->cin.len = 0;
         return;
     }
-    ssize_t n = conn_push(c, c->ufd, true, c->out + c->out_off, c->out_len - c->out_off);
+    ssize_t n = conn_send(c, c->ufd, true, c->out + c->out_off, c->out_len - c->out_off);
     if (n < 0)
         return;
+    /* The operator's injected lines are sent but not counted: the sandbox sees its counts, and
+     * they would tell it the length of the secret. The first out_len - out_hidden bytes count,
+     * wherever in the head the lines sit. */
+    size_t shown = c->out_len - c->out_hidden;
+    size_t counted = conn_min(c->out_off + (size_t)n, shown) - conn_min(c->out_off, shown);
     c->out_off += (size_t)n;
+    if (counted) {
+        conn_count(c, true, counted);
+        if (egress_conn_closed(c))
+            return;
+    } else if (n) {
+        c->deadline_us = clock_mono_us() + EGRESS_IDLE_US;
+    }
     if (c->out_off < c->out_len)
         return;
     n = conn_push(c, c->ufd, true, c->cin.data + c->cin.off, c->cin.len);
@@ -195,7 +220,7 @@ static void conn_relay_client_out(struct egress_conn *c)
         if (!c->uin.len && c->u_hup && !c->u_eof) {
             /* What a hung-up upstream left is all in the kernel's buffer already. */
             conn_relay_upstream_in(c);
-            if (c->dead)
+            if (egress_conn_closed(c))
                 return;
             if (!c->uin.len)
                 c->u_eof = true;
@@ -249,25 +274,26 @@ void egress_conn_relay(struct egress_conn *c, bool upstream, uint32_t events)
     if (upstream) {
         if (events & EPOLLOUT)
             conn_relay_upstream_out(c);
-        if (!c->dead && (events & EPOLLIN) && !c->u_eof)
+        if (!egress_conn_closed(c) && (events & EPOLLIN) && !c->u_eof)
             conn_relay_upstream_in(c);
-        if (!c->dead && (events & (EPOLLERR | EPOLLHUP)))
+        if (!egress_conn_closed(c) && (events & (EPOLLERR | EPOLLHUP)))
             conn_upstream_hup(c);
     } else {
         if (events & EPOLLOUT)
             conn_relay_client_out(c);
-        if (!c->dead && (events & EPOLLIN) && !c->c_eof && (c->tunnel || !c->body_done))
+        if (!egress_conn_closed(c) && (events & EPOLLIN) && !c->c_eof &&
+            (c->tunnel || !c->body_done))
             conn_relay_client_in(c);
-        else if (!c->dead && (events & (EPOLLERR | EPOLLHUP)))
+        else if (!egress_conn_closed(c) && (events & (EPOLLERR | EPOLLHUP)))
             egress_conn_close(c);
     }
     /* Move what just arrived right away: the other side is usually writable. */
-    if (!c->dead && upstream)
+    if (!egress_conn_closed(c) && upstream)
         conn_relay_client_out(c);
-    else if (!c->dead && !upstream)
+    else if (!egress_conn_closed(c) && !upstream)
         conn_relay_upstream_out(c);
-    if (!c->dead)
+    if (!egress_conn_closed(c))
         conn_relay_ends(c);
-    if (!c->dead)
+    if (!egress_conn_closed(c))
         egress_conn_interest(c);
 }

@@ -13,17 +13,24 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "util/thread.h"
+
 struct egress_resolver {
     pthread_mutex_t lock;
     pthread_cond_t cond;
-    struct egress_lookup *queue, *queue_tail; /* waiting */
+    struct egress_lookup *queue, *queue_tail; /* waiting, oldest first */
     struct egress_lookup *done;               /* answered, newest first */
     unsigned pending;                         /* queued or running */
-    unsigned max_pending;
-    bool stop;
+    struct egress_resolver_limits lim;
     int wake_fd;
     unsigned n_threads;
-    pthread_t *threads;
+    struct thread_group threads;
+    const void **running; /* the group of each worker's lookup; NULL: idle */
+};
+
+struct resolver_worker {
+    struct egress_resolver *r;
+    unsigned index;
 };
 
 static void resolver_lookup(struct egress_lookup *l)
@@ -51,53 +58,109 @@ static void resolver_lookup(struct egress_lookup *l)
         l->error = EAI_NONAME;
 }
 
+/* Lookups of group running now (lock held). */
+static unsigned resolver_running(const struct egress_resolver *r, const void *group)
+{
+    unsigned n = 0;
+    for (unsigned i = 0; i < r->n_threads; i++)
+        n += r->running[i] == group;
+    return n;
+}
+
+/* Take the oldest queued lookup whose group runs fewer than its share, or NULL (lock held). */
+static struct egress_lookup *resolver_next(struct egress_resolver *r)
+{
+    struct egress_lookup *prev = NULL;
+    for (struct egress_lookup *l = r->queue; l; prev = l, l = l->next) {
+        if (resolver_running(r, l->group) >= r->lim.group_threads)
+            continue;
+        if (prev)
+            prev->next = l->next;
+        else
+            r->queue = l->next;
+        if (r->queue_tail == l)
+            r->queue_tail = prev;
+        l->next = NULL;
+        return l;
+    }
+    return NULL;
+}
+
 static void *resolver_thread(void *arg)
 {
-    struct egress_resolver *r = arg;
+    struct resolver_worker *w = arg;
+    struct egress_resolver *r = w->r;
+    unsigned me = w->index;
+    free(w);
     pthread_mutex_lock(&r->lock);
     for (;;) {
-        while (!r->queue && !r->stop)
-            pthread_cond_wait(&r->cond, &r->lock);
-        if (r->stop)
+        struct egress_lookup *l = NULL;
+        while (!thread_group_stopping(&r->threads) && !(l = resolver_next(r)))
+            (void)thread_group_wait(&r->threads, 0); /* the loop checks the flag itself */
+        if (thread_group_stopping(&r->threads)) {
+            if (l) { /* back where it was taken from: freed with the queue */
+                l->next = r->queue;
+                r->queue = l;
+                if (!r->queue_tail)
+                    r->queue_tail = l;
+            }
             break;
-        struct egress_lookup *l = r->queue;
-        r->queue = l->next;
-        if (!r->queue)
-            r->queue_tail = NULL;
+        }
+        r->running[me] = l->group;
         pthread_mutex_unlock(&r->lock);
         resolver_lookup(l);
         pthread_mutex_lock(&r->lock);
+        r->running[me] = NULL;
         l->next = r->done;
         r->done = l;
         r->pending--;
+        /* A group under its share again: a lookup of it that others passed over may go now. */
+        pthread_cond_broadcast(&r->cond);
         uint64_t one = 1;
-        ssize_t w = write(r->wake_fd, &one, sizeof(one));
-        (void)w; /* a full eventfd counter still wakes the loop */
+        ssize_t written = write(r->wake_fd, &one, sizeof(one));
+        (void)written; /* a full eventfd counter still wakes the loop */
     }
     pthread_mutex_unlock(&r->lock);
     return NULL;
 }
 
-int egress_resolver_new(unsigned threads, unsigned max_pending, int wake_fd,
+int egress_resolver_new(const struct egress_resolver_limits *lim, int wake_fd,
                         struct egress_resolver **ret)
 {
     struct egress_resolver *r = calloc(1, sizeof(*r));
     if (!r)
         return -ENOMEM;
-    r->threads = calloc(threads ? threads : 1, sizeof(pthread_t));
-    if (!r->threads) {
+    unsigned threads = lim->threads ? lim->threads : 1;
+    r->running = calloc(threads, sizeof(*r->running));
+    if (!r->running) {
         free(r);
         return -ENOMEM;
     }
     pthread_mutex_init(&r->lock, NULL);
     pthread_cond_init(&r->cond, NULL);
-    r->max_pending = max_pending;
+    int e = thread_group_init(&r->threads, "egress resolver", threads, &r->lock, &r->cond, -1);
+    if (e < 0) {
+        egress_resolver_free(r);
+        return e;
+    }
+    r->lim = *lim;
+    if (!r->lim.group_threads)
+        r->lim.group_threads = threads;
+    if (!r->lim.group_pending)
+        r->lim.group_pending = r->lim.max_pending;
     r->wake_fd = wake_fd;
+    /* Only this thread starts them, before r is shared: no lock needed for the count. */
     for (; r->n_threads < threads; r->n_threads++) {
-        int e = pthread_create(&r->threads[r->n_threads], NULL, resolver_thread, r);
-        if (e != 0) {
+        struct resolver_worker *w = malloc(sizeof(*w));
+        e = w ? 0 : -ENOMEM;
+        if (w) {
+            *w = (struct resolver_worker){r, r->n_threads};
+            if ((e = thread_group_start(&r->threads, resolver_thread, w)) < 0)
+                free(w);
+        }
+        if (e < 0) {
             egress_resolver_free(r);
-            return -e;
+            return e;
         }
     }
     *ret = r;
@@ -117,33 +180,43 @@ void egress_resolver_free(struct egress_resolver *r)
 {
     if (!r)
         return;
-    pthread_mutex_lock(&r->lock);
-    r->stop = true;
-    pthread_cond_broadcast(&r->cond);
-    pthread_mutex_unlock(&r->lock);
-    for (unsigned i = 0; i < r->n_threads; i++)
-        pthread_join(r->threads[i], NULL);
+    thread_group_stop(&r->threads);
     resolver_free_list(r->queue);
     resolver_free_list(r->done);
     pthread_cond_destroy(&r->cond);
     pthread_mutex_destroy(&r->lock);
-    free(r->threads);
+    thread_group_done(&r->threads);
+    free(r->running);
     free(r);
 }
 
-int egress_resolver_submit(struct egress_resolver *r, uint64_t id, const char *host, uint16_t port)
+/* Lookups of group queued or running (lock held). */
+static unsigned resolver_pending(const struct egress_resolver *r, const void *group)
+{
+    unsigned n = resolver_running(r, group);
+    for (const struct egress_lookup *l = r->queue; l; l = l->next)
+        n += l->group == group;
+    return n;
+}
+
+int egress_resolver_submit(struct egress_resolver *r, uint64_t id, const char *host, uint16_t port,
+                           const void *group)
 {
     struct egress_lookup *l = calloc(1, sizeof(*l));
     if (!l)
         return -ENOMEM;
     l->id = id;
+    l->group = group;
     l->port = port;
     snprintf(l->host, sizeof(l->host), "%s", host);
     pthread_mutex_lock(&r->lock);
-    if (r->pending >= r->max_pending || r->stop) {
+    int err = r->pending >= r->lim.max_pending || thread_group_stopping(&r->threads) ? -EAGAIN
+              : resolver_pending(r, group) >= r->lim.group_pending                   ? -EBUSY
+                                                                                     : 0;
+    if (err) {
         pthread_mutex_unlock(&r->lock);
         free(l);
-        return -EAGAIN;
+        return err;
     }
     if (r->queue_tail)
         r->queue_tail->next = l;
@@ -151,7 +224,9 @@ int egress_resolver_submit(struct egress_resolver *r, uint64_t id, const char *h
         r->queue = l;
     r->queue_tail = l;
     r->pending++;
-    pthread_cond_signal(&r->cond);
+    /* Every worker: the one woken must be one that may take it, and all are equal here, but a
+     * signal could wake one that finds only lookups of groups at their share. */
+    pthread_cond_broadcast(&r->cond);
     pthread_mutex_unlock(&r->lock);
     return 0;
 }

@@ -5,6 +5,7 @@
 #include "exec/artifact.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,15 +90,18 @@ void artifact_set_note_final(struct artifact_set *s, json_t *final)
     }
 }
 
-void artifact_set_report(const struct artifact_set *s, const struct artifact_caps *caps,
-                         json_t *obj, bool always)
+int artifact_set_report(const struct artifact_set *s, const struct artifact_caps *caps, json_t *obj,
+                        bool always)
 {
+    int r = 0;
     if (s->list && json_array_size(s->list))
-        json_object_set(obj, "artifacts", s->list);
+        r = json_object_set(obj, "artifacts", s->list);
     else if (always)
-        json_object_set_new(obj, "artifacts", json_array());
+        r = json_object_set_new(obj, "artifacts", json_array());
+    if (r < 0)
+        return -ENOMEM;
     if (!s->dropped && !s->invalid)
-        return;
+        return 0;
     char msg[512];
     if (s->dropped)
         snprintf(msg, sizeof(msg),
@@ -110,11 +114,15 @@ void artifact_set_report(const struct artifact_set *s, const struct artifact_cap
                  "%zu malformed artifact(s) were dropped (a name must be a relative path, the "
                  "MIME type type/subtype, the data base64)",
                  s->invalid);
-    json_object_set_new(obj, "artifactsError",
-                        json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:I}", "code",
-                                  s->dropped ? "ARTIFACT_LIMIT" : "INVALID_ARTIFACT", "message",
-                                  msg, "dropped", (json_int_t)s->dropped, "droppedBytes",
-                                  (json_int_t)s->dropped_bytes, "invalid", (json_int_t)s->invalid,
-                                  "maxCount", (json_int_t)caps->max_count, "maxBytes",
-                                  (json_int_t)caps->max_bytes));
+    /* an answer that lost artifacts must say so: a report that cannot be made fails it */
+    return json_object_set_new(obj, "artifactsError",
+                               json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:I}", "code",
+                                         s->dropped ? "ARTIFACT_LIMIT" : "INVALID_ARTIFACT",
+                                         "message", msg, "dropped", (json_int_t)s->dropped,
+                                         "droppedBytes", (json_int_t)s->dropped_bytes, "invalid",
+                                         (json_int_t)s->invalid, "maxCount",
+                                         (json_int_t)caps->max_count, "maxBytes",
+                                         (json_int_t)caps->max_bytes)) < 0
+               ? -ENOMEM
+               : 0;
 }

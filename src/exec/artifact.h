@@ -41,8 +41,8 @@ json_t *artifact_set_add(struct artifact_set *s, const struct artifact_caps *cap
 /* Count what the sandbox says it left out itself ("artifactsDropped" of its final frame). */
 void artifact_set_note_final(struct artifact_set *s, json_t *final);
 /* Add "artifacts" to obj (always when always is set, else only when there are any) and
- * "artifactsError" when something was left out. */
-void artifact_set_report(const struct artifact_set *s, const struct artifact_caps *caps,
-                         json_t *obj, bool always);
+ * "artifactsError" when something was left out; -ENOMEM when either could not be added. */
+int artifact_set_report(const struct artifact_set *s, const struct artifact_caps *caps, json_t *obj,
+                        bool always);
 
 #endif

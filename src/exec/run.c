@@ -287,6 +287,139 @@ static void exec_judge_exit(struct exec_state *s)
     }
 }
 
+/* How the loop of exec_run() ended. */
+enum exec_end {
+    EXEC_END_FINAL,   /* the final frame came */
+    EXEC_END_TIMEOUT, /* the deadline passed (after the interrupt's grace, when there is one) */
+    EXEC_END_ABORTED, /* a hook or the protocol gave up, or poll failed */
+    EXEC_END_OTHER,   /* the protocol closed, the process exited, or the output went over */
+};
+
+/* Read output and frames, and run the deadline, until the execution ends one way or another. */
+static enum exec_end exec_loop(struct exec_state *s, int64_t deadline)
+{
+    struct cell *c = s->c;
+    const struct exec_request *req = s->req;
+    struct exec_outcome *o = s->o;
+    bool final = false;
+    while (!final && !s->proto_closed && !s->exited && !s->output_over) {
+        /* Held time (a call waiting for a person) moves the deadline; once interrupted, the
+         * grace period is the grace period. */
+        const struct exec_hooks *hk = req->hooks;
+        int64_t now = clock_mono_us(), wake = 0;
+        int64_t held = hk && hk->held && !o->interrupted ? hk->held(hk->userdata, now, &wake) : 0;
+        s->deadline = deadline + held;
+        int64_t left = s->deadline - now;
+        if (left <= 0 && req->interrupt_grace_us > 0 && !o->interrupted) {
+            /* Ask the program to stop (KeyboardInterrupt-like); a session then survives. */
+            o->interrupted = true;
+            if (syscall(SYS_pidfd_send_signal, c->pidfd, SIGINT, NULL, 0) < 0)
+                log_errno(LOG_WARN, errno, "exec: cannot interrupt pid %d", (int)c->pid);
+            deadline = clock_mono_us() + req->interrupt_grace_us;
+            s->deadline = deadline;
+            continue;
+        }
+        if (left <= 0)
+            return EXEC_END_TIMEOUT;
+        const struct exec_hooks *h = req->hooks;
+        unsigned pending = h && h->pending ? h->pending(h->userdata) : 0;
+        if (!(pending & EXEC_PENDING_FULL) && frame_reader_ready(&c->reader)) {
+            /* Frames left buffered (the outbox was full, or they came with an earlier final
+             * frame): handled before waiting for more. */
+            int r = exec_handle_frames(s);
+            if (r < 0)
+                return EXEC_END_ABORTED;
+            final = r == 1;
+            continue;
+        }
+        struct pollfd pfd[PFD_N] = {
+            [PFD_PROTO] = {.fd = c->proto_fd,
+                           .events = (short)((pending & EXEC_PENDING_FULL ? 0 : POLLIN) |
+                                             (pending & EXEC_PENDING_WRITE ? POLLOUT : 0))},
+            [PFD_OUT] = {.fd = c->out_fd, .events = POLLIN},
+            [PFD_ERR] = {.fd = c->err_fd, .events = POLLIN},
+            [PFD_PID] = {.fd = c->pidfd, .events = POLLIN},
+            [PFD_WAKE] = {.fd = h && h->flush ? h->wake_fd : -1, .events = POLLIN},
+        };
+        /* While held, no deadline runs: look again when the holder wants to (its own timeouts),
+         * or when something comes. */
+        int64_t wait = wake > now ? wake - now : left;
+        int n = poll(pfd, PFD_N, (int)((wait + 999) / 1000));
+        if (n < 0 && errno != EINTR) {
+            exec_internal(o, "poll failed", errno);
+            return EXEC_END_ABORTED;
+        }
+        if (n <= 0)
+            continue;
+        if (pfd[PFD_WAKE].revents) {
+            uint64_t count;
+            ssize_t rd = read(pfd[PFD_WAKE].fd, &count, sizeof(count));
+            (void)rd; /* a wake-up only asks us to look at pending() again */
+        }
+        if (pfd[PFD_PROTO].revents & POLLOUT)
+            h->flush(h->userdata, c);
+        if (pfd[PFD_OUT].revents && !exec_read_output(s, c->out_fd, 1))
+            fd_closep(&c->out_fd);
+        if (pfd[PFD_ERR].revents && !exec_read_output(s, c->err_fd, 2))
+            fd_closep(&c->err_fd);
+        if (pfd[PFD_PROTO].revents & ~POLLOUT) {
+            int r = exec_read_proto(s);
+            if (r < 0)
+                return EXEC_END_ABORTED;
+            final = r == 1;
+        }
+        if (pfd[PFD_PID].revents)
+            s->exited = true;
+    }
+    return final ? EXEC_END_FINAL : EXEC_END_OTHER;
+}
+
+/* The verdict of an execution that ended as end. */
+static void exec_verdict(struct exec_state *s, enum exec_end end)
+{
+    struct cell *c = s->c;
+    const struct exec_request *req = s->req;
+    struct exec_outcome *o = s->o;
+    struct verdict *v = &o->verdict;
+    if (end == EXEC_END_FINAL) {
+        exec_drain_outputs(s);
+        struct cell_exit ex;
+        bool reaped = false;
+        if (!req->keep_alive && !c->cgroup && !c->warm) {
+            /* No cgroup to ask: kill and reap now, so cpu and memory come from the kernel's
+             * rusage rather than from what the sandbox says about itself. */
+            cell_kill(c);
+            reaped = cell_wait_exit(c, clock_mono_us() + 1000000, &ex) == 0;
+        }
+        exec_accounting(s, reaped ? &ex : NULL);
+        const char *code = json_string_value(json_object_get(o->final, "code"));
+        const char *fstatus = json_string_value(json_object_get(o->final, "status"));
+        /* The cgroup's OOM killer took a process of this execution (on v1 a child, while the
+         * program still answered): the sandbox hit its memory limit all the same. */
+        v->status = (code && strcmp(code, "MEMORY_LIMIT") == 0) || exec_oom_killed(c)
+                        ? VERDICT_MEMORY_LIMIT
+                        : VERDICT_OK;
+        if (o->interrupted || (fstatus && strcmp(fstatus, "timeout") == 0))
+            v->status = VERDICT_TIMEOUT;
+        if (s->output_over)
+            v->status = VERDICT_OUTPUT_LIMIT;
+        if (req->keep_alive && !s->output_over)
+            o->cell_alive = true;
+        else
+            cell_kill(c);
+    } else if (end == EXEC_END_ABORTED) {
+        cell_kill(c);
+        exec_accounting(s, NULL);
+    } else if (end == EXEC_END_TIMEOUT || s->output_over) {
+        cell_kill(c);
+        exec_drain_outputs(s);
+        exec_accounting(s, NULL);
+        v->status = end == EXEC_END_TIMEOUT ? VERDICT_TIMEOUT : VERDICT_OUTPUT_LIMIT;
+    } else {
+        exec_judge_exit(s);
+    }
+}
+
 int exec_run(struct cell *c, const struct exec_request *req, struct exec_outcome *ret)
 {
     struct exec_outcome *o = ret;
@@ -314,113 +447,7 @@ int exec_run(struct cell *c, const struct exec_request *req, struct exec_outcome
             s.proto_closed = true; /* died before reading: judged below */
     }
 
-    bool final = false, timed_out = false, aborted = false;
-    while (!final && !s.proto_closed && !s.exited && !s.output_over) {
-        int64_t left = deadline - clock_mono_us();
-        if (left <= 0 && req->interrupt_grace_us > 0 && !o->interrupted) {
-            /* Ask the program to stop (KeyboardInterrupt-like); a session then survives. */
-            o->interrupted = true;
-            if (syscall(SYS_pidfd_send_signal, c->pidfd, SIGINT, NULL, 0) < 0)
-                log_errno(LOG_WARN, errno, "exec: cannot interrupt pid %d", (int)c->pid);
-            deadline = clock_mono_us() + req->interrupt_grace_us;
-            s.deadline = deadline;
-            continue;
-        }
-        if (left <= 0) {
-            timed_out = true;
-            break;
-        }
-        const struct exec_hooks *h = req->hooks;
-        unsigned pending = h && h->pending ? h->pending(h->userdata) : 0;
-        if (!(pending & EXEC_PENDING_FULL) && frame_reader_ready(&c->reader)) {
-            /* Frames left buffered (the outbox was full, or they came with an earlier final
-             * frame): handled before waiting for more. */
-            int r = exec_handle_frames(&s);
-            if (r < 0) {
-                aborted = true;
-                break;
-            }
-            final = r == 1;
-            continue;
-        }
-        struct pollfd pfd[PFD_N] = {
-            [PFD_PROTO] = {.fd = c->proto_fd,
-                           .events = (short)((pending & EXEC_PENDING_FULL ? 0 : POLLIN) |
-                                             (pending & EXEC_PENDING_WRITE ? POLLOUT : 0))},
-            [PFD_OUT] = {.fd = c->out_fd, .events = POLLIN},
-            [PFD_ERR] = {.fd = c->err_fd, .events = POLLIN},
-            [PFD_PID] = {.fd = c->pidfd, .events = POLLIN},
-            [PFD_WAKE] = {.fd = h && h->flush ? h->wake_fd : -1, .events = POLLIN},
-        };
-        int n = poll(pfd, PFD_N, (int)((left + 999) / 1000));
-        if (n < 0 && errno != EINTR) {
-            exec_internal(o, "poll failed", errno);
-            aborted = true;
-            break;
-        }
-        if (n <= 0)
-            continue;
-        if (pfd[PFD_WAKE].revents) {
-            uint64_t count;
-            ssize_t rd = read(pfd[PFD_WAKE].fd, &count, sizeof(count));
-            (void)rd; /* a wake-up only asks us to look at pending() again */
-        }
-        if (pfd[PFD_PROTO].revents & POLLOUT)
-            h->flush(h->userdata, c);
-        if (pfd[PFD_OUT].revents && !exec_read_output(&s, c->out_fd, 1))
-            fd_closep(&c->out_fd);
-        if (pfd[PFD_ERR].revents && !exec_read_output(&s, c->err_fd, 2))
-            fd_closep(&c->err_fd);
-        if (pfd[PFD_PROTO].revents & ~POLLOUT) {
-            int r = exec_read_proto(&s);
-            if (r < 0) {
-                aborted = true;
-                break;
-            }
-            final = r == 1;
-        }
-        if (pfd[PFD_PID].revents)
-            s.exited = true;
-    }
-
-    struct verdict *v = &o->verdict;
-    if (final) {
-        exec_drain_outputs(&s);
-        struct cell_exit ex;
-        bool reaped = false;
-        if (!req->keep_alive && !c->cgroup && !c->warm) {
-            /* No cgroup to ask: kill and reap now, so cpu and memory come from the kernel's
-             * rusage rather than from what the sandbox says about itself. */
-            cell_kill(c);
-            reaped = cell_wait_exit(c, clock_mono_us() + 1000000, &ex) == 0;
-        }
-        exec_accounting(&s, reaped ? &ex : NULL);
-        const char *code = json_string_value(json_object_get(o->final, "code"));
-        const char *fstatus = json_string_value(json_object_get(o->final, "status"));
-        /* The cgroup's OOM killer took a process of this execution (on v1 a child, while the
-         * program still answered): the sandbox hit its memory limit all the same. */
-        v->status = (code && strcmp(code, "MEMORY_LIMIT") == 0) || exec_oom_killed(c)
-                        ? VERDICT_MEMORY_LIMIT
-                        : VERDICT_OK;
-        if (o->interrupted || (fstatus && strcmp(fstatus, "timeout") == 0))
-            v->status = VERDICT_TIMEOUT;
-        if (s.output_over)
-            v->status = VERDICT_OUTPUT_LIMIT;
-        if (req->keep_alive && !s.output_over)
-            o->cell_alive = true;
-        else
-            cell_kill(c);
-    } else if (aborted) {
-        cell_kill(c);
-        exec_accounting(&s, NULL);
-    } else if (timed_out || s.output_over) {
-        cell_kill(c);
-        exec_drain_outputs(&s);
-        exec_accounting(&s, NULL);
-        v->status = timed_out ? VERDICT_TIMEOUT : VERDICT_OUTPUT_LIMIT;
-    } else {
-        exec_judge_exit(&s);
-    }
-    v->wall_us = clock_mono_us() - start;
-    return v->status == VERDICT_INTERNAL ? -EIO : 0;
+    exec_verdict(&s, exec_loop(&s, deadline));
+    o->verdict.wall_us = clock_mono_us() - start;
+    return o->verdict.status == VERDICT_INTERNAL ? -EIO : 0;
 }

@@ -19,6 +19,10 @@
 #include "exec/verdict.h"
 #include "util/buf.h"
 
+/* The most bytes of Python source one execution takes, whoever asks for it (POST /execute's
+ * taskDetails.code, a session's execute, run_python): the one definition of that limit. */
+#define EXEC_MAX_CODE (1u << 20)
+
 /* What exec_hooks.pending reports. */
 #define EXEC_PENDING_WRITE 1u /* bytes are queued for the cell: poll for POLLOUT, then flush() */
 #define EXEC_PENDING_FULL  2u /* so many that no further frame is read until they are taken */
@@ -38,6 +42,12 @@ struct exec_hooks {
     int wake_fd;
     /* An artifact the execution produced and the host kept (exec/artifact.h); borrowed. */
     void (*on_artifact)(void *userdata, json_t *artifact);
+    /* Time the host holds the execution (sessions: a tool call waits for a person's decision),
+     * which does not count against the time limit: the deadline moves by what it returns, the
+     * microseconds held so far. NULL: never held. Called each turn with the time now; it sets
+     * *ret_wake_us to when it must be called again at the latest while something is held (its
+     * own deadlines), else to 0. */
+    int64_t (*held)(void *userdata, int64_t now_us, int64_t *ret_wake_us);
 };
 
 struct exec_request {

@@ -90,11 +90,11 @@ static int flow_llm_on_message(void *userdata, struct cell *c, json_t *msg)
     return 0;
 }
 
-void flow_tokens_metrics(json_t *metrics, const struct flow_tokens *t)
+int flow_tokens_metrics(json_t *metrics, const struct flow_tokens *t)
 {
-    response_metric(metrics, "llm.calls", "1", t->calls);
-    response_metric(metrics, "llm.tokens.prompt", "1", (double)t->prompt);
-    response_metric(metrics, "llm.tokens.completion", "1", (double)t->completion);
+    return response_metric(metrics, "llm.calls", "1", t->calls)
+               ?: response_metric(metrics, "llm.tokens.prompt", "1", (double)t->prompt)
+               ?: response_metric(metrics, "llm.tokens.completion", "1", (double)t->completion);
 }
 
 /* The template file parsed; on failure *ret is the TEMPLATE_ERROR (or MCP_ERROR) answer. */
@@ -183,6 +183,6 @@ void flow_llm_execute(struct app *a, const struct request_spec *s, struct app_re
         input = json_object_get(s->request_data, "body");
     flow_llm_call(a, s, s->prompt_template, input, s->overrides, &fst, &tokens, ret);
     json_t *metrics = json_object_get(ret->body, "metrics");
-    if (json_is_array(metrics))
-        flow_tokens_metrics(metrics, &tokens);
+    if (json_is_array(metrics) && flow_tokens_metrics(metrics, &tokens) < 0)
+        app_reply_internal(ret, "out of memory");
 }

@@ -31,7 +31,8 @@ void flow_llm_call(struct app *a, const struct request_spec *s, const char *temp
 int64_t flow_llm_timeout_ms(const struct app *a);
 /* The LLM handler of /execute. */
 void flow_llm_execute(struct app *a, const struct request_spec *s, struct app_reply *ret);
-/* Append llm.calls / llm.tokens.prompt / llm.tokens.completion to a metrics array. */
-void flow_tokens_metrics(json_t *metrics, const struct flow_tokens *t);
+/* Append llm.calls / llm.tokens.prompt / llm.tokens.completion to a metrics array; -ENOMEM
+ * when one could not be. */
+int flow_tokens_metrics(json_t *metrics, const struct flow_tokens *t);
 
 #endif

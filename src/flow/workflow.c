@@ -307,6 +307,8 @@ static json_t *wf_step_context(struct wf_run *w, const char *id)
 static void wf_from_reply(struct wf_run *w, const char *id, struct app_reply *rep,
                           struct wf_step_result *res)
 {
+    if (!rep->body) /* the step's reply could not be built: not a step that returned null */
+        app_reply_internal(rep, "out of memory: the step's reply could not be built");
     if (rep->kind != SBX_ERR_NONE) {
         res->kind = rep->kind;
         res->error = TAKE_PTR(rep->body);
@@ -442,21 +444,30 @@ static json_t *wf_final_body(struct wf_run *w, json_t *output)
                      "data", output);
 }
 
-static void wf_add_metrics(struct wf_run *w, json_t *body)
+/* -ENOMEM when a part could not be added (the caller answers INTERNAL). */
+static int wf_add_metrics(struct wf_run *w, json_t *body)
 {
     if (!body)
-        return;
+        return 0;
     json_t *metrics = json_array();
-    response_metric(metrics, "sandbox.duration", "ms",
-                    (double)(clock_mono_us() - w->start_us) / 1000.0);
-    response_metric(metrics, "workflow.steps", "1", (double)json_array_size(w->trace));
-    response_metric(metrics, "mcp.calls", "1", w->fst.calls);
-    response_metric(metrics, "mcp.duration", "ms", (double)w->fst.us / 1000.0);
-    flow_tokens_metrics(metrics, &w->tokens);
-    json_object_set_new(body, "metrics", metrics);
-    json_object_set_new(
-        body, "workflow",
-        json_pack("{s:s, s:O}", "workflowId", w->s->workflow_id, "steps", w->trace));
+    int r = metrics ? 0 : -ENOMEM;
+    r = r
+            ?: response_metric(metrics, "sandbox.duration", "ms",
+                               (double)(clock_mono_us() - w->start_us) / 1000.0);
+    r = r ?: response_metric(metrics, "workflow.steps", "1", (double)json_array_size(w->trace));
+    r = r ?: response_metric(metrics, "mcp.calls", "1", w->fst.calls);
+    r = r ?: response_metric(metrics, "mcp.duration", "ms", (double)w->fst.us / 1000.0);
+    r = r ?: flow_tokens_metrics(metrics, &w->tokens);
+    if (r < 0) {
+        json_decref(metrics);
+        return r;
+    }
+    if (json_object_set_new(body, "metrics", metrics) < 0 ||
+        json_object_set_new(
+            body, "workflow",
+            json_pack("{s:s, s:O}", "workflowId", w->s->workflow_id, "steps", w->trace)) < 0)
+        return -ENOMEM;
+    return 0;
 }
 
 /* Step mode keeps the outputs of earlier steps through core.state.*RuntimeValue. */
@@ -473,6 +484,11 @@ static void wf_load_steps(struct wf_run *w)
 {
     _cleanup_free_ char *key = wf_state_key(w);
     json_t *params = json_pack("{s:s, s:s?}", "key", key ? key : "", "app_id", w->s->app_id);
+    if (!params) {
+        log_warn("workflow: the earlier steps of %s cannot be asked for (out of memory)",
+                 key ? key : "?");
+        return;
+    }
     json_t *res = NULL;
     struct mcp_error err = {0};
     if (framework_call(w->a->fw, w->s->endpoint, w->s->app_id, "core.state.getRuntimeValue", params,
@@ -494,6 +510,10 @@ static void wf_save_steps(struct wf_run *w)
     _cleanup_free_ char *key = wf_state_key(w);
     json_t *params = json_pack("{s:s, s:{s:O}, s:s?}", "key", key ? key : "", "value", "steps",
                                json_object_get(w->root, "steps"), "app_id", w->s->app_id);
+    if (!params) {
+        log_warn("workflow: cannot keep the step outputs of %s (out of memory)", key ? key : "?");
+        return;
+    }
     json_t *res = NULL;
     struct mcp_error err = {0};
     if (framework_call(w->a->fw, w->s->endpoint, w->s->app_id, "core.state.setRuntimeValue", params,
@@ -537,7 +557,12 @@ static void wf_execute(struct wf_run *w, struct app_reply *ret)
                                   json_string_value(json_object_get(step, "type")), "status",
                                   res.error ? "failed" : "completed", "durationMs",
                                   (double)(clock_mono_us() - t0) / 1000.0);
-        json_array_append_new(w->trace, entry);
+        if (json_array_append_new(w->trace, entry) < 0) { /* not a trace missing a step */
+            json_decref(res.output);
+            json_decref(res.error);
+            app_reply_internal(ret, "out of memory: the workflow's trace could not be kept");
+            return;
+        }
         if (res.kind != SBX_ERR_NONE) {
             ret->kind = res.kind;
             ret->body = res.error;
@@ -555,8 +580,13 @@ static void wf_execute(struct wf_run *w, struct app_reply *ret)
             }
             return;
         }
-        json_object_set_new(json_object_get(w->root, "steps"), cur,
-                            json_pack("{s:O}", "output", res.output));
+        if (json_object_set_new(json_object_get(w->root, "steps"), cur,
+                                json_pack("{s:O}", "output", res.output)) < 0) {
+            /* later $.steps references to it would fail, for a reason they could not tell */
+            json_decref(res.output);
+            app_reply_internal(ret, "out of memory: a step's output could not be kept");
+            return;
+        }
         const char *next;
         int r = wf_next(w, step, &next);
         if (r < 0) {
@@ -637,10 +667,13 @@ void flow_workflow_execute(struct app *a, const struct request_spec *s, struct a
     w.root = json_pack("{s:O, s:O, s:{}, s:o}", "requestData", s->request_data, "context",
                        s->context, "steps", "state",
                        s->workflow_state ? json_incref(s->workflow_state) : json_object());
-    wf_execute(&w, ret);
+    if (w.root)
+        wf_execute(&w, ret);
+    else
+        app_reply_internal(ret, "out of memory: the workflow's state could not be built");
 out:
-    if (ret->kind == SBX_ERR_NONE)
-        wf_add_metrics(&w, ret->body);
+    if (ret->kind == SBX_ERR_NONE && wf_add_metrics(&w, ret->body) < 0)
+        app_reply_internal(ret, "out of memory: the workflow's metrics could not be added");
     json_decref(w.wf);
     json_decref(w.root);
     json_decref(w.trace);

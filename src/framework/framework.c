@@ -23,6 +23,7 @@
 #include "util/log.h"
 #include "util/macros.h"
 #include "util/path.h"
+#include "util/thread.h"
 #include "util/url.h"
 
 #define FRAMEWORK_LOG_QUEUE      256
@@ -43,8 +44,7 @@ struct framework {
     pthread_cond_t log_cond;
     struct framework_log_msg log_queue[FRAMEWORK_LOG_QUEUE];
     size_t log_head, log_len;
-    bool log_stop;
-    pthread_t log_thread;
+    struct thread_group log_thread;
     uint64_t log_sent, log_failed, log_dropped;
 };
 
@@ -79,11 +79,14 @@ int framework_new(const struct framework_options *opt, struct framework **ret)
     };
     if ((r = llm_new(&lo, &fw->llm)) < 0)
         goto fail;
-    if ((r = -pthread_create(&fw->log_thread, NULL, framework_log_worker, fw)) < 0)
+    if ((r = thread_group_init(&fw->log_thread, "framework log", 1, &fw->log_lock, &fw->log_cond,
+                               -1)) < 0 ||
+        (r = thread_group_start(&fw->log_thread, framework_log_worker, fw)) < 0)
         goto fail;
     *ret = fw;
     return 0;
 fail:
+    thread_group_done(&fw->log_thread);
     llm_free(fw->llm);
     if (fw->definitions_fd >= 0)
         close(fw->definitions_fd);
@@ -96,11 +99,8 @@ void framework_free(struct framework *fw)
 {
     if (!fw)
         return;
-    pthread_mutex_lock(&fw->log_lock);
-    fw->log_stop = true;
-    pthread_cond_signal(&fw->log_cond);
-    pthread_mutex_unlock(&fw->log_lock);
-    pthread_join(fw->log_thread, NULL);
+    thread_group_stop(&fw->log_thread);
+    thread_group_done(&fw->log_thread);
     for (size_t i = 0; i < fw->log_len; i++) {
         struct framework_log_msg *m = &fw->log_queue[(fw->log_head + i) % FRAMEWORK_LOG_QUEUE];
         free(m->endpoint);
@@ -256,10 +256,9 @@ static int local_call(struct framework *fw, const char *app, const char *tool, j
         json_t *fields = json_deep_copy(params);
         json_object_del(fields, "message");
         json_object_del(fields, "level");
-        json_t *wrapped = json_pack("{s:s, s:o}", "source", "framework", "framework", fields);
-        log_fields(lvl, msg ? msg : "", wrapped);
+        log_pack(lvl, msg ? msg : "", "{s:s, s:o}", "source", "framework", "framework", fields);
         *ret = json_pack("{s:b}", "ok", 1);
-        return 0;
+        return *ret ? 0 : -ENOMEM;
     }
     if (strcmp(tool, "core.llm.generate") == 0)
         return llm_generate(fw->llm, params, ret, err);
@@ -330,7 +329,7 @@ void framework_log(struct framework *fw, const char *endpoint, const char *level
     json_object_set_new(params, "message", json_string(message));
     char *ep = strdup(endpoint);
     pthread_mutex_lock(&fw->log_lock);
-    if (!ep || fw->log_len == FRAMEWORK_LOG_QUEUE || fw->log_stop) {
+    if (!ep || fw->log_len == FRAMEWORK_LOG_QUEUE || thread_group_stopping(&fw->log_thread)) {
         fw->log_dropped++;
         pthread_mutex_unlock(&fw->log_lock);
         free(ep);
@@ -351,10 +350,10 @@ static void *framework_log_worker(void *arg)
     struct framework *fw = arg;
     pthread_mutex_lock(&fw->log_lock);
     for (;;) {
-        while (!fw->log_len && !fw->log_stop)
-            pthread_cond_wait(&fw->log_cond, &fw->log_lock);
-        if (fw->log_stop)
-            break;
+        while (!fw->log_len && thread_group_wait(&fw->log_thread, 0))
+            ;
+        if (thread_group_stopping(&fw->log_thread))
+            break; /* what is left is freed by framework_free() */
         struct framework_log_msg m = fw->log_queue[fw->log_head];
         fw->log_head = (fw->log_head + 1) % FRAMEWORK_LOG_QUEUE;
         fw->log_len--;

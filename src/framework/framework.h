@@ -71,7 +71,8 @@ int framework_call(struct framework *fw, const char *endpoint, const char *app, 
 int framework_call_timeout(struct framework *fw, const char *endpoint, const char *app,
                            const char *tool, json_t *params, int64_t timeout_ms, json_t **ret,
                            struct mcp_error *err, struct framework_stats *stats);
-/* Queue core.framework.logFrameworkMessage; fields are stolen. Never blocks. */
+/* Queue core.framework.logFrameworkMessage; fields are stolen (NULL, as from a json_pack that
+ * failed: the message goes without them). Never blocks. */
 void framework_log(struct framework *fw, const char *endpoint, const char *level,
                    const char *message, json_t *fields);
 /* {queued, sent, failed, dropped} */

@@ -110,19 +110,32 @@ static int llm_remote(struct llm *l, const char *prompt, const char *system, con
                       json_t *params, bool json_format, json_t **ret, struct mcp_error *err)
 {
     json_t *messages = json_array();
-    if (system && *system)
+    if (messages && system && *system &&
         json_array_append_new(messages,
-                              json_pack("{s:s, s:s}", "role", "system", "content", system));
-    json_array_append_new(messages, json_pack("{s:s, s:s}", "role", "user", "content", prompt));
+                              json_pack("{s:s, s:s}", "role", "system", "content", system)) < 0) {
+        json_decref(messages);
+        messages = NULL;
+    }
+    if (messages && json_array_append_new(
+                        messages, json_pack("{s:s, s:s}", "role", "user", "content", prompt)) < 0) {
+        json_decref(messages);
+        messages = NULL;
+    }
+    /* a NULL messages ("o") fails this pack: one check below covers every piece */
     json_t *req = json_pack("{s:s, s:o}", "model", model ? model : l->model, "messages", messages);
+    if (!req)
+        return -ENOMEM;
     json_t *t = json_object_get(params, "temperature");
     if (json_is_number(t))
         json_object_set(req, "temperature", t);
     json_t *mt = json_object_get(params, "maxTokens");
     if (json_is_integer(mt))
         json_object_set(req, "max_tokens", mt);
-    if (json_format)
-        json_object_set_new(req, "response_format", json_pack("{s:s}", "type", "json_object"));
+    if (json_format && json_object_set_new(req, "response_format",
+                                           json_pack("{s:s}", "type", "json_object")) < 0) {
+        json_decref(req);
+        return -ENOMEM;
+    }
     char *body = jdump(req, JSON_COMPACT, NULL);
     json_decref(req);
     if (!body)

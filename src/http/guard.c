@@ -28,6 +28,7 @@
 
 #include "util/clock.h"
 #include "util/log.h"
+#include "util/thread.h"
 
 #define GUARD_TICK_US 500000 /* how often connections are checked */
 
@@ -48,14 +49,13 @@ struct http_conn {
 
 struct http_guard {
     pthread_mutex_t lock;
-    pthread_cond_t wake; /* stop */
+    pthread_cond_t wake; /* stop (thread.stop) */
     struct http_conn *list;
     unsigned open;
     uint64_t cut_head, cut_body;
     int64_t header_us, body_us;
     const char *instance_id; /* borrowed */
-    bool stop;
-    pthread_t thread;
+    struct thread_group thread;
 };
 
 /* Bytes received on the socket so far; false when the kernel does not say. */
@@ -128,13 +128,8 @@ static void *guard_main(void *arg)
 {
     struct http_guard *g = arg;
     pthread_mutex_lock(&g->lock);
-    while (!g->stop) {
-        int64_t next = clock_mono_us() + GUARD_TICK_US;
-        struct timespec ts = clock_deadline_ts(next);
-        pthread_cond_timedwait(&g->wake, &g->lock, &ts);
-        if (!g->stop)
-            guard_check(g, clock_mono_us());
-    }
+    while (thread_group_wait(&g->thread, clock_mono_us() + GUARD_TICK_US))
+        guard_check(g, clock_mono_us());
     pthread_mutex_unlock(&g->lock);
     return NULL;
 }
@@ -150,12 +145,15 @@ int http_guard_new(int64_t header_timeout_us, int64_t body_timeout_us, const cha
     g->instance_id = instance_id;
     pthread_mutex_init(&g->lock, NULL);
     clock_cond_init(&g->wake);
-    int r = pthread_create(&g->thread, NULL, guard_main, g);
-    if (r != 0) {
+    int r = thread_group_init(&g->thread, "http guard", 1, &g->lock, &g->wake, -1);
+    if (r == 0)
+        r = thread_group_start(&g->thread, guard_main, g);
+    if (r < 0) {
+        thread_group_done(&g->thread);
         pthread_cond_destroy(&g->wake);
         pthread_mutex_destroy(&g->lock);
         free(g);
-        return -r;
+        return r;
     }
     *ret = g;
     return 0;
@@ -165,11 +163,8 @@ void http_guard_free(struct http_guard *g)
 {
     if (!g)
         return;
-    pthread_mutex_lock(&g->lock);
-    g->stop = true;
-    pthread_cond_signal(&g->wake);
-    pthread_mutex_unlock(&g->lock);
-    pthread_join(g->thread, NULL);
+    thread_group_stop(&g->thread);
+    thread_group_done(&g->thread);
     while (g->list) { /* none when MHD stopped first; freed all the same */
         struct http_conn *c = g->list;
         g->list = c->next;

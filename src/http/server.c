@@ -22,6 +22,7 @@
 #include "http/server.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <pthread.h>
@@ -37,7 +38,6 @@
 #include "http/budget.h"
 #include "http/guard.h"
 #include "http/stream.h"
-#include "http/workers.h"
 #include "util/buf.h"
 #include "util/clock.h"
 #include "util/fmt.h"
@@ -45,6 +45,7 @@
 #include "util/macros.h"
 #include "util/jdump.h"
 #include "util/randid.h"
+#include "util/workpool.h"
 
 #define HTTP_RID_MAX 128
 /* A file body goes to the socket through a buffer of this size (per response). */
@@ -61,7 +62,8 @@ struct http_server {
     uint16_t port;
     char *instance_id; /* NULL or X-Sandboxd-Instance */
     struct http_guard *guard;
-    struct http_workers *workers;
+    struct workpool *workers;   /* one queue (FIFO), no cap but threads: connections are capped */
+    struct workpool_queue jobq; /* every route and producer */
     struct http_budget *budget;
     pthread_mutex_t lock;
     pthread_cond_t cond; /* requests or jobs went down */
@@ -76,7 +78,7 @@ enum http_req_state { REQ_READING, REQ_RUNNING, REQ_READY };
 
 /* One request: MHD's per-request context. */
 struct http_req {
-    struct http_work work; /* first: the worker hands this back */
+    struct workpool_job work; /* first: the worker hands this back */
     struct http_server *s;
     struct MHD_Connection *conn;
     struct http_conn *guarded;
@@ -398,7 +400,7 @@ static void http_job_done(struct http_server *s)
 }
 
 /* On a worker: run the route, hand the reply to the I/O thread, then produce the stream. */
-static void http_job(struct http_work *w)
+static void http_job(struct workpool_job *w)
 {
     struct http_req *req = (struct http_req *)w;
     struct http_server *s = req->s;
@@ -460,9 +462,9 @@ static enum MHD_Result http_dispatch(struct http_req *req)
         return http_send(req, &reply);
     }
     req->state = REQ_RUNNING;
-    req->work.fn = http_job;
+    req->work = (struct workpool_job){.run = http_job}; /* it frees the request */
     MHD_suspend_connection(req->conn);
-    int r = http_workers_submit(s->workers, &req->work);
+    int r = workpool_submit(s->workers, &s->jobq, &req->work);
     if (r == 0)
         return MHD_YES; /* the worker resumes the connection */
     req->state = REQ_READY;
@@ -646,7 +648,7 @@ static void http_server_free(struct http_server *s)
 {
     free(s->instance_id);
     http_budget_free(s->budget);
-    http_workers_free(s->workers);
+    workpool_free(s->workers);
     http_guard_free(s->guard);
     pthread_cond_destroy(&s->cond);
     pthread_mutex_destroy(&s->lock);
@@ -691,7 +693,13 @@ int http_server_start(const struct http_server_options *opt, http_route_fn route
         (int64_t)http_or(opt->body_timeout_s, HTTP_DEFAULT_BODY_TIMEOUT_S) * 1000000,
         s->instance_id, &s->guard);
     if (r == 0)
-        r = http_workers_new(http_or(opt->max_workers, HTTP_DEFAULT_MAX_WORKERS), &s->workers);
+        r = workpool_new(&(struct workpool_options){.name = "http",
+                                                    .workers = http_or(opt->max_workers,
+                                                                       HTTP_DEFAULT_MAX_WORKERS),
+                                                    .max_jobs = UINT_MAX,
+                                                    .queue_max = UINT_MAX,
+                                                    .queue_running = UINT_MAX},
+                         &s->workers);
     if (r == 0)
         r = http_budget_new(opt->reply_budget ? opt->reply_budget : HTTP_DEFAULT_REPLY_BUDGET,
                             opt->owner_budget ? opt->owner_budget : HTTP_DEFAULT_OWNER_BUDGET,
@@ -761,13 +769,13 @@ int http_server_wait_idle(struct http_server *s, int64_t deadline_us)
 json_t *http_server_stats(struct http_server *s)
 {
     json_t *g = http_guard_stats(s->guard);
-    unsigned busy, threads;
-    http_workers_counts(s->workers, &busy, &threads);
+    struct workpool_stats ws;
+    workpool_stats(s->workers, &ws);
     pthread_mutex_lock(&s->lock);
     json_t *j = json_pack("{s:O, s:I, s:I, s:I, s:I, s:O, s:O, s:I, s:b}", "connections",
                           json_object_get(g, "open"), "requests", (json_int_t)s->requests, "jobs",
-                          (json_int_t)s->jobs, "workers", (json_int_t)threads, "workersBusy",
-                          (json_int_t)busy, "cutHead", json_object_get(g, "cutHead"), "cutBody",
+                          (json_int_t)s->jobs, "workers", (json_int_t)ws.threads, "workersBusy",
+                          (json_int_t)ws.jobs, "cutHead", json_object_get(g, "cutHead"), "cutBody",
                           json_object_get(g, "cutBody"), "tooLarge", (json_int_t)s->too_large,
                           "draining", s->draining);
     pthread_mutex_unlock(&s->lock);

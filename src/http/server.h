@@ -9,7 +9,7 @@
  * when the server has one, X-Sandboxd-Instance (the instance id,
  * util/instance.h).
  *
- * A route runs on a bounded pool of worker threads (http/workers.c) while
+ * A route runs on a bounded pool of worker threads (util/workpool.c) while
  * its connection is suspended, so a route may block for as long as its work
  * takes; routes the caller declares cheap (http_inline_fn) answer on the I/O
  * thread. Routes answer either a complete reply or a stream (SSE), whose

@@ -9,8 +9,9 @@
  *
  * Never: create a cgroup outside the one sandboxd runs in (or the one it is given), or
  * write a knob of a cgroup it did not create, except enabling controllers in that base
- * cgroup for its own children. When limits cannot be had, the environment carries the
- * true reason (shown by /healthz) and the jail falls back to rlimits.
+ * cgroup for its own children, and cgroup_prime's move of a thread to where it is. When
+ * limits cannot be had, the environment carries the true reason (shown by /healthz) and the
+ * jail falls back to rlimits.
  *
  * Thread-safe: the environment is immutable after init, but for the cell counter and the
  * graveyard, which synchronise themselves; each cell is owned by one user at a time.
@@ -102,6 +103,16 @@ void cgroup_env_done(struct cgroup_env *env);
 const char *cgroup_mode_name(enum cgroup_mode m);
 /* What /healthz shows under isolation.cgroup (new reference; NULL when out of memory). */
 json_t *cgroup_env_describe(const struct cgroup_env *env);
+
+/* For a process that starts one sandbox and exits (`sandboxd run`): pay the kernel's wait for
+ * the first move between cgroups now, on a thread of its own, instead of in the middle of the
+ * spawn. The first migration after a quiet spell waits for an RCU grace period (the
+ * cgroup_threadgroup_rwsem's rcu_sync: 5 to 15 ms on a loaded machine) and every migration
+ * within about a grace period of one does not; so the thread moves itself to the cgroup it is
+ * already in (a move that changes nothing) while the caller discovers the host, and the cell's
+ * attach milliseconds later finds the lock warm. Best effort, never fails, never waits; the
+ * one write it makes is that no-op move, the only write to a cgroup sandboxd did not create. */
+void cgroup_prime(void);
 
 /* A fresh cgroup for one sandbox or zygote (v2: memory.oom.group and no swap already set);
  * *ret is NULL when mode is NONE. */

@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -559,6 +560,39 @@ static void setup_log(const struct cgroup_env *env)
              cgroup_mode_name(env->mode), env->cells ? env->cells : env->v1_memory,
              env->controllers, env->budget >> 20, env->budget_from,
              env->cpu_reason ? "; no --cpus quota: " : "", env->cpu_reason ? env->cpu_reason : "");
+}
+
+/* ---- priming the migration lock (cgroup.h) ----------------------------------------------- */
+
+static void *setup_prime_thread(void *arg)
+{
+    (void)arg;
+    /* v1: this thread into the memory (else pids) cgroup it is in; v2: the process into its
+     * own cgroup. Either is a move to where it already is: nothing changes hands. */
+    static const char *const tries[][2] = {
+        {"memory", "tasks"}, {"pids", "tasks"}, {"", "cgroup.procs"}};
+    for (size_t i = 0; i < ARRAY_SIZE(tries); i++) {
+        _cleanup_free_ char *dir = NULL, *file = NULL;
+        if (setup_self_dir("/proc", tries[i][0], &dir, NULL) < 0)
+            continue;
+        char id[32];
+        snprintf(id, sizeof(id), "%d", (int)(*tries[i][0] ? gettid() : getpid()));
+        if ((file = cgroup_join(dir, tries[i][1])) && fd_write_file(file, id) == 0)
+            break;
+    }
+    return NULL;
+}
+
+void cgroup_prime(void)
+{
+    pthread_t t;
+    pthread_attr_t attr;
+    if (pthread_attr_init(&attr) != 0)
+        return;
+    (void)pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    if (pthread_create(&t, &attr, setup_prime_thread, NULL) != 0)
+        log_debug("cgroup: no thread to prime the migration lock; the first attach waits");
+    pthread_attr_destroy(&attr);
 }
 
 int cgroup_env_init(struct cgroup_env *env, const struct cgroup_options *opt)

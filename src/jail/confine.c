@@ -26,7 +26,8 @@ const char *confine_step_name(int step)
  * nothing a sandbox has to write. */
 const char *const confine_proc_readonly[] = {"/proc/sys", "/proc/sysrq-trigger", "/proc/irq",
                                              "/proc/bus", "/proc/pressure"};
-const size_t confine_proc_readonly_n = sizeof(confine_proc_readonly) / sizeof(*confine_proc_readonly);
+const size_t confine_proc_readonly_n =
+    sizeof(confine_proc_readonly) / sizeof(*confine_proc_readonly);
 
 size_t confine_rlimits(const struct confine_limits *l, struct steps_rlimit rl[CONFINE_RLIMITS_MAX])
 {

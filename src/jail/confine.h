@@ -136,8 +136,14 @@
     X(EXECVE, "execve", CONFINE_RUN("the interpreter, with the jail's environment"),               \
       CONFINE_SKIP("the cell goes on in the zygote's interpreter, runtime already imported"))
 
-#define CONFINE_RUN(what)  {true, what}
-#define CONFINE_SKIP(why)  {false, why}
+#define CONFINE_RUN(what)                                                                          \
+    {                                                                                              \
+        true, what                                                                                 \
+    }
+#define CONFINE_SKIP(why)                                                                          \
+    {                                                                                              \
+        false, why                                                                                 \
+    }
 #define CONFINE_ENUM_(id, name, cold, warm) CONFINE_STEP_##id,
 
 enum confine_step { CONFINE_STEPS(CONFINE_ENUM_) CONFINE_STEP_COUNT };

@@ -177,10 +177,7 @@ int hostdeps_resolve(const char *path, struct hostdeps_chain *ret)
 
 /* ---- turning chains into plan operations ------------------------------------------------- */
 
-/* May the sandbox see the file or directory at path (canonical)? Only public things: regular
- * files and directories that anyone may read, below directories anyone may traverse, outside
- * the kernel's and the running system's trees. */
-static bool hostdeps_public(const char *path, bool *ret_dir)
+bool hostdeps_is_public(const char *path, bool *ret_dir)
 {
     static const char *const never[] = {"/proc", "/sys", "/dev", "/run"};
     for (size_t i = 0; i < ARRAY_SIZE(never); i++)
@@ -244,7 +241,7 @@ int hostdeps_apply_chain(struct mount_plan *p, struct hostdeps_binds *b,
         return 0;
     st->links++;
     if (!final_present &&
-        (!hostdeps_public(c->final, &dir) || (dir && hostdeps_covers_any(b, c->final)) ||
+        (!hostdeps_is_public(c->final, &dir) || (dir && hostdeps_covers_any(b, c->final)) ||
          !hostdeps_plan_free(p, c->final))) {
         log_debug("jail: not binding '%s' (reached through '%s'): not public, or in the way",
                   c->final, c->links[0]);
@@ -356,7 +353,7 @@ static int hostdeps_coalesce(struct hostdeps_walk *w)
         bool dir = false;
         if (strcmp(dirs[i], dirs[i + 1]) != 0 || !*dirs[i] || hostdeps_covered(w->binds, dirs[i]))
             continue;
-        if (!hostdeps_public(dirs[i], &dir) || !dir || hostdeps_covers_any(w->binds, dirs[i]) ||
+        if (!hostdeps_is_public(dirs[i], &dir) || !dir || hostdeps_covers_any(w->binds, dirs[i]) ||
             !hostdeps_plan_free(w->plan, dirs[i]))
             continue; /* the files are bound one by one */
         if ((r = mount_plan_bind_ro(w->plan, dirs[i], NULL)) == 0 &&
@@ -477,7 +474,7 @@ int hostdeps_add_packages(struct mount_plan *p, struct hostdeps_binds *b, const 
         bool dir = false;
         if (hostdeps_covered(b, paths[i]))
             continue;
-        if (!hostdeps_public(paths[i], &dir) || (dir && hostdeps_covers_any(b, paths[i])) ||
+        if (!hostdeps_is_public(paths[i], &dir) || (dir && hostdeps_covers_any(b, paths[i])) ||
             !hostdeps_plan_free(p, paths[i])) {
             st->skipped++;
             continue;

@@ -34,6 +34,11 @@ bool hostdeps_covered(const struct hostdeps_binds *b, const char *path);
 bool hostdeps_covers_any(const struct hostdeps_binds *b, const char *path);
 /* Remember path (copied) as bound. */
 int hostdeps_binds_add(struct hostdeps_binds *b, const char *path);
+/* May the sandbox see the file or directory at path (canonical)? Only public things: regular
+ * files and directories that anyone may read, below directories anyone may traverse, outside
+ * the kernel's and the running system's trees (/proc, /sys, /dev, /run). *ret_dir: it is a
+ * directory (set when true is returned). */
+bool hostdeps_is_public(const char *path, bool *ret_dir);
 
 #define HOSTDEPS_MAX_ENTRIES 2000000 /* directory entries hostdeps_add() walks at most */
 

@@ -19,30 +19,60 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include "jail/hostcache.h"
 #include "jail/hostdeps.h"
 #include "jail/seccomp.h"
 #include "jail/toolbox.h"
+#include "util/b64.h"
 #include "util/buf.h"
 #include "util/fdio.h"
+#include "util/fmt.h"
 #include "util/log.h"
 #include "util/macros.h"
 #include "util/proc.h"
 
 /* ---- configuration (parent, start-up) --------------------------------------------------- */
 
+/* Where the interpreter keeps its files; with two arguments (the runtime directory on the host
+ * and the runtime package's directory in the jail) also the runtime package compiled to
+ * checked hash-based bytecode (PEP 552: the interpreter in the jail compares it with the source
+ * at every import and compiles the source itself when they differ), for hostcache.h. */
 static const char jail_python_query[] =
     "import json, os, site, sys, sysconfig\n"
     "p = sysconfig.get_paths()\n"
     "dirs = site.getsitepackages() + [p['purelib'], p['platlib']]\n"
-    "print(json.dumps({'executable': os.path.realpath(sys.executable),\n"
+    "out = {'executable': os.path.realpath(sys.executable),\n"
     "  'version': sys.version.split()[0], 'stdlib': p['stdlib'],\n"
     "  'platstdlib': p['platstdlib'], 'site': [d for d in dirs if os.path.isdir(d)],\n"
+    "  'candidates': dirs,\n"
     "  'multiarch': sysconfig.get_config_var('MULTIARCH') or '',\n"
-    "  'libdir': sysconfig.get_config_var('LIBDIR') or ''}))\n";
+    "  'libdir': sysconfig.get_config_var('LIBDIR') or ''}\n"
+    "tag = sys.implementation.cache_tag\n"
+    "if len(sys.argv) == 3 and tag:\n"
+    "    import base64, importlib.util, marshal\n"
+    "    pkg, pyc = os.path.join(sys.argv[1], 'sandboxd_runtime'), {}\n"
+    "    for name in sorted(os.listdir(pkg)):\n"
+    "        if not name.endswith('.py'):\n"
+    "            continue\n"
+    "        with open(os.path.join(pkg, name), 'rb') as f:\n"
+    "            src = f.read()\n"
+    "        try:\n"
+    "            code = compile(src, sys.argv[2] + '/' + name, 'exec', dont_inherit=True)\n"
+    "        except (SyntaxError, ValueError):\n"
+    "            continue\n"
+    "        pyc['%s.%s.pyc' % (name[:-3], tag)] = base64.b64encode(importlib.util.MAGIC_NUMBER\n"
+    "            + (3).to_bytes(4, 'little') + importlib.util.source_hash(src)\n"
+    "            + marshal.dumps(code)).decode()\n"
+    "    out['pyc'] = pyc\n"
+    "print(json.dumps(out))\n";
 
-/* Ask the configured interpreter where it keeps its files. It is the operator's trusted
- * interpreter running a fixed script; no untrusted code runs here. */
-static int jail_query_python(const char *python, json_t **ret)
+#define JAIL_QUERY_MAX (16u << 20) /* bytes of the interpreter's answer, bytecode included */
+#define JAIL_PYCACHE   JAIL_RUNTIME_DIR "/sandboxd_runtime/__pycache__"
+
+/* Ask the configured interpreter where it keeps its files (and, given runtime_dir, to compile
+ * the runtime). It is the operator's trusted interpreter running a fixed script; no untrusted
+ * code runs here. */
+static int jail_query_python(const char *python, const char *runtime_dir, json_t **ret)
 {
     int pfd[2];
     if (pipe2(pfd, O_CLOEXEC) < 0)
@@ -51,7 +81,14 @@ static int jail_query_python(const char *python, json_t **ret)
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_adddup2(&fa, pfd[1], STDOUT_FILENO);
     posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-    char *argv[] = {(char *)python, "-I", "-S", "-c", (char *)jail_python_query, NULL};
+    char *argv[] = {(char *)python,
+                    "-I",
+                    "-S",
+                    "-c",
+                    (char *)jail_python_query,
+                    (char *)runtime_dir,
+                    runtime_dir ? JAIL_RUNTIME_DIR "/sandboxd_runtime" : NULL,
+                    NULL};
     char *envp[] = {"LANG=C.UTF-8", NULL};
     pid_t pid;
     int r = posix_spawn(&pid, python, &fa, NULL, argv, envp);
@@ -62,7 +99,7 @@ static int jail_query_python(const char *python, json_t **ret)
         return -r;
     }
     struct buf out;
-    buf_init(&out, 1 << 20);
+    buf_init(&out, JAIL_QUERY_MAX);
     char chunk[4096];
     ssize_t n;
     while ((n = read(pfd[0], chunk, sizeof(chunk))) != 0) {
@@ -275,7 +312,67 @@ static int jail_plan_python(struct jail_config *cfg, struct hostdeps_binds *b, j
     return 0;
 }
 
-static int jail_plan_build(struct jail_config *cfg, const struct jail_options *opt, json_t *pyinfo)
+/* What discovery reads besides the paths it binds and copies (recorded with those): the
+ * interpreter, the candidates for its site directories, the directories it walks (b, before
+ * discovery adds to them), the package database, where the toolbox looks for programs. */
+static int jail_cache_watch(struct hostcache *hc, const struct jail_config *cfg,
+                            const struct jail_options *opt, json_t *pyinfo,
+                            const struct hostdeps_binds *b)
+{
+    const char *dpkg = opt->dpkg_dir ? opt->dpkg_dir : "/var/lib/dpkg";
+    _cleanup_free_ char *status = fmt_str("%s/status", dpkg);
+    _cleanup_free_ char *lists = fmt_str("%s/info", dpkg);
+    if (!status || !lists)
+        return -ENOMEM;
+    const char *fixed[] = {opt->python,      cfg->python, status, lists,
+                           "/usr/local/bin", "/usr/bin",  "/bin"};
+    int r = 0;
+    for (size_t i = 0; i < ARRAY_SIZE(fixed) && r == 0; i++)
+        if (fixed[i] && fixed[i][0] == '/')
+            r = hostcache_watch(hc, fixed[i]);
+    size_t i;
+    json_t *v;
+    json_array_foreach(json_object_get(pyinfo, "candidates"), i, v)
+    {
+        const char *d = json_string_value(v);
+        if (r == 0 && d && d[0] == '/')
+            r = hostcache_watch(hc, d);
+    }
+    for (i = 0; i < b->n && r == 0; i++)
+        r = hostcache_watch(hc, b->paths[i]);
+    for (const char *const *t = opt->toolbox; t && *t && r == 0; t++)
+        if ((*t)[0] == '/')
+            r = hostcache_watch(hc, *t);
+    return r;
+}
+
+/* Discovery proper: the package data, the links that leave the interpreter's directories and
+ * the toolbox; recorded into hc when there is one. */
+static int jail_plan_discover(struct jail_config *cfg, const struct jail_options *opt,
+                              json_t *pyinfo, struct hostdeps_binds *b, struct hostcache *hc)
+{
+    size_t first = cfg->plan.n;
+    int r = hc ? jail_cache_watch(hc, cfg, opt, pyinfo, b) : 0;
+    if (r < 0)
+        return r;
+    if ((r = hostdeps_add(&cfg->plan, b, opt->dpkg_dir ? opt->dpkg_dir : "/var/lib/dpkg",
+                          cfg->site_dirs)) < 0)
+        return r;
+    /* The shell toolbox after the interpreter's packages: what they bound is not bound twice. */
+    char libs[JAIL_LIB_DIRS][PATH_MAX];
+    size_t nlibs = jail_lib_dirs(pyinfo, libs);
+    const char *libdirs[JAIL_LIB_DIRS + 1] = {0};
+    for (size_t i = 0; i < nlibs; i++)
+        libdirs[i] = libs[i];
+    if ((r = toolbox_add(&cfg->plan, b, !opt->no_toolbox, opt->toolbox, libdirs, !cfg->rootless)) <
+        0)
+        return r;
+    r = hc ? hostcache_record(hc, &cfg->plan, first) : 0;
+    return r == -ENOMEM ? r : 0; /* anything else: not cached, and that is all */
+}
+
+static int jail_plan_build(struct jail_config *cfg, const struct jail_options *opt, json_t *pyinfo,
+                           struct hostcache *hc, bool replay)
 {
     struct hostdeps_binds b = {0};
     int r = jail_plan_python(cfg, &b, pyinfo, opt->site_packages);
@@ -298,17 +395,8 @@ static int jail_plan_build(struct jail_config *cfg, const struct jail_options *o
         (r = mount_plan_copy(&cfg->plan, opt->cell_lib, JAIL_CELL_LIB, JAIL_COPY_MAX)) < 0)
         goto out;
     /* After /etc, /dev, /proc and /tmp are planned: nothing may be bound under those. */
-    if ((r = hostdeps_add(&cfg->plan, &b, opt->dpkg_dir ? opt->dpkg_dir : "/var/lib/dpkg",
-                          cfg->site_dirs)) < 0)
-        goto out;
-    /* The shell toolbox after the interpreter's packages: what they bound is not bound twice. */
-    char libs[JAIL_LIB_DIRS][PATH_MAX];
-    size_t nlibs = jail_lib_dirs(pyinfo, libs);
-    const char *libdirs[JAIL_LIB_DIRS + 1] = {0};
-    for (size_t i = 0; i < nlibs; i++)
-        libdirs[i] = libs[i];
-    if ((r = toolbox_add(&cfg->plan, &b, !opt->no_toolbox, opt->toolbox, libdirs, !cfg->rootless)) <
-        0)
+    r = replay ? hostcache_replay(hc, &cfg->plan) : jail_plan_discover(cfg, opt, pyinfo, &b, hc);
+    if (r < 0 || (r = hostcache_add_bytecode(hc, &cfg->plan, JAIL_PYCACHE)) < 0)
         goto out;
     for (const char **e = opt->binds; e && *e; e++) {
         _cleanup_free_ char *spec = strdup(*e);
@@ -401,6 +489,103 @@ static int jail_build_env(struct jail_config *cfg)
     return 0;
 }
 
+/* The options that shape discovery, for hostcache.h (which adds our binary). */
+static char *jail_cache_fingerprint(const struct jail_options *opt, const char *python,
+                                    bool rootless)
+{
+    struct buf b;
+    buf_init(&b, 1 << 20);
+    int r = buf_printf(&b,
+                       "python=%s\nruntime=%s\ncell-lib=%s\ndpkg=%s\ntoolbox=%s\n"
+                       "rootless=%d\nuid=%u\n",
+                       python, opt->runtime_dir, opt->cell_lib ? opt->cell_lib : "",
+                       opt->dpkg_dir ? opt->dpkg_dir : "/var/lib/dpkg",
+                       opt->no_toolbox ? "none" : "default", rootless, (unsigned)geteuid());
+    for (const char **d = opt->site_packages; d && *d && r == 0; d++)
+        r = buf_printf(&b, "site=%s\n", *d);
+    for (const char *const *t = opt->toolbox; t && *t && r == 0; t++)
+        r = buf_printf(&b, "toolbox-add=%s\n", *t);
+    if (r < 0) {
+        buf_free(&b);
+        return NULL;
+    }
+    return buf_take(&b, NULL);
+}
+
+/* Keep the interpreter's answer in hc: its bytecode files decoded, the rest as it is. */
+static int jail_cache_python(struct hostcache *hc, json_t *info)
+{
+    const char *name;
+    json_t *v;
+    json_object_foreach(json_object_get(info, "pyc"), name, v)
+    {
+        char *data = NULL;
+        size_t len = 0;
+        int r = json_is_string(v)
+                    ? b64_decode(json_string_value(v), json_string_length(v), &data, &len)
+                    : -EBADMSG;
+        if (r == 0)
+            r = hostcache_add_pyc(hc, name, data, len);
+        free(data);
+        if (r == -ENOMEM)
+            return r;
+        if (r < 0)
+            log_debug("jail: no bytecode of %s kept: %s", name, strerror(-r));
+    }
+    json_object_del(info, "pyc");
+    hostcache_set_python(hc, info);
+    return 0;
+}
+
+/* What a discovery that is thrown away left in cfg. */
+static void jail_discovery_reset(struct jail_config *cfg)
+{
+    free(cfg->python);
+    free(cfg->python_version);
+    for (char **p = cfg->site_dirs; p && *p; p++)
+        free(*p);
+    free(cfg->site_dirs);
+    cfg->python = cfg->python_version = NULL;
+    cfg->site_dirs = NULL;
+    mount_plan_done(&cfg->plan);
+    mount_plan_init(&cfg->plan);
+}
+
+/* The interpreter's answer and the plan: replayed from hc, or discovered (and recorded into hc
+ * when there is one). Replaying returns -ESTALE when the host no longer matches the cache. */
+static int jail_discover(struct jail_config *cfg, const struct jail_options *opt,
+                         const char *python, struct hostcache *hc, bool replay)
+{
+    json_t *info = NULL;
+    int r;
+    if (replay) {
+        info = json_incref(hostcache_python(hc));
+    } else {
+        if ((r = jail_query_python(python, hc ? opt->runtime_dir : NULL, &info)) < 0)
+            return log_errno(LOG_ERROR, r, "jail: cannot run the interpreter '%s' (set --python)",
+                             python);
+        if (hc && (r = jail_cache_python(hc, info)) < 0) {
+            json_decref(info);
+            return r;
+        }
+    }
+    r = jail_plan_build(cfg, opt, info, hc, replay);
+    json_decref(info);
+    return r;
+}
+
+/* Discover afresh (after a replay that found the host changed), and keep what was found. */
+static int jail_rediscover(struct jail_config *cfg, const struct jail_options *opt,
+                           const char *python, struct hostcache *hc)
+{
+    (void)hostcache_copy_wait(hc); /* nothing of a replay is used, its thread neither */
+    jail_discovery_reset(cfg);
+    int r = jail_discover(cfg, opt, python, hc, false);
+    if (r == 0 && hc)
+        (void)hostcache_save(hc); /* logged; the next start discovers again */
+    return r;
+}
+
 int jail_config_init(struct jail_config *cfg, const struct jail_options *opt)
 {
     *cfg = (struct jail_config){0};
@@ -420,19 +605,24 @@ int jail_config_init(struct jail_config *cfg, const struct jail_options *opt)
     if (!opt->runtime_dir)
         return log_errno(LOG_ERROR, EINVAL, "jail: no runtime directory configured");
 
-    json_t *info = NULL;
-    int r = jail_query_python(python, &info);
-    if (r < 0) {
-        log_errno(LOG_ERROR, r, "jail: cannot run the interpreter '%s' (set --python)", python);
-        goto fail;
+    /* What discovery found last time, when the host still matches it (hostcache.h); the
+     * toolbox's files are copied meanwhile, on a thread of their own. */
+    struct hostcache *hc = NULL;
+    int r = 0;
+    if (opt->cache_dir) {
+        _cleanup_free_ char *fp = jail_cache_fingerprint(opt, python, cfg->rootless);
+        if (!fp || hostcache_open(opt->cache_dir, fp, &hc) == -ENOMEM)
+            r = -ENOMEM;
     }
-    r = jail_plan_build(cfg, opt, info);
-    json_decref(info);
+    bool replay = r == 0 && hostcache_fresh(hc);
+    if (replay && (r = hostcache_copy_start(hc)) == -ENOMEM)
+        goto fail;
+    r = replay ? jail_discover(cfg, opt, python, hc, true) : r < 0 ? r : -ESTALE;
+    if (r == -ESTALE)
+        r = jail_rediscover(cfg, opt, python, hc);
     if (r < 0)
         goto fail;
     if ((r = jail_build_env(cfg)) < 0 || (r = jail_sandbox_plan(&cfg->plan_sandbox)) < 0)
-        goto fail;
-    if (opt->egress && (r = jail_plan_certs(cfg, opt->ca_file)) < 0)
         goto fail;
     if (!(cfg->insecure & JAIL_INSECURE_NO_SECCOMP) &&
         ((r = jail_seccomp_build(&cfg->filter, false)) < 0 ||
@@ -449,8 +639,18 @@ int jail_config_init(struct jail_config *cfg, const struct jail_options *opt)
                   why ? why : "see above");
         goto fail;
     }
+    /* The plan is whole once the toolbox's copies are; a file that changed meanwhile makes
+     * it a discovery after all. */
+    if (replay && (r = hostcache_copy_wait(hc)) == -ESTALE)
+        r = jail_rediscover(cfg, opt, python, hc);
+    if (r < 0)
+        goto fail;
+    if (opt->egress && (r = jail_plan_certs(cfg, opt->ca_file)) < 0)
+        goto fail;
+    hostcache_free(hc);
     return 0;
 fail:
+    hostcache_free(hc); /* first: it waits for its copying thread */
     jail_config_done(cfg);
     return r;
 }
@@ -502,8 +702,12 @@ json_t *jail_describe(const struct jail_config *cfg)
         "tmpBytes", (json_int_t)cfg->tmp_bytes);
     if (!layers)
         return NULL;
-    json_t *rl = json_pack("[s,s,s,s,s]", "nofile", "nproc", "fsize", "cpu", "core");
-    json_object_set_new(layers, "rlimits", rl);
+    if (json_object_set_new(layers, "rlimits",
+                            json_pack("[s,s,s,s,s]", "nofile", "nproc", "fsize", "cpu", "core")) <
+        0) {
+        json_decref(layers);
+        return NULL;
+    }
     json_object_set_new(layers, "cgroup", cgroup_env_describe(cfg->cgroups));
     json_t *ins = json_array();
     if (cfg->insecure & JAIL_INSECURE_NO_SECCOMP)

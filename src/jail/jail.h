@@ -62,6 +62,9 @@ struct jail_options {
      * to it (names or absolute paths, NULL-terminated, may be NULL) */
     bool no_toolbox;
     const char *const *toolbox;
+    /* where what host discovery finds is kept between starts (jail/hostcache.h): a directory
+     * of the state directory; NULL: discover at every start */
+    const char *cache_dir;
 };
 
 struct jail_config {
@@ -120,7 +123,8 @@ struct jail_proc {
 /* Build the config; logs and returns -errno when the interpreter or a bind is unusable. */
 int jail_config_init(struct jail_config *cfg, const struct jail_options *opt);
 void jail_config_done(struct jail_config *cfg);
-/* The active layers, for the start-up log and /healthz (new reference). */
+/* The active layers, for the start-up log and /healthz (new reference; NULL when out of
+ * memory). */
 json_t *jail_describe(const struct jail_config *cfg);
 struct jail_limits jail_limits_default(const struct jail_config *cfg);
 

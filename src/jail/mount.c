@@ -167,6 +167,12 @@ static int mount_plan_file_data(struct mount_plan *p, const char *dst, char *dat
     return 0;
 }
 
+int mount_plan_file_take(struct mount_plan *p, const char *dst, char *data, size_t len, mode_t mode)
+{
+    struct stat st = {.st_mode = mode};
+    return mount_plan_file_data(p, dst, data, len, &st);
+}
+
 #define MOUNT_COPY_MAX_DEPTH 16
 
 static int mount_plan_copy_at(struct mount_plan *p, int at, const char *name, const char *src,

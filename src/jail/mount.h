@@ -62,6 +62,10 @@ int mount_plan_file(struct mount_plan *p, const char *dst, const char *content, 
 int mount_plan_symlink(struct mount_plan *p, const char *target, const char *dst);
 int mount_plan_tmpfs(struct mount_plan *p, const char *dst, const char *options,
                      unsigned long flags);
+/* A file at dst holding data (len bytes, which the plan takes over: freed even on failure), with
+ * mode less any setuid, setgid or write bit for others. */
+int mount_plan_file_take(struct mount_plan *p, const char *dst, char *data, size_t len,
+                         mode_t mode);
 /* Copy host path src (a regular file, or a tree of directories and regular files; symlinks
  * and anything else are skipped) to dst in the new root: read now, written by each child into
  * its root tmpfs with the same modes and modification times (so that .pyc files stay valid).

@@ -170,8 +170,7 @@ struct toolbox {
     struct hostdeps_stats st;
     char *seen[TOOLBOX_MAX_LIBS]; /* sonames looked for */
     size_t n_seen;
-    int stage; /* the tmpfs of copies (its root), or -1: a bind per file */
-    size_t staged, staged_bytes;
+    struct toolbox_stage stage; /* root -1: a bind per file */
 };
 
 /* ---- the stage: one tmpfs of copies ------------------------------------------------------- */
@@ -179,7 +178,7 @@ struct toolbox {
 /* A tmpfs of sandboxd's own, attached nowhere on the host: its root, or -errno when this
  * process may not make one (no CAP_SYS_ADMIN) or the kernel cannot clone a detached mount for
  * every spawn (before Linux 6.15: EINVAL), which is tried here once. */
-static int toolbox_stage_open(void)
+static int toolbox_stage_mount(void)
 {
     _cleanup_close_ int fs = (int)syscall(SYS_fsopen, "tmpfs", FSOPEN_CLOEXEC);
     if (fs < 0)
@@ -203,7 +202,7 @@ static int toolbox_stage_open(void)
 
 /* Copy host file path (absolute, regular) into the stage at the same path, its mode without
  * any write bit for others and its times kept: 0 or -errno (nothing left behind). */
-static int toolbox_stage_copy(int root, const char *path, size_t *bytes)
+static int toolbox_stage_write(int root, const char *path, size_t *bytes)
 {
     _cleanup_close_ int in = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
     if (in < 0)
@@ -247,21 +246,70 @@ static int toolbox_stage_copy(int root, const char *path, size_t *bytes)
     return 0;
 }
 
-/* hostdeps_placer: final copied into the stage, and a symlink to the copy at its path (a
- * symlink is a file of the jail's root tmpfs, no mount); a bind when it cannot be copied. */
-static int toolbox_stage_place(void *ctx, struct mount_plan *p, const char *final)
+int toolbox_stage_open(struct toolbox_stage *ret)
 {
-    struct toolbox *t = ctx;
-    int r = toolbox_stage_copy(t->stage, final, &t->staged_bytes);
-    if (r == -ENOMEM)
-        return r;
-    if (r < 0) {
-        log_warn("toolbox: %s not copied (%s): bound on its own", final, strerror(-r));
-        return mount_plan_bind_ro(p, final, NULL);
-    }
-    t->staged++;
+    int fd = toolbox_stage_mount();
+    *ret = (struct toolbox_stage){.root = fd < 0 ? -1 : fd};
+    return fd < 0 ? fd : 0;
+}
+
+int toolbox_stage_copy(struct toolbox_stage *s, const char *final)
+{
+    int r = toolbox_stage_write(s->root, final, &s->bytes);
+    if (r == 0)
+        s->files++;
+    return r;
+}
+
+int toolbox_stage_link(struct mount_plan *p, const char *final)
+{
     _cleanup_free_ char *target = fmt_str("%s%s", TOOLBOX_DIR, final);
     return target ? mount_plan_symlink(p, target, final) : -ENOMEM;
+}
+
+int toolbox_stage_place(struct toolbox_stage *s, struct mount_plan *p, const char *final)
+{
+    int r = toolbox_stage_copy(s, final);
+    return r < 0 ? r : toolbox_stage_link(p, final);
+}
+
+int toolbox_stage_seal(int root)
+{
+    /* The copies stay as they are: read-only for every clone made from here on. */
+    struct mount_attr ro = {.attr_set = MOUNT_ATTR_RDONLY};
+    if (syscall(SYS_mount_setattr, root, "", AT_EMPTY_PATH, &ro, sizeof(ro)) < 0)
+        return log_errno(LOG_ERROR, errno, "toolbox: cannot make its tmpfs read-only");
+    return 0;
+}
+
+int toolbox_stage_attach(struct toolbox_stage *s, struct mount_plan *p)
+{
+    if (s->root < 0 || !s->files)
+        return 0;
+    int r = toolbox_stage_seal(s->root);
+    if (r < 0)
+        return r;
+    int fd = TAKE_FD(s->root);
+    return mount_plan_attach_tree(p, fd, "the toolbox's tmpfs", TOOLBOX_DIR);
+}
+
+void toolbox_stage_close(struct toolbox_stage *s)
+{
+    if (s->root >= 0)
+        close(s->root);
+    s->root = -1;
+}
+
+/* hostdeps_placer: final copied into the stage, and a symlink to the copy at its path (a
+ * symlink is a file of the jail's root tmpfs, no mount); a bind when it cannot be copied. */
+static int toolbox_stage_placer(void *ctx, struct mount_plan *p, const char *final)
+{
+    struct toolbox *t = ctx;
+    int r = toolbox_stage_place(&t->stage, p, final);
+    if (r == -ENOMEM || r == 0)
+        return r;
+    log_warn("toolbox: %s not copied (%s): bound on its own", final, strerror(-r));
+    return mount_plan_bind_ro(p, final, NULL);
 }
 
 /* Make path (a program or library) and the links leading to it resolve inside the sandbox as
@@ -280,7 +328,8 @@ static int toolbox_place(struct toolbox *t, const char *path, char **ret_final)
     if (r == 0)
         r = hostdeps_apply_chain(
             t->p, t->b, &c,
-            t->stage >= 0 ? &(struct hostdeps_placer){toolbox_stage_place, t} : NULL, &t->st, &dir);
+            t->stage.root >= 0 ? &(struct hostdeps_placer){toolbox_stage_placer, t} : NULL, &t->st,
+            &dir);
     if (r == 0 && !hostdeps_covered(t->b, c.final))
         r = -EACCES;
     if (r == 0)
@@ -407,33 +456,28 @@ int toolbox_add(struct mount_plan *p, struct hostdeps_binds *b, bool with_defaul
     struct toolbox *t = calloc(1, sizeof(*t));
     if (!t)
         return -ENOMEM;
-    *t = (struct toolbox){.p = p, .b = b, .libdirs = libdirs, .stage = -1};
+    *t = (struct toolbox){.p = p, .b = b, .libdirs = libdirs, .stage = {.root = -1}};
     bool any = with_default || (extra && extra[0]);
-    if (any && may_stage && (t->stage = toolbox_stage_open()) < 0)
+    int sr = any && may_stage ? toolbox_stage_open(&t->stage) : 0;
+    if (sr < 0)
         log_info("toolbox: a bind per file (%s: %s)",
-                 t->stage == -EINVAL ? "this kernel cannot clone a detached mount (Linux < 6.15)"
-                                     : "no tmpfs of its own",
-                 strerror(-t->stage));
+                 sr == -EINVAL ? "this kernel cannot clone a detached mount (Linux < 6.15)"
+                               : "no tmpfs of its own",
+                 strerror(-sr));
     size_t added = 0;
     int r = 0;
     for (size_t i = 0; r == 0 && with_default && toolbox_default[i]; i++)
         r = toolbox_program(t, toolbox_default[i], true, &added);
     for (size_t i = 0; r == 0 && extra && extra[i]; i++)
         r = toolbox_program(t, extra[i], false, &added);
-    /* The copies stay as they are: read-only for every clone made from here on. */
-    struct mount_attr ro = {.attr_set = MOUNT_ATTR_RDONLY};
-    if (r == 0 && t->staged &&
-        syscall(SYS_mount_setattr, t->stage, "", AT_EMPTY_PATH, &ro, sizeof(ro)) < 0)
-        r = log_errno(LOG_ERROR, errno, "toolbox: cannot make its tmpfs read-only");
-    if (r == 0 && t->staged)
-        r = mount_plan_attach_tree(p, TAKE_FD(t->stage), "the toolbox's tmpfs", TOOLBOX_DIR);
+    if (r == 0)
+        r = toolbox_stage_attach(&t->stage, p);
     if (r == 0 && any)
         log_info("toolbox: %zu programs, %zu libraries looked at (%zu links, %zu files copied "
                  "into one tmpfs, %zu KiB; %zu binds)",
-                 added, t->n_seen, t->st.symlinks, t->staged, t->staged_bytes >> 10,
-                 t->st.binds - t->staged);
-    if (t->stage >= 0)
-        close(t->stage);
+                 added, t->n_seen, t->st.symlinks, t->stage.files, t->stage.bytes >> 10,
+                 t->st.binds - t->stage.files);
+    toolbox_stage_close(&t->stage);
     for (size_t i = 0; i < t->n_seen; i++)
         free(t->seen[i]);
     free(t);

@@ -49,6 +49,34 @@ extern const char *const toolbox_default[];
 int toolbox_elf_needed(const char *file, char ***ret_needed, char **ret_runpath);
 void toolbox_strv_free(char **v);
 
+/* The tmpfs of copies (above), for toolbox_add and for replaying what it placed
+ * (jail/hostcache.h). */
+struct toolbox_stage {
+    int root; /* the tmpfs's root (owned), or -1 */
+    size_t files, bytes;
+};
+
+/* A fresh tmpfs of sandboxd's own: 0, or -errno when this process may not make one (no
+ * CAP_SYS_ADMIN) or the kernel cannot clone a detached mount for every spawn (before Linux 6.15:
+ * -EINVAL); then ret->root is -1. */
+int toolbox_stage_open(struct toolbox_stage *ret);
+/* Copy final (the canonical host path of a regular file) into the stage at its own path: 0 or
+ * -errno (nothing left behind). Touches nothing but the stage: one thread may fill a stage
+ * while another plans (jail/hostcache.h). */
+int toolbox_stage_copy(struct toolbox_stage *s, const char *final);
+/* Add to p the symlink at final that leads to its copy in the stage. 0 or -ENOMEM. */
+int toolbox_stage_link(struct mount_plan *p, const char *final);
+/* Both: 0 or -errno (the file could not be copied; nothing added to p). */
+int toolbox_stage_place(struct toolbox_stage *s, struct mount_plan *p, const char *final);
+/* Make the stage whose root is root read-only (every clone made from then on is). 0 or -errno
+ * (logged). */
+int toolbox_stage_seal(int root);
+/* Seal the stage and attach it at TOOLBOX_DIR in p, which owns it from then on; nothing when no
+ * file was copied. 0 or -errno. */
+int toolbox_stage_attach(struct toolbox_stage *s, struct mount_plan *p);
+/* Release a stage not attached (a no-op after toolbox_stage_attach). */
+void toolbox_stage_close(struct toolbox_stage *s);
+
 /* Add the default toolbox (unless with_default is false) and the programs extra (names looked
  * up on the host, or absolute paths; NULL-terminated, may be NULL) to plan p, whose binds b
  * hold the interpreter's directories; libdirs (NULL-terminated) are where a library is looked

@@ -447,7 +447,7 @@ static void *pool_thread(void *arg)
     for (;;) {
         struct pool_attachlist al = {0};
         pthread_mutex_lock(&p->lock);
-        if (p->stop) {
+        if (thread_group_stopping(&p->thread)) {
             pthread_mutex_unlock(&p->lock);
             break;
         }
@@ -580,7 +580,8 @@ int pool_new(const struct jail_config *jail, const struct pool_options *opt, str
             goto fail;
     }
     p->started = !opt->lazy;
-    if ((r = -pthread_create(&p->thread, NULL, pool_thread, p)) < 0)
+    (void)thread_group_init(&p->thread, "pool", 1, &p->lock, &p->cond, p->evfd); /* one: no alloc */
+    if ((r = thread_group_start(&p->thread, pool_thread, p)) < 0)
         goto fail;
     *ret = p;
     return 0;
@@ -610,12 +611,8 @@ void pool_free(struct pool *p)
 {
     if (!p)
         return;
-    pthread_mutex_lock(&p->lock);
-    p->stop = true;
-    pthread_cond_broadcast(&p->cond);
-    pthread_mutex_unlock(&p->lock);
-    pool_wake(p);
-    pthread_join(p->thread, NULL);
+    thread_group_stop(&p->thread);
+    thread_group_done(&p->thread);
     /* Killing a zygote (init of its pid namespace) takes every cell it forked with it. */
     for (unsigned i = 0; i < p->opt.zygotes; i++) {
         struct zygote *z = &p->zygotes[i];
@@ -679,14 +676,14 @@ int pool_acquire(struct pool *p, const struct jail_limits *lim, int64_t deadline
         p->target = p->target * 2 < p->opt.max_size ? p->target * 2 : p->opt.max_size;
         pool_wake(p);
     }
-    while (!p->ready_head && !p->stop)
+    while (!p->ready_head && !thread_group_stopping(&p->thread))
         if (pthread_cond_timedwait(&p->cond, &p->lock, &ts) == ETIMEDOUT && !p->ready_head)
             break;
     struct pool_cell *pc = p->ready_head;
     if (!pc) {
         pthread_mutex_unlock(&p->lock);
         log_warn("pool: no warm interpreter became ready before the deadline");
-        return p->stop ? -ESHUTDOWN : -ETIMEDOUT;
+        return thread_group_stopping(&p->thread) ? -ESHUTDOWN : -ETIMEDOUT;
     }
     p->ready_head = pc->next;
     if (!p->ready_head)

@@ -47,6 +47,7 @@ void pool_free(struct pool *p);
  * The cell's cgroup gets lim->memory and lim->nproc. Free with cell_free(). */
 int pool_acquire(struct pool *p, const struct jail_limits *lim, int64_t deadline_us,
                  struct cell **ret, bool *ret_hit);
+/* Figures for /healthz (new reference; NULL when out of memory). */
 json_t *pool_stats(struct pool *p);
 /* The memory of the zygotes and of the ready cells, from /proc/PID/smaps_rollup:
  * {zygoteRssBytes, zygotePssBytes, readyCells, cellsPssBytes, cellPssBytes (their average)}

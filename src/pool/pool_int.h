@@ -48,6 +48,7 @@
 #include "pool/pool.h"
 #include "util/buf.h"
 #include "util/lifecycle.h"
+#include "util/thread.h"
 
 /* Demand: a pool shrinks after this long without a miss, one step per POOL_SHRINK_STEP_US. */
 #define POOL_SHRINK_AFTER_US 5000000
@@ -119,8 +120,7 @@ struct pool {
     uint64_t next_token;
     int epfd, evfd;
     struct pool_watch w_wake;
-    pthread_t thread;
-    bool stop;
+    struct thread_group thread; /* its stop also ends pool_acquire()'s waits */
     int filter_fd;
     json_t *preimport; /* array of module names for the zygotes' config */
     char *warmup;      /* code the zygotes run before forking, or NULL */

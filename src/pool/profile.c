@@ -262,6 +262,14 @@ int profiles_lookup(struct profiles *ps, const char *name, struct pool **ret_poo
     return -ENOENT;
 }
 
+json_t *profiles_names(struct profiles *ps)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; a && ps && i < ps->n; i++)
+        json_array_append_new(a, json_string(ps->items[i].spec.name));
+    return a;
+}
+
 json_t *profiles_stats(struct profiles *ps)
 {
     json_t *o = json_object();
@@ -270,11 +278,14 @@ json_t *profiles_stats(struct profiles *ps)
         json_t *pool = p->pool ? pool_stats(p->pool) : json_object();
         if (p->pool)
             json_object_set_new(pool, "memory", pool_memory(p->pool));
-        json_object_set_new(o, p->spec.name,
-                            json_pack("{s:s, s:I, s:I, s:b, s:o}", "modules", p->spec.modules,
-                                      "size", (json_int_t)p->spec.size, "memoryMb",
-                                      (json_int_t)p->spec.memory_mb, "builtin", p->builtin, "pool",
-                                      pool));
+        if (json_object_set_new(o, p->spec.name,
+                                json_pack("{s:s, s:I, s:I, s:b, s:o}", "modules", p->spec.modules,
+                                          "size", (json_int_t)p->spec.size, "memoryMb",
+                                          (json_int_t)p->spec.memory_mb, "builtin", p->builtin,
+                                          "pool", pool)) < 0) {
+            json_decref(o);
+            return NULL; /* out of memory */
+        }
     }
     return o;
 }

@@ -62,7 +62,10 @@ void profiles_free(struct profiles *p);
  * profile. p may be NULL (no profiles). */
 int profiles_lookup(struct profiles *p, const char *name, struct pool **ret_pool,
                     uint64_t *ret_memory_mb);
-/* {"NAME": {modules, size, memoryMb, builtin, pool: pool_stats + memory}} (new reference). */
+/* {"NAME": {modules, size, memoryMb, builtin, pool: pool_stats + memory}} (new reference; NULL
+ * when out of memory). */
 json_t *profiles_stats(struct profiles *p);
+/* ["NAME", ...] in the order profiles were defined (new reference; [] for NULL). */
+json_t *profiles_names(struct profiles *p);
 
 #endif

@@ -23,6 +23,7 @@
 #include "util/fmt.h"
 #include "util/log.h"
 #include "util/macros.h"
+#include "util/thread.h"
 
 #define REUSE_SWEEP_US   1000000
 #define REUSE_HASH_BYTES 16
@@ -43,9 +44,8 @@ struct reuse {
     unsigned max_executions, max_idle;
     int64_t idle_us;
     pthread_mutex_t lock;
-    pthread_cond_t cond;
-    pthread_t sweeper;
-    bool stop;
+    pthread_cond_t cond; /* the sweeper's wake-up: its stop */
+    struct thread_group sweeper;
     struct reuse_idle *idle;
     size_t n_idle;
     uint64_t reused, misses, retired_executions, retired_idle, retired_lru, retired_load_code,
@@ -84,10 +84,9 @@ static void *reuse_sweep(void *arg)
 {
     struct reuse *r = arg;
     pthread_mutex_lock(&r->lock);
-    while (!r->stop) {
-        int64_t wake = clock_mono_us() + REUSE_SWEEP_US;
-        struct timespec ts = {.tv_sec = wake / 1000000, .tv_nsec = (wake % 1000000) * 1000};
-        (void)pthread_cond_timedwait(&r->cond, &r->lock, &ts); /* a timeout is the normal wake */
+    while (!thread_group_stopping(&r->sweeper)) {
+        /* A timeout is the normal wake; after a stop the last sweep still runs. */
+        (void)thread_group_wait(&r->sweeper, clock_mono_us() + REUSE_SWEEP_US);
         struct reuse_idle *gone = NULL;
         int64_t now = clock_mono_us();
         /* The oldest are at the tail. */
@@ -144,6 +143,7 @@ static void reuse_destroy(struct reuse *r)
     for (size_t i = 0; i < r->n_apps; i++)
         free(r->apps[i]);
     free(r->apps);
+    thread_group_done(&r->sweeper);
     pthread_cond_destroy(&r->cond);
     pthread_mutex_destroy(&r->lock);
     free(r);
@@ -164,9 +164,11 @@ int reuse_new(const struct reuse_options *opt, struct reuse **ret, char **ret_er
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&r->cond, &ca);
     pthread_condattr_destroy(&ca);
-    int err = reuse_parse_apps(r, opt->apps ? opt->apps : "", ret_error);
+    int err = thread_group_init(&r->sweeper, "reuse sweeper", 1, &r->lock, &r->cond, -1);
     if (err == 0)
-        err = -pthread_create(&r->sweeper, NULL, reuse_sweep, r);
+        err = reuse_parse_apps(r, opt->apps ? opt->apps : "", ret_error);
+    if (err == 0)
+        err = thread_group_start(&r->sweeper, reuse_sweep, r);
     if (err < 0) {
         reuse_destroy(r);
         return err;
@@ -179,11 +181,7 @@ void reuse_free(struct reuse *r)
 {
     if (!r)
         return;
-    pthread_mutex_lock(&r->lock);
-    r->stop = true;
-    pthread_cond_broadcast(&r->cond);
-    pthread_mutex_unlock(&r->lock);
-    pthread_join(r->sweeper, NULL);
+    thread_group_stop(&r->sweeper);
     reuse_free_list(r->idle);
     reuse_destroy(r);
 }

@@ -17,11 +17,14 @@ json_t *pool_stats(struct pool *p)
 {
     pthread_mutex_lock(&p->lock);
     json_t *zs = json_array();
-    for (unsigned i = 0; i < p->opt.zygotes; i++) {
+    for (unsigned i = 0; zs && i < p->opt.zygotes; i++) {
         struct zygote *z = &p->zygotes[i];
-        json_array_append_new(zs, json_pack("{s:i, s:b, s:I, s:I}", "pid", (int)z->proc.pid,
-                                            "alive", z->alive, "forks", (json_int_t)z->forks,
-                                            "restarts", (json_int_t)z->restarts));
+        if (json_array_append_new(zs, json_pack("{s:i, s:b, s:I, s:I}", "pid", (int)z->proc.pid,
+                                                "alive", z->alive, "forks", (json_int_t)z->forks,
+                                                "restarts", (json_int_t)z->restarts)) < 0) {
+            json_decref(zs);
+            zs = NULL; /* "o" fails on it below: NULL, out of memory */
+        }
     }
     json_t *o =
         json_pack("{s:b, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, "

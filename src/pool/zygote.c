@@ -166,7 +166,7 @@ int pool_zygote_start(struct pool *p, struct zygote *z)
                   (json_int_t)p->jail->tmp_bytes, "nofile", (json_int_t)p->opt.nofile, "nproc",
                   (json_int_t)p->opt.nproc, "fsize", (json_int_t)p->jail->tmp_bytes, "preimport",
                   p->preimport, "warmup", p->warmup);
-    r = pool_send(z->ctl_fd, cfg, &p->filter_fd, p->filter_fd >= 0 ? 1 : 0);
+    r = cfg ? pool_send(z->ctl_fd, cfg, &p->filter_fd, p->filter_fd >= 0 ? 1 : 0) : -ENOMEM;
     json_decref(cfg);
     if (r < 0) {
         log_errno(LOG_ERROR, r, "pool: cannot configure zygote %d", z->index);

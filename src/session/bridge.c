@@ -3,7 +3,10 @@
  * bridge — the host side of a session's RPC channel (see session_int.h).
  *
  * In: rpc_request frames, read by the executing thread (exec_run's
- * on_message hook). Tool calls go to the shared worker pool (rpcpool.c),
+ * on_message hook). A tool call meets its approval policy first
+ * (mcp/client/approval.h): deny is answered at once, ask goes to
+ * approvals.c (on a worker, which checks that the server has such a tool),
+ * auto goes on. Tool calls go to the shared worker pool (util/workpool.c),
  * refused at once beyond the session's or the pool's limit; memory, saved
  * tools and files are answered on the executing thread (the workspace store
  * is quick and bounds its own work).
@@ -27,6 +30,7 @@
 #include "app/defs.h"
 #include "exec/run.h"
 #include "mcp/client/alias.h"
+#include "mcp/client/approval.h"
 #include "mcp/client/registry.h"
 #include "proto/frame.h"
 #include "session/session_int.h"
@@ -144,18 +148,67 @@ static void bridge_reply(struct session *s, json_t *id, json_t *payload, const c
     json_decref(msg);
 }
 
+void session_bridge_reply(struct session *s, json_t *id, const char *error, const char *kind)
+{
+    bridge_reply(s, id, NULL, error, kind, 0);
+}
+
 /* ---- tool calls, on the worker pool -------------------------------------------------------- */
 
 struct bridge_call {
-    struct rpcpool_job job;
+    struct workpool_job job;
     struct session *s;
     json_t *id;
     json_t *payload;
+    bool ask; /* not the call: its approval, once the tool is known to exist */
 };
 
-static void bridge_call_run(struct rpcpool_job *job)
+/* A call whose policy is ask: the tool must be one the server lists (its name is shown to a
+ * person, and an unknown one would only fail), then it waits for a decision. */
+static void bridge_ask(struct bridge_call *k)
+{
+    struct session *s = k->s;
+    struct sessions *ss = s->owner;
+    const char *server = json_string_value(json_object_get(k->payload, "server"));
+    const char *tool = json_string_value(json_object_get(k->payload, "tool"));
+    json_t *tools = NULL;
+    struct mcp_error err = {0};
+    int r = mcp_registry_tools(ss->mcp, server, ss->opt.tool_timeout_ms, &tools, &err);
+    bool known = false;
+    size_t i;
+    json_t *t;
+    json_array_foreach(tools, i, t)
+    {
+        known |=
+            tool && json_equal(json_object_get(t, "name"), json_object_get(k->payload, "tool"));
+    }
+    json_decref(tools);
+    char *why = NULL;
+    if (r < 0)
+        why = fmt_str("%s", err.message ? err.message : "the MCP server is unavailable");
+    else if (!known)
+        why = fmt_str("server '%s' has no tool of that name; nothing was sent", server);
+    else if ((r = session_approval_add(s, k->id, k->payload)) < 0)
+        why = fmt_str(r == -EBUSY ? "too many calls of this session wait for approval"
+                                  : "the call cannot wait for approval: %s",
+                      strerror(-r));
+    if (why || r < 0)
+        bridge_reply(s, k->id, NULL, why ? why : "out of memory",
+                     !known && r == 0 ? "unknown_tool"
+                     : r == -EBUSY    ? "busy"
+                                      : "protocol",
+                     0);
+    free(why);
+    mcp_error_clear(&err);
+}
+
+static void bridge_call_run(struct workpool_job *job)
 {
     struct bridge_call *k = (struct bridge_call *)job;
+    if (k->ask) {
+        bridge_ask(k);
+        return;
+    }
     struct session *s = k->s;
     struct sessions *ss = s->owner;
     const char *type = json_string_value(json_object_get(k->payload, "type"));
@@ -176,7 +229,10 @@ static void bridge_call_run(struct rpcpool_job *job)
         r = mcp_registry_tools(ss->mcp, server, ss->opt.tool_timeout_ms, &tools, &err);
         if (r == 0) {
             mcp_alias_tools(tools); /* the same aliases as the session's init job */
-            result = json_pack("{s:o}", "tools", tools);
+            if (!(result = json_pack("{s:o}", "tools", tools))) {
+                mcp_error_set(&err, MCP_ERR_PROTOCOL, NULL, "out of memory");
+                r = -ENOMEM;
+            }
         }
     }
     if (r < 0)
@@ -187,7 +243,7 @@ static void bridge_call_run(struct rpcpool_job *job)
     mcp_error_clear(&err);
 }
 
-static void bridge_call_done(struct rpcpool_job *job, bool ran)
+static void bridge_call_done(struct workpool_job *job, bool ran)
 {
     struct bridge_call *k = (struct bridge_call *)job;
     json_decref(k->id);
@@ -196,7 +252,7 @@ static void bridge_call_done(struct rpcpool_job *job, bool ran)
     free(k);
 }
 
-static void bridge_submit_call(struct session *s, json_t *id, json_t *payload)
+static void bridge_submit_call(struct session *s, json_t *id, json_t *payload, bool ask)
 {
     struct sessions *ss = s->owner;
     struct bridge_call *k = calloc(1, sizeof(*k));
@@ -205,9 +261,10 @@ static void bridge_submit_call(struct session *s, json_t *id, json_t *payload)
         *k = (struct bridge_call){.job = {.run = bridge_call_run, .done = bridge_call_done},
                                   .s = s,
                                   .id = json_incref(id),
-                                  .payload = json_incref(payload)};
+                                  .payload = json_incref(payload),
+                                  .ask = ask};
         session_ref(s);
-        r = rpcpool_submit(ss->rpc, &s->rpcq, &k->job);
+        r = workpool_submit(ss->rpc, &s->rpcq, &k->job);
         if (r < 0)
             bridge_call_done(&k->job, false);
     }
@@ -250,6 +307,54 @@ static uint64_t bridge_thread_cpu_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* Files of the execution folders (save_image, render_chart, code.py, ...), [{path, content}]:
+ * kept in the workspace where they outlive the session, tagged with the session (its id's last
+ * 8 digits); one request for a run's folder. {"files": [{name, size, hostPath}]}, or the first
+ * failure (those before it are kept). */
+#define BRIDGE_MAX_KEEP 256
+
+static int bridge_keep_files(struct session *s, json_t *files, json_t **ret, struct sbx_error *err)
+{
+    if (!json_is_array(files) || json_array_size(files) > BRIDGE_MAX_KEEP) {
+        sbx_error_set(err, SBX_ERR_INVALID, "INVALID_REQUEST", "files",
+                      "keep_files: at most %d files", BRIDGE_MAX_KEEP);
+        return -EINVAL;
+    }
+    size_t idl = strlen(s->id);
+    json_t *kept = json_array();
+    size_t i;
+    json_t *f;
+    int r = kept ? 0 : -ENOMEM;
+    json_array_foreach(files, i, f)
+    {
+        if (r < 0)
+            break;
+        const char *path = json_string_value(json_object_get(f, "path"));
+        const char *b64 = json_string_value(json_object_get(f, "content"));
+        char *data = NULL;
+        size_t len = 0;
+        json_t *one = NULL;
+        r = path && b64 ? defs_decode(b64, &data, &len) : -EINVAL;
+        if (r == 0)
+            r = workspace_keep_file(s->wsh, s->id + (idl > 8 ? idl - 8 : 0), path, data, len, &one,
+                                    err);
+        else
+            sbx_error_set(err, SBX_ERR_INVALID, "INVALID_REQUEST", "files",
+                          "keep_files: files[%zu] needs path and content", i);
+        free(data);
+        if (r == 0 && json_array_append_new(kept, one) < 0)
+            r = -ENOMEM; /* kept, but the answer would leave it out */
+    }
+    if (r == -ENOMEM && !err->message)
+        sbx_error_set(err, SBX_ERR_INTERNAL, "INTERNAL", NULL, "out of memory");
+    if (r < 0) {
+        json_decref(kept);
+        return r;
+    }
+    *ret = json_pack("{s:o}", "files", kept);
+    return 0; /* NULL *ret: the caller answers out of memory */
+}
+
 static void bridge_workspace(struct session *s, json_t *id, json_t *payload, const char *type)
 {
     struct workspace *ws = s->wsh;
@@ -275,7 +380,7 @@ static void bridge_workspace(struct session *s, json_t *id, json_t *payload, con
         const char *src = json_string_value(json_object_get(payload, "source"));
         r = name && src ? workspace_save_tool(ws, name, src, &error) : -EINVAL;
         if (r == 0)
-            result = json_pack("{s:b}", "saved", 1);
+            result = json_pack("{s:b}", "saved", 1); /* NULL: saved, the answer lost (below) */
     } else if (strcmp(type, "save_file") == 0) {
         const char *name = json_string_value(json_object_get(payload, "name"));
         const char *b64 = json_string_value(json_object_get(payload, "content"));
@@ -285,12 +390,19 @@ static void bridge_workspace(struct session *s, json_t *id, json_t *payload, con
         if (r == 0)
             r = workspace_save_file(ws, name, data, len, &result, &error);
         free(data);
+    } else if (strcmp(type, "keep_files") == 0) {
+        r = bridge_keep_files(s, json_object_get(payload, "files"), &result, &error);
     } else if (strcmp(type, "list_files") == 0) {
         r = workspace_files(ws, &result, &error);
     } else {
         r = -EINVAL;
     }
     atomic_fetch_add(&s->host_cpu_ns, bridge_thread_cpu_ns() - start);
+    if (r == 0 && !result) { /* the workspace's answer (json_pack) could not be built */
+        r = -ENOMEM;
+        sbx_error_clear(&error);
+        sbx_error_set(&error, SBX_ERR_INTERNAL, "INTERNAL", NULL, "out of memory");
+    }
     if (r < 0) {
         const char *kind = bridge_ws_kind(r, &error);
         /* The code's message names the store's failure as the API does (STORE_UNAVAILABLE). */
@@ -339,13 +451,38 @@ int session_on_message(void *userdata, struct cell *c, json_t *msg)
         free(why);
         return 0;
     }
-    atomic_fetch_add(&s->mcp_calls, 1);
-    if (x->stream && x->stream->on_rpc) {
-        json_t *summary = json_pack("{s:s, s:s, s:s?, s:O}", "type", type, "server", server, "tool",
-                                    json_string_value(json_object_get(payload, "tool")), "id", id);
-        x->stream->on_rpc(x->stream->userdata, summary);
-        json_decref(summary);
+    const char *tool = json_string_value(json_object_get(payload, "tool"));
+    enum mcp_approval policy = strcmp(type, "call_tool") == 0
+                                   ? mcp_registry_approval(s->owner->mcp, server, tool ? tool : "")
+                                   : MCP_APPROVAL_AUTO;
+    if (policy == MCP_APPROVAL_DENY) {
+        char *why = fmt_str("the approval policy of %.200s.%.200s is deny: the call was refused "
+                            "and not sent",
+                            server, tool ? tool : "?");
+        bridge_reply(s, id, NULL, why ? why : "refused by the approval policy", "approval_denied",
+                     0);
+        free(why);
+        return 0;
     }
-    bridge_submit_call(s, id, payload);
+    if (policy == MCP_APPROVAL_ASK) {
+        bridge_submit_call(s, id, payload, true);
+        return 0;
+    }
+    session_bridge_send_call(s, id, payload);
     return 0;
+}
+
+void session_bridge_send_call(struct session *s, json_t *id, json_t *payload)
+{
+    const char *type = json_string_value(json_object_get(payload, "type"));
+    atomic_fetch_add(&s->mcp_calls, 1);
+    json_t *summary = json_pack("{s:s, s:O, s:s?, s:O}", "type", type, "server",
+                                json_object_get(payload, "server"), "tool",
+                                json_string_value(json_object_get(payload, "tool")), "id", id);
+    if (summary)
+        session_notify_rpc(s, summary);
+    else /* the stream misses one event; the call itself goes on */
+        log_warn("session %s: an rpc event could not be streamed (out of memory)", s->id);
+    json_decref(summary);
+    bridge_submit_call(s, id, payload, false);
 }

@@ -29,6 +29,7 @@
 #include "util/fdio.h"
 #include "util/log.h"
 #include "util/macros.h"
+#include "util/thread.h"
 
 #define CPU_SIGNAL      (SIGRTMIN + 6)
 #define CPU_MAX_PROCS   4096 /* processes of one session looked at */
@@ -37,7 +38,7 @@
 struct cpuwatch {
     cpuwatch_fn fn;
     void *ctx;
-    pthread_t thread;
+    struct thread_group thread; /* stopped through stop_fd: it sleeps in poll() */
     pid_t tid;
     int stop_fd;
     pthread_mutex_t lock;
@@ -83,6 +84,7 @@ static void *cpuwatch_thread(void *arg)
 
 static void cpuwatch_release(struct cpuwatch *w)
 {
+    thread_group_done(&w->thread);
     close(w->stop_fd);
     pthread_cond_destroy(&w->ready);
     pthread_mutex_destroy(&w->lock);
@@ -105,7 +107,9 @@ int cpuwatch_new(cpuwatch_fn fn, void *ctx, struct cpuwatch **ret)
     }
     pthread_mutex_init(&w->lock, NULL);
     pthread_cond_init(&w->ready, NULL);
-    int r = -pthread_create(&w->thread, NULL, cpuwatch_thread, w);
+    int r = thread_group_init(&w->thread, "session cpu watchdog", 1, NULL, NULL, w->stop_fd);
+    if (r == 0)
+        r = thread_group_start(&w->thread, cpuwatch_thread, w);
     if (r == 0) {
         pthread_mutex_lock(&w->lock);
         while (w->start_error == 1)
@@ -113,7 +117,7 @@ int cpuwatch_new(cpuwatch_fn fn, void *ctx, struct cpuwatch **ret)
         r = w->start_error;
         pthread_mutex_unlock(&w->lock);
         if (r < 0)
-            pthread_join(w->thread, NULL);
+            thread_group_join(&w->thread); /* it returned on its own */
     }
     if (r < 0) {
         cpuwatch_release(w);
@@ -127,10 +131,7 @@ void cpuwatch_free(struct cpuwatch *w)
 {
     if (!w)
         return;
-    uint64_t one = 1;
-    if (write(w->stop_fd, &one, sizeof(one)) != (ssize_t)sizeof(one))
-        log_errno(LOG_ERROR, errno, "session cpu watchdog: cannot stop it");
-    pthread_join(w->thread, NULL);
+    thread_group_stop(&w->thread);
     cpuwatch_release(w);
 }
 

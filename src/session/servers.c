@@ -50,12 +50,19 @@ static json_t *session_server_infos(struct sessions *ss, json_t *names, struct s
         }
         mcp_alias_tools(tools); /* the sandbox uses these aliases, never its own */
         const char *alias = json_string_value(json_object_get(d, "alias"));
-        json_array_append_new(servers,
-                              json_pack("{s:s, s:o*, s:O*, s:s, s:o*, s:o}", "name", name, "alias",
-                                        alias ? json_string(alias) : mcp_alias_json(name),
-                                        "aliases", json_object_get(d, "aliases"), "description",
-                                        json_string_value(json_object_get(d, "description")) ?: "",
-                                        "cwd", mcp_registry_cwd(ss->mcp, name), "tools", tools));
+        if (json_array_append_new(
+                servers, json_pack("{s:s, s:o*, s:O*, s:s, s:o*, s:o}", "name", name, "alias",
+                                   alias ? json_string(alias) : mcp_alias_json(name), "aliases",
+                                   json_object_get(d, "aliases"), "description",
+                                   json_string_value(json_object_get(d, "description")) ?: "",
+                                   "cwd", mcp_registry_cwd(ss->mcp, name), "tools", tools)) < 0) {
+            sbx_error_set(err, SBX_ERR_INTERNAL, "INTERNAL", "servers",
+                          "MCP server '%s' could not be described to the session (out of memory)",
+                          name);
+            json_decref(servers);
+            json_decref(described);
+            return NULL;
+        }
     }
     json_decref(described);
     return servers;
@@ -75,10 +82,18 @@ json_t *session_init_job(struct sessions *ss, json_t *names, struct workspace *w
     json_t *v;
     json_array_foreach(described, i, v)
     {
-        json_array_append_new(
-            discovered, json_pack("{s:O, s:O, s:s}", "name", json_object_get(v, "name"), "alias",
-                                  json_object_get(v, "alias"), "description",
-                                  json_string_value(json_object_get(v, "description")) ?: ""));
+        if (json_array_append_new(
+                discovered, json_pack("{s:O, s:O?, s:s}", "name", json_object_get(v, "name"),
+                                      "alias", json_object_get(v, "alias"), "description",
+                                      json_string_value(json_object_get(v, "description")) ?: "")) <
+            0) {
+            sbx_error_set(err, SBX_ERR_INTERNAL, "INTERNAL", NULL,
+                          "the configured servers could not be listed (out of memory)");
+            json_decref(servers);
+            json_decref(discovered);
+            json_decref(described);
+            return NULL;
+        }
     }
     json_decref(described);
     json_t *tools = NULL;

@@ -5,7 +5,7 @@
  *
  * Threads: the caller's thread runs an execution (exec_run reads the
  * interpreter's frames and output, and writes what the bridge queued); tool
- * calls run on the shared worker pool (rpcpool.c); the reaper ends idle
+ * calls run on the shared worker pool (util/workpool.c); the reaper ends idle
  * sessions; the CPU watchdog (cpu.c) stops sessions whose leftover work
  * spent its budget. Every thread that uses a session holds a reference, and
  * every session allocated is on the `all` list, so sessions_shutdown() can
@@ -43,6 +43,7 @@
 #include "util/log.h"
 #include "util/macros.h"
 #include "util/randid.h"
+#include "util/utf8.h"
 
 #define SESSION_READY_TIMEOUT_US (30 * 1000000)
 
@@ -87,6 +88,7 @@ void session_unref(struct session *s)
     json_decref(s->network);
     workspace_close(s->wsh);
     session_bridge_done(s);
+    session_approvals_done(s);
     json_decref(s->servers);
     free(s->workspace);
     pthread_mutex_destroy(&s->exec_lock);
@@ -110,7 +112,7 @@ void session_end(struct session *s)
 {
     if (s->cell)
         cell_kill(s->cell);
-    rpcpool_cancel(s->owner->rpc, &s->rpcq);
+    workpool_cancel(s->owner->rpc, &s->rpcq);
     session_unref(s);
 }
 
@@ -164,8 +166,11 @@ json_t *session_describe(struct session *s, const struct sessions *ss)
         (double)atomic_load(&s->host_cpu_ns) / 1e6, "cpuBudgetMs",
         (json_int_t)ss->opt.cpu_budget_ms, "stopped", stopped, "stoppedReason",
         stopped ? why : NULL);
-    if (d && s->network)
-        json_object_set_new(d, "network", json_pack("{s:O}", "allow", s->network));
+    if (d && s->network &&
+        json_object_set_new(d, "network", json_pack("{s:O}", "allow", s->network)) < 0) {
+        json_decref(d); /* not a session shown without the network it has */
+        return NULL;
+    }
     return d;
 }
 
@@ -183,7 +188,9 @@ static int session_egress_cell(struct sessions *ss, struct session *s,
         return r;
     char label[SESSION_ID_MAX + 16];
     snprintf(label, sizeof(label), "session %s", s->id);
-    if ((r = egress_tap_new(ss->opt.egress, pol, listener, label, &s->tap)) < 0) {
+    const struct egress_owner who = {
+        .label = label, .share = tenant_egress_share(s->tenant), .session = true};
+    if ((r = egress_tap_new(ss->opt.egress, pol, listener, &who, &s->tap)) < 0) {
         cell_free(*ret_cell);
         *ret_cell = NULL;
         return r;
@@ -228,67 +235,87 @@ static int session_open_workspace(struct sessions *ss, struct session *s,
     return r;
 }
 
-int sessions_create(struct sessions *ss, const struct session_create *c, json_t **ret_info,
-                    struct sbx_error *err)
+/* What sessions_create() made of a request once it is checked, before anything is reserved. */
+struct session_plan {
+    const char *workspace;
+    json_t *names; /* the servers (owned) */
+    int64_t idle_s;
+    struct pool *pool;
+    bool named; /* a profile of its own */
+    uint64_t memory_mb;
+    struct egress_policy *pol; /* owned; NULL: no network */
+};
+
+static void session_plan_done(struct session_plan *p)
 {
-    *err = (struct sbx_error){0};
-    const char *workspace = c->workspace ? c->workspace : "default";
-    const char *why = workspace_check_name(workspace);
+    json_decref(p->names);
+    egress_policy_free(p->pol);
+    *p = (struct session_plan){0};
+}
+
+/* Check the request c: 0 with *p, or -EINVAL with *err. */
+static int session_plan(struct sessions *ss, const struct session_create *c, struct session_plan *p,
+                        struct sbx_error *err)
+{
+    *p = (struct session_plan){.workspace = c->workspace ? c->workspace : "default",
+                               .pool = ss->pool};
+    const char *why = workspace_check_name(p->workspace);
     if (why) {
         sbx_error_set(err, SBX_ERR_INVALID, "INVALID_REQUEST", "workspace", "workspace: %s", why);
         return -EINVAL;
     }
-    json_t *names = c->servers ? json_incref(c->servers) : json_array();
-    if (!json_is_array(names)) {
-        json_decref(names);
+    p->names = c->servers ? json_incref(c->servers) : json_array();
+    if (!json_is_array(p->names)) {
+        session_plan_done(p);
         sbx_error_set(err, SBX_ERR_INVALID, "INVALID_REQUEST", "servers",
                       "servers: must be an array of names");
         return -EINVAL;
     }
-    char *unknown = mcp_registry_check_names(ss->mcp, names);
+    char *unknown = mcp_registry_check_names(ss->mcp, p->names);
     if (unknown) {
         sbx_error_set(err, SBX_ERR_INVALID, "INVALID_REQUEST", "servers", "%s", unknown);
         free(unknown);
-        json_decref(names);
+        session_plan_done(p);
         return -EINVAL;
     }
-    int64_t idle_s = c->idle_timeout_s > 0 ? c->idle_timeout_s : ss->opt.default_idle_s;
-    if (idle_s > ss->opt.max_idle_s)
-        idle_s = ss->opt.max_idle_s;
-    struct pool *pool = ss->pool;
+    p->idle_s = c->idle_timeout_s > 0 ? c->idle_timeout_s : ss->opt.default_idle_s;
+    if (p->idle_s > ss->opt.max_idle_s)
+        p->idle_s = ss->opt.max_idle_s;
     uint64_t profile_mb = 0;
-    bool named = c->profile && strcmp(c->profile, "default") != 0;
-    if (named && profiles_lookup(ss->opt.profiles, c->profile, &pool, &profile_mb) < 0) {
-        json_decref(names);
+    p->named = c->profile && strcmp(c->profile, "default") != 0;
+    if (p->named && profiles_lookup(ss->opt.profiles, c->profile, &p->pool, &profile_mb) < 0) {
+        session_plan_done(p);
         sbx_error_set(err, SBX_ERR_INVALID, "INVALID_REQUEST", "profile",
                       "profile: no such profile '%.64s' (GET /healthz lists them)", c->profile);
         return -EINVAL;
     }
-    uint64_t memory_mb = c->memory_mb > 0 ? (uint64_t)c->memory_mb
-                         : profile_mb     ? profile_mb
-                                          : ss->opt.default_memory_mb;
-    if (memory_mb > ss->opt.max_memory_mb)
-        memory_mb = ss->opt.max_memory_mb;
-    struct egress_policy *pol = NULL;
+    p->memory_mb = c->memory_mb > 0 ? (uint64_t)c->memory_mb
+                   : profile_mb     ? profile_mb
+                                    : ss->opt.default_memory_mb;
+    if (p->memory_mb > ss->opt.max_memory_mb)
+        p->memory_mb = ss->opt.max_memory_mb;
     char *pwhy = NULL;
     if (c->network &&
         egress_network_parse(ss->opt.egress ? egress_proxy_config(ss->opt.egress) : NULL,
-                             c->network, &pol, &pwhy) < 0) {
+                             c->network, &p->pol, &pwhy) < 0) {
         sbx_error_set(err, SBX_ERR_INVALID, "NETWORK_NOT_ALLOWED", "network", "network: %s",
                       pwhy ? pwhy : "out of memory");
         free(pwhy);
-        json_decref(names);
+        session_plan_done(p);
         return -EINVAL;
     }
+    return 0;
+}
 
+/* Reserve a live session's slot, and one of the tenant's: 0, or <0 with *err. */
+static int session_reserve(struct sessions *ss, struct tenant *tenant, struct sbx_error *err)
+{
     pthread_mutex_lock(&ss->lock);
     bool stopping = ss->stopping, full = ss->live >= ss->opt.max_sessions;
     if (!stopping && !full)
         ss->live++; /* reserve the slot while the interpreter starts */
     pthread_mutex_unlock(&ss->lock);
     if (stopping || full) {
-        json_decref(names);
-        egress_policy_free(pol);
         if (stopping)
             session_shut_err(err);
         else
@@ -297,31 +324,32 @@ int sessions_create(struct sessions *ss, const struct session_create *c, json_t 
                           ss->opt.max_sessions);
         return stopping ? -ESHUTDOWN : -EBUSY;
     }
-    if (!tenant_session_claim(c->tenant)) {
+    if (!tenant_session_claim(tenant)) {
         pthread_mutex_lock(&ss->lock);
         ss->live--;
         pthread_mutex_unlock(&ss->lock);
-        json_decref(names);
-        egress_policy_free(pol);
         sbx_error_set(
             err, SBX_ERR_LIMIT, "TENANT_LIMIT", NULL,
             "tenant '%s' has %u live sessions, its maxSessions; delete one or retry later",
-            tenant_name(c->tenant), tenant_max_sessions(c->tenant));
+            tenant_name(tenant), tenant_max_sessions(tenant));
         return -EBUSY;
     }
-    int r = -ENOMEM;
-    json_t *job = NULL;
-    struct exec_outcome o = {0};
+    return 0;
+}
+
+/* A new session of the plan p (taking its servers), counted among every session; NULL when out
+ * of memory. */
+static struct session *session_alloc(struct sessions *ss, const struct session_create *c,
+                                     struct session_plan *p)
+{
     struct session *s = calloc(1, sizeof(*s));
-    if (!s) {
-        sbx_error_set(err, SBX_ERR_INTERNAL, "INTERNAL", NULL, "out of memory");
-        goto fail;
-    }
+    if (!s)
+        return NULL;
     s->owner = ss;
     s->tenant = c->tenant;
-    s->servers = TAKE_PTR(names);
-    s->memory_mb = memory_mb;
-    snprintf(s->profile, sizeof(s->profile), "%s", named ? c->profile : "default");
+    s->servers = TAKE_PTR(p->names);
+    s->memory_mb = p->memory_mb;
+    snprintf(s->profile, sizeof(s->profile), "%s", p->named ? c->profile : "default");
     s->wake_fd = -1;
     atomic_init(&s->refs, 1);
     atomic_init(&s->mcp_calls, 0);
@@ -329,62 +357,80 @@ int sessions_create(struct sessions *ss, const struct session_create *c, json_t 
     atomic_init(&s->host_cpu_cap, 0); /* no workspace call outside an execution */
     pthread_mutex_init(&s->exec_lock, NULL);
     pthread_mutex_init(&s->servers_lock, NULL);
+    session_approvals_init(s);
     pthread_mutex_lock(&ss->lock);
     s->serial = ++ss->next_serial;
     session_all_add(ss, s);
     pthread_mutex_unlock(&ss->lock);
+    return s;
+}
+
+/* Its bridge, id and workspace, and the init job its interpreter starts with (*ret_job): 0, or
+ * <0 with *err. */
+static int session_prepare(struct sessions *ss, struct session *s, const struct session_create *c,
+                           const struct session_plan *p, json_t **ret_job, struct sbx_error *err)
+{
+    int r;
     if ((r = session_bridge_init(s)) < 0 ||
-        !(s->workspace = workspace_key(tenant_name(c->tenant), workspace))) {
+        !(s->workspace = workspace_key(tenant_name(c->tenant), p->workspace))) {
         sbx_error_set(err, SBX_ERR_INTERNAL, "INTERNAL", NULL, "out of resources");
-        r = r < 0 ? r : -ENOMEM;
-        goto fail;
+        return r < 0 ? r : -ENOMEM;
     }
     if ((r = session_new_id(ss->opt.id_prefix, s->id)) < 0) {
         sbx_error_set(err, SBX_ERR_INTERNAL, "INTERNAL", NULL, "cannot draw a random session id");
-        goto fail;
+        return r;
     }
-    if ((r = session_open_workspace(ss, s, c, workspace, err)) < 0)
-        goto fail;
-    job = session_init_job(ss, s->servers, s->wsh, err);
-    if (!job) {
-        r = -EIO;
-        goto fail;
+    if ((r = session_open_workspace(ss, s, c, p->workspace, err)) < 0)
+        return r;
+    json_t *job = session_init_job(ss, s->servers, s->wsh, err);
+    if (!job)
+        return -EIO;
+    *ret_job = job;
+    if (json_object_set_new(job, "limits",
+                            json_pack("{s:I, s:I, s:{s:I, s:I}}", "memoryBytes",
+                                      (json_int_t)(p->memory_mb << 20), "outputBytes",
+                                      (json_int_t)ss->opt.output_limit, "artifacts", "count",
+                                      (json_int_t)ss->opt.artifacts.max_count, "bytes",
+                                      (json_int_t)ss->opt.artifacts.max_bytes)) < 0) {
+        sbx_error_set(err, SBX_ERR_INTERNAL, "INTERNAL", NULL, "out of memory");
+        return -ENOMEM; /* a session without its limits must not start */
     }
-    json_object_set_new(job, "limits",
-                        json_pack("{s:I, s:I, s:{s:I, s:I}}", "memoryBytes",
-                                  (json_int_t)(memory_mb << 20), "outputBytes",
-                                  (json_int_t)ss->opt.output_limit, "artifacts", "count",
-                                  (json_int_t)ss->opt.artifacts.max_count, "bytes",
-                                  (json_int_t)ss->opt.artifacts.max_bytes));
     if (c->compat)
         json_object_set_new(job, "compat", json_string(c->compat));
+    return 0;
+}
+
+/* Its interpreter: a cell (warm from the pool, or cold with the network), which runs the init
+ * job until it says it is ready (*o, *ret_hit: from the pool). 0, or <0 with *err. */
+static int session_boot(struct sessions *ss, struct session *s, const struct session_plan *p,
+                        json_t *job, struct exec_outcome *o, bool *ret_hit, struct sbx_error *err)
+{
     struct jail_limits lim = jail_limits_default(ss->jail);
-    lim.memory = memory_mb << 20;
+    lim.memory = p->memory_mb << 20;
     lim.nproc = ss->opt.nproc;
-    bool hit = false;
     struct cell *cell = NULL;
     int64_t deadline = clock_mono_us() + SESSION_READY_TIMEOUT_US;
-    if (pol && !(s->network = egress_policy_json(pol)))
+    int r;
+    if (p->pol && !(s->network = egress_policy_json(p->pol)))
         r = -ENOMEM;
-    else if (pol)
-        r = session_egress_cell(ss, s, pol, &lim, job, &cell);
+    else if (p->pol)
+        r = session_egress_cell(ss, s, p->pol, &lim, job, &cell);
     else
-        r = pool ? pool_acquire(pool, &lim, deadline, &cell, &hit)
-                 : cell_spawn_cold(ss->jail, &lim, ss->opt.max_frame, &cell);
+        r = p->pool ? pool_acquire(p->pool, &lim, deadline, &cell, ret_hit)
+                    : cell_spawn_cold(ss->jail, &lim, ss->opt.max_frame, &cell);
     if (r < 0) {
         metrics_isolation_failure(ss->metrics);
         sbx_error_set(err, SBX_ERR_INTERNAL, "INTERNAL", NULL, "no sandbox could be started: %s",
                       strerror(-r));
-        goto fail;
+        return r;
     }
     pthread_mutex_lock(&ss->lock);
     s->cell = cell; /* from now on shutdown can kill it */
-    stopping = ss->stopping;
+    bool stopping = ss->stopping;
     pthread_mutex_unlock(&ss->lock);
     if (stopping) {
         session_shut_err(err);
-        r = -ESHUTDOWN;
-        goto fail;
+        return -ESHUTDOWN;
     }
     /* Where its working directory is on the host (while it lives), for the file:// URLs of
      * the files it saves (runtime/sandboxd_runtime/helpers.py): a link that names no host
@@ -402,17 +448,26 @@ int sessions_create(struct sessions *ss, const struct session_create *c, json_t 
         .keep_alive = true,
         .final_type = "session_ready",
     };
-    r = exec_run(s->cell, &req, &o);
-    if (r < 0 || !o.final || !o.cell_alive ||
-        strcmp(json_string_value(json_object_get(o.final, "type")) ?: "", "session_ready") != 0) {
-        const char *m = json_string_value(json_object_get(o.final, "message"));
+    r = exec_run(s->cell, &req, o);
+    if (r < 0 || !o->final || !o->cell_alive ||
+        strcmp(json_string_value(json_object_get(o->final, "type")) ?: "", "session_ready") != 0) {
+        const char *m = json_string_value(json_object_get(o->final, "message"));
         sbx_error_set(err, SBX_ERR_INTERNAL, "INTERNAL", NULL,
                       "the session interpreter did not start: %s",
-                      m ? m : (o.internal ? o.internal : verdict_status_name(o.verdict.status)));
-        r = r < 0 ? r : -EIO;
-        goto fail;
+                      m ? m : (o->internal ? o->internal : verdict_status_name(o->verdict.status)));
+        return r < 0 ? r : -EIO;
     }
-    r = session_cpu_init(&s->cpu, ss->cpuw, cell->pid, cell->pidfd, s->serial, ss->opt.nproc);
+    return 0;
+}
+
+/* The started session s in the table, its CPU budget armed: *ret_info, its description. 0, or
+ * -ESHUTDOWN with *err when shutdown began while it started. */
+static int session_publish(struct sessions *ss, struct session *s, const struct session_plan *p,
+                           const struct exec_outcome *o, bool hit, json_t **ret_info,
+                           struct sbx_error *err)
+{
+    int r =
+        session_cpu_init(&s->cpu, ss->cpuw, s->cell->pid, s->cell->pidfd, s->serial, ss->opt.nproc);
     if (r < 0)
         log_errno(LOG_WARN, r, "session %s: the CPU budget between executions cannot be enforced",
                   s->id);
@@ -422,13 +477,12 @@ int sessions_create(struct sessions *ss, const struct session_create *c, json_t 
     uint64_t cpu = session_cpu_now(s, false);
     int64_t now = clock_mono_us();
     s->created_us = s->last_used_us = now;
-    s->idle_us = idle_s * 1000000;
+    s->idle_us = p->idle_s * 1000000;
     pthread_mutex_lock(&ss->lock);
     if (ss->stopping) { /* began while the interpreter started */
         pthread_mutex_unlock(&ss->lock);
         session_shut_err(err);
-        r = -ESHUTDOWN;
-        goto fail;
+        return -ESHUTDOWN;
     }
     s->cpu_total_ns = cpu;
     if (s->cpu_rule)
@@ -438,24 +492,45 @@ int sessions_create(struct sessions *ss, const struct session_create *c, json_t 
     ss->created++;
     json_t *info = session_describe(s, ss);
     pthread_mutex_unlock(&ss->lock);
-    json_object_set(info, "toolsLoaded", json_object_get(o.final, "toolsLoaded"));
-    json_object_set(info, "toolsFailed", json_object_get(o.final, "toolsFailed"));
-    json_object_set_new(info, "startMs", json_real((double)o.verdict.wall_us / 1000.0));
+    json_object_set(info, "toolsLoaded", json_object_get(o->final, "toolsLoaded"));
+    json_object_set(info, "toolsFailed", json_object_get(o->final, "toolsFailed"));
+    json_object_set_new(info, "startMs", json_real((double)o->verdict.wall_us / 1000.0));
     json_object_set_new(info, "poolHit", json_boolean(hit));
-    exec_outcome_done(&o);
-    json_decref(job);
-    egress_policy_free(pol);
-    log_fields(LOG_INFO, "session created",
-               json_pack("{s:s, s:s, s:O, s:O}", "sessionId", s->id, "workspace", s->workspace,
-                         "servers", s->servers, "toolsFailed",
-                         json_object_get(info, "toolsFailed")));
+    log_pack(LOG_INFO, "session created", "{s:s, s:s, s:O?, s:O?}", "sessionId", s->id, "workspace",
+             s->workspace, "servers", s->servers, "toolsFailed",
+             json_object_get(info, "toolsFailed"));
     *ret_info = info;
     return 0;
-fail:
+}
+
+int sessions_create(struct sessions *ss, const struct session_create *c, json_t **ret_info,
+                    struct sbx_error *err)
+{
+    *err = (struct sbx_error){0};
+    struct session_plan p;
+    int r = session_plan(ss, c, &p, err);
+    if (r < 0)
+        return r;
+    if ((r = session_reserve(ss, c->tenant, err)) < 0) {
+        session_plan_done(&p);
+        return r;
+    }
+    json_t *job = NULL;
+    struct exec_outcome o = {0};
+    bool hit = false;
+    struct session *s = session_alloc(ss, c, &p);
+    if (!s) {
+        sbx_error_set(err, SBX_ERR_INTERNAL, "INTERNAL", NULL, "out of memory");
+        r = -ENOMEM;
+    } else if ((r = session_prepare(ss, s, c, &p, &job, err)) == 0 &&
+               (r = session_boot(ss, s, &p, job, &o, &hit, err)) == 0) {
+        r = session_publish(ss, s, &p, &o, hit, ret_info, err);
+    }
     exec_outcome_done(&o);
     json_decref(job);
-    json_decref(names);
-    egress_policy_free(pol);
+    session_plan_done(&p);
+    if (r == 0)
+        return 0;
     pthread_mutex_lock(&ss->lock);
     ss->live--;
     if (s)
@@ -555,11 +630,33 @@ static const char *session_metric_label(const char *status)
     return "error";
 }
 
-int sessions_execute(struct sessions *ss, const char *id, const char *code, int64_t timeout_ms,
-                     const struct session_stream *stream, json_t **ret_result,
-                     struct sbx_error *err)
+const char *sessions_code_check(const char *code, size_t len)
 {
-    *err = (struct sbx_error){0};
+    _Static_assert(EXEC_MAX_CODE == 1u << 20, "the message names the limit");
+    if (len > EXEC_MAX_CODE || strlen(code) != len)
+        return "code: at most 1 MiB, without NUL bytes";
+    if (utf8_blank(code))
+        return "code: empty or only whitespace; nothing was run";
+    return NULL;
+}
+
+/* An execution in a session, from its start to its end. */
+struct session_run {
+    struct session *s;
+    uint64_t n;                                            /* its number in the session */
+    char ended[sizeof(((struct session *)0)->end_reason)]; /* why it ended, when it did */
+    uint64_t cpu_before, cpu_after;                        /* the session's CPU time around it */
+    uint64_t host_before;
+    unsigned calls_before;
+    struct egress_stats net;
+    int64_t start;
+};
+
+/* The session id for an execution, RUNNING from now on (exec_lock held, a reference and a run
+ * of its tenant taken): 0, or <0 with *err. */
+static int session_run_begin(struct sessions *ss, const char *id, struct session_run *x,
+                             struct sbx_error *err)
+{
     struct session *s = sessions_lookup(ss, id);
     if (!s) {
         pthread_mutex_lock(&ss->lock);
@@ -576,10 +673,6 @@ int sessions_execute(struct sessions *ss, const char *id, const char *code, int6
         pthread_mutex_unlock(&ss->lock);
         return down ? -ESHUTDOWN : -ENOENT;
     }
-    if (timeout_ms <= 0)
-        timeout_ms = ss->opt.default_timeout_ms;
-    if (timeout_ms > ss->opt.max_timeout_ms)
-        timeout_ms = ss->opt.max_timeout_ms;
     pthread_mutex_lock(&s->exec_lock);
     if (!tenant_run_begin(s->tenant, "session")) {
         pthread_mutex_unlock(&s->exec_lock);
@@ -594,9 +687,8 @@ int sessions_execute(struct sessions *ss, const char *id, const char *code, int6
     assert_session_state(s, SESSION_IDLE, SESSION_ARMED, SESSION_STOPPED, SESSION_ENDED);
     bool alive = s->state != SESSION_ENDED;
     bool down = ss->stopping;
-    char ended[sizeof(s->end_reason)];
-    memcpy(ended, s->end_reason, sizeof(ended));
-    uint64_t n = alive ? ++s->executions : 0;
+    memcpy(x->ended, s->end_reason, sizeof(x->ended));
+    x->n = alive ? ++s->executions : 0;
     /* Stopped by its budget, or at once with a budget of 0. */
     bool stopped = s->state == SESSION_STOPPED || ss->opt.cpu_budget_ms == 0;
     if (alive)
@@ -610,38 +702,48 @@ int sessions_execute(struct sessions *ss, const char *id, const char *code, int6
             session_shut_err(err);
         else
             sbx_error_set(err, SBX_ERR_NOT_FOUND, "NOT_FOUND", NULL, "session %s has ended%s%s", id,
-                          ended[0] ? ": " : "", ended);
+                          x->ended[0] ? ": " : "", x->ended);
         return down ? -ESHUTDOWN : -ENOENT;
     }
+    x->s = s;
     if (s->cpu_rule)
         session_cpu_resume(&s->cpu, stopped);
-    uint64_t cpu_before = session_cpu_now(s, false);
+    x->cpu_before = session_cpu_now(s, false);
     pthread_mutex_lock(&ss->lock);
-    if (cpu_before > s->cpu_total_ns)
-        s->cpu_idle_ns += cpu_before - s->cpu_total_ns;
+    if (x->cpu_before > s->cpu_total_ns)
+        s->cpu_idle_ns += x->cpu_before - s->cpu_total_ns;
     pthread_mutex_unlock(&ss->lock);
-    unsigned calls_before = atomic_load(&s->mcp_calls);
-    struct egress_stats net;
+    x->calls_before = atomic_load(&s->mcp_calls);
     if (s->tap) {
         /* What the session's code did between executions is counted, not attributed. */
-        egress_tap_take(s->tap, &net);
-        metrics_egress(ss->metrics, &net);
+        egress_tap_take(s->tap, &x->net);
+        metrics_egress(ss->metrics, &x->net);
     }
-    uint64_t host_before = atomic_load(&s->host_cpu_ns);
-    atomic_store(&s->host_cpu_cap, host_before + ss->opt.host_cpu_ms * 1000000);
+    x->host_before = atomic_load(&s->host_cpu_ns);
+    atomic_store(&s->host_cpu_cap, x->host_before + ss->opt.host_cpu_ms * 1000000);
+    return 0;
+}
+
+/* Send the code and run it to its end (*o); the session's status word of it. */
+static const char *session_run_code(struct sessions *ss, struct session_run *x, const char *code,
+                                    int64_t timeout_ms, const struct session_stream *stream,
+                                    struct exec_outcome *o, bool *ret_survived)
+{
+    struct session *s = x->s;
     json_t *job =
-        json_pack("{s:s, s:I, s:s}", "type", "execute", "id", (json_int_t)n, "code", code);
+        json_pack("{s:s, s:I, s:s}", "type", "execute", "id", (json_int_t)x->n, "code", code);
     int r = job ? session_send(s, job) : -ENOMEM;
     json_decref(job);
-    struct session_exec x = {.s = s, .stream = stream};
+    struct session_exec sx = {.s = s, .stream = stream};
     struct exec_hooks hooks = {
-        .userdata = &x,
+        .userdata = &sx,
         .on_message = session_on_message,
         .on_output = session_on_output,
         .on_artifact = session_on_artifact,
         .pending = session_pending,
         .flush = session_flush,
         .wake_fd = s->wake_fd,
+        .held = session_held_us,
     };
     struct exec_request req = {
         .job = NULL,
@@ -650,65 +752,91 @@ int sessions_execute(struct sessions *ss, const char *id, const char *code, int6
         .keep_alive = true,
         .interrupt_grace_us = ss->opt.interrupt_grace_ms * 1000,
         .final_type = "execution_done",
-        .final_id = (int64_t)n,
+        .final_id = (int64_t)x->n,
         .hooks = &hooks,
         .artifacts = ss->opt.artifacts,
     };
-    struct exec_outcome o = {0};
-    int64_t start = clock_mono_us();
+    x->start = clock_mono_us();
+    session_approvals_begin(s, stream);
     if (r == 0)
-        r = exec_run(s->cell, &req, &o);
+        r = exec_run(s->cell, &req, o);
     else
-        o.verdict.status = VERDICT_EXITED; /* could not even send: the interpreter is gone */
-    bool survived;
-    const char *status = session_status(&o, &survived);
-    if (survived && s->cpu_rule)
+        o->verdict.status = VERDICT_EXITED; /* could not even send: the interpreter is gone */
+    session_approvals_end(s);               /* what still waits is refused: its execution is over */
+    const char *status = session_status(o, ret_survived);
+    if (*ret_survived && s->cpu_rule)
         session_cpu_quiesce(&s->cpu); /* first: its subprocesses stop, then are counted */
-    uint64_t cpu_after = survived ? session_cpu_now(s, true) : cpu_before;
-    if (s->cpu_rule && survived)
-        o.verdict.cpu_us = (cpu_after > cpu_before ? cpu_after - cpu_before : 0) / 1000;
+    x->cpu_after = *ret_survived ? session_cpu_now(s, true) : x->cpu_before;
+    if (s->cpu_rule && *ret_survived)
+        o->verdict.cpu_us =
+            (x->cpu_after > x->cpu_before ? x->cpu_after - x->cpu_before : 0) / 1000;
     pthread_mutex_lock(&ss->lock);
-    memcpy(ended, s->end_reason, sizeof(ended));
+    memcpy(x->ended, s->end_reason, sizeof(x->ended));
     pthread_mutex_unlock(&ss->lock);
-    json_t *error = json_object_get(o.final, "error");
-    bool answered = strcmp(status, "ok") == 0 || (strcmp(status, "error") == 0 && o.final);
+    return status;
+}
+
+/* The result of the execution (new reference), NULL when out of memory. */
+static json_t *session_run_result(struct sessions *ss, struct session_run *x, const char *status,
+                                  struct exec_outcome *o, int64_t timeout_ms, bool survived)
+{
+    struct session *s = x->s;
+    json_t *error = json_object_get(o->final, "error");
+    bool answered = strcmp(status, "ok") == 0 || (strcmp(status, "error") == 0 && o->final);
     if (json_is_object(error)) {
         json_incref(error); /* the runtime's own description, at most the output limit each */
         if (response_cap_strings(error, ss->opt.output_limit))
             json_object_set_new(error, "truncated", json_true());
     } else {
-        error = answered ? NULL : session_synth_error(status, &o, timeout_ms, survived, ended);
+        error = answered ? NULL : session_synth_error(status, o, timeout_ms, survived, x->ended);
     }
-    json_t *res = json_object_get(o.final, "result");
+    json_t *res = json_object_get(o->final, "result");
     (void)response_cap_strings(res, ss->opt.output_limit);
     json_t *result =
         json_pack("{s:I, s:s, s:o, s:o, s:o, s:O?, s:f, s:b, s:b, s:I, s:o, s:f}", "executionId",
-                  (json_int_t)n, "status", status, "stdout", response_text(&o.out), "stderr",
-                  response_text(&o.err), "error", error ? error : json_null(), "result",
+                  (json_int_t)x->n, "status", status, "stdout", response_text(&o->out), "stderr",
+                  response_text(&o->err), "error", error ? error : json_null(), "result",
                   json_is_string(res) ? res : NULL, "durationMs",
-                  (double)(clock_mono_us() - start) / 1000.0, "sessionAlive", survived, "truncated",
-                  o.verdict.stdout_truncated || o.verdict.stderr_truncated, "mcpCalls",
-                  (json_int_t)(atomic_load(&s->mcp_calls) - calls_before), "verdict",
-                  verdict_to_json(&o.verdict), "sessionCpuMs", (double)cpu_after / 1e6);
+                  (double)(clock_mono_us() - x->start) / 1000.0, "sessionAlive", survived,
+                  "truncated", o->verdict.stdout_truncated || o->verdict.stderr_truncated,
+                  "mcpCalls", (json_int_t)(atomic_load(&s->mcp_calls) - x->calls_before), "verdict",
+                  verdict_to_json(&o->verdict), "sessionCpuMs", (double)x->cpu_after / 1e6);
     if (result)
-        json_object_set_new(result, "hostCpuMs",
-                            json_real((double)(atomic_load(&s->host_cpu_ns) - host_before) / 1e6));
-    if (result)
-        artifact_set_report(&o.artifacts, &ss->opt.artifacts, result, true);
-    exec_outcome_done(&o);
-    if (s->tap && result) {
-        egress_tap_take(s->tap, &net);
-        metrics_egress(ss->metrics, &net);
-        json_t *metrics = json_array();
-        response_egress_metrics(metrics, &net);
-        json_object_set_new(result, "metrics", metrics);
+        json_object_set_new(
+            result, "hostCpuMs",
+            json_real((double)(atomic_load(&s->host_cpu_ns) - x->host_before) / 1e6));
+    if (result && artifact_set_report(&o->artifacts, &ss->opt.artifacts, result, true) < 0) {
+        json_decref(result); /* answered INTERNAL below, rather than without the report */
+        result = NULL;
     }
+    if (s->tap && result) {
+        egress_tap_take(s->tap, &x->net);
+        metrics_egress(ss->metrics, &x->net);
+        json_t *metrics = json_array();
+        int mr = response_egress_metrics(metrics, &x->net);
+        if (mr < 0)
+            json_decref(metrics);
+        if (mr < 0 || json_object_set_new(result, "metrics", metrics) < 0) {
+            json_decref(result);
+            result = NULL;
+        }
+    }
+    return result;
+}
+
+/* The execution is over: the session idle again (or stopped, or ended with it), exec_lock and
+ * the tenant's run let go, the reference dropped. True when sessions_shutdown() ended it while
+ * it ran. */
+static bool session_run_end(struct sessions *ss, struct session_run *x, const char *status,
+                            bool survived)
+{
+    struct session *s = x->s;
     pthread_mutex_lock(&ss->lock);
     /* ENDED: it was unlisted while the execution ran (deleted, reaped, shut down). */
     assert_session_state(s, SESSION_RUNNING, SESSION_ENDED);
     bool listed = s->state == SESSION_RUNNING;
     s->last_used_us = clock_mono_us();
-    s->cpu_total_ns = cpu_after;
+    s->cpu_total_ns = x->cpu_after;
     if (survived && s->cpu_rule)
         session_cpu_arm(&s->cpu, ss->opt.cpu_budget_ms * 1000000);
     if (listed && survived) {
@@ -717,26 +845,49 @@ int sessions_execute(struct sessions *ss, const char *id, const char *code, int6
                                                                : SESSION_ARMED;
         session_set_state(s, idle);
         if (idle == SESSION_STOPPED)
-            s->stopped_after = n;
+            s->stopped_after = x->n;
     }
     bool drop = !survived && listed;
     if (drop) {
         char why[96];
-        snprintf(why, sizeof(why), "execution %llu ended it (%s)", (unsigned long long)n, status);
+        snprintf(why, sizeof(why), "execution %llu ended it (%s)", (unsigned long long)x->n,
+                 status);
         session_unlist(ss, s, why);
     }
     /* Ended by sessions_shutdown() while it ran: the caller hears why, not "killed". */
-    bool shut = !survived && !drop && strcmp(ended, SESSION_SHUTDOWN_REASON) == 0;
+    bool shut = !survived && !drop && strcmp(x->ended, SESSION_SHUTDOWN_REASON) == 0;
     pthread_mutex_unlock(&ss->lock);
     pthread_mutex_unlock(&s->exec_lock);
     tenant_run_end(s->tenant);
-    metrics_request(ss->metrics, "session", session_metric_label(status), clock_mono_us() - start);
+    metrics_request(ss->metrics, "session", session_metric_label(status),
+                    clock_mono_us() - x->start);
     if (drop) {
         log_info("session %s ended: %s", s->id, status);
         session_end(s); /* the table's reference */
     }
     session_unref(s);
-    if (shut) {
+    return shut;
+}
+
+int sessions_execute(struct sessions *ss, const char *id, const char *code, int64_t timeout_ms,
+                     const struct session_stream *stream, json_t **ret_result,
+                     struct sbx_error *err)
+{
+    *err = (struct sbx_error){0};
+    struct session_run x = {0};
+    int r = session_run_begin(ss, id, &x, err);
+    if (r < 0)
+        return r;
+    if (timeout_ms <= 0)
+        timeout_ms = ss->opt.default_timeout_ms;
+    if (timeout_ms > ss->opt.max_timeout_ms)
+        timeout_ms = ss->opt.max_timeout_ms;
+    struct exec_outcome o = {0};
+    bool survived;
+    const char *status = session_run_code(ss, &x, code, timeout_ms, stream, &o, &survived);
+    json_t *result = session_run_result(ss, &x, status, &o, timeout_ms, survived);
+    exec_outcome_done(&o);
+    if (session_run_end(ss, &x, status, survived)) {
         json_decref(result);
         session_shut_err(err);
         return -ESHUTDOWN;

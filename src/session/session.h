@@ -62,6 +62,7 @@ struct sessions_options {
     unsigned max_tool_calls;        /* tool calls queued or running, all sessions together */
     unsigned session_tool_calls;    /* tool calls queued or running, one session */
     uint64_t host_cpu_ms;           /* sandboxd CPU time one execution's workspace calls may use */
+    int64_t approval_timeout_ms;    /* a call waits this long for a person's decision (ask) */
     const char *id_prefix;          /* NULL, or ids are "PREFIX." + 32 hex digits (an instance id,
                                      * util/instance.h: at most 31 characters); borrowed */
     struct profiles *profiles;      /* pools a session may ask for by name; borrowed, may be NULL */
@@ -87,6 +88,10 @@ struct session_stream {
     void (*on_output)(void *userdata, int stream, const char *data, size_t len);
     void (*on_rpc)(void *userdata, json_t *summary);
     void (*on_artifact)(void *userdata, json_t *artifact); /* a figure or display(); borrowed */
+    /* A tool call waits for a person's decision: {id, server, tool, arguments} (borrowed). Runs
+     * on any thread, under a lock of the session: it must not call back into sessions_*; it may
+     * block briefly (write to a client). */
+    void (*on_approval)(void *userdata, json_t *approval);
 };
 
 struct sessions;
@@ -120,9 +125,10 @@ int sessions_create(struct sessions *s, const struct session_create *c, json_t *
  * filled: an unconfigured (INVALID) or unavailable (UPSTREAM) server, an unknown (NOT_FOUND) or
  * dead (GONE) session. */
 int sessions_add_servers(struct sessions *s, const char *id, json_t *names, struct sbx_error *err);
-/* -ENOENT for an unknown id. */
+/* -ENOENT for an unknown id, -ENOMEM when its description could not be built. */
 int sessions_info(struct sessions *s, const char *id, json_t **ret_info);
-/* The sessions tenant may see: its own, or with tenant NULL (the operator) all of them. */
+/* The sessions tenant may see: its own, or with tenant NULL (the operator) all of them (NULL
+ * when out of memory). */
 json_t *sessions_list(struct sessions *s, const struct tenant *tenant);
 int sessions_delete(struct sessions *s, const char *id);
 /* sessions_delete() saying why (reason: what a running execution and later calls report,
@@ -138,6 +144,13 @@ json_t *sessions_stats(struct sessions *s);
 /* What a session may ask to reach (the --egress-allow patterns, new reference); an empty
  * array when sessions get no network. */
 json_t *sessions_network_ceiling(struct sessions *s);
+/* Why code (len bytes, NUL-terminated) may not run in a session: more than EXEC_MAX_CODE bytes,
+ * a NUL inside, or nothing but whitespace (nothing would run: more likely code lost on the way
+ * than a wish to do nothing); NULL when it may. Static text, "code: ..." (field "code" of an
+ * INVALID_REQUEST). The one check of a session's code: the front ends ask here before
+ * anything starts (an event stream, a session made for the code), as sessions_execute()'s
+ * callers must. */
+const char *sessions_code_check(const char *code, size_t len);
 /* Run code in session id. 0 and *ret_result {executionId, status, stdout, stderr, error, result,
  * durationMs, sessionAlive, truncated, mcpCalls, verdict, sessionCpuMs, hostCpuMs, artifacts[,
  * artifactsError][, metrics (net.egress_*: sessions with a network policy)]}; <0 with *err (unknown
@@ -146,6 +159,24 @@ json_t *sessions_network_ceiling(struct sessions *s);
 int sessions_execute(struct sessions *s, const char *id, const char *code, int64_t timeout_ms,
                      const struct session_stream *stream, json_t **ret_result,
                      struct sbx_error *err);
+/* The tool calls of session id that wait for a person's decision (policy ask), oldest first:
+ * [{id, server, tool, arguments}] in *ret (new reference); -ENOENT for an unknown session. */
+int sessions_approvals(struct sessions *s, const char *id, json_t **ret);
+/* Decide the waiting call aid of session id: approve sends it to its server, refuse answers the
+ * code with ApprovalDenied. 0; -ENOENT with *err (NOT_FOUND: no such session; or
+ * APPROVAL_NOT_FOUND: no such call waits, it was decided, timed out, or its execution ended). */
+int sessions_approval_decide(struct sessions *s, const char *id, const char *aid, bool approve,
+                             struct sbx_error *err);
+/* The question a person is asked about a waiting call (one of sessions_approvals()), written by
+ * sandboxd alone: the server and tool names quoted, the arguments as JSON with long values cut
+ * and secrets redacted (caller frees; NULL when out of memory). */
+char *sessions_approval_prompt(json_t *approval);
+/* The docs of MCP tools as sessions show them (the typed stubs' renderer), rendered in a
+ * sandbox: servers is [{name, alias, tools}] (borrowed; tools with their aliases), detail
+ * "summary" (signature and first sentence) or "full" (the stub's def and docstring). 0 and
+ * *ret_docs {server: {tool: text}} (new reference); <0 with *err (INTERNAL). */
+int sessions_tool_docs(struct sessions *s, json_t *servers, const char *detail, json_t **ret_docs,
+                       struct sbx_error *err);
 /* Interrupt the execution running in session id as its time limit would (SIGINT: the code sees
  * an exception, pending tasks are cancelled, the session survives and the execution reports
  * status "timeout"). The signal is lost if it lands before the interpreter has started running

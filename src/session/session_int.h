@@ -4,9 +4,9 @@
  * sees: the session and sessions structures, and the RPC bridge (bridge.c)
  * that session.c drives. session.c owns the lifecycle (create, execute,
  * delete, reap, shut down), bridge.c the frames between host and interpreter
- * (RPC requests in, answers out through a bounded outbox), cpu.c the rule for
- * the time between executions, rpcpool.c the threads behind tool calls,
- * lifecycle.c the states below.
+ * (RPC requests in, answers out through a bounded outbox; tool calls on the
+ * worker pool of util/workpool.c), cpu.c the rule for the time between
+ * executions, lifecycle.c the states below.
  *
  * The life of a session (struct session's state, under owner->lock):
  *
@@ -48,11 +48,12 @@
 #include "pool/profile.h"
 #include "session/cpu.h"
 #include "session/links.h"
-#include "session/rpcpool.h"
 #include "session/session.h"
 #include "util/buf.h"
 #include "util/lifecycle.h"
 #include "util/macros.h"
+#include "util/thread.h"
+#include "util/workpool.h"
 
 struct workspace;
 
@@ -102,8 +103,17 @@ struct session {
     /* The socket failed: nothing more is sent. Not a lifecycle state: it is the socket's,
      * under write_lock, and a session learns of it only when an execution ends. */
     bool broken;
-    int wake_fd;               /* eventfd: out became non-empty */
-    struct rpcpool_queue rpcq; /* its tool calls */
+    int wake_fd;                /* eventfd: out became non-empty */
+    struct workpool_queue rpcq; /* its tool calls */
+
+    /* approvals.c: calls waiting for a person's decision, the time they held the running
+     * execution, and that execution's stream (told of new approvals and sent calls) */
+    pthread_mutex_t approvals_lock;
+    struct session_approval *approvals;
+    unsigned n_approvals;
+    int64_t held_since_us; /* > 0: a call has waited since then */
+    int64_t held_us;       /* held in the running execution before held_since_us */
+    const struct session_stream *stream;
 
     struct session_cpu cpu;
     /* cpu is set up (the kernel allowed the timer). Not a state: fixed before the session is
@@ -134,7 +144,7 @@ struct sessions {
     struct mcp_registry *mcp;
     struct workspace_store *ws;
     struct metrics *metrics;
-    struct rpcpool *rpc;
+    struct workpool *rpc; /* the threads behind tool calls */
     struct cpuwatch *cpuw;
     struct session_links *links; /* NULL: the sessions get no host path (hostWorkdir) */
     pthread_mutex_t lock;
@@ -147,10 +157,8 @@ struct sessions {
     struct session_ended ended[SESSION_ENDED_KEPT]; /* a ring */
     unsigned ended_next;
     uint64_t next_serial;
-    bool stop;     /* the reaper leaves */
-    bool stopping; /* sessions_shutdown() began: nothing new starts */
-    bool reaper_running;
-    pthread_t reaper;
+    bool stopping;              /* sessions_shutdown() began: nothing new starts */
+    struct thread_group reaper; /* its stop: at the start of sessions_shutdown() */
     uint64_t created, reaped;
 };
 
@@ -200,12 +208,35 @@ struct session_exec {
     const struct session_stream *stream;
 };
 
+/* ---- approvals.c ---- */
+void session_approvals_init(struct session *s);
+/* Refuse nothing, free what is left; the session is being freed. */
+void session_approvals_done(struct session *s);
+/* A tool call whose policy is ask (payload: {type, server, tool, arguments}, id: the request's;
+ * both borrowed): it waits for a decision, and the running execution's stream is told. 0;
+ * -EBUSY (too many waiting), -ENOMEM, -EIO (no random id): the caller answers the call. */
+int session_approval_add(struct session *s, json_t *id, json_t *payload);
+/* An execution starts (its stream, may be NULL) / ends (the calls still waiting are refused). */
+void session_approvals_begin(struct session *s, const struct session_stream *stream);
+void session_approvals_end(struct session *s);
+/* The exec hook held() (userdata: struct session_exec): the time held so far; refuses the
+ * calls whose time to be decided is up. */
+int64_t session_held_us(void *userdata, int64_t now, int64_t *ret_wake_us);
+/* Tell the running execution's stream that a tool call goes to its server (any thread). */
+void session_notify_rpc(struct session *s, json_t *summary);
+
 int session_bridge_init(struct session *s);
 void session_bridge_done(struct session *s);
 /* Queue one frame for the interpreter: written at once when the socket takes it, else kept
  * (up to SESSION_OUTBOX_MAX) and written by the executing thread. 0, -EPIPE (gone), -ENOBUFS
  * (no room: the interpreter is not reading), -ENOMEM. */
 int session_send(struct session *s, const json_t *msg);
+/* An error answer to the interpreter's request id (kind: its errorKind, e.g. "approval_denied";
+ * any thread). */
+void session_bridge_reply(struct session *s, json_t *id, const char *error, const char *kind);
+/* Send a tool call to its server now (counted in mcpCalls, told to the stream as an rpc event),
+ * on the worker pool; refused at once beyond the limits. Any thread. */
+void session_bridge_send_call(struct session *s, json_t *id, json_t *payload);
 /* The exec hooks of an execution (userdata: struct session_exec). */
 int session_on_message(void *userdata, struct cell *c, json_t *msg);
 unsigned session_pending(void *userdata);

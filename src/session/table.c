@@ -28,7 +28,7 @@ int sessions_info(struct sessions *ss, const char *id, json_t **ret_info)
     HASH_FIND_STR(ss->table, id, s);
     *ret_info = s ? session_describe(s, ss) : NULL;
     pthread_mutex_unlock(&ss->lock);
-    return s ? 0 : -ENOENT;
+    return !s ? -ENOENT : *ret_info ? 0 : -ENOMEM;
 }
 
 bool sessions_visible(struct sessions *ss, const char *id, const struct tenant *tenant)
@@ -50,9 +50,12 @@ json_t *sessions_list(struct sessions *ss, const struct tenant *tenant)
 {
     json_t *list = json_array();
     pthread_mutex_lock(&ss->lock);
-    for (struct session *s = ss->table; s; s = s->hh.next)
-        if (!tenant || s->tenant == tenant)
-            json_array_append_new(list, session_describe(s, ss));
+    for (struct session *s = ss->table; list && s; s = s->hh.next)
+        if ((!tenant || s->tenant == tenant) &&
+            json_array_append_new(list, session_describe(s, ss)) < 0) {
+            json_decref(list); /* not a list that leaves a session out */
+            list = NULL;
+        }
     pthread_mutex_unlock(&ss->lock);
     return list;
 }
@@ -67,9 +70,12 @@ unsigned sessions_live(struct sessions *ss)
 
 json_t *sessions_stats(struct sessions *ss)
 {
-    json_t *o = json_pack("{s:I, s:o}", "live", (json_int_t)sessions_live(ss), "toolCalls",
-                          rpcpool_stats(ss->rpc));
-    return o;
+    struct workpool_stats ws;
+    workpool_stats(ss->rpc, &ws);
+    return json_pack("{s:I, s:{s:I, s:I, s:I, s:I, s:I}}", "live", (json_int_t)sessions_live(ss),
+                     "toolCalls", "workers", (json_int_t)ws.threads, "maxWorkers",
+                     (json_int_t)ws.max_threads, "busy", (json_int_t)ws.running, "jobs",
+                     (json_int_t)ws.jobs, "refused", (json_int_t)ws.refused);
 }
 
 json_t *sessions_network_ceiling(struct sessions *ss)
@@ -102,13 +108,7 @@ static void *sessions_reaper(void *arg)
 {
     struct sessions *ss = arg;
     pthread_mutex_lock(&ss->lock);
-    while (!ss->stop) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_sec += 1;
-        pthread_cond_timedwait(&ss->cond, &ss->lock, &ts);
-        if (ss->stop)
-            break;
+    while (thread_group_wait(&ss->reaper, clock_mono_us() + 1000000)) {
         int64_t now = clock_mono_us();
         struct session *expired[64];
         size_t n = 0;
@@ -176,22 +176,23 @@ int sessions_new(const struct sessions_options *opt, const struct jail_config *j
     pthread_cond_init(&ss->cond, &ca);
     pthread_condattr_destroy(&ca);
     pthread_cond_init(&ss->gone, NULL);
-    struct rpcpool_options ro = {
+    int r = thread_group_init(&ss->reaper, "session reaper", 1, &ss->lock, &ss->cond, -1);
+    struct workpool_options ro = {
+        .name = "tool calls",
         .workers = opt->tool_workers,
         .max_jobs = opt->max_tool_calls,
         .queue_max = opt->session_tool_calls,
         .queue_running = opt->tool_workers > 1 ? opt->tool_workers / 2 : 1,
     };
-    int r = rpcpool_new(&ro, &ss->rpc);
+    if (r == 0)
+        r = workpool_new(&ro, &ss->rpc);
     if (r == 0)
         r = cpuwatch_new(sessions_on_budget, ss, &ss->cpuw);
     /* Without it sessions still run; only their file:// URLs name paths inside the sandbox. */
     if (r == 0 && session_links_new(&ss->links) < 0)
         log_warn("sessions: no host paths for the sessions' working directories");
-    if (r == 0) {
-        r = -pthread_create(&ss->reaper, NULL, sessions_reaper, ss);
-        ss->reaper_running = r == 0;
-    }
+    if (r == 0)
+        r = thread_group_start(&ss->reaper, sessions_reaper, ss);
     if (r < 0) {
         sessions_free(ss);
         return r;
@@ -207,8 +208,7 @@ void sessions_shutdown(struct sessions *ss)
     pthread_mutex_lock(&ss->lock);
     bool first = !ss->stopping;
     ss->stopping = true;
-    ss->stop = true;
-    pthread_cond_broadcast(&ss->cond);
+    thread_group_stop_locked(&ss->reaper);
     /* Unlist every session (their table references come with them) and kill every cell,
      * also of sessions still starting or already unlisted but in use. */
     size_t n = HASH_COUNT(ss->table), k = 0;
@@ -235,11 +235,8 @@ void sessions_shutdown(struct sessions *ss)
     for (size_t i = 0; i < k; i++)
         session_end(ended[i]);
     free(ended);
-    rpcpool_stop(ss->rpc);
-    if (ss->reaper_running) {
-        pthread_join(ss->reaper, NULL);
-        ss->reaper_running = false;
-    }
+    workpool_stop(ss->rpc);
+    thread_group_join(&ss->reaper);
     /* Every thread that still uses a session holds a reference: wait for the last one. */
     pthread_mutex_lock(&ss->lock);
     while (ss->allocated > HASH_COUNT(ss->table))
@@ -258,9 +255,10 @@ void sessions_free(struct sessions *ss)
         session_unlist(ss, s, NULL);
         session_end(s);
     }
-    rpcpool_free(ss->rpc);
+    workpool_free(ss->rpc);
     cpuwatch_free(ss->cpuw);
     session_links_free(ss->links);
+    thread_group_done(&ss->reaper);
     pthread_cond_destroy(&ss->gone);
     pthread_cond_destroy(&ss->cond);
     pthread_mutex_destroy(&ss->lock);

@@ -5,6 +5,7 @@
  */
 #include "session/workspace.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,7 +30,8 @@ struct store_limits workspace_store_limits(const struct workspace_limits *lim, s
         .max_item = {[STORE_MEMORY] =
                          lim->max_value + WORKSPACE_MAX_METADATA + WORKSPACE_DOC_OVERHEAD,
                      [STORE_TOOL] = WORKSPACE_MAX_TOOL,
-                     [STORE_FILE] = lim->max_file},
+                     [STORE_FILE] = lim->max_file,
+                     [STORE_RUN] = lim->max_file},
         .tenant_bytes = tenant_bytes,
         .tenant_workspaces = tenant_workspaces,
     };
@@ -152,14 +154,29 @@ json_t *workspace_usage(struct workspace *w)
  * the workspace calls). Python's builtins are refused by the runtime, which knows them. */
 static const char *ws_tool_name_problem(const char *name)
 {
-    static const char *const reserved[] = {
-        "save_memory",          "load_memory",       "delete_memory",
-        "list_memories",        "update_memory",     "memory_exists",
-        "get_memory_info",      "save_tool",         "save_file",
-        "list_execution_files", "list_tools",        "search_tool_docs",
-        "query_tool_docs",      "list_servers",      "describe_server",
-        "capability_summary",   "MCPError",          "mcp",
-        "mcp_servers",          "LOADED_MCP_SERVERS"};
+    static const char *const reserved[] = {"save_memory",
+                                           "load_memory",
+                                           "delete_memory",
+                                           "list_memories",
+                                           "update_memory",
+                                           "memory_exists",
+                                           "get_memory_info",
+                                           "save_tool",
+                                           "save_file",
+                                           "list_execution_files",
+                                           "list_tools",
+                                           "search_tool_docs",
+                                           "query_tool_docs",
+                                           "list_servers",
+                                           "describe_server",
+                                           "capability_summary",
+                                           "MCPError",
+                                           "mcp",
+                                           "mcp_servers",
+                                           "LOADED_MCP_SERVERS",
+                                           "ApprovalDenied",
+                                           "NOT_SENT",
+                                           "help"};
     if (!request_is_identifier(name) || strlen(name) > WORKSPACE_MAX_NAME)
         return "is not a Python identifier of at most 128 characters";
     if (strncmp(name, "mcp_", 4) == 0 || strncmp(name, "__", 2) == 0)
@@ -267,6 +284,50 @@ int workspace_save_file(struct workspace *w, const char *name, const void *data,
     return r;
 }
 
+/* ---- files of sessions' execution folders ------------------------------------------------ */
+
+int workspace_keep_file(struct workspace *w, const char *session, const char *path,
+                        const void *data, size_t len, json_t **ret_payload, struct sbx_error *err)
+{
+    *ret_payload = NULL;
+    /* "<session>_<path with '/' as '_'>": one name of [A-Za-z0-9._-] only, so that nothing the
+     * sandbox sends can name another place, in either backend. */
+    char name[WORKSPACE_MAX_RUN_NAME + 1];
+    int n = snprintf(name, sizeof(name), "%s_%s", session, path);
+    const char *why = n <= 0 || (size_t)n >= sizeof(name) ? "is too long" : NULL;
+    for (char *p = name; !why && *p; p++) {
+        if (*p == '/')
+            *p = '_';
+        else if (!isalnum((unsigned char)*p) && !strchr("._-", *p))
+            why = "may only contain letters, digits, '.', '_', '-' and '/'";
+    }
+    if (!why && (name[0] == '.' || strstr(path, "..")))
+        why = "may not start with '.' nor hold \"..\"";
+    if (why) {
+        sbx_error_set(err, SBX_ERR_INVALID, "INVALID_REQUEST", "path", "keep_file: the path %s",
+                      why);
+        return -EINVAL;
+    }
+    if (len > w->ws->lim.max_file) {
+        sbx_error_set(err, SBX_ERR_TOO_LARGE, "TOO_LARGE", "content",
+                      "keep_file: %zu bytes is over the limit of %zu", len, w->ws->lim.max_file);
+        return -EFBIG;
+    }
+    int r = store_put_data(w->sw, STORE_RUN, name, data, len, "keep_file", err);
+    _cleanup_free_ char *host = NULL;
+    if (r == 0)
+        r = store_host_path(w->sw, STORE_RUN, name, data, len, &host, err);
+    if (r < 0)
+        return r;
+    *ret_payload =
+        json_pack("{s:s, s:I, s:s}", "name", name, "size", (json_int_t)len, "hostPath", host);
+    if (!*ret_payload) {
+        sbx_error_set(err, SBX_ERR_INTERNAL, "INTERNAL", NULL, "keep_file: out of memory");
+        return -ENOMEM;
+    }
+    return 0;
+}
+
 int workspace_files(struct workspace *w, json_t **ret_payload, struct sbx_error *err)
 {
     *ret_payload = NULL;
@@ -276,13 +337,21 @@ int workspace_files(struct workspace *w, json_t **ret_payload, struct sbx_error 
     if (r < 0)
         return r;
     json_t *list = json_array();
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n && r == 0; i++) {
         char when[32];
         ws_timestamp(items[i].modified_ms, when);
-        json_array_append_new(list, json_pack("{s:s, s:I, s:s}", "name", items[i].name, "size",
-                                              (json_int_t)items[i].size, "modifiedAt", when));
+        if (json_array_append_new(list, json_pack("{s:s, s:I, s:s}", "name", items[i].name, "size",
+                                                  (json_int_t)items[i].size, "modifiedAt", when)) <
+            0)
+            r = -ENOMEM; /* not a listing that leaves a file out */
     }
     store_items_free(items, n);
-    *ret_payload = json_pack("{s:o}", "files", list);
+    *ret_payload = r == 0 ? json_pack("{s:o}", "files", list) : NULL;
+    if (!*ret_payload) {
+        if (r < 0)
+            json_decref(list);
+        sbx_error_set(err, SBX_ERR_INTERNAL, "INTERNAL", NULL, "list_files: out of memory");
+        return -ENOMEM;
+    }
     return 0;
 }

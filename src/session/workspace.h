@@ -2,7 +2,8 @@
 /*
  * workspace — what sessions keep between them, per workspace: memories (JSON
  * values by key, with their times and metadata), saved tools (function
- * definitions loaded into later sessions) and files. The sandboxed code
+ * definitions loaded into later sessions), files, and the files of sessions'
+ * execution folders kept after them (runs). The sandboxed code
  * reaches it only through session RPCs, and operators through
  * /v1/workspaces/..., so every name, size and nesting is checked here before
  * the store (store/store.h: the state directory or PostgreSQL) keeps it;
@@ -35,12 +36,13 @@
 #include "store/store.h"
 #include "util/error.h"
 
-#define WORKSPACE_MAX_KEY      256               /* bytes of a memory key */
-#define WORKSPACE_MAX_METADATA 4096              /* bytes of a memory's metadata, compact JSON */
-#define WORKSPACE_MAX_DEPTH    64                /* nesting of a memory's value and metadata */
-#define WORKSPACE_MAX_TOOL     (256u << 10)      /* bytes of a saved tool's source */
-#define WORKSPACE_MAX_NAME     128               /* bytes of a tool or file name */
-#define WORKSPACE_MAX_KEY_LEN  STORE_MAX_KEY_LEN /* bytes of a workspace or tenant name */
+#define WORKSPACE_MAX_KEY      256                /* bytes of a memory key */
+#define WORKSPACE_MAX_METADATA 4096               /* bytes of a memory's metadata, compact JSON */
+#define WORKSPACE_MAX_DEPTH    64                 /* nesting of a memory's value and metadata */
+#define WORKSPACE_MAX_TOOL     (256u << 10)       /* bytes of a saved tool's source */
+#define WORKSPACE_MAX_NAME     128                /* bytes of a tool or file name */
+#define WORKSPACE_MAX_KEY_LEN  STORE_MAX_KEY_LEN  /* bytes of a workspace or tenant name */
+#define WORKSPACE_MAX_RUN_NAME STORE_MAX_RUN_NAME /* bytes of a kept file's name (runs) */
 #define WORKSPACE_DOC_OVERHEAD 8192 /* a memory document's bytes besides value and metadata */
 
 struct workspace_limits {
@@ -109,11 +111,20 @@ int workspace_delete_tool(struct workspace *w, const char *name, struct sbx_erro
 
 int workspace_save_file(struct workspace *w, const char *name, const void *data, size_t len,
                         json_t **ret_payload, struct sbx_error *err);
+/* Keep a file of a session's execution folder (path: relative to the sessions' folder of
+ * executions, e.g. "0001-20261126-101500/images/chart.png"; session: a short tag of the
+ * session) in the workspace's runs, as "<session>_<path, '/' as '_'>", within the quota, so
+ * that it outlives the session. 0 and *ret_payload {name, size, hostPath}: hostPath, absolute,
+ * for a file:// URL, is the file in the state directory, or with PostgreSQL this host's copy
+ * (store_host_path()). -EINVAL (a path of other characters, or "..", or too long), -EFBIG,
+ * -EDQUOT, -ENOTCONN, or the file system's error, with *err. */
+int workspace_keep_file(struct workspace *w, const char *session, const char *path,
+                        const void *data, size_t len, json_t **ret_payload, struct sbx_error *err);
 /* {"files": [{name, size, modifiedAt}]} by name. */
 int workspace_files(struct workspace *w, json_t **ret_payload, struct sbx_error *err);
-/* {bytes, maxBytes, memories, tools, files, and for a tenant's workspace "tenant": {bytes,
- * maxBytes, workspaces, maxWorkspaces}, all its workspaces together} (new reference); {} when
- * the store cannot tell now. */
+/* {bytes, maxBytes, memories, tools, files, runFiles, and for a tenant's workspace "tenant":
+ * {bytes, maxBytes, workspaces, maxWorkspaces}, all its workspaces together} (new reference);
+ * {} when the store cannot tell now. */
 json_t *workspace_usage(struct workspace *w);
 
 #endif

@@ -65,7 +65,7 @@ const struct store_limits *store_limits_of(const struct store *s)
 
 const char *store_kind_name(enum store_kind k)
 {
-    static const char *const names[STORE_KINDS] = {"memory", "tools", "files"};
+    static const char *const names[STORE_KINDS] = {"memory", "tools", "files", "runs"};
     return (unsigned)k < STORE_KINDS ? names[k] : "?";
 }
 
@@ -258,6 +258,31 @@ int store_delete(struct store_ws *w, enum store_kind k, const char *name, struct
         return store_read_only(err);
     int r = store_check_item(k, name, err);
     return r < 0 ? r : w->store->ops->del(w, k, name, err);
+}
+
+int store_host_path(struct store_ws *w, enum store_kind k, const char *name, const void *data,
+                    size_t len, char **ret, struct sbx_error *err)
+{
+    *ret = NULL;
+    /* Only kept files have a path: their names are one path component in either backend. */
+    if (k != STORE_RUN || !store_plain_name(name, STORE_MAX_RUN_NAME)) {
+        sbx_error_set(err, SBX_ERR_INVALID, "INVALID_REQUEST", NULL,
+                      "only a kept file of a name [A-Za-z0-9._-] has a path on the host");
+        return -EINVAL;
+    }
+    return w->store->ops->host_path(w, k, name, data, len, ret, err);
+}
+
+bool store_plain_name(const char *name, size_t max)
+{
+    size_t n = strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-");
+    return n > 0 && n <= max && name[n] == '\0' && name[0] != '.';
+}
+
+char *store_item_relpath(const struct store_ws *w, enum store_kind k, const char *file)
+{
+    return fmt_str("%s%s%sworkspaces/%s/%s/%s", *w->tenant ? "tenants/" : "", w->tenant,
+                   *w->tenant ? "/" : "", w->name, store_kind_name(k), file);
 }
 
 json_t *store_usage(struct store_ws *w, struct sbx_error *err)

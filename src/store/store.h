@@ -5,10 +5,11 @@
  * default: one machine, nothing to install) and PostgreSQL (store_pg.c,
  * `--state-store postgresql://...`: every instance that names the database
  * shares it). It holds
- *   - workspaces, per tenant ("" is the operator's), each with items of three
- *     kinds: memories (by key), saved tools (by name) and files (by name);
- *     their bytes and counts are held to the limits, per workspace and per
- *     tenant, in the same step that writes (one lock, or one transaction);
+ *   - workspaces, per tenant ("" is the operator's), each with items of four
+ *     kinds: memories (by key), saved tools (by name), files (by name) and the
+ *     kept files of sessions' execution folders (runs, by name); their bytes
+ *     and counts are held to the limits, per workspace and per tenant, in the
+ *     same step that writes (one lock, or one transaction);
  *   - the local framework's runtime values, (app, key) -> JSON, bounded and
  *     expiring (store/state.h has the bounds).
  *
@@ -43,12 +44,13 @@
 
 #define STORE_MAX_NAME     1024 /* bytes of an item's name (a memory key is capped lower above) */
 #define STORE_MAX_KEY_LEN  64   /* bytes of a workspace or tenant name */
+#define STORE_MAX_RUN_NAME 200  /* bytes of a kept file's name (runs: flat, [A-Za-z0-9._-]) */
 #define STORE_UNAVAILABLE  "STORE_UNAVAILABLE"
 #define STORE_TIMEOUT_MS   5000 /* default: a database statement, and waiting for a connection */
 #define STORE_CONNECTIONS  4    /* default: connections of one instance to the database */
 #define STORE_MAX_CONNECTS 256
 
-enum store_kind { STORE_MEMORY, STORE_TOOL, STORE_FILE, STORE_KINDS };
+enum store_kind { STORE_MEMORY, STORE_TOOL, STORE_FILE, STORE_RUN, STORE_KINDS };
 
 struct store_limits {
     size_t max_bytes;             /* everything one workspace holds */
@@ -66,7 +68,8 @@ struct store_share {
 
 struct store_options {
     const char *url;           /* NULL: the state directory; else a libpq connection string */
-    const char *state_dir;     /* the state directory (required without url) */
+    const char *state_dir;     /* the state directory (required without url; with it, where
+                                  this host's copies of kept files go, NULL: none) */
     const char *password_file; /* PostgreSQL: the password is the file's first line */
     unsigned connections;      /* PostgreSQL: at most this many (0: STORE_CONNECTIONS) */
     unsigned timeout_ms;       /* PostgreSQL: one statement, one wait (0: STORE_TIMEOUT_MS) */
@@ -150,10 +153,19 @@ int store_put_data(struct store_ws *w, enum store_kind k, const char *name, cons
  * every limit: -EEXIST when the workspace has one of that name already (nothing is replaced). */
 int store_import(struct store_ws *w, enum store_kind k, const char *name, const void *data,
                  size_t len, int64_t modified_ms, struct sbx_error *err);
+/* Where this host can read the data of item name of kind k, written a moment ago (data, len:
+ * what was written), for a file:// URL: *ret, an absolute path (caller frees). The state
+ * directory gives its own file. PostgreSQL writes a copy of data (no disk flush) into the state
+ * directory's copies/, laid out as the state directory lays out workspaces: this host's alone,
+ * a cache that may be removed at any time (the item stays in the database). -EOPNOTSUPP when
+ * there is none to give (PostgreSQL without a state directory), or the file system's error,
+ * with *err. */
+int store_host_path(struct store_ws *w, enum store_kind k, const char *name, const void *data,
+                    size_t len, char **ret, struct sbx_error *err);
 /* -ENOENT when there is no such item. */
 int store_delete(struct store_ws *w, enum store_kind k, const char *name, struct sbx_error *err);
-/* {bytes, maxBytes, memories, tools, files, and for a tenant's workspace "tenant": {bytes,
- * maxBytes, workspaces, maxWorkspaces}} (new reference), NULL and *err when unavailable. */
+/* {bytes, maxBytes, memories, tools, files, runFiles, and for a tenant's workspace "tenant":
+ * {bytes, maxBytes, workspaces, maxWorkspaces}} (new reference), NULL and *err when unavailable. */
 json_t *store_usage(struct store_ws *w, struct sbx_error *err);
 
 /* ---- runtime values of the local framework ------------------------------------------------- */
@@ -181,7 +193,7 @@ int store_run_import(struct store *s, const char *app, const char *key, const ch
 
 /* ---- shared by the backends ---------------------------------------------------------------- */
 
-/* "memory", "tools", "files". */
+/* "memory", "tools", "files", "runs": also the kinds' directories in the state directory. */
 const char *store_kind_name(enum store_kind k);
 /* The revision of an item's data: 63 bits of a BLAKE2b hash, never 0. */
 uint64_t store_rev(const void *data, size_t len);

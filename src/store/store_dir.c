@@ -14,6 +14,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,7 +40,8 @@ static const char *store_dir_suffix(enum store_kind k)
 
 /* The file of item name of kind k into out: memories "<up to 40 safe chars>-<16 hex of
  * BLAKE2b(key)>.json" (two keys never share a file and no key can name a path), tools
- * "<name>.py", files the name. -EINVAL when name cannot be one (a path, too long). */
+ * "<name>.py", files the name (path_check_name()'s), kept files the name (up to
+ * STORE_MAX_RUN_NAME bytes). -EINVAL when name cannot be one (a path, too long). */
 static int store_dir_file(enum store_kind k, const char *name, char out[STORE_MAX_NAME + 8])
 {
     if (k == STORE_MEMORY) {
@@ -57,7 +59,8 @@ static int store_dir_file(enum store_kind k, const char *name, char out[STORE_MA
         strcpy(out + n + 2 * sizeof(h), ".json");
         return 0;
     }
-    if (path_check_name(name) || strlen(name) > 128)
+    if (k == STORE_RUN ? !store_plain_name(name, STORE_MAX_RUN_NAME)
+                       : path_check_name(name) || strlen(name) > 128)
         return -EINVAL;
     snprintf(out, STORE_MAX_NAME + 8, "%s%s", name, store_dir_suffix(k));
     return 0;
@@ -95,7 +98,8 @@ int store_dir_new(const struct store_options *opts, struct store **ret)
     pthread_mutex_init(&ds->lock, NULL);
     ds->state_fd = open(opts->state_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
     ds->root_fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    ds->dir = strdup(opts->state_dir);
+    /* Absolute: the file:// URLs of kept files are made of it (store_dir_host_path). */
+    ds->dir = realpath(opts->state_dir, NULL);
     /* A state directory only read may have no workspaces at all. */
     bool no_root = ds->root_fd < 0 && errno == ENOENT && opts->read_only;
     if (ds->state_fd < 0 || (ds->root_fd < 0 && !no_root) || !ds->dir) {
@@ -612,7 +616,9 @@ static int store_dir_put(struct store_ws *base, enum store_kind k, const char *n
         store_dir_account_refund(w->account, w->space, grows);
         r = store_fail(err, -ENOMEM, what);
     }
-    if (r == 0 && (r = store_dir_write(w->dirfd[k], file, data, len)) < 0) {
+    /* The copies of execution folders are not worth a disk flush each (one or two per run of
+     * --compat code-execution-mode): a crash of the machine may lose the last ones. */
+    if (r == 0 && (r = store_dir_write(w->dirfd[k], file, data, len, k != STORE_RUN)) < 0) {
         store_dir_entry_free(fresh);
         store_dir_account_refund(w->account, w->space, grows);
         sbx_error_set(err, SBX_ERR_INTERNAL, "INTERNAL", NULL, "%s: %s", what, strerror(-r));
@@ -674,20 +680,35 @@ static json_t *store_dir_usage(struct store_ws *base, struct sbx_error *err)
 {
     struct store_dir_ws *w = (struct store_dir_ws *)base;
     pthread_mutex_lock(&w->lock);
-    json_t *o = store_dir_index(w, err) < 0
-                    ? NULL
-                    : json_pack("{s:I, s:I, s:I, s:I, s:I}", "bytes", (json_int_t)w->bytes,
-                                "maxBytes", (json_int_t)base->store->lim.max_bytes, "memories",
-                                (json_int_t)w->count[STORE_MEMORY], "tools",
-                                (json_int_t)w->count[STORE_TOOL], "files",
-                                (json_int_t)w->count[STORE_FILE]);
+    json_t *o =
+        store_dir_index(w, err) < 0
+            ? NULL
+            : json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "bytes", (json_int_t)w->bytes, "maxBytes",
+                        (json_int_t)base->store->lim.max_bytes, "memories",
+                        (json_int_t)w->count[STORE_MEMORY], "tools",
+                        (json_int_t)w->count[STORE_TOOL], "files", (json_int_t)w->count[STORE_FILE],
+                        "runFiles", (json_int_t)w->count[STORE_RUN]);
     if (o && w->account)
         json_object_set_new(o, "tenant", store_dir_account_usage(w->account));
     pthread_mutex_unlock(&w->lock);
     return o;
 }
 
-int store_dir_write(int dirfd, const char *name, const void *data, size_t len)
+/* The item's own file: the state directory is absolute (store_dir_new). */
+static int store_dir_host_path(struct store_ws *base, enum store_kind k, const char *name,
+                               const void *data, size_t len, char **ret, struct sbx_error *err)
+{
+    (void)data;
+    (void)len;
+    char file[STORE_MAX_NAME + 8];
+    if (k == STORE_MEMORY || store_dir_file(k, name, file) < 0)
+        return store_dir_bad_name(err);
+    _cleanup_free_ char *rel = store_item_relpath(base, k, file);
+    *ret = rel ? fmt_str("%s/%s", ((struct store_dir *)base->store)->dir, rel) : NULL;
+    return *ret ? 0 : store_fail(err, -ENOMEM, "path");
+}
+
+int store_dir_write(int dirfd, const char *name, const void *data, size_t len, bool sync)
 {
     char tmp[32] = ".tmp-";
     int r = randid_hex(tmp + 5, sizeof(tmp) - 5, 8);
@@ -697,7 +718,7 @@ int store_dir_write(int dirfd, const char *name, const void *data, size_t len)
     if (fd < 0)
         return -errno;
     r = fd_write_all(fd, data, len, 0);
-    if (r == 0 && fdatasync(fd) < 0)
+    if (r == 0 && sync && fdatasync(fd) < 0)
         r = -errno;
     if (close(fd) < 0 && r == 0)
         r = -errno; /* a full disk may only show here (NFS, some FUSE) */
@@ -705,6 +726,36 @@ int store_dir_write(int dirfd, const char *name, const void *data, size_t len)
         r = -errno;
     if (r < 0)
         (void)unlinkat(dirfd, tmp, 0); /* best effort: the write already failed */
+    return r;
+}
+
+int store_write_below(const char *root, const char *rel, const void *data, size_t len, bool sync)
+{
+    int fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    _cleanup_free_ char *dirs = strdup(rel);
+    char *file = dirs ? strrchr(dirs, '/') : NULL;
+    int r = !dirs ? -ENOMEM : !file ? -EINVAL : 0;
+    if (r == 0)
+        *file++ = '\0';
+    /* Each directory below root in turn, made when missing, never through a symlink. */
+    char *save = NULL;
+    for (char *d = r == 0 ? strtok_r(dirs, "/", &save) : NULL; d && r == 0;
+         d = strtok_r(NULL, "/", &save)) {
+        if (!store_plain_name(d, NAME_MAX)) {
+            r = -EINVAL; /* no "..": every part of rel is a name */
+            break;
+        }
+        int next = store_dir_subdir(fd, d, true);
+        close(fd);
+        fd = next;
+        r = next < 0 ? next : 0;
+    }
+    if (r == 0)
+        r = store_plain_name(file, NAME_MAX) ? store_dir_write(fd, file, data, len, sync) : -EINVAL;
+    if (fd >= 0)
+        close(fd);
     return r;
 }
 
@@ -799,6 +850,7 @@ static const struct store_ops store_dir_ops = {
     .list = store_dir_list,
     .put = store_dir_put,
     .del = store_dir_del,
+    .host_path = store_dir_host_path,
     .usage = store_dir_usage,
     .run_set = store_dir_run_set,
     .run_get = store_dir_run_get,

@@ -6,11 +6,12 @@
  * local framework's runtime values).
  *
  * Layout of STATE_DIR:
- *   workspaces/<name>/{memory,tools,files}/           the operator's workspaces
+ *   workspaces/<name>/{memory,tools,files,runs}/      the operator's workspaces
  *   tenants/<tenant>/workspaces/<name>/...            a tenant's
  *   runstate/<32 hex>.json                            runtime values
  * memory/<sanitised key>-<16 hex>.json (the memory document), tools/<name>.py,
- * files/<name>; every write is a temporary file renamed over the old one.
+ * files/<name>, runs/<name> (kept files of execution folders: written without a disk flush);
+ * every write is a temporary file renamed over the old one.
  */
 #ifndef SANDBOXD_STORE_STORE_DIR_INT_H
 #define SANDBOXD_STORE_STORE_DIR_INT_H
@@ -71,8 +72,9 @@ DIR *store_dir_opendir(int dirfd);
  * first error and returns it; -errno when dirfd cannot be read. */
 typedef int (*store_dir_scan_fn)(void *userdata, const char *name, const struct stat *st);
 int store_dir_scan(int dirfd, enum store_kind k, size_t cap, store_dir_scan_fn fn, void *userdata);
-/* Atomic replace of dirfd/name with data: a temporary file, written and synced, renamed. */
-int store_dir_write(int dirfd, const char *name, const void *data, size_t len);
+/* Atomic replace of dirfd/name with data: a temporary file, written (and synced when sync),
+ * renamed. */
+int store_dir_write(int dirfd, const char *name, const void *data, size_t len, bool sync);
 
 /* ---- store_dir_share.c: a tenant's share, all its workspaces together ---- */
 

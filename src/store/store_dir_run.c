@@ -266,7 +266,7 @@ int store_dir_run_set(struct store *s, const char *app, const char *key, const c
         sbx_error_set(err, SBX_ERR_INVALID, "EXISTS", NULL, "there is a value of that key already");
     }
     /* The file first: a value the table holds is always one a restart finds again. */
-    if (r == 0 && (r = store_dir_write(run->dirfd, file, b.data, b.len)) < 0)
+    if (r == 0 && (r = store_dir_write(run->dirfd, file, b.data, b.len, true)) < 0)
         store_fail(err, r, "runtime value");
     if (r == 0) {
         char *why = NULL;

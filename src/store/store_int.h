@@ -27,6 +27,8 @@ struct store_ops {
     int (*put)(struct store_ws *w, enum store_kind k, const char *name, store_compose_fn compose,
                void *userdata, int64_t modified_ms, const char *what, struct sbx_error *err);
     int (*del)(struct store_ws *w, enum store_kind k, const char *name, struct sbx_error *err);
+    int (*host_path)(struct store_ws *w, enum store_kind k, const char *name, const void *data,
+                     size_t len, char **ret, struct sbx_error *err);
     json_t *(*usage)(struct store_ws *w, struct sbx_error *err);
     /* text: the value's JSON within the caps (store.c checked them); written_ms 0: now. */
     int (*run_set)(struct store *s, const char *app, const char *key, const char *text, size_t len,
@@ -76,7 +78,16 @@ size_t store_tenant_workspaces(const struct store_limits *lim, const struct stor
 int store_check_ws_name(const char *tenant, const char *name, struct sbx_error *err);
 /* Fill *err for -errno r of operation what (a file system or memory failure). */
 int store_fail(struct sbx_error *err, int r, const char *what);
+/* A name of one path component: 1..max bytes of [A-Za-z0-9._-], not starting with '.'. */
+bool store_plain_name(const char *name, size_t max);
 /* The current time, ms since the epoch. */
 int64_t store_now_ms(void);
+/* Item w/k/name's path below a state directory's root: "[tenants/<tenant>/]workspaces/<name>/
+ * <kind>/<file>" (file: the item's file name there); caller frees, NULL when out of memory. */
+char *store_item_relpath(const struct store_ws *w, enum store_kind k, const char *file);
+/* Write data as root/rel (rel: store_item_relpath()'s, a file below directories that are made,
+ * 0700, when missing; no component followed through a symlink) by a temporary file renamed over
+ * it; durable (fdatasync before the rename) when sync. root: an absolute directory. */
+int store_write_below(const char *root, const char *rel, const void *data, size_t len, bool sync);
 
 #endif

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "store/store_pg_int.h"
+#include "util/fmt.h"
 #include "util/log.h"
 #include "util/macros.h"
 
@@ -41,6 +42,14 @@ int store_pg_new(const struct store_options *opts, int wait_ms, struct store **r
     s->base.run = opts->run;
     s->base.read_only = opts->read_only;
     int r = store_pg_conn_init(s, opts);
+    if (r == 0 && opts->state_dir) {
+        char *dir = realpath(opts->state_dir, NULL);
+        s->copies = dir ? fmt_str("%s/copies", dir) : NULL;
+        r = !dir         ? log_errno(LOG_ERROR, errno, "store: %s", opts->state_dir)
+            : !s->copies ? -ENOMEM
+                         : 0;
+        free(dir);
+    }
     if (r == 0)
         r = store_pg_conn_start(s, wait_ms);
     if (r < 0) {
@@ -61,6 +70,7 @@ static void store_pg_free(struct store *base)
 {
     struct store_pg *s = (struct store_pg *)base;
     store_pg_conn_done(s);
+    free(s->copies);
     free(s);
 }
 
@@ -293,6 +303,10 @@ struct pg_put {
     int64_t modified_ms;
 };
 
+/* pg_begin_item's columns: the workspace's bytes, its counts by kind (1 + kind), the tenant's
+ * bytes, then the item's size, modified_ms, info and rev (NULL when there is none). */
+#define PG_ITEM_SIZE (2 + STORE_KINDS)
+
 /* BEGIN, lock the workspace's row and, for a tenant's workspace, the tenant's (the operator's
  * workspaces have no total to hold), then read both with the item as it is: one flight. The
  * read is a statement of its own: in READ COMMITTED its snapshot is taken after the locks are
@@ -315,7 +329,7 @@ static int pg_begin_item(struct store_pg *s, struct pg_conn *c, struct store_pg_
                          : "SELECT 1 FROM sandboxd_workspaces w WHERE w.id = $1 FOR UPDATE",
          &lock, &locked},
         {"SELECT w.bytes, w.memories::bigint, w.tools::bigint, w.files::bigint, "
-         "t.bytes, i.size, i.modified_ms, i.info, i.rev "
+         "w.runs::bigint, t.bytes, i.size, i.modified_ms, i.info, i.rev "
          "FROM sandboxd_workspaces w JOIN sandboxd_tenants t ON t.tenant = w.tenant "
          "LEFT JOIN sandboxd_items i ON i.ws = w.id AND i.kind = $2 AND i.name = $3 "
          "WHERE w.id = $1",
@@ -345,17 +359,18 @@ static int pg_put_txn(struct store_pg *s, struct pg_conn *c, void *userdata, str
     int r = pg_begin_item(s, c, w, x->k, x->name, &res, err);
     if (r < 0)
         return r;
-    bool exists = !pg_isnull(res, 0, 5);
+    bool exists = !pg_isnull(res, 0, PG_ITEM_SIZE);
     struct store_item old = {0};
     if (exists) {
-        old = (struct store_item){.size = (size_t)pg_int8(res, 0, 5),
-                                  .modified_ms = pg_int8(res, 0, 6),
-                                  .rev = (uint64_t)pg_int8(res, 0, 8),
+        old = (struct store_item){.size = (size_t)pg_int8(res, 0, PG_ITEM_SIZE),
+                                  .modified_ms = pg_int8(res, 0, PG_ITEM_SIZE + 1),
+                                  .rev = (uint64_t)pg_int8(res, 0, PG_ITEM_SIZE + 3),
                                   .name = (char *)x->name};
-        if (!pg_isnull(res, 0, 7)) {
+        if (!pg_isnull(res, 0, PG_ITEM_SIZE + 2)) {
             json_error_t jerr;
-            old.info = json_loadb(PQgetvalue(res, 0, 7), (size_t)PQgetlength(res, 0, 7),
-                                  JSON_ALLOW_NUL, &jerr);
+            old.info =
+                json_loadb(PQgetvalue(res, 0, PG_ITEM_SIZE + 2),
+                           (size_t)PQgetlength(res, 0, PG_ITEM_SIZE + 2), JSON_ALLOW_NUL, &jerr);
         }
     }
     struct store_room room = {.what = x->what,
@@ -365,7 +380,7 @@ static int pg_put_txn(struct store_pg *s, struct pg_conn *c, void *userdata, str
                               .count = (size_t)pg_int8(res, 0, 1 + x->k),
                               .ws_bytes = (size_t)pg_int8(res, 0, 0),
                               .tenant = *w->base.tenant ? w->base.tenant : NULL,
-                              .tenant_bytes = (size_t)pg_int8(res, 0, 4),
+                              .tenant_bytes = (size_t)pg_int8(res, 0, PG_ITEM_SIZE - 1),
                               .tenant_max = w->tenant_bytes};
     PQclear(res);
     char *data = NULL;
@@ -406,6 +421,7 @@ static int pg_put_txn(struct store_pg *s, struct pg_conn *c, void *userdata, str
         PG_PUT_SQL("memories"),
         PG_PUT_SQL("tools"),
         PG_PUT_SQL("files"),
+        PG_PUT_SQL("runs"),
     };
     struct pg_stmt last[] = {{sql[x->k], &p, NULL}, {"COMMIT", NULL, NULL}};
     r = pg_flight(s, c, last, ARRAY_SIZE(last), err);
@@ -440,8 +456,8 @@ static int pg_del_txn(struct store_pg *s, struct pg_conn *c, void *userdata, str
     int r = pg_begin_item(s, c, x->w, x->k, x->name, &res, err);
     if (r < 0)
         return r;
-    bool exists = !pg_isnull(res, 0, 5);
-    int64_t size = pg_int8(res, 0, 5);
+    bool exists = !pg_isnull(res, 0, PG_ITEM_SIZE);
+    int64_t size = pg_int8(res, 0, PG_ITEM_SIZE);
     PQclear(res);
     if (!exists)
         return -ENOENT;
@@ -455,6 +471,7 @@ static int pg_del_txn(struct store_pg *s, struct pg_conn *c, void *userdata, str
         PG_DEL_SQL("memories"),
         PG_DEL_SQL("tools"),
         PG_DEL_SQL("files"),
+        PG_DEL_SQL("runs"),
     };
     struct pg_stmt last[] = {{sql[x->k], &p, NULL}, {"COMMIT", NULL, NULL}};
     return pg_flight(s, c, last, ARRAY_SIZE(last), err);
@@ -467,6 +484,23 @@ static int store_pg_del(struct store_ws *base, enum store_kind k, const char *na
     return pg_txn((struct store_pg *)base->store, pg_del_txn, &x, err);
 }
 
+/* A copy of the data in this host's copies/ (the database has no path to give). */
+static int store_pg_host_path(struct store_ws *base, enum store_kind k, const char *name,
+                              const void *data, size_t len, char **ret, struct sbx_error *err)
+{
+    struct store_pg *s = (struct store_pg *)base->store;
+    if (!s->copies) {
+        sbx_error_set(err, SBX_ERR_INTERNAL, "INTERNAL", NULL,
+                      "no state directory to keep a copy of %s in", name);
+        return -EOPNOTSUPP;
+    }
+    _cleanup_free_ char *rel = store_item_relpath(base, k, name);
+    int r = rel ? store_write_below(s->copies, rel, data, len, false) : -ENOMEM;
+    if (r == 0 && !(*ret = fmt_str("%s/%s", s->copies, rel)))
+        r = -ENOMEM;
+    return r < 0 ? store_fail(err, r, "the local copy") : 0;
+}
+
 static json_t *store_pg_usage(struct store_ws *base, struct sbx_error *err)
 {
     struct store_pg_ws *w = (struct store_pg_ws *)base;
@@ -476,23 +510,24 @@ static json_t *store_pg_usage(struct store_ws *base, struct sbx_error *err)
     PGresult *res = NULL;
     int r = pg_query((struct store_pg *)base->store,
                      "SELECT w.bytes, w.memories::bigint, w.tools::bigint, w.files::bigint, "
-                     "t.bytes, t.workspaces::bigint FROM sandboxd_workspaces w "
+                     "w.runs::bigint, t.bytes, t.workspaces::bigint FROM sandboxd_workspaces w "
                      "JOIN sandboxd_tenants t ON t.tenant = w.tenant WHERE w.id = $1",
                      &p, &res, err);
     if (r < 0)
         return NULL;
     json_t *o = NULL;
     if (PQntuples(res)) {
-        o = json_pack("{s:I, s:I, s:I, s:I, s:I}", "bytes", (json_int_t)pg_int8(res, 0, 0),
+        o = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "bytes", (json_int_t)pg_int8(res, 0, 0),
                       "maxBytes", (json_int_t)lim->max_bytes, "memories",
                       (json_int_t)pg_int8(res, 0, 1), "tools", (json_int_t)pg_int8(res, 0, 2),
-                      "files", (json_int_t)pg_int8(res, 0, 3));
+                      "files", (json_int_t)pg_int8(res, 0, 3), "runFiles",
+                      (json_int_t)pg_int8(res, 0, 4));
         if (o && *base->tenant)
             json_object_set_new(o, "tenant",
                                 json_pack("{s:I, s:I, s:I, s:I}", "bytes",
-                                          (json_int_t)pg_int8(res, 0, 4), "maxBytes",
+                                          (json_int_t)pg_int8(res, 0, 5), "maxBytes",
                                           (json_int_t)w->tenant_bytes, "workspaces",
-                                          (json_int_t)pg_int8(res, 0, 5), "maxWorkspaces",
+                                          (json_int_t)pg_int8(res, 0, 6), "maxWorkspaces",
                                           (json_int_t)w->tenant_workspaces));
     }
     PQclear(res);
@@ -527,6 +562,7 @@ static const struct store_ops store_pg_ops = {
     .list = store_pg_list,
     .put = store_pg_put,
     .del = store_pg_del,
+    .host_path = store_pg_host_path,
     .usage = store_pg_usage,
     .run_set = store_pg_run_set,
     .run_get = store_pg_run_get,

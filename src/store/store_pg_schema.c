@@ -15,7 +15,8 @@
  *                        write of the tenant (the quota check and the write in
  *                        one transaction)
  *   sandboxd_workspaces  one row per workspace: its bytes and counts by kind
- *   sandboxd_items       memories (kind 0, by key), saved tools (1), files (2):
+ *   sandboxd_items       memories (kind 0, by key), saved tools (1), files (2),
+ *                        kept files of execution folders (3, since version 2):
  *                        their data (bytea: a file is one row, at most the
  *                        largest file sandboxd takes), the info a listing
  *                        shows, the revision, the time of the last write
@@ -73,6 +74,14 @@ static const char *const pg_v1[] = {
     "INSERT INTO sandboxd_tenants (tenant) VALUES ('')",
 };
 
+/* Version 2: the kept files of sessions' execution folders (kind 3), counted in runs. */
+static const char *const pg_v2[] = {
+    "ALTER TABLE sandboxd_items DROP CONSTRAINT sandboxd_items_kind_check,"
+    " ADD CONSTRAINT sandboxd_items_kind_check CHECK (kind BETWEEN 0 AND 3)",
+    "ALTER TABLE sandboxd_workspaces"
+    " ADD COLUMN runs integer NOT NULL DEFAULT 0 CHECK (runs >= 0)",
+};
+
 struct pg_step {
     const char *const *sql;
     size_t n;
@@ -81,6 +90,7 @@ struct pg_step {
 /* PG_STEPS[v - 1] brings version v - 1 to v. */
 static const struct pg_step PG_STEPS[PG_SCHEMA_VERSION] = {
     {pg_v1, ARRAY_SIZE(pg_v1)},
+    {pg_v2, ARRAY_SIZE(pg_v2)},
 };
 
 static int pg_schema_txn(struct store_pg *s, struct pg_conn *c, struct sbx_error *err)

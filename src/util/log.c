@@ -3,6 +3,12 @@
  * log — JSON-lines logger; see log.h. The level is process-wide (set once at
  * start-up, read racily afterwards, which is harmless for an int); the
  * context is per thread because each HTTP connection runs on its own thread.
+ *
+ * Text from outside (a Host header, a request id cut short, a name a sandbox sent) may be no
+ * UTF-8, which a JSON string cannot hold: jansson refuses it, and a line would lose its
+ * message or every field. So every text the logger writes goes through log_str(), which
+ * escapes the bytes that are not UTF-8 instead, and log_pack() reports fields it could not
+ * build rather than dropping them silently.
  */
 #include "util/log.h"
 
@@ -15,6 +21,7 @@
 #include <unistd.h>
 
 #include "util/jdump.h"
+#include "util/utf8.h"
 
 static enum log_level log_min_level = LOG_INFO;
 
@@ -60,6 +67,20 @@ void log_context_clear(void)
     log_context_set(NULL, NULL);
 }
 
+json_t *log_str(const char *s)
+{
+    if (!s)
+        return NULL;
+    size_t len = strlen(s);
+    if (utf8_valid(s, len))
+        return json_stringn(s, len);
+    size_t elen;
+    char *e = utf8_escape(s, len, &elen);
+    json_t *j = e ? json_stringn(e, elen) : NULL;
+    free(e);
+    return j;
+}
+
 static void log_emit(enum log_level level, const char *msg, json_t *fields)
 {
     struct timespec ts;
@@ -75,11 +96,11 @@ static void log_emit(enum log_level level, const char *msg, json_t *fields)
         goto out;
     json_object_set_new(o, "ts", json_string(when));
     json_object_set_new(o, "level", json_string(log_level_names[level]));
-    json_object_set_new(o, "msg", json_string(msg ? msg : ""));
+    json_object_set_new(o, "msg", log_str(msg ? msg : ""));
     if (log_ctx_request_id)
-        json_object_set_new(o, "requestId", json_string(log_ctx_request_id));
+        json_object_set_new(o, "requestId", log_str(log_ctx_request_id));
     if (log_ctx_app_id)
-        json_object_set_new(o, "appId", json_string(log_ctx_app_id));
+        json_object_set_new(o, "appId", log_str(log_ctx_app_id));
     if (fields)
         json_object_update(o, fields);
     char *line = jdump(o, JSON_COMPACT | JSON_ENSURE_ASCII, NULL);
@@ -152,4 +173,25 @@ void log_fields(enum log_level level, const char *msg, json_t *fields)
         return;
     }
     log_emit(level, msg, fields);
+}
+
+void log_pack(enum log_level level, const char *msg, const char *fmt, ...)
+{
+    int saved = errno;
+    json_error_t err;
+    va_list ap;
+    va_start(ap, fmt);
+    /* Packed even below the level: the format's "o" values are stolen and must be freed. */
+    json_t *fields = json_vpack_ex(&err, 0, fmt, ap);
+    va_end(ap);
+    if (level < log_min_level) {
+        json_decref(fields);
+        errno = saved;
+        return;
+    }
+    if (!fields)
+        fields = json_pack("{s:s, s:o*}", "logError", "this line's fields could not be built",
+                           "logErrorDetail", log_str(err.text));
+    log_emit(level, msg, fields);
+    errno = saved;
 }

@@ -30,6 +30,13 @@ void log_msg(enum log_level level, const char *fmt, ...) _printf_(2, 3);
 int log_errno(enum log_level level, int err, const char *fmt, ...) _printf_(3, 4);
 /* Log msg with extra structured fields (stolen; may be NULL). */
 void log_fields(enum log_level level, const char *msg, json_t *fields);
+/* Log msg with the fields json_pack(fmt, ...) builds; when they cannot be built (a NULL for
+ * "s", text that is no UTF-8, no memory) the line says so in "logError" instead of losing them
+ * unnoticed. Text from outside goes in as "o" (or "o*", "o?") of log_str(). */
+void log_pack(enum log_level level, const char *msg, const char *fmt, ...);
+/* A JSON string of s whatever its bytes: what is not UTF-8 escaped as \xHH (backslashes
+ * doubled), see utf8_escape; NULL for NULL s (and when out of memory). New reference. */
+json_t *log_str(const char *s);
 
 #define log_debug(...) log_msg(LOG_DEBUG, __VA_ARGS__)
 #define log_info(...)  log_msg(LOG_INFO, __VA_ARGS__)

@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * utf8 — see utf8.h. One pass, no allocation per character: the repaired
- * text is written once into a buffer three times the input (the most a
- * byte-for-U+FFFD replacement can need).
+ * utf8 — see utf8.h. One pass, no allocation per character: repaired or
+ * escaped text is written once into a buffer of the most it can need.
  */
 #include "util/utf8.h"
 
@@ -43,24 +42,39 @@ size_t utf8_seq_len(const unsigned char *p, size_t n)
     return len;
 }
 
-char *utf8_sanitize(const char *data, size_t len, size_t *ret_len)
+/* The text with what is not well formed rewritten: as U+FFFD (sanitize), or as \xHH with
+ * backslashes (and NUL) escaped too (escape). One pass into a buffer of the largest size a
+ * rewrite may need: 3 bytes a byte for U+FFFD, 4 for \xHH. */
+static char *utf8_rewrite(const char *data, size_t len, bool escape, size_t *ret_len)
 {
-    if (len > (SIZE_MAX - 1) / 3)
+    size_t per_byte = escape ? 4 : 3;
+    if (len > (SIZE_MAX - 1) / per_byte)
         return NULL;
-    char *out = malloc(len * 3 + 1);
+    char *out = malloc(len * per_byte + 1);
     if (!out)
         return NULL;
+    static const char hex[] = "0123456789abcdef";
     const unsigned char *p = (const unsigned char *)data;
     size_t k = 0;
     for (size_t i = 0; i < len;) {
         size_t n = utf8_seq_len(p + i, len - i);
-        if (n) {
+        if (n && !(escape && (p[i] == '\\' || p[i] == 0))) {
             memcpy(out + k, p + i, n);
             k += n;
             i += n;
-        } else {
+        } else if (!escape) {
             memcpy(out + k, "\xEF\xBF\xBD", 3); /* U+FFFD */
             k += 3;
+            i++;
+        } else if (p[i] == '\\') {
+            memcpy(out + k, "\\\\", 2); /* doubled: "\\x41" stays apart from an escaped byte */
+            k += 2;
+            i++;
+        } else {
+            out[k++] = '\\';
+            out[k++] = 'x';
+            out[k++] = hex[p[i] >> 4];
+            out[k++] = hex[p[i] & 15];
             i++;
         }
     }
@@ -68,6 +82,25 @@ char *utf8_sanitize(const char *data, size_t len, size_t *ret_len)
     if (ret_len)
         *ret_len = k;
     return out;
+}
+
+char *utf8_sanitize(const char *data, size_t len, size_t *ret_len)
+{
+    return utf8_rewrite(data, len, false, ret_len);
+}
+
+char *utf8_escape(const char *data, size_t len, size_t *ret_len)
+{
+    return utf8_rewrite(data, len, true, ret_len);
+}
+
+bool utf8_valid(const char *s, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    for (size_t i = 0, n; i < len; i += n)
+        if (!(n = utf8_seq_len(p + i, len - i)) || (n == 1 && p[i] == 0))
+            return false;
+    return true;
 }
 
 size_t utf8_incomplete_tail(const unsigned char *p, size_t len)

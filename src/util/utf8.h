@@ -17,6 +17,13 @@ size_t utf8_seq_len(const unsigned char *p, size_t n);
 /* The text with every byte that starts no well-formed sequence replaced by U+FFFD (caller
  * frees, NUL-terminated, *ret_len may be NULL); NULL when out of memory. */
 char *utf8_sanitize(const char *data, size_t len, size_t *ret_len);
+/* s[0..len) is well-formed UTF-8 without a NUL byte: what a JSON string takes as it is. */
+bool utf8_valid(const char *s, size_t len);
+/* The text with every byte that starts no well-formed sequence (and NUL) written as \xHH and
+ * every backslash doubled, so that the bytes can be read back from it (caller frees,
+ * NUL-terminated, *ret_len may be NULL); NULL when out of memory. For logs: they show what
+ * came, where utf8_sanitize would replace it. */
+char *utf8_escape(const char *data, size_t len, size_t *ret_len);
 /* The largest length <= max at which valid UTF-8 text s (len bytes) can be cut without
  * splitting a character. */
 size_t utf8_cut(const char *s, size_t len, size_t max);

@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: MIT
 """Real MCP servers for the tests: @modelcontextprotocol/server-everything (stdio and
-Streamable HTTP) from tests/node (installed by tests/run.sh), and a flaky Python server."""
+Streamable HTTP), server-filesystem and server-memory from tests/node (installed by
+tests/run.sh), a flaky Python server and a recording one (mcp/recording_server.py)."""
+import json
 import os
 import pathlib
 import socket
@@ -11,7 +13,10 @@ HERE = pathlib.Path(__file__).resolve().parent
 NODE_DIR = HERE.parent / "node"
 NODE = NODE_DIR / "node_modules" / ".bin" / "node"
 EVERYTHING = NODE_DIR / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
+FILESYSTEM = NODE_DIR / "node_modules" / "@modelcontextprotocol" / "server-filesystem" / "dist" / "index.js"
+MEMORY = NODE_DIR / "node_modules" / "@modelcontextprotocol" / "server-memory" / "dist" / "index.js"
 FLAKY = HERE / "mcp" / "flaky_server.py"
+RECORDING = HERE / "mcp" / "recording_server.py"
 SLOW = HERE / "mcp" / "slow_server.py"
 
 
@@ -63,6 +68,32 @@ def config(http_url=None):
     if http_url:
         servers["everything-http"] = {"url": http_url}
     return {"mcpServers": servers}
+
+
+def codemode_config(record, root=None, memory_file=None, hostile=False):
+    """An --mcp-config object for the code-mode tests: "rec" (the recording server, its calls
+    appended to the file record), and with root also "filesystem" (server-filesystem on root)
+    and "memory" (server-memory, its graph in memory_file), "everything"."""
+    require_node()
+    for path in (FILESYSTEM, MEMORY):
+        assert path.exists(), "%s is not installed: run `npm ci` in tests/node" % path
+    servers = {"rec": {"command": "/usr/bin/python3",
+                       "args": [str(RECORDING), str(record)] + (["hostile"] if hostile else [])}}
+    if root:
+        servers["filesystem"] = {"command": str(NODE), "args": [str(FILESYSTEM), str(root)]}
+        servers["memory"] = {"command": str(NODE), "args": [str(MEMORY)],
+                             "env": {"MEMORY_FILE_PATH": str(memory_file)}}
+        servers["everything"] = {"command": str(NODE), "args": [str(EVERYTHING), "stdio"]}
+    return {"mcpServers": servers}
+
+
+def recorded(record):
+    """The calls the recording server got: [{"tool", "arguments"}]."""
+    try:
+        with open(record) as f:
+            return [json.loads(line) for line in f if line.strip()]
+    except FileNotFoundError:
+        return []
 
 
 def slow_config(marks=None, stubborn=False):

@@ -549,7 +549,8 @@ def test_bad_bridge_variables_stop_the_start(home, var, value):
 
 
 def test_native_mode_ignores_bridge_variables(home):
-    c = McpStdio("--no-mcp-discovery", env={"MCP_BRIDGE_TIMEOUT": "7", "HOME": str(home)})
+    c = McpStdio("--no-mcp-discovery", "--mcp-tools", "full",
+                 env={"MCP_BRIDGE_TIMEOUT": "7", "HOME": str(home)})
     try:
         tools = c.request("tools/list")["result"]["tools"]
         assert len(tools) == 4

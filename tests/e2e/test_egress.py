@@ -29,7 +29,7 @@ def egress_args(web, tls, certs):
             "--egress-resolve", "api.test:%d:127.0.0.1" % web.port,
             "--egress-resolve", "tls.test:%d:127.0.0.1" % tls.port,
             "--egress-resolve", "a.wild.test:%d:127.0.0.1" % web.port,
-            "--egress-header", "api.test=X-Api-Key: " + SECRET,
+            "--egress-header", "api.test:%d=X-Api-Key: %s" % (web.port, SECRET),
             "--egress-ca-file", certs.ca]
 
 
@@ -285,7 +285,7 @@ def test_healthz_and_metrics_show_the_egress(srv, web):
     h = srv.health()["egress"]
     assert "api.test:%d" % web.port in h["allow"]
     assert {"host": "api.test", "port": web.port, "address": "127.0.0.1"} in h["resolve"]
-    assert h["headersFor"] == ["api.test"] and SECRET not in json.dumps(h)
+    assert h["headersFor"] == ["api.test:%d" % web.port] and SECRET not in json.dumps(h)
     assert h["maxConnections"] == 64 and h["maxBytes"] == 256 << 20
     code = f"""
 import urllib.request

@@ -3,7 +3,7 @@
 `sandboxd mcp --compat code-execution-mode`, driven over stdio as its users drive it:
 memories with the fork's return values and timestamps, time zones, the execution folder per
 run (code.py, output.txt), and save_file / save_image / render_chart answering file:// URLs of
-real host paths. Tests marked "fork: tests/X.py::name" port the assertions of that test of the
+real host paths (copies kept in the session's workspace, which outlive the session). Tests marked "fork: tests/X.py::name" port the assertions of that test of the
 fork."""
 import ast
 import json
@@ -163,8 +163,10 @@ def test_time_helpers(bridge):
 # ---- the execution folder and files ---------------------------------------------------------------
 
 def host_path(url):
-    # A host path that names no PID (session/links.h): the sandbox is not told its host PID.
-    assert url.startswith("file:///") and "/proc/" not in url, url
+    """The host path of a kept file: in a workspace's runs/ of the state directory (a path that
+    names no host PID: the sandbox is not told sandboxd's PID)."""
+    assert url.startswith("file:///") and "/workspaces/" in url and "/runs/" in url, url
+    assert "/proc/" not in url, url
     return pathlib.Path(url[len("file://"):])
 
 
@@ -195,11 +197,11 @@ def test_save_file_image_and_chart_give_host_urls(bridge):
     u1, u2, u3, u4, listing = json.loads(lines[-1])
     assert lines[0] == u4  # render_chart prints its URL, as the fork's does
     assert host_path(u1).read_text() == "a,b\n1,2\n"
-    assert u1.endswith("/data/results.csv") and "/executions/" in u1
+    assert u1.endswith("_data_results.csv") and "/runs/" in u1
     assert host_path(u2).read_bytes() == b"\x00\x01"
     for u in (u3, u4):
         assert host_path(u).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert u4.endswith("/images/chart_1.png")
+    assert u4.endswith("_images_chart_1.png")
     assert listing == {"images": ["chart_1.png", "line.png"], "data": ["results.csv"],
                        "other": ["code.py", "raw.bin"]}
     with pytest.raises(AssertionError):
@@ -211,7 +213,7 @@ def test_oldest_execution_folders_are_dropped(bridge):
         run(bridge, "x = %d" % i)
     folders = value(bridge, "sorted(__import__('os').listdir('/tmp/executions'))")
     assert len(folders) == 20
-    # this run's own folder is made after its answer: the newest is the last x = ... run's
+    # this run's own folder is made when it ends: the newest is the last x = ... run's
     newest = value(bridge, "open('/tmp/executions/%s/code.py').read()" % folders[-1])
     assert newest == "x = 21"
     assert os.sep not in folders[0]

@@ -97,7 +97,8 @@ def servers_cmd(project, *args):
 
 def mcp_in(project, *args):
     env = {"HOME": str(project["home"])}
-    return McpStdio("--mcp-config", project["empty"], *args, cwd=project["dir"], env=env)
+    return McpStdio("--mcp-config", project["empty"], "--mcp-tools", "full", *args,
+                    cwd=project["dir"], env=env)
 
 
 def test_project_configuration_is_untrusted_by_default(project):
@@ -160,7 +161,7 @@ def test_discovery_starts_only_running_or_named_servers(tmp_path):
     """list_servers with tools and search_tool_docs used to start every configured server."""
     marker = tmp_path / "started"
     cfg = write_json(tmp_path / "mcp.json", {"mcpServers": {"lazy": marker_server(marker)}})
-    c = McpStdio("--mcp-config", str(cfg), "--no-mcp-discovery")
+    c = McpStdio("--mcp-config", str(cfg), "--no-mcp-discovery", "--mcp-tools", "full")
     try:
         r = c.call("list_servers", {"tools": True})
         assert r["structuredContent"]["servers"][0]["notStarted"] is True

@@ -32,7 +32,8 @@ def require_clients():
 
 @pytest.fixture(scope="module")
 def srv(mcp_config):
-    s = Server("--pool-size", "2", "--mcp-config", mcp_config, "--no-mcp-discovery")
+    s = Server("--pool-size", "2", "--mcp-config", mcp_config, "--no-mcp-discovery",
+               "--mcp-tools", "full")
     yield s
     s.stop()
 
@@ -81,7 +82,7 @@ class StdioTarget:
 # ---- MCP Inspector CLI ---------------------------------------------------------------------------
 
 def test_inspector_over_stdio_lists_the_tools(mcp_config):
-    t = StdioTarget("--mcp-config", mcp_config, "--no-mcp-discovery")
+    t = StdioTarget("--mcp-config", mcp_config, "--no-mcp-discovery", "--mcp-tools", "full")
     rc, out, err = inspector(*t.target, "--method", "tools/list")
     assert rc == 0, err
     tools = {tool["name"]: tool for tool in out["tools"]}

@@ -19,8 +19,10 @@ TOOLS = ["run_python", "list_servers", "search_tool_docs", "reset_session"]
 
 
 def common_args(mcp_config):
+    # The full surface: list_servers, search_tool_docs and reset_session are tested here; the
+    # lean default in test_mcp_lean.py.
     return ["--mcp-config", mcp_config, "--no-mcp-discovery", "--session-timeout-ms", "10000",
-            "--session-max-timeout-ms", "20000"]
+            "--session-max-timeout-ms", "20000", "--mcp-tools", "full"]
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +88,7 @@ def test_unsupported_version_is_refused_with_the_supported_list(connect):
 
 
 def test_requests_before_initialize_are_refused_but_ping_works():
-    c = McpStdio(initialize=False)
+    c = McpStdio("--mcp-tools", "full", initialize=False)
     try:
         r = c.request("tools/list")
         assert r["error"]["code"] == -32600 and "initialize" in r["error"]["message"]
@@ -210,7 +212,7 @@ def test_tools_list_describes_the_tools(connect):
 
 
 def test_tools_list_without_servers_has_no_empty_enum():
-    c = McpStdio()
+    c = McpStdio("--mcp-tools", "full")
     try:
         servers = c.request("tools/list")["result"]["tools"][0]["inputSchema"]["properties"]["servers"]
         assert servers["maxItems"] == 0 and "enum" not in servers["items"]
@@ -219,7 +221,8 @@ def test_tools_list_without_servers_has_no_empty_enum():
 
 
 def test_tools_list_pages_with_a_cursor(mcp_config, make_server):
-    for c in (McpStdio("--mcp-page-size", "1"), McpHttp(make_server("--mcp-page-size", "1"))):
+    for c in (McpStdio("--mcp-page-size", "1", "--mcp-tools", "full"),
+              McpHttp(make_server("--mcp-page-size", "1", "--mcp-tools", "full"))):
         names, cursor, pages = [], None, 0
         while True:
             r = c.request("tools/list", {"cursor": cursor} if cursor else {})["result"]
@@ -910,7 +913,7 @@ def test_tool_identifiers_advertised_are_the_ones_that_work(tmp_path):
     cfg = tmp_path / "mcp.json"
     cfg.write_text(json.dumps({"mcpServers": {"named—tools": {
         "command": "/usr/bin/python3", "args": [str(FLAKY), "names"]}}}))
-    c = McpStdio("--mcp-config", str(cfg), "--no-mcp-discovery")
+    c = McpStdio("--mcp-config", str(cfg), "--no-mcp-discovery", "--mcp-tools", "full")
     try:
         assert "Python: mcp_named_tools" in text_of(c.call("list_servers", {}))
         calls = {}

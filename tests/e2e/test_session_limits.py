@@ -177,7 +177,7 @@ def test_stdin_eof_with_tool_calls_in_flight_is_clean(marks, stubborn):
 # ---- concurrent reset_session ---------------------------------------------------------------
 
 def test_concurrent_reset_session_calls_get_meaningful_answers():
-    m = McpStdio()
+    m = McpStdio("--mcp-tools", "full")
     try:
         m.call("run_python", {"code": "x = 1"})
         for i in range(12):

@@ -14,6 +14,7 @@
 
 #include "egress/host.h"
 #include "egress/policy.h"
+#include "egress/proxy.h"
 
 static const char *host_of(const char *s)
 {
@@ -303,7 +304,8 @@ static void pins_headers_and_their_errors(void **state)
     static const char *const allow[] = {"api.test:8080", NULL};
     static const char *const pins[] = {"api.test:8080:127.0.0.1", "v6.test:443:[::1]", NULL};
     static const char *const headers[] = {"api.test=Authorization: Bearer s3cret",
-                                          "api.test=X-Key:value2", NULL};
+                                          "api.test:8080=X-Key:value2", "[fd00::1]:8443=X-V6: v",
+                                          NULL};
     struct egress_config cfg;
     char *why = NULL;
     assert_int_equal(egress_config_init(&cfg, allow, pins, headers, &why), 0);
@@ -319,10 +321,26 @@ static void pins_headers_and_their_errors(void **state)
     pin = egress_config_pin(&cfg, &h, 443);
     assert_non_null(pin);
     assert_int_equal(pin->addr.ss_family, AF_INET6);
-    assert_int_equal(cfg.n_injects, 2);
+    assert_int_equal(cfg.n_injects, 3);
     assert_string_equal(cfg.injects[0].line, "Authorization: Bearer s3cret");
     assert_int_equal(cfg.injects[0].name_len, 13);
     assert_string_equal(cfg.injects[1].line, "X-Key: value2");
+    /* a header goes to its host and port only; written without a port: port 80 */
+    assert_null(egress_host_parse("api.test", 8, &h));
+    assert_true(egress_inject_applies(&cfg.injects[0], &h, 80));
+    assert_false(egress_inject_applies(&cfg.injects[0], &h, 8080));
+    assert_false(egress_inject_applies(&cfg.injects[0], &h, 443));
+    assert_true(egress_inject_applies(&cfg.injects[1], &h, 8080));
+    assert_false(egress_inject_applies(&cfg.injects[1], &h, 80));
+    assert_null(egress_host_parse("api.test2", 9, &h));
+    assert_false(egress_inject_applies(&cfg.injects[1], &h, 8080));
+    assert_null(egress_host_parse("fd00::1", 7, &h));
+    assert_true(egress_inject_applies(&cfg.injects[2], &h, 8443));
+    char hp[EGRESS_PATTERN_MAX];
+    egress_inject_format(&cfg.injects[0], hp, sizeof(hp));
+    assert_string_equal(hp, "api.test:80");
+    egress_inject_format(&cfg.injects[2], hp, sizeof(hp));
+    assert_string_equal(hp, "[fd00::1]:8443");
     egress_config_done(&cfg);
 
     static const char *const bad_pins[][2] = {
@@ -342,6 +360,10 @@ static void pins_headers_and_their_errors(void **state)
                                               "api.test=Host: evil.example",
                                               "api.test=Content-Length: 0",
                                               "api.test=Bad Name: x",
+                                              "api.test:0=X: y",
+                                              "api.test:http=X: y",
+                                              "fd00::1=X: y",
+                                              "*.api.test=X: y",
                                               "api.test=X: a\rb"};
     for (size_t i = 0; i < sizeof(bad_headers) / sizeof(bad_headers[0]); i++) {
         const char *list[] = {bad_headers[i], NULL};
@@ -361,16 +383,67 @@ static void pins_headers_and_their_errors(void **state)
 
 static void ip_patterns_name_their_address(void **state)
 {
-    static const char *const ceiling[] = {"10.0.0.5:8080", "*.corp.example", NULL};
+    static const char *const ceiling[] = {"10.0.0.5:8080", "10.0.0.7", "*.corp.example", NULL};
     struct egress_policy *p = NULL;
     char *why = NULL;
-    assert_int_equal(policy_of(ceiling, "[\"10.0.0.5:8080\", \"*.corp.example\"]", &p, &why), 0);
+    assert_int_equal(
+        policy_of(ceiling, "[\"10.0.0.5:8080\", \"10.0.0.7\", \"*.corp.example\"]", &p, &why), 0);
     struct sockaddr_in sa = {.sin_family = AF_INET};
     inet_pton(AF_INET, "10.0.0.5", &sa.sin_addr);
-    assert_true(egress_policy_names(p, (struct sockaddr *)&sa));
+    assert_true(egress_policy_names(p, (struct sockaddr *)&sa, 8080));
+    /* named on 8080 only: a name allowed on 443 that resolves there does not reach it on 443 */
+    assert_false(egress_policy_names(p, (struct sockaddr *)&sa, 443));
+    assert_false(egress_policy_names(p, (struct sockaddr *)&sa, 80));
+    /* a pattern without a port names its address on 80 and 443, nowhere else */
+    inet_pton(AF_INET, "10.0.0.7", &sa.sin_addr);
+    assert_true(egress_policy_names(p, (struct sockaddr *)&sa, 80));
+    assert_true(egress_policy_names(p, (struct sockaddr *)&sa, 443));
+    assert_false(egress_policy_names(p, (struct sockaddr *)&sa, 8080));
     inet_pton(AF_INET, "10.0.0.6", &sa.sin_addr);
-    assert_false(egress_policy_names(p, (struct sockaddr *)&sa));
+    assert_false(egress_policy_names(p, (struct sockaddr *)&sa, 8080));
     egress_policy_free(p);
+}
+
+static void shares_add_up_to_the_pool(void **state)
+{
+    char *why = NULL;
+    /* the defaults: 64 sessions x 8 and 8 executions x 16 within half of 1024 each */
+    struct egress_options o = {0};
+    assert_int_equal(egress_shares_size(&o, 64, 8, &why), 0);
+    assert_int_equal(o.pool, 1024);
+    assert_int_equal(o.session_open, 8);
+    assert_int_equal(o.exec_open, 16);
+    assert_int_equal(o.tenant_open, 256);
+    /* more holders: smaller caps, never more than half the pool together */
+    static const unsigned holders[][2] = {{128, 256}, {512, 512}, {1, 1}, {300, 33}};
+    for (size_t i = 0; i < sizeof(holders) / sizeof(holders[0]); i++) {
+        o = (struct egress_options){0};
+        assert_int_equal(egress_shares_size(&o, holders[i][0], holders[i][1], &why), 0);
+        assert_true(o.session_open >= 1 && o.session_open <= 8);
+        assert_true(o.exec_open >= 1 && o.exec_open <= 16);
+        assert_true(o.session_open * holders[i][0] + o.exec_open * holders[i][1] <= o.pool);
+    }
+    /* `sandboxd mcp`: no executions; a cap given that fits is kept */
+    o = (struct egress_options){.exec_open = 40};
+    assert_int_equal(egress_shares_size(&o, 64, 0, &why), 0);
+    assert_int_equal(o.exec_open, 40);
+    /* caps given that do not fit, and limits that leave nothing, are refused with the figures */
+    o = (struct egress_options){.session_open = 9};
+    assert_int_equal(egress_shares_size(&o, 64, 8, &why), -EINVAL);
+    assert_string_equal(why, "--max-sessions 64 x --egress-session-max-open 9 = 576 connections, "
+                             "more than half of --egress-pool 1024: lower one, or raise "
+                             "--egress-pool");
+    free(why);
+    o = (struct egress_options){0};
+    assert_int_equal(egress_shares_size(&o, 64, 600, &why), -EINVAL);
+    assert_non_null(strstr(why, "--max-running 600 leaves no connection"));
+    free(why);
+    o = (struct egress_options){.pool = 4096};
+    assert_int_equal(egress_shares_size(&o, 64, 600, &why), 0); /* a larger pool makes room */
+    assert_int_equal(o.exec_open, 3);
+    o = (struct egress_options){.tenant_open = 2000};
+    assert_int_equal(egress_shares_size(&o, 64, 8, &why), -EINVAL);
+    free(why);
 }
 
 int main(void)
@@ -386,6 +459,7 @@ int main(void)
         cmocka_unit_test(a_server_without_a_ceiling_allows_nothing),
         cmocka_unit_test(pins_headers_and_their_errors),
         cmocka_unit_test(ip_patterns_name_their_address),
+        cmocka_unit_test(shares_add_up_to_the_pool),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests: the parts of http/ that do not need libmicrohttpd running: the worker pool (cap,
- * FIFO, waiting for idle), a stream's writer side (bounded buffer, a reader that stops reading
- * or leaves), the reply budget (total, per-owner shares, small replies) and the guard that cuts
- * slow heads on real loopback TCP connections. */
+/* Unit tests: the parts of http/ that do not need libmicrohttpd running: a stream's writer side
+ * (bounded buffer, a reader that stops reading or leaves), the reply budget (total, per-owner
+ * shares, small replies) and the guard that cuts slow heads on real loopback TCP connections.
+ * Its worker pool is util/workpool.c (test_workpool.c). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -23,104 +23,7 @@
 #include "http/guard.h"
 #include "http/server.h"
 #include "http/stream.h"
-#include "http/workers.h"
 #include "util/clock.h"
-
-/* ---- workers ----------------------------------------------------------------------------- */
-
-struct gate {
-    pthread_mutex_t lock;
-    pthread_cond_t cond;
-    bool open;
-    unsigned ran;
-    int order[16];
-};
-
-struct item {
-    struct http_work work; /* first */
-    struct gate *gate;
-    int id;
-};
-
-static void item_run(struct http_work *w)
-{
-    struct item *it = (struct item *)w;
-    pthread_mutex_lock(&it->gate->lock);
-    while (!it->gate->open)
-        pthread_cond_wait(&it->gate->cond, &it->gate->lock);
-    it->gate->order[it->gate->ran++] = it->id;
-    pthread_mutex_unlock(&it->gate->lock);
-}
-
-static void gate_open(struct gate *g)
-{
-    pthread_mutex_lock(&g->lock);
-    g->open = true;
-    pthread_cond_broadcast(&g->cond);
-    pthread_mutex_unlock(&g->lock);
-}
-
-static void workers_cap_threads_and_queue_the_rest(void **state)
-{
-    struct gate g = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
-    struct http_workers *p;
-    assert_int_equal(http_workers_new(2, &p), 0);
-    unsigned busy, threads;
-    http_workers_counts(p, &busy, &threads);
-    assert_int_equal(threads, 0); /* none before the first item */
-    struct item items[6];
-    for (int i = 0; i < 6; i++) {
-        items[i] = (struct item){.work.fn = item_run, .gate = &g, .id = i};
-        assert_int_equal(http_workers_submit(p, &items[i].work), 0);
-    }
-    http_workers_counts(p, &busy, &threads);
-    assert_int_equal(threads, 2);
-    assert_int_equal(busy, 6);
-    assert_int_equal(http_workers_wait_idle(p, clock_mono_us() + 50000), -ETIMEDOUT);
-    gate_open(&g);
-    assert_int_equal(http_workers_wait_idle(p, clock_mono_us() + 30000000), 0);
-    assert_int_equal(g.ran, 6);
-    http_workers_counts(p, &busy, &threads);
-    assert_int_equal(busy, 0);
-    http_workers_free(p);
-}
-
-static void workers_run_in_order_and_reuse_idle_threads(void **state)
-{
-    struct gate g = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
-    g.open = true;
-    struct http_workers *p;
-    assert_int_equal(http_workers_new(1, &p), 0);
-    struct item items[8];
-    for (int i = 0; i < 8; i++) {
-        items[i] = (struct item){.work.fn = item_run, .gate = &g, .id = i};
-        assert_int_equal(http_workers_submit(p, &items[i].work), 0);
-        if (i == 3) /* an idle thread takes later work: no second thread */
-            assert_int_equal(http_workers_wait_idle(p, clock_mono_us() + 30000000), 0);
-    }
-    assert_int_equal(http_workers_wait_idle(p, clock_mono_us() + 30000000), 0);
-    unsigned busy, threads;
-    http_workers_counts(p, &busy, &threads);
-    assert_int_equal(threads, 1);
-    for (int i = 0; i < 8; i++)
-        assert_int_equal(g.order[i], i);
-    http_workers_free(p);
-}
-
-static void workers_free_runs_what_is_queued(void **state)
-{
-    struct gate g = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
-    g.open = true;
-    struct http_workers *p;
-    assert_int_equal(http_workers_new(1, &p), 0);
-    struct item items[4];
-    for (int i = 0; i < 4; i++) {
-        items[i] = (struct item){.work.fn = item_run, .gate = &g, .id = i};
-        assert_int_equal(http_workers_submit(p, &items[i].work), 0);
-    }
-    http_workers_free(p);
-    assert_int_equal(g.ran, 4);
-}
 
 /* ---- streams (writer side) ---------------------------------------------------------------- */
 
@@ -333,9 +236,6 @@ static void sse_event_is_one_data_line(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(workers_cap_threads_and_queue_the_rest),
-        cmocka_unit_test(workers_run_in_order_and_reuse_idle_threads),
-        cmocka_unit_test(workers_free_runs_what_is_queued),
         cmocka_unit_test(stream_bounds_what_a_slow_reader_may_pin),
         cmocka_unit_test(stream_takes_one_large_event_when_empty),
         cmocka_unit_test(stream_writes_fail_once_the_reader_left),

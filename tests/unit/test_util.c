@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /* Unit tests: util/buf (bounded buffer), util/path (request path checks), util/jdump (JSON text
  * with shortest round-trip reals), util/randid (random hex ids), util/url (parsed allowlists,
- * loopback, redaction) and util/trust (who may have written a path). */
+ * loopback, redaction), util/trust (who may have written a path), util/utf8's checks and
+ * escapes, and util/log's lines whatever bytes they carry. */
 #include <errno.h>
 #include <limits.h>
 #include <setjmp.h>
@@ -19,11 +20,109 @@
 
 #include "util/buf.h"
 #include "util/jdump.h"
+#include "util/log.h"
 #include "util/path.h"
 #include "util/proc.h"
 #include "util/randid.h"
 #include "util/trust.h"
 #include "util/url.h"
+#include "util/utf8.h"
+
+static void utf8_valid_and_escaped(void **state)
+{
+    assert_true(utf8_valid("plain", 5));
+    assert_true(utf8_valid("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", 14));
+    assert_true(utf8_valid("", 0));
+    assert_false(utf8_valid("\xff", 1));
+    assert_false(utf8_valid("caf\xc3", 4));      /* cut inside a character */
+    assert_false(utf8_valid("\xc0\xaf", 2));     /* overlong '/' */
+    assert_false(utf8_valid("\xed\xa0\x80", 3)); /* a surrogate */
+    assert_false(utf8_valid("a\0b", 3));         /* NUL: no C string holds it */
+    size_t n;
+    static const char in[] = "\xff"
+                             "evil\\x.test caf\xc3\xa9 \xc3";
+    char *e = utf8_escape(in, sizeof(in) - 1, &n);
+    assert_non_null(e);
+    /* bad bytes as \xHH, backslashes doubled (so an escape and a literal "\x" stay apart),
+     * well-formed characters kept */
+    assert_string_equal(e, "\\xffevil\\\\x.test caf\xc3\xa9 \\xc3");
+    assert_int_equal(n, strlen(e));
+    assert_true(utf8_valid(e, n));
+    free(e);
+    e = utf8_escape("a\0b", 3, NULL);
+    assert_string_equal(e, "a\\x00b");
+    free(e);
+    /* the worst case: every byte four */
+    e = utf8_escape("\x80\x80", 2, &n);
+    assert_int_equal(n, 8);
+    free(e);
+}
+
+/* Run fn with fd 2 in a file; the JSON lines it wrote. */
+static json_t *log_capture(void (*fn)(void))
+{
+    char path[] = "/tmp/sandboxd-logtest-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    unlink(path);
+    int saved = dup(STDERR_FILENO);
+    assert_true(saved >= 0);
+    assert_int_equal(dup2(fd, STDERR_FILENO), STDERR_FILENO);
+    fn();
+    assert_int_equal(dup2(saved, STDERR_FILENO), STDERR_FILENO);
+    close(saved);
+    char text[8192];
+    ssize_t len = pread(fd, text, sizeof(text) - 1, 0);
+    close(fd);
+    assert_true(len > 0);
+    text[len] = '\0';
+    json_t *lines = json_array();
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        json_error_t err;
+        json_t *j = json_loads(line, 0, &err);
+        if (!j)
+            fail_msg("not a JSON line: %s (%s)", line, err.text);
+        json_array_append_new(lines, j);
+    }
+    return lines;
+}
+
+static void log_bad_bytes(void)
+{
+    log_context_set("rid-\xc3", NULL);
+    log_warn("refused Host '%s' on %s",
+             "\xff"
+             "evil",
+             "/healthz");
+    log_pack(LOG_INFO, "egress", "{s:o, s:s, s:o*}", "execution",
+             log_str("aaaa\xc3" /* a request id cut inside \xc3\xa9 */), "decision", "denied",
+             "reason", log_str(NULL));
+    log_pack(LOG_INFO, "packed badly", "{s:s}", "host", "\xff"); /* "s" refuses it */
+    log_pack(LOG_DEBUG, "below the level", "{s:o}", "x", log_str("freed, not leaked"));
+    log_context_clear();
+}
+
+static void log_lines_keep_what_bad_bytes_would_lose(void **state)
+{
+    json_t *lines = log_capture(log_bad_bytes);
+    assert_int_equal(json_array_size(lines), 3);
+    json_t *a = json_array_get(lines, 0), *b = json_array_get(lines, 1),
+           *c = json_array_get(lines, 2);
+    /* the message and the context, escaped rather than dropped */
+    assert_string_equal(json_string_value(json_object_get(a, "level")), "warn");
+    assert_string_equal(json_string_value(json_object_get(a, "msg")),
+                        "refused Host '\\xffevil' on /healthz");
+    assert_string_equal(json_string_value(json_object_get(a, "requestId")), "rid-\\xc3");
+    /* every field of a decision, whatever its text */
+    assert_string_equal(json_string_value(json_object_get(b, "execution")), "aaaa\\xc3");
+    assert_string_equal(json_string_value(json_object_get(b, "decision")), "denied");
+    assert_null(json_object_get(b, "reason"));
+    /* fields that could not be built are said to be missing */
+    assert_string_equal(json_string_value(json_object_get(c, "msg")), "packed badly");
+    assert_non_null(json_object_get(c, "logError"));
+    assert_null(json_object_get(c, "host"));
+    json_decref(lines);
+}
 
 static void buf_caps_and_never_truncates_silently(void **state)
 {
@@ -435,6 +534,8 @@ int main(void)
         cmocka_unit_test(url_prefixes_match_on_parsed_parts),
         cmocka_unit_test(url_redaction),
         cmocka_unit_test(trust_rules),
+        cmocka_unit_test(utf8_valid_and_escaped),
+        cmocka_unit_test(log_lines_keep_what_bad_bytes_would_lose),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "util/log.h"
 #include "util/macros.h"
 #include "util/utf8.h"
 
@@ -133,8 +134,9 @@ void mcp_alias_tools(json_t *items)
         struct buf b;
         buf_init(&b, 4 * strlen(name) + 8);
         if (mcp_alias_earlier(name, &b) == 0 && strcmp(b.data, alias) != 0 &&
-            !alias_taken(items, n, b.data))
-            json_object_set_new(t, "aliases", json_pack("[s#]", b.data, b.len));
+            !alias_taken(items, n, b.data) &&
+            json_object_set_new(t, "aliases", json_pack("[s#]", b.data, b.len)) < 0)
+            log_warn("mcp: tool %s keeps no earlier alias (out of memory)", name);
         buf_free(&b);
     }
 }

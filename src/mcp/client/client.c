@@ -8,7 +8,10 @@
  * hands it the answer, the transport dies, or the deadline passes. A waiter
  * always unlinks its record itself, so a late answer finds nothing and is
  * dropped. Server-to-client requests are answered on the thread that
- * delivered them: ping with {}, anything else with -32601.
+ * delivered them: ping with {}, anything else with -32601. The connection's
+ * states (client_int.h) are data here: the edges, one function that moves
+ * along them (asserting the edge), and the transitions named for what
+ * happened, which the transports call.
  */
 #include "mcp/client/client.h"
 
@@ -20,9 +23,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "proto/jsonrpc.h"
+#include "mcp/client/client_int.h"
 #include "mcp/client/transport_http.h"
 #include "mcp/client/transport_stdio.h"
+#include "proto/jsonrpc.h"
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/macros.h"
@@ -46,27 +50,91 @@ struct client_pending {
     struct client_pending *next;
 };
 
-struct mcp_client {
-    struct mcp_server_config cfg;
-    struct mcp_transport *t;
-    pthread_condattr_t condattr;
+/* ---- the connection's states (client_int.h) ---- */
 
-    pthread_mutex_t lock; /* everything down to notify_lock */
-    struct client_pending *pending;
-    json_int_t next_id;
-    bool dead;
-    enum mcp_error_kind dead_kind;
-    char *dead_why;
-    json_t *server_info;
-    uint64_t tools_generation;
-    unsigned invalid_logged;
-
-    pthread_mutex_t notify_lock; /* held while the callback runs */
-    mcp_notify_fn notify;
-    void *notify_userdata;
-
-    pthread_mutex_t reinit_lock; /* one re-initialization at a time (HTTP) */
+/* Where each state may go (a set of bits). */
+static const unsigned client_edges[MCP_CONN_STATE_COUNT] = {
+    [MCP_CONN_CONNECTING] = LIFECYCLE_BIT(MCP_CONN_READY) | LIFECYCLE_BIT(MCP_CONN_STALE) |
+                            LIFECYCLE_BIT(MCP_CONN_KILLED) | LIFECYCLE_BIT(MCP_CONN_DEAD) |
+                            LIFECYCLE_BIT(MCP_CONN_CLOSING),
+    [MCP_CONN_READY] = LIFECYCLE_BIT(MCP_CONN_STALE) | LIFECYCLE_BIT(MCP_CONN_KILLED) |
+                       LIFECYCLE_BIT(MCP_CONN_DEAD) | LIFECYCLE_BIT(MCP_CONN_CLOSING),
+    [MCP_CONN_STALE] = LIFECYCLE_BIT(MCP_CONN_READY) | LIFECYCLE_BIT(MCP_CONN_DEAD) |
+                       LIFECYCLE_BIT(MCP_CONN_CLOSING),
+    [MCP_CONN_KILLED] = LIFECYCLE_BIT(MCP_CONN_DEAD) | LIFECYCLE_BIT(MCP_CONN_CLOSING),
+    [MCP_CONN_DEAD] = LIFECYCLE_BIT(MCP_CONN_CLOSING),
+    [MCP_CONN_CLOSING] = 0,
 };
+
+static_assert(MCP_CONN_STATE_COUNT <= 32, "the edge sets are bits of an unsigned");
+
+static const char *const client_state_names[MCP_CONN_STATE_COUNT] = {
+    [MCP_CONN_CONNECTING] = "CONNECTING",
+    [MCP_CONN_READY] = "READY",
+    [MCP_CONN_STALE] = "STALE",
+    [MCP_CONN_KILLED] = "KILLED",
+    [MCP_CONN_DEAD] = "DEAD",
+    [MCP_CONN_CLOSING] = "CLOSING",
+};
+
+static const struct lifecycle client_lifecycle = {"MCP client connection", MCP_CONN_STATE_COUNT,
+                                                  client_edges, client_state_names};
+
+bool mcp_client_transition_ok(enum mcp_conn_state from, enum mcp_conn_state to)
+{
+    return lifecycle_edge_ok(&client_lifecycle, (int)from, (int)to);
+}
+
+void mcp_client_set_state(struct mcp_client *c, enum mcp_conn_state to)
+{
+    lifecycle_check(&client_lifecycle, (int)c->state, (int)to);
+    c->state = to;
+}
+
+const char *mcp_client_state_name(enum mcp_conn_state s)
+{
+    return lifecycle_name(&client_lifecycle, (int)s);
+}
+
+enum mcp_conn_state mcp_client_state(struct mcp_client *c)
+{
+    pthread_mutex_lock(&c->lock);
+    enum mcp_conn_state st = c->state;
+    pthread_mutex_unlock(&c->lock);
+    return st;
+}
+
+void mcp_client_initialized(struct mcp_client *c)
+{
+    pthread_mutex_lock(&c->lock);
+    if (c->state == MCP_CONN_CONNECTING)
+        mcp_client_set_state(c, MCP_CONN_READY);
+    pthread_mutex_unlock(&c->lock); /* otherwise it died during the handshake: it stays so */
+}
+
+void mcp_client_session_lost(struct mcp_client *c)
+{
+    pthread_mutex_lock(&c->lock);
+    if (LIFECYCLE_IN(c->state, MCP_CONN_CONNECTING, MCP_CONN_READY))
+        mcp_client_set_state(c, MCP_CONN_STALE);
+    pthread_mutex_unlock(&c->lock); /* STALE already, or DEAD (aborted): no news */
+}
+
+void mcp_client_initialize_answered(struct mcp_client *c)
+{
+    pthread_mutex_lock(&c->lock);
+    if (c->state == MCP_CONN_STALE)
+        mcp_client_set_state(c, MCP_CONN_READY);
+    pthread_mutex_unlock(&c->lock); /* CONNECTING: [K] ends the first handshake */
+}
+
+void mcp_client_stalled(struct mcp_client *c)
+{
+    pthread_mutex_lock(&c->lock);
+    if (LIFECYCLE_IN(c->state, MCP_CONN_CONNECTING, MCP_CONN_READY))
+        mcp_client_set_state(c, MCP_CONN_KILLED);
+    pthread_mutex_unlock(&c->lock);
+}
 
 /* ---- configuration ---- */
 
@@ -115,6 +183,7 @@ void mcp_server_config_done(struct mcp_server_config *cfg)
     free(cfg->url);
     strv_free(cfg->headers);
     free(cfg->description);
+    strv_free(cfg->approvals);
     *cfg = (struct mcp_server_config){0};
 }
 
@@ -130,6 +199,7 @@ int mcp_server_config_copy(const struct mcp_server_config *src, struct mcp_serve
     r = r ?: str_copy(src->url, &c.url);
     r = r ?: strv_copy(src->headers, &c.headers);
     r = r ?: str_copy(src->description, &c.description);
+    r = r ?: strv_copy(src->approvals, &c.approvals);
     if (r < 0) {
         mcp_server_config_done(&c);
         return r;
@@ -248,9 +318,8 @@ static void client_dispatch(struct mcp_client *c, json_t *msg)
                  m.kind == JSONRPC_INVALID ? m.invalid : "error without a request id");
 }
 
-static void client_on_message(void *userdata, json_t *msg)
+void mcp_client_on_message(struct mcp_client *c, json_t *msg)
 {
-    struct mcp_client *c = userdata;
     if (!json_is_array(msg)) {
         client_dispatch(c, msg);
         return;
@@ -261,12 +330,13 @@ static void client_on_message(void *userdata, json_t *msg)
         client_dispatch(c, json_array_get(msg, i));
 }
 
-static void client_on_closed(void *userdata, enum mcp_error_kind kind, const char *why)
+void mcp_client_transport_ended(struct mcp_client *c, enum mcp_error_kind kind, const char *why)
 {
-    struct mcp_client *c = userdata;
     pthread_mutex_lock(&c->lock);
-    if (!c->dead) {
-        c->dead = true;
+    /* DEAD already: reported twice (an abort, then the exit it caused); CLOSING: no news. */
+    if (LIFECYCLE_IN(c->state, MCP_CONN_CONNECTING, MCP_CONN_READY, MCP_CONN_STALE,
+                     MCP_CONN_KILLED)) {
+        mcp_client_set_state(c, MCP_CONN_DEAD);
         c->dead_kind = kind;
         c->dead_why = strdup(why);
     }
@@ -283,8 +353,8 @@ static void client_on_closed(void *userdata, enum mcp_error_kind kind, const cha
 
 void mcp_client_abort(struct mcp_client *c, const char *why)
 {
-    client_on_closed(c, MCP_ERR_TRANSPORT, why);
-    if (c->t->ops->abort)
+    mcp_client_transport_ended(c, MCP_ERR_TRANSPORT, why);
+    if (c->t && c->t->ops->abort)
         c->t->ops->abort(c->t);
 }
 
@@ -304,6 +374,13 @@ static int client_errno(enum mcp_error_kind kind)
 
 static int client_handshake(struct mcp_client *c, int64_t deadline_us, struct mcp_error *err);
 
+/* c is DEAD (c->lock held): err says why, as the first report gave it. */
+static int client_dead(struct mcp_client *c, struct mcp_error *err)
+{
+    mcp_error_set(err, c->dead_kind, NULL, "%s", c->dead_why ? c->dead_why : "disconnected");
+    return client_errno(c->dead_kind);
+}
+
 /* Send msg; when an HTTP server forgot our session, initialize again (once) and resend. */
 static int client_send(struct mcp_client *c, json_t *msg, int64_t deadline_us, bool may_reinit,
                        struct mcp_error *err)
@@ -315,8 +392,13 @@ static int client_send(struct mcp_client *c, json_t *msg, int64_t deadline_us, b
         return -EPROTO; /* err already says HTTP 404 */
     mcp_error_clear(err);
     pthread_mutex_lock(&c->reinit_lock);
-    /* Whoever got the 404 first initializes; the others find it done and just resend. */
-    if (c->t->ops->needs_reinit && c->t->ops->needs_reinit(c->t)) {
+    /* Whoever got the 404 first initializes; the others find it done (READY) and just resend,
+     * or find the connection aborted meanwhile (DEAD). */
+    pthread_mutex_lock(&c->lock);
+    enum mcp_conn_state st = c->state;
+    r = st == MCP_CONN_DEAD ? client_dead(c, err) : 0;
+    pthread_mutex_unlock(&c->lock);
+    if (st == MCP_CONN_STALE) {
         log_info("MCP server '%s' lost our session: initializing again", c->cfg.name);
         r = client_handshake(c, deadline_us, err);
         if (r >= 0) {
@@ -325,8 +407,6 @@ static int client_send(struct mcp_client *c, json_t *msg, int64_t deadline_us, b
             c->tools_generation++;
             pthread_mutex_unlock(&c->lock);
         }
-    } else {
-        r = 0;
     }
     pthread_mutex_unlock(&c->reinit_lock);
     if (r < 0)
@@ -385,9 +465,8 @@ static int client_call(struct mcp_client *c, const char *method, json_t *params,
         return r;
     }
     pthread_mutex_lock(&c->lock);
-    if (c->dead) {
-        mcp_error_set(err, c->dead_kind, NULL, "%s", c->dead_why ? c->dead_why : "disconnected");
-        r = client_errno(c->dead_kind);
+    if (c->state == MCP_CONN_DEAD) {
+        r = client_dead(c, err);
         pthread_mutex_unlock(&c->lock);
         pthread_cond_destroy(&p.cond);
         return r;
@@ -519,10 +598,29 @@ int mcp_client_connect(const struct mcp_server_config *cfg, int64_t timeout_ms,
                       cfg->name ? cfg->name : "");
         return -EINVAL;
     }
+    struct mcp_client *c;
+    if (mcp_client_alloc(cfg, &c) < 0) {
+        mcp_error_set(err, MCP_ERR_TRANSPORT, NULL, "out of memory");
+        return -ENOMEM;
+    }
+    int r = cfg->url ? mcp_transport_http_open(&c->cfg, c, &c->t, err)
+                     : mcp_transport_stdio_open(&c->cfg, c, &c->t, err);
+    if (r >= 0)
+        r = client_handshake(c, deadline, err);
+    if (r < 0) {
+        mcp_client_close(c);
+        return r;
+    }
+    mcp_client_initialized(c);
+    *ret = c;
+    return 0;
+}
+
+int mcp_client_alloc(const struct mcp_server_config *cfg, struct mcp_client **ret)
+{
     struct mcp_client *c = calloc(1, sizeof(*c));
     if (!c || mcp_server_config_copy(cfg, &c->cfg) < 0) {
         free(c);
-        mcp_error_set(err, MCP_ERR_TRANSPORT, NULL, "out of memory");
         return -ENOMEM;
     }
     pthread_condattr_init(&c->condattr);
@@ -530,21 +628,8 @@ int mcp_client_connect(const struct mcp_server_config *cfg, int64_t timeout_ms,
     pthread_mutex_init(&c->lock, NULL);
     pthread_mutex_init(&c->notify_lock, NULL);
     pthread_mutex_init(&c->reinit_lock, NULL);
+    c->state = MCP_CONN_CONNECTING;
     c->next_id = 1;
-
-    struct mcp_transport_hooks hooks = {
-        .userdata = c,
-        .on_message = client_on_message,
-        .on_closed = client_on_closed,
-    };
-    int r = cfg->url ? mcp_transport_http_open(&c->cfg, &hooks, &c->t, err)
-                     : mcp_transport_stdio_open(&c->cfg, &hooks, &c->t, err);
-    if (r >= 0)
-        r = client_handshake(c, deadline, err);
-    if (r < 0) {
-        mcp_client_close(c);
-        return r;
-    }
     *ret = c;
     return 0;
 }
@@ -553,8 +638,11 @@ void mcp_client_close(struct mcp_client *c)
 {
     if (!c)
         return;
+    pthread_mutex_lock(&c->lock);
+    mcp_client_set_state(c, MCP_CONN_CLOSING);
+    pthread_mutex_unlock(&c->lock);
     if (c->t)
-        c->t->ops->close(c->t); /* after this no hook runs */
+        c->t->ops->close(c->t); /* after this the transport reports nothing more */
     json_decref(c->server_info);
     free(c->dead_why);
     pthread_mutex_destroy(&c->lock);
@@ -567,10 +655,7 @@ void mcp_client_close(struct mcp_client *c)
 
 bool mcp_client_alive(struct mcp_client *c)
 {
-    pthread_mutex_lock(&c->lock);
-    bool dead = c->dead;
-    pthread_mutex_unlock(&c->lock);
-    return !dead && c->t->ops->alive(c->t);
+    return LIFECYCLE_IN(mcp_client_state(c), MCP_CONN_CONNECTING, MCP_CONN_READY, MCP_CONN_STALE);
 }
 
 const char *mcp_client_name(struct mcp_client *c)
@@ -626,6 +711,11 @@ int mcp_client_list_tools(struct mcp_client *c, int64_t timeout_ms, json_t **ret
             break;
         }
         _cleanup_json_ json_t *params = cursor ? json_pack("{s:s}", "cursor", cursor) : NULL;
+        if (cursor && !params) { /* asking again without it would start over */
+            mcp_error_set(err, MCP_ERR_PROTOCOL, NULL, "out of memory");
+            r = -ENOMEM;
+            break;
+        }
         _cleanup_json_ json_t *result = NULL;
         r = client_call(c, "tools/list", params, deadline, true, &result, err);
         free(cursor);

@@ -8,7 +8,8 @@
  * monotonic deadline, and a timed-out request is cancelled at the server.
  * It never hangs and never trusts the server: every failure comes back as a
  * struct mcp_error. Used by the registry (registry.c), which shares one
- * client per configured server among all sessions.
+ * client per configured server among all sessions. The life of a connection
+ * and the transport interface: client_int.h.
  */
 #ifndef SANDBOXD_MCP_CLIENT_CLIENT_H
 #define SANDBOXD_MCP_CLIENT_CLIENT_H
@@ -42,6 +43,7 @@ struct mcp_server_config {
     char **headers; /* "Name: value" lines sent with every HTTP request, NULL-terminated, may be
                        NULL */
     char *description;
+    char **approvals; /* "POLICY:TOOL" rules, in precedence order (approval.h); may be NULL */
 };
 
 /* Free every member and zero *cfg; NULL-safe. */
@@ -105,44 +107,5 @@ int mcp_client_call_tool(struct mcp_client *c, const char *tool, json_t *args, i
 void mcp_client_abort(struct mcp_client *c, const char *why);
 /* Incremented on every notifications/tools/list_changed (also those before initialize ended). */
 uint64_t mcp_client_tools_generation(struct mcp_client *c);
-
-/*
- * Transport interface, for transport_stdio.c and transport_http.c only.
- *
- * A transport moves whole JSON-RPC messages. Incoming messages reach the client through
- * hooks->on_message, from the stdio reader thread or, for HTTP, from inside ops->send on the
- * sending thread (the answer to an HTTP request arrives in its own response), so a client must
- * expect a request's answer before send() returns. on_closed reports, once, that the transport
- * is dead for good; neither hook runs after ops->close() has returned.
- */
-struct mcp_transport;
-
-struct mcp_transport_hooks {
-    void *userdata;
-    void (*on_message)(void *userdata, json_t *msg); /* msg borrowed */
-    void (*on_closed)(void *userdata, enum mcp_error_kind kind, const char *why);
-};
-
-struct mcp_transport_ops {
-    const char *name; /* "stdio" or "http" */
-    /* Send one message (borrowed) before deadline_us (monotonic µs). 0, or -errno with err
-     * filled. -ESTALE (HTTP only): the server forgot our session; the client must initialize
-     * again (the transport then refuses everything but "initialize" with -ESTALE). An HTTP
-     * request returns 0 only once its answer went through on_message. */
-    int (*send)(struct mcp_transport *t, json_t *msg, int64_t deadline_us, struct mcp_error *err);
-    bool (*alive)(struct mcp_transport *t);
-    /* Called after each successful handshake with the negotiated version (borrowed). */
-    void (*set_protocol_version)(struct mcp_transport *t, const char *version);
-    /* True while a forgotten session waits for a new initialize. */
-    bool (*needs_reinit)(struct mcp_transport *t);
-    /* Stop every transfer in progress soon (may be NULL: sends never block long). */
-    void (*abort)(struct mcp_transport *t);
-    /* Shut down and free. */
-    void (*close)(struct mcp_transport *t);
-};
-
-struct mcp_transport {
-    const struct mcp_transport_ops *ops;
-};
 
 #endif

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "mcp/client/approval.h"
 #include "mcp/client/config_int.h"
 #include "util/fdio.h"
 #include "util/fmt.h"
@@ -145,13 +146,19 @@ static const char *config_strings(json_t *arr, char ***ret)
     return NULL;
 }
 
-/* A JSON object of strings → NULL-terminated vector of "key<sep>value". */
-static const char *config_pairs(json_t *obj, bool headers, char ***ret)
+/* One member of an object as a string of a vector (*ret, NULL-terminated): NULL, or why the
+ * member is invalid (static). */
+typedef const char *config_member_fn(const char *key, json_t *val, const void *how, char **ret);
+
+/* A JSON object → NULL-terminated vector, one string per member made by fn; what names the
+ * object's kind in the message. */
+static const char *config_object_strv(json_t *obj, const char *what, size_t max,
+                                      config_member_fn *fn, const void *how, char ***ret)
 {
     if (!json_is_object(obj))
-        return "must be an object of strings";
+        return what;
     size_t n = json_object_size(obj);
-    if (n > MCP_CONFIG_MAX_LIST)
+    if (n > max)
         return "has too many members";
     char **v = calloc(n + 1, sizeof(*v));
     if (!v)
@@ -162,18 +169,7 @@ static const char *config_pairs(json_t *obj, bool headers, char ***ret)
     const char *why = NULL;
     json_object_foreach(obj, key, val)
     {
-        const char *s = json_string_value(val);
-        if (!s)
-            why = "must be an object of strings";
-        else if (headers && (!config_header_name_valid(key) || strpbrk(s, "\r\n")))
-            why = "holds an invalid header";
-        else if (!headers && (!*key || strchr(key, '=')))
-            why = "holds an invalid variable name";
-        else if (asprintf(&v[i], headers ? "%s: %s" : "%s=%s", key, s) < 0) {
-            v[i] = NULL;
-            why = "out of memory";
-        }
-        if (why)
+        if ((why = fn(key, val, how, &v[i])))
             break;
         i++;
     }
@@ -182,6 +178,46 @@ static const char *config_pairs(json_t *obj, bool headers, char ***ret)
         return why;
     }
     *ret = v;
+    return NULL;
+}
+
+/* "key<sep>value" of an env (how: NULL) or headers (how: non-NULL) member. */
+static const char *config_pair(const char *key, json_t *val, const void *how, char **ret)
+{
+    bool headers = how != NULL;
+    const char *s = json_string_value(val);
+    if (!s)
+        return "must be an object of strings";
+    if (headers && (!config_header_name_valid(key) || strpbrk(s, "\r\n")))
+        return "holds an invalid header";
+    if (!headers && (!*key || strchr(key, '=')))
+        return "holds an invalid variable name";
+    if (asprintf(ret, headers ? "%s: %s" : "%s=%s", key, s) < 0) {
+        *ret = NULL;
+        return "out of memory";
+    }
+    return NULL;
+}
+
+/* A JSON object of strings → NULL-terminated vector of "key<sep>value". */
+static const char *config_pairs(json_t *obj, bool headers, char ***ret)
+{
+    return config_object_strv(obj, "must be an object of strings", MCP_CONFIG_MAX_LIST, config_pair,
+                              headers ? "" : NULL, ret);
+}
+
+/* An "approvals" member, TOOL: POLICY, as a rule "POLICY:TOOL" (approval.h). */
+static const char *config_approval(const char *key, json_t *val, const void *how, char **ret)
+{
+    enum mcp_approval a;
+    if (!*key)
+        return "has an empty tool name";
+    if (mcp_approval_parse(json_string_value(val), &a) < 0)
+        return "has a policy that is not \"auto\", \"ask\" or \"deny\"";
+    if (asprintf(ret, "%s:%s", mcp_approval_name(a), key) < 0) {
+        *ret = NULL;
+        return "out of memory";
+    }
     return NULL;
 }
 
@@ -269,6 +305,14 @@ static int config_entry(const char *name, json_t *e, const char *default_desc,
     if (!why && !s.description && default_desc && *default_desc &&
         !(s.description = strdup(default_desc)))
         why = "out of memory";
+    /* An invalid policy skips the whole entry: a server whose approvals cannot be read must
+     * not run without them. */
+    if (!why && json_object_get(e, "approvals") &&
+        (why = config_object_strv(json_object_get(e, "approvals"),
+                                  "must be an object of tool name -> \"auto\", \"ask\" or "
+                                  "\"deny\"",
+                                  MCP_APPROVAL_MAX_RULES, config_approval, NULL, &s.approvals)))
+        field = "approvals";
     if (why) {
         mcp_server_config_done(&s);
         return field ? fmt_error(ret_why, EINVAL, "\"%s\" %s", field, why)

@@ -209,6 +209,22 @@ int mcp_registry_new(const struct mcp_config *cfg, struct mcp_registry **ret)
     return 0;
 }
 
+enum mcp_approval mcp_registry_approval(struct mcp_registry *r, const char *name, const char *tool)
+{
+    for (size_t i = 0; i < r->n; i++)
+        if (strcmp(r->servers[i].cfg.name, name) == 0)
+            return mcp_approval_lookup(r->servers[i].cfg.approvals, tool);
+    return MCP_APPROVAL_AUTO;
+}
+
+bool mcp_registry_has_approvals(struct mcp_registry *r)
+{
+    for (size_t i = 0; i < r->n; i++)
+        if (r->servers[i].cfg.approvals && r->servers[i].cfg.approvals[0])
+            return true;
+    return false;
+}
+
 void mcp_registry_shutdown(struct mcp_registry *r)
 {
     if (!r || atomic_exchange(&r->stopping, true))
@@ -296,8 +312,9 @@ json_t *mcp_registry_describe(struct mcp_registry *r)
             json_object_set_new(d, "lastError", json_string(last_error));
         free(last_error);
         reg_release(s, conn);
-        if (d)
-            json_array_append_new(list, d);
+        if (!d || json_array_append_new(list, d) < 0)
+            log_warn("mcp: server %s is missing from the list of servers (out of memory)",
+                     s->cfg.name);
     }
     return list;
 }

@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "mcp/client/approval.h"
 #include "mcp/client/client.h"
 #include "mcp/client/config.h"
 
@@ -38,6 +39,11 @@ json_t *mcp_registry_names(struct mcp_registry *r);
 /* New reference: [{name, transport: "stdio"|"http", description, connected: bool, serverInfo?}].
  * Never waits for a connection in progress. */
 json_t *mcp_registry_describe(struct mcp_registry *r);
+/* The approval policy of tool of server name (approval.h): auto for an unknown server. Never
+ * waits. */
+enum mcp_approval mcp_registry_approval(struct mcp_registry *r, const char *name, const char *tool);
+/* Some server has a rule that is not auto (a person may be asked, or a call refused). */
+bool mcp_registry_has_approvals(struct mcp_registry *r);
 /* The working directory server name is started in, as configured (a JSON string, new
  * reference), or JSON null when it has none or is unknown; NULL when out of memory. */
 json_t *mcp_registry_cwd(struct mcp_registry *r, const char *name);

@@ -11,8 +11,10 @@
  *
  * Sessions: the id comes with the initialize answer and goes on every later
  * request. A 404 on a request that carried it means the server forgot it:
- * the transport drops the id, refuses everything but initialize with
- * -ESTALE, and the client initializes again and resends.
+ * the transport drops the id, makes the connection STALE (client_int.h),
+ * refuses everything but initialize with -ESTALE until an initialize is
+ * answered, and the client initializes again and resends. The id and the
+ * state change together, under the transport's lock.
  *
  * Connection reuse: each transport keeps a few idle easy handles, and an
  * easy handle keeps its connections open between transfers. We do not attach
@@ -56,13 +58,12 @@ struct http_transport {
     char *url;
     char *shown_url;                  /* url without userinfo and query, for messages */
     struct curl_slist *extra_headers; /* from the configuration */
-    struct mcp_transport_hooks hooks;
-    pthread_mutex_t lock; /* everything below */
+    struct mcp_client *owner;         /* its connection's state, and where messages go */
+    pthread_mutex_t lock;             /* everything below, and the owner's STALE with them */
     char *session_id;
     char *protocol_version;
-    bool needs_reinit;
-    bool closed;
-    atomic_bool aborted; /* every transfer stops (sandboxd is shutting down) */
+    atomic_bool aborted; /* every transfer stops (sandboxd is shutting down): not a state, an
+                            order, read by libcurl's progress callback without a lock */
     CURL *idle[HTTP_IDLE_HANDLES];
     size_t n_idle;
 };
@@ -159,7 +160,7 @@ static void http_deliver(struct http_exchange *ex, const char *text, size_t len)
         return;
     }
     bool answer = http_is_answer(msg, ex->request_id);
-    ex->t->hooks.on_message(ex->t->hooks.userdata, msg);
+    mcp_client_on_message(ex->t->owner, msg);
     json_decref(msg);
     if (answer)
         ex->answered = true;
@@ -439,12 +440,13 @@ static int http_send(struct mcp_transport *base, json_t *msg, int64_t deadline_u
 
     bool oom = false;
     pthread_mutex_lock(&t->lock);
-    if (t->closed) {
+    enum mcp_conn_state st = mcp_client_state(t->owner);
+    if (st == MCP_CONN_CLOSING) {
         pthread_mutex_unlock(&t->lock);
         mcp_error_set(err, MCP_ERR_TRANSPORT, NULL, "MCP server '%s': connection closed", t->name);
         return -ENOTCONN;
     }
-    if (t->needs_reinit && !is_init) {
+    if (st == MCP_CONN_STALE && !is_init) {
         pthread_mutex_unlock(&t->lock);
         mcp_error_set(err, MCP_ERR_HTTP, NULL, "MCP server '%s' forgot our session", t->name);
         err->http_status = 404;
@@ -478,7 +480,7 @@ static int http_send(struct mcp_transport *base, json_t *msg, int64_t deadline_u
         pthread_mutex_lock(&t->lock);
         free(t->session_id);
         t->session_id = ex.session_id[0] ? strdup(ex.session_id) : NULL;
-        t->needs_reinit = false;
+        mcp_client_initialize_answered(t->owner);
         pthread_mutex_unlock(&t->lock);
     }
     if (ex.answered) {
@@ -490,7 +492,7 @@ static int http_send(struct mcp_transport *base, json_t *msg, int64_t deadline_u
         if (t->session_id && strcmp(t->session_id, session) == 0) {
             free(t->session_id);
             t->session_id = NULL;
-            t->needs_reinit = true;
+            mcp_client_session_lost(t->owner);
         }
         pthread_mutex_unlock(&t->lock);
         mcp_error_set(err, MCP_ERR_HTTP, NULL, "MCP server '%s' forgot our session", t->name);
@@ -517,15 +519,6 @@ static int http_send(struct mcp_transport *base, json_t *msg, int64_t deadline_u
     return r;
 }
 
-static bool http_alive(struct mcp_transport *base)
-{
-    struct http_transport *t = (struct http_transport *)base;
-    pthread_mutex_lock(&t->lock);
-    bool alive = !t->closed;
-    pthread_mutex_unlock(&t->lock);
-    return alive;
-}
-
 static void http_set_protocol_version(struct mcp_transport *base, const char *version)
 {
     struct http_transport *t = (struct http_transport *)base;
@@ -534,15 +527,6 @@ static void http_set_protocol_version(struct mcp_transport *base, const char *ve
     free(t->protocol_version);
     t->protocol_version = copy; /* NULL (out of memory) only omits the header */
     pthread_mutex_unlock(&t->lock);
-}
-
-static bool http_needs_reinit(struct mcp_transport *base)
-{
-    struct http_transport *t = (struct http_transport *)base;
-    pthread_mutex_lock(&t->lock);
-    bool r = t->needs_reinit;
-    pthread_mutex_unlock(&t->lock);
-    return r;
 }
 
 static void http_abort(struct mcp_transport *base)
@@ -568,10 +552,7 @@ static void http_free(struct http_transport *t)
 static void http_close(struct mcp_transport *base)
 {
     struct http_transport *t = (struct http_transport *)base;
-    pthread_mutex_lock(&t->lock);
-    t->closed = true;
-    pthread_mutex_unlock(&t->lock);
-    if (t->session_id) {
+    if (t->session_id) { /* the client is CLOSING: no other thread uses t any more */
         /* Tell the server it can drop the session; 405 (not supported) or any failure is fine. */
         struct http_exchange ex;
         http_exchange_init(&ex, t, NULL);
@@ -590,16 +571,13 @@ static void http_close(struct mcp_transport *base)
 static const struct mcp_transport_ops http_ops = {
     .name = "http",
     .send = http_send,
-    .alive = http_alive,
     .set_protocol_version = http_set_protocol_version,
-    .needs_reinit = http_needs_reinit,
     .abort = http_abort,
     .close = http_close,
 };
 
-int mcp_transport_http_open(const struct mcp_server_config *cfg,
-                            const struct mcp_transport_hooks *hooks, struct mcp_transport **ret,
-                            struct mcp_error *err)
+int mcp_transport_http_open(const struct mcp_server_config *cfg, struct mcp_client *owner,
+                            struct mcp_transport **ret, struct mcp_error *err)
 {
     if (!cfg->url ||
         (strncasecmp(cfg->url, "http://", 7) != 0 && strncasecmp(cfg->url, "https://", 8) != 0)) {
@@ -620,7 +598,7 @@ int mcp_transport_http_open(const struct mcp_server_config *cfg,
     }
     pthread_mutex_init(&t->lock, NULL);
     t->base.ops = &http_ops;
-    t->hooks = *hooks;
+    t->owner = owner;
     t->name = strdup(cfg->name);
     t->url = strdup(cfg->url);
     t->shown_url = url_redact(cfg->url);

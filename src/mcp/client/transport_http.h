@@ -12,13 +12,12 @@
 #ifndef SANDBOXD_MCP_CLIENT_TRANSPORT_HTTP_H
 #define SANDBOXD_MCP_CLIENT_TRANSPORT_HTTP_H
 
-#include "mcp/client/client.h"
+#include "mcp/client/client_int.h"
 
-/* Prepare a transport for cfg->url (cfg borrowed; hooks copied). Nothing is sent yet. 0 and the
- * transport in *ret, or -errno with err filled (-EINVAL/MCP_ERR_TRANSPORT for a URL that is not
- * http(s)). Does not log failures. */
-int mcp_transport_http_open(const struct mcp_server_config *cfg,
-                            const struct mcp_transport_hooks *hooks, struct mcp_transport **ret,
-                            struct mcp_error *err);
+/* Prepare a transport for cfg->url (cfg borrowed); the transport reports to owner (client_int.h).
+ * Nothing is sent yet. 0 and the transport in *ret, or -errno with err filled
+ * (-EINVAL/MCP_ERR_TRANSPORT for a URL that is not http(s)). Does not log failures. */
+int mcp_transport_http_open(const struct mcp_server_config *cfg, struct mcp_client *owner,
+                            struct mcp_transport **ret, struct mcp_error *err);
 
 #endif

@@ -42,6 +42,7 @@
 #include "util/log.h"
 #include "util/macros.h"
 #include "util/proc.h"
+#include "util/thread.h"
 
 extern char **environ;
 
@@ -56,18 +57,16 @@ extern char **environ;
 struct stdio_transport {
     struct mcp_transport base;
     char *name;
-    struct mcp_transport_hooks hooks;
+    struct mcp_client *owner; /* its connection's state, and where messages go */
     pid_t pid;
     int in_fd; /* our end of the child's stdin; -1 once closed */
     int out_fd;
     int err_fd;
-    int wake_fd; /* eventfd: close() tells the reader to stop */
-    pthread_t reader;
+    int wake_fd;                /* eventfd: close() tells the reader to stop */
+    struct thread_group reader; /* stopped through wake_fd: it sleeps in poll() */
     pthread_mutex_t write_lock; /* in_fd and the bytes written to it */
-    pthread_mutex_t lock;       /* dead, closing, outbox */
+    pthread_mutex_t lock;       /* outbox */
     struct buf outbox;          /* bytes for stdin from the reader thread, not yet written */
-    bool dead;
-    bool closing; /* close() asked the server to stop: its exit is no news */
     /* Reader-thread state. */
     struct buf line;
     struct buf errline;
@@ -80,20 +79,10 @@ struct stdio_transport {
 /* Set on the reader thread: tells stdio_send() it must not block. */
 static _Thread_local struct stdio_transport *stdio_reader_of;
 
-static void stdio_mark_dead(struct stdio_transport *t)
+/* The server may still be written to: not KILLED (by a stalled write) nor DEAD (it exited). */
+static bool stdio_writable(struct stdio_transport *t)
 {
-    pthread_mutex_lock(&t->lock);
-    t->dead = true;
-    pthread_mutex_unlock(&t->lock);
-}
-
-static bool stdio_alive(struct mcp_transport *base)
-{
-    struct stdio_transport *t = (struct stdio_transport *)base;
-    pthread_mutex_lock(&t->lock);
-    bool alive = !t->dead;
-    pthread_mutex_unlock(&t->lock);
-    return alive;
+    return !LIFECYCLE_IN(mcp_client_state(t->owner), MCP_CONN_KILLED, MCP_CONN_DEAD);
 }
 
 /* Has the child exited? Peeks (WNOWAIT) so that only close() reaps. A child we cannot wait for
@@ -202,7 +191,7 @@ static void stdio_stdout_line(struct stdio_transport *t, char *s, size_t len)
                      t->name, s);
         return;
     }
-    t->hooks.on_message(t->hooks.userdata, msg);
+    mcp_client_on_message(t->owner, msg);
     json_decref(msg);
 }
 
@@ -226,9 +215,8 @@ static bool stdio_stdout_data(struct stdio_transport *t, const char *p, size_t n
 
 static void stdio_stdout_closed(struct stdio_transport *t)
 {
-    pthread_mutex_lock(&t->lock);
-    bool closing = t->closing;
-    pthread_mutex_unlock(&t->lock);
+    /* close() asked the server to stop: its exit is no news. */
+    bool closing = mcp_client_state(t->owner) == MCP_CONN_CLOSING;
     /* The kernel closes a dying process's files a moment before it becomes a zombie: give the
      * exit status a short while to appear, so the error can say what happened. */
     siginfo_t si = {0};
@@ -236,12 +224,11 @@ static void stdio_stdout_closed(struct stdio_transport *t)
         (void)stdio_wait_exit(t, 200, &si);
     char what[96];
     stdio_describe_exit(&si, what, sizeof(what));
-    stdio_mark_dead(t);
     log_msg(closing ? LOG_DEBUG : LOG_WARN, "MCP server '%s' %s", t->name, what);
     char *why = NULL;
     if (asprintf(&why, "MCP server '%s' %s", t->name, what) < 0)
         why = NULL;
-    t->hooks.on_closed(t->hooks.userdata, MCP_ERR_TRANSPORT, why ? why : "MCP server exited");
+    mcp_client_transport_ended(t->owner, MCP_ERR_TRANSPORT, why ? why : "MCP server exited");
     free(why);
 }
 
@@ -298,8 +285,7 @@ static void *stdio_reader(void *arg)
         {.fd = t->wake_fd, .events = POLLIN},
     };
     if (!chunk) {
-        stdio_mark_dead(t);
-        t->hooks.on_closed(t->hooks.userdata, MCP_ERR_TRANSPORT, "out of memory");
+        mcp_client_transport_ended(t->owner, MCP_ERR_TRANSPORT, "out of memory");
         return NULL;
     }
     while (pfd[0].fd >= 0 || pfd[1].fd >= 0) {
@@ -332,14 +318,14 @@ static void *stdio_reader(void *arg)
                 stdio_stdout_closed(t);
             } else if (!stdio_stdout_data(t, chunk, (size_t)n)) {
                 pfd[0].fd = -1;
-                stdio_mark_dead(t);
-                (void)killpg(t->pid, SIGKILL); /* it cannot be resynchronised; close() reaps */
                 char why[160];
                 snprintf(why, sizeof(why),
                          "MCP server '%s' sent a message longer than %u bytes; it was killed",
                          t->name, MCP_CLIENT_MAX_MESSAGE);
+                /* Dead before the kill: no one writes to it in between. */
+                mcp_client_transport_ended(t->owner, MCP_ERR_PROTOCOL, why);
+                (void)killpg(t->pid, SIGKILL); /* it cannot be resynchronised; close() reaps */
                 log_warn("%s", why);
-                t->hooks.on_closed(t->hooks.userdata, MCP_ERR_PROTOCOL, why);
             }
         }
         /* Checked last, so the output that came with the child's exit still gets read. */
@@ -384,13 +370,13 @@ static int stdio_send(struct mcp_transport *base, json_t *msg, int64_t deadline_
 
     pthread_mutex_lock(&t->write_lock);
     int r = -ENOTCONN;
-    if (t->in_fd >= 0 && stdio_alive(base))
+    if (t->in_fd >= 0 && stdio_writable(t))
         r = stdio_outbox_drain(t, deadline_us);
     if (r >= 0 && t->in_fd >= 0)
         r = fd_write_all(t->in_fd, text, len + 1, deadline_us);
     if (r == -ETIMEDOUT) {
         /* Part of the line may be written: the stream cannot carry another message. */
-        stdio_mark_dead(t);
+        mcp_client_stalled(t->owner);
         (void)killpg(t->pid, SIGKILL);
     }
     pthread_mutex_unlock(&t->write_lock);
@@ -412,9 +398,6 @@ static void stdio_close(struct mcp_transport *base)
     if (!t)
         return;
     if (t->pid > 0) {
-        pthread_mutex_lock(&t->lock);
-        t->closing = true;
-        pthread_mutex_unlock(&t->lock);
         pthread_mutex_lock(&t->write_lock);
         fd_closep(&t->in_fd); /* EOF on stdin: the polite way to ask an MCP server to exit */
         pthread_mutex_unlock(&t->write_lock);
@@ -433,13 +416,8 @@ static void stdio_close(struct mcp_transport *base)
         (void)proc_wait(t->pid, NULL);
         log_info("MCP server '%s' (pid %d) stopped", t->name, (int)t->pid);
     }
-    if (t->wake_fd >= 0) {
-        uint64_t one = 1;
-        if (write(t->wake_fd, &one, sizeof(one)) < 0)
-            log_errno(LOG_ERROR, errno, "MCP server '%s': cannot wake its reader", t->name);
-    }
-    if (t->pid > 0)
-        pthread_join(t->reader, NULL);
+    thread_group_stop(&t->reader); /* none started: nothing to join */
+    thread_group_done(&t->reader);
     fd_closep(&t->in_fd);
     fd_closep(&t->out_fd);
     fd_closep(&t->err_fd);
@@ -456,7 +434,6 @@ static void stdio_close(struct mcp_transport *base)
 static const struct mcp_transport_ops stdio_ops = {
     .name = "stdio",
     .send = stdio_send,
-    .alive = stdio_alive,
     .close = stdio_close,
 };
 
@@ -593,9 +570,8 @@ static int stdio_spawn(struct stdio_transport *t, const struct mcp_server_config
     return -r;
 }
 
-int mcp_transport_stdio_open(const struct mcp_server_config *cfg,
-                             const struct mcp_transport_hooks *hooks, struct mcp_transport **ret,
-                             struct mcp_error *err)
+int mcp_transport_stdio_open(const struct mcp_server_config *cfg, struct mcp_client *owner,
+                             struct mcp_transport **ret, struct mcp_error *err)
 {
     if (!cfg->command || !*cfg->command) {
         mcp_error_set(err, MCP_ERR_TRANSPORT, NULL, "MCP server '%s' has no command", cfg->name);
@@ -608,7 +584,7 @@ int mcp_transport_stdio_open(const struct mcp_server_config *cfg,
         return -ENOMEM;
     }
     t->base.ops = &stdio_ops;
-    t->hooks = *hooks;
+    t->owner = owner;
     t->in_fd = t->out_fd = t->err_fd = t->wake_fd = -1;
     pthread_mutex_init(&t->write_lock, NULL);
     pthread_mutex_init(&t->lock, NULL);
@@ -628,6 +604,8 @@ int mcp_transport_stdio_open(const struct mcp_server_config *cfg,
         t->wake_fd = eventfd(0, EFD_CLOEXEC);
         if (t->wake_fd < 0)
             r = -errno;
+        else /* one thread: cannot fail */
+            (void)thread_group_init(&t->reader, "MCP stdio reader", 1, NULL, NULL, t->wake_fd);
     }
     if (r >= 0) {
         step = "start";
@@ -653,7 +631,7 @@ int mcp_transport_stdio_open(const struct mcp_server_config *cfg,
     (void)fd_set_nonblock(t->in_fd, true);  /* cannot fail on a pipe we just made */
     (void)fd_set_nonblock(t->out_fd, true); /* idem */
     (void)fd_set_nonblock(t->err_fd, true); /* idem */
-    r = -pthread_create(&t->reader, NULL, stdio_reader, t);
+    r = thread_group_start(&t->reader, stdio_reader, t);
     if (r < 0) {
         /* No reader to join: stop the child by hand, then let close() do the rest. */
         (void)killpg(t->pid, SIGKILL);

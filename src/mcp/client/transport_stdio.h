@@ -13,12 +13,12 @@
 #ifndef SANDBOXD_MCP_CLIENT_TRANSPORT_STDIO_H
 #define SANDBOXD_MCP_CLIENT_TRANSPORT_STDIO_H
 
-#include "mcp/client/client.h"
+#include "mcp/client/client_int.h"
 
-/* Start cfg->command (cfg borrowed; hooks copied). 0 and the transport in *ret, or -errno with
- * err filled (MCP_ERR_TRANSPORT when the program cannot be started). Does not log failures. */
-int mcp_transport_stdio_open(const struct mcp_server_config *cfg,
-                             const struct mcp_transport_hooks *hooks, struct mcp_transport **ret,
-                             struct mcp_error *err);
+/* Start cfg->command (cfg borrowed); the transport reports to owner (client_int.h). 0 and the
+ * transport in *ret, or -errno with err filled (MCP_ERR_TRANSPORT when the program cannot be
+ * started). Does not log failures. */
+int mcp_transport_stdio_open(const struct mcp_server_config *cfg, struct mcp_client *owner,
+                             struct mcp_transport **ret, struct mcp_error *err);
 
 #endif

@@ -150,17 +150,20 @@ static json_t *srv_run_python_tool(struct mcp_server *s)
         "integer", "notes", "type", "array", "items", "type", "string", "required", "status",
         "stdout", "stderr", "error", "result", "durationMs", "truncated", "sessionAlive");
     json_decref(nullable_str);
-    json_object_set_new(
-        json_object_get(output, "properties"), "artifacts",
-        json_pack("{s:s, s:s, s:{s:s, s:{s:{s:s}, s:{s:s}, s:{s:s}}}}", "type", "array",
-                  "description",
-                  "Figures, displayed objects and the like the code produced; their content "
-                  "follows as image or resource content blocks",
-                  "items", "type", "object", "properties", "name", "type", "string", "mimeType",
-                  "type", "string", "size", "type", "integer"));
+    if (json_object_set_new(
+            json_object_get(output, "properties"), "artifacts",
+            json_pack("{s:s, s:s, s:{s:s, s:{s:{s:s}, s:{s:s}, s:{s:s}}}}", "type", "array",
+                      "description",
+                      "Figures, displayed objects and the like the code produced; their content "
+                      "follows as image or resource content blocks",
+                      "items", "type", "object", "properties", "name", "type", "string", "mimeType",
+                      "type", "string", "size", "type", "integer")) < 0) {
+        json_decref(output);
+        output = NULL; /* "o" fails on it below: the tool is missing, which the catalog counts */
+    }
     return json_pack(
-        "{s:s, s:s, s:s, s:o, s:o, s:{s:b, s:b, s:b, s:b}}", "name", "run_python", "title",
-        "Run Python in a sandbox", "description",
+        "{s:s, s:s, s:o, s:o, s:{s:b, s:b, s:b, s:b}}", "title", "Run Python in a sandbox",
+        "description",
         "Run Python 3 code in an isolated sandbox (no network unless `network` allows hosts; the "
         "filesystem is read-only except /tmp) and get its stdout, stderr and the value of its "
         "last expression. State persists between calls of one session. MCP servers named in "
@@ -185,51 +188,170 @@ static json_t *srv_servers_schema(struct mcp_server *s, const char *description)
                      "description", description);
 }
 
-static json_t *srv_build_tools(struct mcp_server *s)
+static json_t *srv_list_servers_tool(struct mcp_server *s)
 {
-    json_t *tools = json_array();
-    json_array_append_new(tools, srv_run_python_tool(s));
-    json_array_append_new(
-        tools,
-        json_pack("{s:s, s:s, s:s, s:{s:s, s:{s:{s:s, s:s}, s:o}, s:b}, s:{s:b, s:b}}", "name",
-                  "list_servers", "title", "List MCP servers", "description",
-                  "The MCP servers run_python code may use (pass their names in run_python's "
-                  "`servers`), with their descriptions; with tools=true also the tool names of "
-                  "the servers that are running and of those named in `servers` (which starts "
-                  "them).",
-                  "inputSchema", "type", "object", "properties", "tools", "type", "boolean",
-                  "description", "Also list each server's tools.", "servers",
-                  srv_servers_schema(s, "Servers to start if needed and read the tools of."),
-                  "additionalProperties", 0, "annotations", "readOnlyHint", 1, "openWorldHint", 0));
-    json_array_append_new(
-        tools,
-        json_pack("{s:s, s:s, s:s, s:{s:s, s:{s:{s:s, s:s}, s:{s:s, s:i, s:i, s:s}, s:o}, s:[s], "
-                  "s:b}, s:{s:b, s:b}}",
-                  "name", "search_tool_docs", "title", "Search the tools of the MCP servers",
-                  "description",
-                  "Find tools of the running MCP servers, and of those named in `servers`, by "
-                  "keywords, best match first, with their parameters and the Python call that "
-                  "reaches them from run_python — without loading every schema.",
-                  "inputSchema", "type", "object", "properties", "query", "type", "string",
-                  "description", "Keywords, e.g. \"sum numbers\".", "limit", "type", "integer",
-                  "minimum", 1, "maximum", 50, "description", "Most results (default 5).",
-                  "servers",
-                  srv_servers_schema(s, "Servers to start if needed and search too (running ones "
-                                        "are always searched)."),
-                  "required", "query", "additionalProperties", 0, "annotations", "readOnlyHint", 1,
-                  "openWorldHint", 0));
-    json_array_append_new(
-        tools,
-        json_pack("{s:s, s:s, s:s, s:{s:s, s:{s:{s:s, s:s}}, s:b}, s:{s:b, s:b, s:b, s:b}}", "name",
-                  "reset_session", "title", "Reset a Python session", "description",
-                  "End a session of this connection: its variables are gone and the next "
-                  "run_python starts afresh. Without session_id, the default session (and the "
-                  "other automatic ones).",
-                  "inputSchema", "type", "object", "properties", "session_id", "type", "string",
-                  "description", "The named session to end.", "additionalProperties", 0,
-                  "annotations", "readOnlyHint", 0, "destructiveHint", 1, "idempotentHint", 1,
-                  "openWorldHint", 0));
-    return tools;
+    return json_pack("{s:s, s:s, s:{s:s, s:{s:{s:s, s:s}, s:o}, s:b}, s:{s:b, s:b}}", "title",
+                     "List MCP servers", "description",
+                     "The MCP servers run_python code may use (pass their names in run_python's "
+                     "`servers`), with their descriptions; with tools=true also the tool names of "
+                     "the servers that are running and of those named in `servers` (which starts "
+                     "them).",
+                     "inputSchema", "type", "object", "properties", "tools", "type", "boolean",
+                     "description", "Also list each server's tools.", "servers",
+                     srv_servers_schema(s, "Servers to start if needed and read the tools of."),
+                     "additionalProperties", 0, "annotations", "readOnlyHint", 1, "openWorldHint",
+                     0);
+}
+
+static json_t *srv_search_tool(struct mcp_server *s)
+{
+    return json_pack(
+        "{s:s, s:s, s:{s:s, s:{s:{s:s, s:s}, s:{s:s, s:i, s:i, s:s}, s:o}, s:[s], "
+        "s:b}, s:{s:b, s:b}}",
+        "title", "Search the tools of the MCP servers", "description",
+        "Find tools of the running MCP servers, and of those named in `servers`, by keywords, "
+        "best match first, each with its Python signature and docs (the text help() shows in "
+        "run_python) — without loading every schema.",
+        "inputSchema", "type", "object", "properties", "query", "type", "string", "description",
+        "Keywords, e.g. \"sum numbers\".", "limit", "type", "integer", "minimum", 1, "maximum", 50,
+        "description", "Most results (default 5).", "servers",
+        srv_servers_schema(s, "Servers to start if needed and search too (running ones "
+                              "are always searched)."),
+        "required", "query", "additionalProperties", 0, "annotations", "readOnlyHint", 1,
+        "openWorldHint", 0);
+}
+
+static json_t *srv_reset_tool(struct mcp_server *s)
+{
+    (void)s;
+    return json_pack("{s:s, s:s, s:{s:s, s:{s:{s:s, s:s}}, s:b}, s:{s:b, s:b, s:b, s:b}}", "title",
+                     "Reset a Python session", "description",
+                     "End a session of this connection: its variables are gone and the next "
+                     "run_python starts afresh. Without session_id, the default session (and the "
+                     "other automatic ones).",
+                     "inputSchema", "type", "object", "properties", "session_id", "type", "string",
+                     "description", "The named session to end.", "additionalProperties", 0,
+                     "annotations", "readOnlyHint", 0, "destructiveHint", 1, "idempotentHint", 1,
+                     "openWorldHint", 0);
+}
+
+static json_t *srv_approve_call_tool(struct mcp_server *s)
+{
+    (void)s;
+    return json_pack("{s:s, s:{s:s, s:{s:{s:s}, s:{s:s}}, s:[s,s]}, s:{s:b}}", "description",
+                     "Decide a tool call that run_python's code waits on (its answer gives the "
+                     "approval_id): approve true sends it, false refuses it. Ask the user first. "
+                     "Answers with the rest of that run.",
+                     "inputSchema", "type", "object", "properties", "approval_id", "type", "string",
+                     "approve", "type", "boolean", "required", "approval_id", "approve",
+                     "annotations", "destructiveHint", 1);
+}
+
+/* run_python of the lean surface: what a model needs to start, nothing it can learn in the
+ * sandbox. Its description is the one place the in-sandbox discovery is announced. */
+static json_t *srv_run_python_lean(struct mcp_server *s)
+{
+    json_t *names = mcp_registry_names(s->registry);
+    json_t *servers =
+        json_array_size(names)
+            ? json_pack("{s:s, s:{s:O}}", "type", "array", "items", "enum", names)
+            : json_pack("{s:s, s:i}", "type", "array", "maxItems", 0); /* none configured */
+    json_decref(names);
+    json_t *tool = json_pack(
+        "{s:s, s:{s:s, s:{s:{s:s}, s:o, s:{s:s}, s:{s:s, s:s}}, s:[s]}}", "description",
+        "Run Python 3 in a sandbox session; variables persist, top-level await works, the last "
+        "expression is returned. Servers named in `servers` become objects: "
+        "`await mcp_<server>.<tool>(...)`, typed from their schemas. In code: "
+        "`help(mcp_<server>)`, `search_tool_docs('words')`, stubs in /tmp/mcp/servers/.",
+        "inputSchema", "type", "object", "properties", "code", "type", "string", "servers", servers,
+        "session_id", "type", "string", "timeout", "type", "number", "description", "seconds",
+        "required", "code");
+    /* A network is offered only where the operator allows one: then the model must know the
+     * parameter and what it may name (a server without --egress-allow pays nothing for it). */
+    json_t *ceiling = sessions_network_ceiling(s->sessions);
+    if (tool && json_array_size(ceiling)) {
+        char *allowed = jdump(ceiling, JSON_COMPACT, NULL);
+        char *desc = fmt_str("Hosts to reach over HTTP(S), within %s", allowed ? allowed : "?");
+        json_t *network =
+            desc ? json_pack("{s:s, s:{s:{s:s, s:{s:s}}}, s:[s], s:s}", "type", "object",
+                             "properties", "allow", "type", "array", "items", "type", "string",
+                             "required", "allow", "description", desc)
+                 : NULL;
+        free(allowed);
+        free(desc);
+        if (!network ||
+            json_object_set_new(json_object_get(json_object_get(tool, "inputSchema"), "properties"),
+                                "network", network) < 0) {
+            json_decref(tool);
+            tool = NULL; /* the tool is missing, which the catalog counts */
+        }
+    }
+    json_decref(ceiling);
+    return tool;
+}
+
+static json_t *srv_compat_tool(struct mcp_server *s);
+
+/* Every tool sandboxd mcp has, one row each: a tool is named, described and answered here, and
+ * nowhere else (its handler learns its name from the call, srv_call_tool()). A row's since is
+ * the first protocol version it is listed in; what an entry's keys need is srv_tool_keys'. */
+static const struct srv_tool_def srv_tool_table[] = {
+    {"run_python", SRV_V_2024_11_05, srv_run_python_lean, srv_run_python, SRV_LEAN},
+    {"run_python", SRV_V_2024_11_05, srv_run_python_tool, srv_run_python, SRV_FULL},
+    {"run_python", SRV_V_2024_11_05, srv_compat_tool, srv_compat_run, SRV_COMPAT},
+    {"list_servers", SRV_V_2024_11_05, srv_list_servers_tool, srv_list_servers, SRV_FULL},
+    {"search_tool_docs", SRV_V_2024_11_05, srv_search_tool, srv_search, SRV_FULL},
+    {"reset_session", SRV_V_2024_11_05, srv_reset_tool, srv_reset, SRV_FULL},
+    {"approve_call", SRV_V_2024_11_05, srv_approve_call_tool, srv_approve_call,
+     SRV_LEAN | SRV_FULL | SRV_COMPAT | SRV_APPROVALS},
+};
+
+/* The keys of a tools/list entry that came with a protocol version after the first: an older
+ * client gets the entry without them. */
+static const struct {
+    const char *key;
+    enum srv_version since;
+} srv_tool_keys[] = {
+    {"annotations", SRV_V_2025_03_26},
+    {"title", SRV_V_2025_06_18},
+    {"outputSchema", SRV_V_2025_06_18},
+};
+
+const struct srv_tool_def *srv_tool_find(const struct mcp_server *s, const char *name)
+{
+    for (size_t i = 0; i < s->n_defs; i++)
+        if (strcmp(s->defs[i]->name, name) == 0)
+            return s->defs[i];
+    return NULL;
+}
+
+char *srv_tool_names(const struct mcp_server *s)
+{
+    json_t *names = json_array();
+    for (size_t i = 0; i < s->n_defs; i++)
+        json_array_append_new(names, json_string(s->defs[i]->name));
+    char *text = srv_names_text(names);
+    json_decref(names);
+    return text;
+}
+
+static const char srv_instructions_full[] =
+    "sandboxd runs Python in isolated sandboxes. Use run_python to execute code: state "
+    "persists between calls of a session (one default session per connection; pass "
+    "session_id for separate ones), top-level await works, and the value of the last "
+    "expression is returned. To call tools of the configured MCP servers from code, find them "
+    "with search_tool_docs (or list_servers), pass the server names in run_python's servers, "
+    "and await mcp_<server>.<tool>(...). reset_session starts over.";
+
+static const char srv_instructions_lean[] =
+    "Python sandbox with MCP servers as typed Python objects. Discover and call tools from "
+    "code in run_python.";
+
+const char *srv_instructions(const struct mcp_server *s)
+{
+    return s->opt.compat       ? srv_compat_instructions(s)
+           : s->opt.full_tools ? srv_instructions_full
+                               : srv_instructions_lean;
 }
 
 /* The compat run_python: upstream's three arguments, an integer timeout with its limits, the
@@ -246,10 +368,9 @@ static json_t *srv_compat_tool(struct mcp_server *s)
     json_t *t = NULL;
     if (code_desc && desc)
         t = json_pack(
-            "{s:s, s:s, s:s, s:{s:s, s:{s:{s:s, s:s}, s:o, s:{s:s, s:I, s:I, s:I, s:s}}, s:[s]}}",
-            "name", "run_python", "title", "Run Python in a sandbox", "description", desc,
-            "inputSchema", "type", "object", "properties", "code", "type", "string", "description",
-            code_desc, "servers",
+            "{s:s, s:s, s:{s:s, s:{s:{s:s, s:s}, s:o, s:{s:s, s:I, s:I, s:I, s:s}}, s:[s]}}",
+            "title", "Run Python in a sandbox", "description", desc, "inputSchema", "type",
+            "object", "properties", "code", "type", "string", "description", code_desc, "servers",
             srv_servers_schema(s, "Optional list of MCP servers to make available as "
                                   "mcp_<name> proxies"),
             "timeout", "type", "integer", "minimum", (json_int_t)1, "maximum",
@@ -260,29 +381,60 @@ static json_t *srv_compat_tool(struct mcp_server *s)
     return t;
 }
 
-/* tools for an older protocol version: without what it lacks. */
-static json_t *srv_tools_before(json_t *tools, const char *const *drop)
+/* The tools/list entries of version v: the tools it has, without the keys it lacks (new
+ * reference; NULL when out of memory). entries are the latest version's, one per s->defs. */
+static json_t *srv_tools_of(const struct mcp_server *s, json_t *entries, enum srv_version v)
 {
-    json_t *copy = json_deep_copy(tools);
-    size_t i;
-    json_t *t;
-    json_array_foreach(copy, i, t)
-    {
-        for (const char *const *d = drop; *d; d++)
-            json_object_del(t, *d);
+    json_t *list = json_array();
+    for (size_t i = 0; list && i < s->n_defs; i++) {
+        if (s->defs[i]->since > v)
+            continue;
+        json_t *t = json_deep_copy(json_array_get(entries, i));
+        for (size_t k = 0; t && k < ARRAY_SIZE(srv_tool_keys); k++)
+            if (srv_tool_keys[k].since > v)
+                json_object_del(t, srv_tool_keys[k].key);
+        if (!t || json_array_append_new(list, t) < 0) {
+            json_decref(list);
+            return NULL;
+        }
     }
-    return copy;
+    return list;
+}
+
+/* A tool's tools/list entry in the latest version's shape: its name (the row's), then what its
+ * builder says. */
+static json_t *srv_tool_entry(struct mcp_server *s, const struct srv_tool_def *d)
+{
+    json_t *body = d->entry(s);
+    json_t *entry = body ? json_pack("{s:s}", "name", d->name) : NULL;
+    if (entry && json_object_update(entry, body) < 0) {
+        json_decref(entry);
+        entry = NULL;
+    }
+    json_decref(body);
+    return entry;
 }
 
 int srv_catalog_build(struct mcp_server *s)
 {
-    json_t *tools = s->opt.compat ? json_pack("[o]", srv_compat_tool(s)) : srv_build_tools(s);
-    static const char *const before_0618[] = {"title", "outputSchema", NULL};
-    static const char *const before_0326[] = {"title", "outputSchema", "annotations", NULL};
-    s->tools[0] = tools;
-    s->tools[1] = srv_tools_before(tools, before_0618);
-    s->tools[2] = srv_tools_before(tools, before_0326);
-    size_t want = s->opt.compat ? 1 : 4;
+    unsigned surface = s->opt.compat ? SRV_COMPAT : s->opt.full_tools ? SRV_FULL : SRV_LEAN;
+    bool approvals = mcp_registry_has_approvals(s->registry);
+    json_t *tools = json_array();
+    for (size_t i = 0; i < ARRAY_SIZE(srv_tool_table); i++) {
+        const struct srv_tool_def *d = &srv_tool_table[i];
+        if (!(d->surfaces & surface) || ((d->surfaces & SRV_APPROVALS) && !approvals))
+            continue;
+        json_t *entry = srv_tool_entry(s, d);
+        if (!entry || s->n_defs == SRV_MAX_TOOLS || json_array_append_new(tools, entry) < 0) {
+            json_decref(tools);
+            return -ENOMEM;
+        }
+        s->defs[s->n_defs++] = d;
+    }
+    bool ok = true;
+    for (size_t v = 0; v < SRV_N_VERSIONS; v++)
+        ok &= (s->tools[v] = srv_tools_of(s, tools, (enum srv_version)v)) != NULL;
+    json_decref(tools);
     char *text = srv_caps_text(s);
     if (text)
         s->resources = json_pack(
@@ -294,18 +446,12 @@ int srv_catalog_build(struct mcp_server *s)
             "runtime.capability_summary() prints the servers and helpers of the session).",
             "mimeType", "text/markdown", "size", (json_int_t)strlen(text));
     free(text);
-    for (size_t i = 0; i < ARRAY_SIZE(s->tools); i++)
-        if (json_array_size(s->tools[i]) != want)
-            return -ENOMEM;
-    return s->resources ? 0 : -ENOMEM;
+    return ok && s->resources ? 0 : -ENOMEM;
 }
 
 json_t *srv_tools(const struct mcp_server_conn *c)
 {
-    struct mcp_server *s = c->srv;
-    return srv_since(c, "2025-06-18")   ? s->tools[0]
-           : srv_since(c, "2025-03-26") ? s->tools[1]
-                                        : s->tools[2];
+    return c->srv->tools[srv_version_of(c)];
 }
 
 /* ---- resources ------------------------------------------------------------------------------ */
@@ -319,7 +465,7 @@ json_t *srv_resources(struct mcp_server_conn *c, json_t *id, const char *method,
         json_t *r;
         json_array_foreach(list, i, r)
         {
-            if (!srv_since(c, "2025-06-18"))
+            if (!srv_since(c, SRV_V_2025_06_18))
                 json_object_del(r, "title");
         }
         result = json_pack("{s:o}", "resources", list);

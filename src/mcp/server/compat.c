@@ -276,6 +276,12 @@ json_t *srv_compat_run(struct mcp_server_conn *c, json_t *args, json_t *token,
         return e;
     }
     const char *status = json_string_value(json_object_get(run.st, "status"));
+    if (strcmp(status, "waiting_approval") == 0) {
+        /* Upstream has no approvals: this is sandboxd's own answer, which says how to decide. */
+        json_t *w = srv_run_reply(c, &run, false);
+        srv_run_done(&run);
+        return w;
+    }
     json_t *error = json_object_get(run.st, "error");
     const char *etype = json_string_value(json_object_get(error, "type"));
     const char *emsg = json_string_value(json_object_get(error, "message"));

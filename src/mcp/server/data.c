@@ -18,6 +18,7 @@
 #include "session/session.h"
 #include "util/b64.h"
 #include "util/fmt.h"
+#include "util/log.h"
 #include "util/path.h"
 
 #define SRV_MAX_FILES 256 /* entries of run_python's files */
@@ -50,7 +51,11 @@ json_t *srv_files_arg(json_t *files, char **ret_error)
             return NULL;
         }
         free(data);
-        json_array_append_new(out, json_pack("{s:s, s:O}", "path", path, "content", v));
+        if (json_array_append_new(out, json_pack("{s:s, s:O}", "path", path, "content", v)) < 0) {
+            *ret_error = strdup("files: out of memory");
+            json_decref(out);
+            return NULL;
+        }
     }
     return out;
 }
@@ -147,6 +152,8 @@ static json_t *srv_artifact_block(json_t *a)
         return NULL;
     json_t *res = json_pack("{s:s, s:s}", "uri", uri, "mimeType", mime);
     free(uri);
+    if (!res)
+        return NULL;
     char *bytes = NULL;
     size_t n = 0;
     json_t *text = NULL;
@@ -168,11 +175,14 @@ void srv_artifacts_meta(json_t *st, json_t *result)
     json_t *a;
     json_array_foreach(json_object_get(result, "artifacts"), i, a)
     {
-        json_array_append_new(meta, json_pack("{s:O, s:O, s:O}", "name", json_object_get(a, "name"),
-                                              "mimeType", json_object_get(a, "mimeType"), "size",
-                                              json_object_get(a, "size")));
+        if (json_array_append_new(meta,
+                                  json_pack("{s:O, s:O, s:O}", "name", json_object_get(a, "name"),
+                                            "mimeType", json_object_get(a, "mimeType"), "size",
+                                            json_object_get(a, "size"))) < 0)
+            log_warn("mcp: artifact %zu is missing from structuredContent (out of memory)", i);
     }
-    json_object_set_new(st, "artifacts", meta);
+    if (json_object_set_new(st, "artifacts", meta) < 0)
+        log_warn("mcp: the artifacts are missing from structuredContent (out of memory)");
     json_t *err = json_object_get(result, "artifactsError");
     if (err)
         json_object_set(st, "artifactsError", err);
@@ -186,7 +196,7 @@ void srv_artifacts_blocks(json_t *reply, json_t *result)
     json_array_foreach(json_object_get(result, "artifacts"), i, a)
     {
         json_t *block = srv_artifact_block(a);
-        if (block)
-            json_array_append_new(content, block);
+        if (!block || json_array_append_new(content, block) < 0)
+            log_warn("mcp: artifact %zu could not be sent as a content block (out of memory)", i);
     }
 }

@@ -16,8 +16,10 @@
 #include "mcp/client/alias.h"
 #include "mcp/client/registry.h"
 #include "mcp/server/server_int.h"
+#include "session/session.h"
 #include "util/buf.h"
 #include "util/jdump.h"
+#include "util/log.h"
 
 #define SRV_MAX_QUERY   1000 /* bytes of a search_tool_docs query */
 #define SRV_NOT_STARTED "not running; name it in `servers` to start it and read its tools"
@@ -61,18 +63,20 @@ static bool srv_may_read(json_t *d, json_t *named)
     return false;
 }
 
-json_t *srv_list_servers(struct mcp_server_conn *c, json_t *args)
+json_t *srv_list_servers(struct mcp_server_conn *c, json_t *args, json_t *token,
+                         const struct mcp_server_out *out, struct srv_call *call)
 {
+    (void)token, (void)out;
     struct mcp_server *s = c->srv;
     static const char *const allowed[] = {"tools", "servers", NULL};
     json_t *want = json_object_get(args, "tools");
-    json_t *bad = srv_check_args(c, "list_servers", args, allowed);
+    json_t *bad = srv_check_args(c, srv_call_tool(call), args, allowed);
     if (bad)
         return bad;
     if (want && !json_is_boolean(want) && !json_is_null(want))
-        return srv_tool_error(c, "list_servers: tools: true or false");
+        return srv_tool_error(c, "%s: tools: true or false", srv_call_tool(call));
     json_t *named = NULL;
-    if ((bad = srv_named(c, "list_servers", args, &named)))
+    if ((bad = srv_named(c, srv_call_tool(call), args, &named)))
         return bad;
     json_t *servers = mcp_registry_describe(s->registry);
     mcp_alias_tools(servers); /* the aliases a session gives them */
@@ -126,6 +130,11 @@ json_t *srv_list_servers(struct mcp_server_conn *c, json_t *args)
         (void)buf_appends(&b, "Pass names in run_python's `servers` to use them from code; "
                               "search_tool_docs finds their tools.");
     json_t *st = json_pack("{s:o}", "servers", servers);
+    if (!st) {
+        buf_free(&b);
+        json_decref(named);
+        return srv_tool_error(c, "out of memory");
+    }
     char *text = s->opt.output_json ? jdump(st, JSON_COMPACT, NULL) : buf_take(&b, NULL);
     json_t *r = srv_tool_result(c, text ? text : "", st, false);
     free(text);
@@ -205,30 +214,48 @@ static void srv_params_text(json_t *schema, struct buf *params, struct buf *call
     }
 }
 
-json_t *srv_search(struct mcp_server_conn *c, json_t *args)
+/* The docs of the first n hits as the sandbox renders them ({server: {tool: text}}, new
+ * reference), or NULL when they cannot be rendered (the search answers without them). */
+static json_t *srv_hit_docs(struct mcp_server_conn *c, json_t *described,
+                            const struct srv_hit *hits, size_t n)
 {
-    struct mcp_server *s = c->srv;
-    static const char *const allowed[] = {"query", "limit", "servers", NULL};
-    json_t *bad = srv_check_args(c, "search_tool_docs", args, allowed);
-    if (bad)
-        return bad;
-    json_t *q = json_object_get(args, "query");
-    json_t *lim = json_object_get(args, "limit");
-    if (!json_is_string(q) || json_string_length(q) > SRV_MAX_QUERY)
-        return srv_tool_error(c,
-                              "search_tool_docs: query: required, a string of at most %d "
-                              "bytes",
-                              SRV_MAX_QUERY);
-    if (lim && !json_is_null(lim) &&
-        (!json_is_integer(lim) || json_integer_value(lim) < 1 || json_integer_value(lim) > 50))
-        return srv_tool_error(c, "search_tool_docs: limit: an integer from 1 to 50");
-    size_t limit = json_is_integer(lim) ? (size_t)json_integer_value(lim) : 5;
-    json_t *named = NULL;
-    if ((bad = srv_named(c, "search_tool_docs", args, &named)))
-        return bad;
-    /* The words: runs of letters, digits and '_' (bytes of UTF-8 characters count as letters). */
+    if (!n)
+        return NULL;
+    json_t *by_server = json_object();
+    for (size_t h = 0; h < n; h++) {
+        json_t *info = json_object_get(by_server, hits[h].server);
+        if (!info) {
+            const char *alias = mcp_alias_of(described, hits[h].server);
+            info = json_pack("{s:s, s:s, s:[]}", "name", hits[h].server, "alias",
+                             alias ? alias : hits[h].server, "tools");
+            json_object_set_new(by_server, hits[h].server, info);
+        }
+        json_array_append(json_object_get(info, "tools"), hits[h].tool);
+    }
+    json_t *servers = json_array(), *docs = NULL;
+    const char *key;
+    json_t *info;
+    json_object_foreach(by_server, key, info)
+    {
+        json_array_append(servers, info);
+    }
+    struct sbx_error err;
+    if (sessions_tool_docs(c->srv->sessions, servers, "summary", &docs, &err) < 0) {
+        log_warn("mcp: search_tool_docs answers without docs: %s",
+                 err.message ? err.message : "failed");
+        sbx_error_clear(&err);
+        docs = NULL;
+    }
+    json_decref(servers);
+    json_decref(by_server);
+    return docs;
+}
+
+/* The query's words: runs of letters, digits and '_' (bytes of UTF-8 characters count as
+ * letters), at most 32. */
+static json_t *srv_query_words(const char *p)
+{
     json_t *words = json_array();
-    const char *p = json_string_value(q);
     while (*p && json_array_size(words) < 32) {
         while (*p && !(isalnum((unsigned char)*p) || *p == '_' || (unsigned char)*p >= 0x80))
             p++;
@@ -238,32 +265,46 @@ json_t *srv_search(struct mcp_server_conn *c, json_t *args)
         if (p > start)
             json_array_append_new(words, json_stringn(start, (size_t)(p - start)));
     }
-    json_t *described = mcp_registry_describe(s->registry);
-    mcp_alias_tools(described);  /* the aliases a session gives them */
-    json_t *all = json_object(); /* server -> tools, keeps them alive while hits point in */
-    json_t *unavailable = json_array();
-    json_t *not_started = json_array();
-    struct srv_hit *hits = NULL;
-    size_t n_hits = 0, cap = 0;
+    return words;
+}
+
+/* What a search found, server by server. */
+struct srv_hits {
+    struct srv_hit *hits; /* unsorted */
+    size_t n, cap;
+    json_t *all;         /* server -> tools, keeps them alive while hits point in */
+    json_t *unavailable; /* [{server, error}] */
+    json_t *not_started; /* names */
+};
+
+/* Score the tools of every server of described that may be read (running, or in named). */
+static void srv_search_servers(struct mcp_server_conn *c, json_t *described, json_t *named,
+                               json_t *words, struct srv_hits *h)
+{
+    struct mcp_server *s = c->srv;
     size_t i;
     json_t *nv;
     json_array_foreach(described, i, nv)
     {
         const char *server = json_string_value(json_object_get(nv, "name"));
         if (!srv_may_read(nv, named)) {
-            json_array_append_new(not_started, json_string(server));
+            json_array_append_new(h->not_started, json_string(server));
             continue;
         }
         json_t *tools = NULL;
         struct mcp_error me = {0};
         if (mcp_registry_tools(s->registry, server, s->opt.lookup_timeout_ms, &tools, &me) < 0) {
-            json_array_append_new(unavailable, json_pack("{s:s, s:s}", "server", server, "error",
-                                                         me.message ? me.message : "failed"));
+            if (json_array_append_new(h->unavailable,
+                                      json_pack("{s:s, s:o}", "server", server, "error",
+                                                log_str(me.message ? me.message : "failed"))) < 0)
+                log_warn("mcp: search_tool_docs: server %s is unavailable (%s), and the answer "
+                         "cannot say so (out of memory)",
+                         server, me.message ? me.message : "failed");
             mcp_error_clear(&me);
             continue;
         }
         mcp_alias_tools(tools);
-        json_object_set_new(all, server, tools);
+        json_object_set_new(h->all, server, tools);
         size_t k;
         json_t *t;
         json_array_foreach(tools, k, t)
@@ -275,48 +316,101 @@ json_t *srv_search(struct mcp_server_conn *c, json_t *args)
                     : 0;
             if (score <= 0)
                 continue;
-            if (n_hits == cap) {
-                size_t ncap = cap ? cap * 2 : 32;
-                struct srv_hit *nh = realloc(hits, ncap * sizeof(*nh));
+            if (h->n == h->cap) {
+                size_t ncap = h->cap ? h->cap * 2 : 32;
+                struct srv_hit *nh = realloc(h->hits, ncap * sizeof(*nh));
                 if (!nh)
                     break;
-                hits = nh;
-                cap = ncap;
+                h->hits = nh;
+                h->cap = ncap;
             }
-            hits[n_hits++] = (struct srv_hit){.score = score, .server = server, .tool = t};
+            h->hits[h->n++] = (struct srv_hit){.score = score, .server = server, .tool = t};
         }
     }
+}
+
+/* One hit as structuredContent's result (appended to results) and as text (to b). */
+static void srv_hit_answer(json_t *described, json_t *docs, const struct srv_hit *hit,
+                           json_t *results, struct buf *b)
+{
+    json_t *t = hit->tool;
+    const char *tn = json_string_value(json_object_get(t, "name"));
+    const char *desc = json_string_value(json_object_get(t, "description"));
+    struct buf alias, params, args_text;
+    buf_init(&alias, 1024);
+    buf_init(&params, 64u << 10);
+    buf_init(&args_text, 16u << 10);
+    (void)buf_printf(&alias, "await mcp_%s.%s", mcp_alias_of(described, hit->server) ?: hit->server,
+                     json_string_value(json_object_get(t, "alias")) ?: tn);
+    srv_params_text(json_object_get(t, "inputSchema"), &params, &args_text);
+    (void)buf_printf(&alias, "(%s)", args_text.data ? args_text.data : "");
+    const char *doc = json_string_value(json_object_get(json_object_get(docs, hit->server), tn));
+    if (json_array_append_new(results,
+                              json_pack("{s:s, s:s, s:s, s:s, s:s?, s:O*}", "server", hit->server,
+                                        "tool", tn, "python", alias.data ? alias.data : "",
+                                        "description", desc ? desc : "", "doc", doc, "inputSchema",
+                                        json_object_get(t, "inputSchema"))) < 0)
+        log_warn("mcp: search_tool_docs: %s.%s is missing from structuredContent (out of "
+                 "memory)",
+                 hit->server, tn);
+    if (doc) {
+        /* The text help() shows in the sandbox: one renderer (session/docs.c). */
+        (void)buf_printf(b, "%s.%s   (run_python with servers=[\"%s\"])\n%s\n", hit->server, tn,
+                         hit->server, doc);
+    } else {
+        (void)buf_printf(b, "%s.%s — %.300s\n  python: %s   (run_python with servers=[\"%s\"])\n",
+                         hit->server, tn, desc ? desc : "", alias.data ? alias.data : "",
+                         hit->server);
+        if (params.len)
+            (void)buf_printf(b, "  parameters: %s\n", params.data);
+    }
+    buf_free(&alias);
+    buf_free(&params);
+    buf_free(&args_text);
+}
+
+json_t *srv_search(struct mcp_server_conn *c, json_t *args, json_t *token,
+                   const struct mcp_server_out *out, struct srv_call *call)
+{
+    (void)token, (void)out;
+    struct mcp_server *s = c->srv;
+    static const char *const allowed[] = {"query", "limit", "servers", NULL};
+    json_t *bad = srv_check_args(c, srv_call_tool(call), args, allowed);
+    if (bad)
+        return bad;
+    json_t *q = json_object_get(args, "query");
+    json_t *lim = json_object_get(args, "limit");
+    if (!json_is_string(q) || json_string_length(q) > SRV_MAX_QUERY)
+        return srv_tool_error(c,
+                              "%s: query: required, a string of at most %d "
+                              "bytes",
+                              srv_call_tool(call), SRV_MAX_QUERY);
+    if (lim && !json_is_null(lim) &&
+        (!json_is_integer(lim) || json_integer_value(lim) < 1 || json_integer_value(lim) > 50))
+        return srv_tool_error(c, "%s: limit: an integer from 1 to 50", srv_call_tool(call));
+    size_t limit = json_is_integer(lim) ? (size_t)json_integer_value(lim) : 5;
+    json_t *named = NULL;
+    if ((bad = srv_named(c, srv_call_tool(call), args, &named)))
+        return bad;
+    json_t *words = srv_query_words(json_string_value(q));
+    json_t *described = mcp_registry_describe(s->registry);
+    mcp_alias_tools(described); /* the aliases a session gives them */
+    struct srv_hits h = {
+        .all = json_object(), .unavailable = json_array(), .not_started = json_array()};
+    srv_search_servers(c, described, named, words, &h);
+    struct srv_hit *hits = h.hits;
+    size_t n_hits = h.n;
+    json_t *unavailable = h.unavailable, *not_started = h.not_started;
+    size_t i;
+    json_t *nv;
     if (n_hits)
         qsort(hits, n_hits, sizeof(*hits), srv_cmp_hit);
     json_t *results = json_array();
     struct buf b;
     buf_init(&b, 4u << 20);
-    for (size_t h = 0; h < n_hits && h < limit; h++) {
-        json_t *t = hits[h].tool;
-        const char *tn = json_string_value(json_object_get(t, "name"));
-        const char *desc = json_string_value(json_object_get(t, "description"));
-        struct buf alias, params, args_text;
-        buf_init(&alias, 1024);
-        buf_init(&params, 64u << 10);
-        buf_init(&args_text, 16u << 10);
-        (void)buf_printf(&alias, "await mcp_%s.%s",
-                         mcp_alias_of(described, hits[h].server) ?: hits[h].server,
-                         json_string_value(json_object_get(t, "alias")) ?: tn);
-        srv_params_text(json_object_get(t, "inputSchema"), &params, &args_text);
-        (void)buf_printf(&alias, "(%s)", args_text.data ? args_text.data : "");
-        json_array_append_new(
-            results, json_pack("{s:s, s:s, s:s, s:s, s:O*}", "server", hits[h].server, "tool", tn,
-                               "python", alias.data ? alias.data : "", "description",
-                               desc ? desc : "", "inputSchema", json_object_get(t, "inputSchema")));
-        (void)buf_printf(&b, "%s.%s — %.300s\n  python: %s   (run_python with servers=[\"%s\"])\n",
-                         hits[h].server, tn, desc ? desc : "", alias.data ? alias.data : "",
-                         hits[h].server);
-        if (params.len)
-            (void)buf_printf(&b, "  parameters: %s\n", params.data);
-        buf_free(&alias);
-        buf_free(&params);
-        buf_free(&args_text);
-    }
+    json_t *docs = srv_hit_docs(c, described, hits, n_hits < limit ? n_hits : limit);
+    for (size_t k = 0; k < n_hits && k < limit; k++)
+        srv_hit_answer(described, docs, &hits[k], results, &b);
     if (!json_array_size(results))
         (void)buf_printf(&b, "No tool matches '%.200s'%s\n", json_string_value(q),
                          json_array_size(described) ? "" : " (no MCP servers are configured)");
@@ -338,12 +432,16 @@ json_t *srv_search(struct mcp_server_conn *c, json_t *args)
         b.data[--b.len] = '\0';
     json_t *st = json_pack("{s:o, s:o, s:o}", "results", results, "unavailable", unavailable,
                            "notStarted", not_started);
-    char *text = s->opt.output_json ? jdump(st, JSON_COMPACT, NULL) : buf_take(&b, NULL);
-    json_t *r = srv_tool_result(c, text ? text : "", st, false);
+    char *text = !st                  ? NULL
+                 : s->opt.output_json ? jdump(st, JSON_COMPACT, NULL)
+                                      : buf_take(&b, NULL);
+    json_t *r =
+        st ? srv_tool_result(c, text ? text : "", st, false) : srv_tool_error(c, "out of memory");
     free(text);
     buf_free(&b);
     free(hits);
-    json_decref(all);
+    json_decref(docs);
+    json_decref(h.all);
     json_decref(described);
     json_decref(named);
     json_decref(words);

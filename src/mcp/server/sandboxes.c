@@ -16,6 +16,7 @@
 #include "session/session.h"
 #include "util/buf.h"
 #include "util/fmt.h"
+#include "util/log.h"
 
 /* ---- the sandbox sessions of a connection -------------------------------------------------- */
 
@@ -183,20 +184,82 @@ static int srv_sandbox_load(struct mcp_server_conn *c, struct srv_sandbox *b, js
     return r;
 }
 
-/* The sandbox session run_python uses: named (name) or automatic (NULL) with at least the
- * servers asked for (sorted), created when needed. 0 with ret_id and *ret_label (caller frees),
- * or -errno with *ret_error (caller frees). create_lock is held across the creation, so two
- * first calls of a connection make one default session, not two. */
-int srv_sandbox_get(struct mcp_server_conn *c, const char *name, json_t *servers, json_t *network,
-                    json_t *notes, char ret_id[65], char **ret_label, char **ret_error)
+/* The session started ahead (mcp_server_conn_prepare) as the one the connection makes now:
+ * true with *ret_info ({"sessionId"}) when it still lives, the new session asks for no network
+ * policy (it has none; one is fixed at creation) and the servers asked for could be loaded into
+ * it. Otherwise it is ended: a connection never holds it next to a session of its own. */
+static bool srv_spare_take(struct mcp_server_conn *c, json_t *network, json_t *servers,
+                           json_t **ret_info)
 {
     struct mcp_server *s = c->srv;
-    int r = 0;
+    char id[sizeof(c->spare)];
+    pthread_mutex_lock(&c->lock);
+    memcpy(id, c->spare, sizeof(id));
+    c->spare[0] = '\0';
+    pthread_mutex_unlock(&c->lock);
+    if (!*id)
+        return false;
+    bool taken = !network && sessions_exists(s->sessions, id);
+    if (taken && json_array_size(servers)) {
+        struct sbx_error err = {0};
+        taken = sessions_add_servers(s->sessions, id, servers, &err) == 0;
+        sbx_error_clear(&err); /* a session made afresh with them says what is wrong */
+    }
+    if (taken && (*ret_info = json_pack("{s:s}", "sessionId", id)))
+        return true;
+    (void)sessions_end(s->sessions, id, "not needed: the connection made another session");
+    return false;
+}
+
+int mcp_server_conn_prepare(struct mcp_server_conn *c)
+{
+    struct mcp_server *s = c->srv;
     pthread_mutex_lock(&c->create_lock);
     pthread_mutex_lock(&c->lock);
-    json_t *want = json_incref(servers);
+    bool needed = !c->closed && !c->sandboxes && !*c->spare;
+    pthread_mutex_unlock(&c->lock);
+    int r = 0;
+    json_t *none = json_array(), *info = NULL;
+    struct sbx_error err = {0};
+    if (needed) {
+        struct session_create sc = {.servers = none,
+                                    .workspace = s->workspace,
+                                    .tenant = c->tenant,
+                                    .profile = s->opt.profile,
+                                    .compat = s->opt.compat ? "code-execution-mode" : NULL};
+        r = none ? sessions_create(s->sessions, &sc, &info, &err) : -ENOMEM;
+    }
+    const char *id = json_string_value(json_object_get(info, "sessionId"));
+    if (r < 0)
+        log_info("mcp: no session started ahead (%s); the first run_python starts one",
+                 err.message ? err.message : strerror(-r));
+    else if (id) {
+        pthread_mutex_lock(&c->lock);
+        bool closed = c->closed;
+        if (!closed)
+            snprintf(c->spare, sizeof(c->spare), "%s", id);
+        pthread_mutex_unlock(&c->lock);
+        if (closed)
+            (void)sessions_delete(s->sessions, id);
+    }
+    sbx_error_clear(&err);
+    json_decref(info);
+    json_decref(none);
+    pthread_mutex_unlock(&c->create_lock);
+    return r;
+}
+
+/* The connection's session named name (or an automatic one: NULL) with the network asked for
+ * (c->lock and create_lock held); sessions found ended are dropped, a note says so. 0 with *ret
+ * (NULL: none, make one), *want (the servers a new one gets: a named session keeps those it
+ * had) and *automatic_left (an automatic session of another network is kept); <0 with
+ * *ret_error. */
+static int srv_sandbox_find(struct mcp_server_conn *c, const char *name, json_t *servers,
+                            json_t *network, json_t *notes, json_t **want, bool *automatic_left,
+                            struct srv_sandbox **ret, char **ret_error)
+{
     struct srv_sandbox *b = c->sandboxes, *next;
-    bool automatic_left = false;
+    *automatic_left = false;
     for (; b; b = next) {
         next = b->next;
         if (name ? !b->name || strcmp(b->name, name) != 0 : b->name != NULL)
@@ -212,57 +275,36 @@ int srv_sandbox_get(struct mcp_server_conn *c, const char *name, json_t *servers
                                  name, have ? have : "?", asked ? asked : "?");
             free(have);
             free(asked);
-            r = -EINVAL;
-            goto out;
+            return -EINVAL;
         }
         if (!name && !same_net) {
-            automatic_left = true;
+            *automatic_left = true;
             continue;
         }
-        if (sessions_exists(s->sessions, b->id))
+        if (sessions_exists(c->srv->sessions, b->id))
             break;
         srv_note_ended(notes, b->label);
         if (name) {
             json_t *both = srv_union(b->servers, servers); /* a named session keeps its servers */
-            if (!both) {
-                r = -ENOMEM;
-                goto out;
-            }
-            json_decref(want);
-            want = both;
+            if (!both)
+                return -ENOMEM;
+            json_decref(*want);
+            *want = both;
         }
         srv_sandbox_unlink(c, b);
         srv_sandbox_free(b);
     }
-    for (struct srv_sandbox *k = c->sandboxes; k && !automatic_left; k = k->next)
-        automatic_left = k->name == NULL;
-    if (b && !srv_subset(servers, b->servers)) {
-        r = srv_sandbox_load(c, b, servers, notes, ret_error);
-        if (r < 0)
-            goto out;
-    }
-    if (b) {
-        memcpy(ret_id, b->id, sizeof(b->id));
-        *ret_label = strdup(b->label);
-        r = *ret_label ? 0 : -ENOMEM;
-        goto out;
-    }
-    if (c->closed) {
-        *ret_error = strdup("the MCP connection is closed");
-        r = -ESHUTDOWN;
-        goto out;
-    }
-    if (c->n_sandboxes >= MCP_SERVER_MAX_SANDBOXES) {
-        if (asprintf(ret_error,
-                     "this connection holds %d sessions, the most it may; end one with "
-                     "reset_session",
-                     MCP_SERVER_MAX_SANDBOXES) < 0)
-            *ret_error = NULL;
-        r = -EBUSY;
-        goto out;
-    }
-    pthread_mutex_unlock(&c->lock);
+    for (struct srv_sandbox *k = c->sandboxes; k && !*automatic_left; k = k->next)
+        *automatic_left = k->name == NULL;
+    *ret = b;
+    return 0;
+}
 
+/* A new entry for a session named name (NULL: automatic) with the servers want and network,
+ * labelled for the answers; NULL when out of memory. */
+static struct srv_sandbox *srv_sandbox_entry(const char *name, json_t *want, json_t *network,
+                                             bool automatic_left)
+{
     struct srv_sandbox *nb = calloc(1, sizeof(*nb));
     char *names = srv_names_text(want);
     int lr = -1;
@@ -277,18 +319,34 @@ int srv_sandbox_get(struct mcp_server_conn *c, const char *name, json_t *servers
                                           nets ? " network:" : "", nets ? nets : "");
     }
     free(nets);
+    free(names);
     if (lr < 0 || (name && !nb->name)) {
         if (nb)
             nb->label = lr < 0 ? NULL : nb->label;
         srv_sandbox_free(nb);
+        return NULL;
+    }
+    return nb;
+}
+
+/* Start the sandbox session of entry nb and list it (create_lock held, c->lock not); 0 with
+ * ret_id and *ret_label (caller frees), or <0 with *ret_error (nb freed). */
+static int srv_sandbox_start(struct mcp_server_conn *c, struct srv_sandbox *nb, json_t *notes,
+                             char ret_id[65], char **ret_label, char **ret_error)
+{
+    struct mcp_server *s = c->srv;
+    /* A session without the network it asked for would be a quiet failure: one more reason to
+     * stop here. */
+    json_t *net = nb->network ? json_pack("{s:O}", "allow", nb->network) : NULL;
+    char *names = srv_names_text(nb->servers);
+    if ((nb->network && !net) || !names) {
+        json_decref(net);
         free(names);
+        srv_sandbox_free(nb);
         *ret_error = strdup("out of memory");
-        pthread_mutex_unlock(&c->create_lock);
-        json_decref(want);
         return -ENOMEM;
     }
-    json_t *net = network ? json_pack("{s:O}", "allow", network) : NULL;
-    struct session_create sc = {.servers = want,
+    struct session_create sc = {.servers = nb->servers,
                                 .workspace = s->workspace,
                                 .tenant = c->tenant,
                                 .profile = s->opt.profile,
@@ -296,7 +354,9 @@ int srv_sandbox_get(struct mcp_server_conn *c, const char *name, json_t *servers
                                 .compat = s->opt.compat ? "code-execution-mode" : NULL};
     json_t *info = NULL;
     struct sbx_error err;
-    r = sessions_create(s->sessions, &sc, &info, &err);
+    int r = srv_spare_take(c, nb->network, nb->servers, &info)
+                ? 0
+                : sessions_create(s->sessions, &sc, &info, &err);
     json_decref(net);
     if (r < 0) {
         if (asprintf(ret_error, "could not start a Python session: %s",
@@ -305,8 +365,7 @@ int srv_sandbox_get(struct mcp_server_conn *c, const char *name, json_t *servers
         sbx_error_clear(&err);
         srv_sandbox_free(nb);
         free(names);
-        pthread_mutex_lock(&c->lock);
-        goto out;
+        return r;
     }
     snprintf(nb->id, sizeof(nb->id), "%s", json_string_value(json_object_get(info, "sessionId")));
     json_decref(info);
@@ -317,8 +376,6 @@ int srv_sandbox_get(struct mcp_server_conn *c, const char *name, json_t *servers
         srv_sandbox_free(nb);
         free(names);
         *ret_error = strdup("the MCP connection is closed");
-        pthread_mutex_unlock(&c->create_lock);
-        json_decref(want);
         return -ESHUTDOWN;
     }
     struct srv_sandbox **tail = &c->sandboxes;
@@ -327,11 +384,50 @@ int srv_sandbox_get(struct mcp_server_conn *c, const char *name, json_t *servers
     *tail = nb;
     c->n_sandboxes++;
     srv_note(notes, "started session '%s' (servers: %s)", nb->label, names);
-    free(names);
+    /* Read while listed: a closing connection frees its list under c->lock. */
     memcpy(ret_id, nb->id, sizeof(nb->id));
     *ret_label = strdup(nb->label);
-    r = *ret_label ? 0 : -ENOMEM;
-out:
+    pthread_mutex_unlock(&c->lock);
+    free(names);
+    return *ret_label ? 0 : -ENOMEM;
+}
+
+/* The sandbox session run_python uses: named (name) or automatic (NULL) with at least the
+ * servers asked for (sorted), created when needed. 0 with ret_id and *ret_label (caller frees),
+ * or -errno with *ret_error (caller frees). create_lock is held across the creation, so two
+ * first calls of a connection make one default session, not two. */
+int srv_sandbox_get(struct mcp_server_conn *c, const char *name, json_t *servers, json_t *network,
+                    json_t *notes, char ret_id[65], char **ret_label, char **ret_error)
+{
+    pthread_mutex_lock(&c->create_lock);
+    pthread_mutex_lock(&c->lock);
+    json_t *want = json_incref(servers);
+    struct srv_sandbox *b = NULL;
+    bool automatic_left = false;
+    int r =
+        srv_sandbox_find(c, name, servers, network, notes, &want, &automatic_left, &b, ret_error);
+    if (r == 0 && b && !srv_subset(servers, b->servers))
+        r = srv_sandbox_load(c, b, servers, notes, ret_error);
+    if (r < 0 || b) {
+        if (r == 0) {
+            memcpy(ret_id, b->id, sizeof(b->id));
+            *ret_label = strdup(b->label);
+            r = *ret_label ? 0 : -ENOMEM;
+        }
+    } else if (c->closed) {
+        *ret_error = strdup("the MCP connection is closed");
+        r = -ESHUTDOWN;
+    } else if (c->n_sandboxes >= MCP_SERVER_MAX_SANDBOXES) {
+        *ret_error = fmt_str("this connection holds %d sessions, the most it may; end one with "
+                             "reset_session",
+                             MCP_SERVER_MAX_SANDBOXES);
+        r = -EBUSY;
+    } else {
+        pthread_mutex_unlock(&c->lock);
+        struct srv_sandbox *nb = srv_sandbox_entry(name, want, network, automatic_left);
+        r = nb ? srv_sandbox_start(c, nb, notes, ret_id, ret_label, ret_error) : -ENOMEM;
+        pthread_mutex_lock(&c->lock);
+    }
     pthread_mutex_unlock(&c->lock);
     pthread_mutex_unlock(&c->create_lock);
     json_decref(want);

@@ -34,13 +34,19 @@
 #define SRV_CANCEL_GRACE_US 2000000 /* between interrupting and ending a cancelled run */
 #define SRV_CURSOR_PREFIX   "sandboxd-tools-"
 
-static const char *const srv_versions[] = {MCP_SERVER_VERSION_LATEST, "2025-06-18", "2025-03-26",
-                                           "2024-11-05"};
+/* Each protocol version's name; c->version points to one of them. */
+static const char *const srv_versions[SRV_N_VERSIONS] = {
+    [SRV_V_2024_11_05] = "2024-11-05",
+    [SRV_V_2025_03_26] = "2025-03-26",
+    [SRV_V_2025_06_18] = "2025-06-18",
+    [SRV_V_2025_11_25] = MCP_SERVER_VERSION_LATEST,
+};
 
 /* A tools/call being handled. */
 struct srv_call {
     struct srv_call *next;
     json_t *id;
+    const char *tool; /* its name (the tool table's, static) */
     char sandbox[65]; /* the sandbox session it executes in, "" when not (yet) executing */
     bool cancelled, done;
     int refs; /* under the connection's lock */
@@ -56,10 +62,17 @@ bool mcp_server_version_supported(const char *version)
     return false;
 }
 
-bool srv_since(const struct mcp_server_conn *c, const char *version)
+enum srv_version srv_version_of(const struct mcp_server_conn *c)
 {
-    /* Versions are dates: they compare as strings. Before initialize: the latest. */
-    return !c->version || strcmp(c->version, version) >= 0;
+    for (size_t v = 0; c->version && v < SRV_N_VERSIONS; v++)
+        if (c->version == srv_versions[v])
+            return (enum srv_version)v;
+    return SRV_N_VERSIONS - 1;
+}
+
+bool srv_since(const struct mcp_server_conn *c, enum srv_version v)
+{
+    return srv_version_of(c) >= v;
 }
 
 json_t *srv_error(json_t *id, int code, json_t *data, const char *fmt, ...)
@@ -79,8 +92,7 @@ json_t *mcp_server_parse_error(const char *why)
     return srv_error(NULL, JSONRPC_PARSE_ERROR, NULL, "Parse error: %s", why ? why : "not JSON");
 }
 
-int mcp_server_new(const struct mcp_server_options *opt, struct sessions *sessions,
-                   struct mcp_registry *registry, struct mcp_server **ret)
+int mcp_server_new_pending(const struct mcp_server_options *opt, struct mcp_server **ret)
 {
     struct mcp_server *s = calloc(1, sizeof(*s));
     if (!s)
@@ -89,17 +101,61 @@ int mcp_server_new(const struct mcp_server_options *opt, struct sessions *sessio
     if (!s->opt.page_size)
         s->opt.page_size = 100;
     s->workspace = strdup(opt->workspace ? opt->workspace : "default");
-    s->sessions = sessions;
-    s->registry = registry;
-    int r = srv_catalog_build(s);
     pthread_mutex_init(&s->bg_lock, NULL);
     pthread_cond_init(&s->bg_cond, NULL);
-    if (!s->workspace || r < 0) {
+    pthread_cond_init(&s->ready_cond, NULL);
+    if (!s->workspace) {
         mcp_server_free(s);
         return -ENOMEM;
     }
     *ret = s;
     return 0;
+}
+
+int mcp_server_start(struct mcp_server *s, struct sessions *sessions, struct mcp_registry *registry)
+{
+    s->sessions = sessions;
+    s->registry = registry;
+    int r = srv_catalog_build(s) < 0 ? -ENOMEM : 1;
+    pthread_mutex_lock(&s->bg_lock);
+    s->ready = r;
+    pthread_cond_broadcast(&s->ready_cond);
+    pthread_mutex_unlock(&s->bg_lock);
+    return r < 0 ? r : 0;
+}
+
+void mcp_server_fail(struct mcp_server *s, int err)
+{
+    pthread_mutex_lock(&s->bg_lock);
+    s->ready = err < 0 ? err : -EIO;
+    pthread_cond_broadcast(&s->ready_cond);
+    pthread_mutex_unlock(&s->bg_lock);
+}
+
+int mcp_server_new(const struct mcp_server_options *opt, struct sessions *sessions,
+                   struct mcp_registry *registry, struct mcp_server **ret)
+{
+    struct mcp_server *s = NULL;
+    int r = mcp_server_new_pending(opt, &s);
+    if (r == 0 && (r = mcp_server_start(s, sessions, registry)) < 0)
+        mcp_server_free(s);
+    if (r == 0)
+        *ret = s;
+    return r;
+}
+
+/* Wait for the set-up: NULL when the server is ready, else the error response for id. */
+static json_t *srv_wait_ready(struct mcp_server *s, json_t *id)
+{
+    pthread_mutex_lock(&s->bg_lock);
+    while (!s->ready)
+        pthread_cond_wait(&s->ready_cond, &s->bg_lock);
+    int r = s->ready;
+    pthread_mutex_unlock(&s->bg_lock);
+    return r > 0 ? NULL
+                 : srv_error(id, JSONRPC_INTERNAL_ERROR, NULL,
+                             "Internal error: sandboxd could not start (%s); see its log",
+                             strerror(-r));
 }
 
 void mcp_server_free(struct mcp_server *s)
@@ -112,6 +168,7 @@ void mcp_server_free(struct mcp_server *s)
     pthread_mutex_unlock(&s->bg_lock);
     pthread_mutex_destroy(&s->bg_lock);
     pthread_cond_destroy(&s->bg_cond);
+    pthread_cond_destroy(&s->ready_cond);
     for (size_t i = 0; i < ARRAY_SIZE(s->tools); i++)
         json_decref(s->tools[i]);
     json_decref(s->resources);
@@ -152,7 +209,12 @@ void mcp_server_conn_close(struct mcp_server_conn *c)
     bool was_closed = c->closed;
     c->closed = true;
     c->n_sandboxes = 0;
+    char spare[sizeof(c->spare)];
+    memcpy(spare, c->spare, sizeof(spare));
+    c->spare[0] = '\0';
     pthread_mutex_unlock(&c->lock);
+    if (*spare)
+        (void)sessions_end(c->srv->sessions, spare, "its MCP connection closed");
     while (list) {
         struct srv_sandbox *b = list;
         list = b->next;
@@ -160,6 +222,7 @@ void mcp_server_conn_close(struct mcp_server_conn *c)
         (void)sessions_end(c->srv->sessions, b->id, "its MCP connection closed");
         srv_sandbox_free(b);
     }
+    srv_approvals_close(c); /* their executions end with their sessions */
     if (!was_closed)
         log_debug("mcp: connection closed");
 }
@@ -181,6 +244,14 @@ const char *mcp_server_conn_version(struct mcp_server_conn *c)
     const char *v = c->version;
     pthread_mutex_unlock(&c->lock);
     return v;
+}
+
+bool mcp_server_conn_elicits(struct mcp_server_conn *c)
+{
+    pthread_mutex_lock(&c->lock);
+    bool e = c->elicit;
+    pthread_mutex_unlock(&c->lock);
+    return e;
 }
 
 unsigned mcp_server_conn_busy(struct mcp_server_conn *c)
@@ -268,12 +339,41 @@ bool srv_call_executing(struct mcp_server_conn *c, struct srv_call *k, const cha
     return go;
 }
 
+const char *srv_call_tool(const struct srv_call *k)
+{
+    return k->tool;
+}
+
 bool srv_call_cancelled(struct mcp_server_conn *c, struct srv_call *k)
 {
     pthread_mutex_lock(&c->lock);
     bool cancelled = k->cancelled;
     pthread_mutex_unlock(&c->lock);
     return cancelled;
+}
+
+int srv_bg_start(struct mcp_server *s, void *(*fn)(void *), void *arg)
+{
+    pthread_mutex_lock(&s->bg_lock);
+    s->bg_threads++;
+    pthread_mutex_unlock(&s->bg_lock);
+    pthread_attr_t attr;
+    pthread_t t;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    int r = pthread_create(&t, &attr, fn, arg);
+    pthread_attr_destroy(&attr);
+    if (r != 0)
+        srv_bg_done(s);
+    return -r;
+}
+
+void srv_bg_done(struct mcp_server *s)
+{
+    pthread_mutex_lock(&s->bg_lock);
+    s->bg_threads--;
+    pthread_cond_broadcast(&s->bg_cond);
+    pthread_mutex_unlock(&s->bg_lock);
 }
 
 struct srv_canceller {
@@ -323,10 +423,7 @@ static void *srv_canceller_thread(void *arg)
     pthread_mutex_unlock(&c->lock);
     mcp_server_conn_unref(c);
     free(job);
-    pthread_mutex_lock(&s->bg_lock);
-    s->bg_threads--;
-    pthread_cond_broadcast(&s->bg_cond);
-    pthread_mutex_unlock(&s->bg_lock);
+    srv_bg_done(s);
     return NULL;
 }
 
@@ -357,19 +454,8 @@ static void srv_cancel(struct mcp_server_conn *c, json_t *params)
     if (job) {
         *job = (struct srv_canceller){.c = c, .k = k};
         mcp_server_conn_ref(c);
-        pthread_mutex_lock(&s->bg_lock);
-        s->bg_threads++;
-        pthread_mutex_unlock(&s->bg_lock);
-        pthread_attr_t attr;
-        pthread_t t;
-        pthread_attr_init(&attr);
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        started = pthread_create(&t, &attr, srv_canceller_thread, job) == 0;
-        pthread_attr_destroy(&attr);
+        started = srv_bg_start(s, srv_canceller_thread, job) == 0;
         if (!started) {
-            pthread_mutex_lock(&s->bg_lock);
-            s->bg_threads--;
-            pthread_mutex_unlock(&s->bg_lock);
             mcp_server_conn_unref(c);
             free(job);
         }
@@ -388,14 +474,6 @@ static void srv_cancel(struct mcp_server_conn *c, json_t *params)
 
 /* ---- the protocol -------------------------------------------------------------------------- */
 
-static const char srv_instructions[] =
-    "sandboxd runs Python in isolated sandboxes. Use run_python to execute code: state "
-    "persists between calls of a session (one default session per connection; pass "
-    "session_id for separate ones), top-level await works, and the value of the last "
-    "expression is returned. To call tools of the configured MCP servers from code, find them "
-    "with search_tool_docs (or list_servers), pass the server names in run_python's servers, "
-    "and await mcp_<server>.<tool>(...). reset_session starts over.";
-
 static json_t *srv_initialize(struct mcp_server_conn *c, json_t *id, json_t *params)
 {
     const char *asked = json_string_value(json_object_get(params, "protocolVersion"));
@@ -408,7 +486,7 @@ static json_t *srv_initialize(struct mcp_server_conn *c, json_t *id, json_t *par
             version = srv_versions[i];
     if (!version) {
         json_t *supported = json_array();
-        for (size_t i = 0; i < ARRAY_SIZE(srv_versions); i++)
+        for (size_t i = SRV_N_VERSIONS; i-- > 0;) /* newest first */
             json_array_append_new(supported, json_string(srv_versions[i]));
         char *list = srv_names_text(supported);
         json_t *e = srv_error(id, JSONRPC_INVALID_PARAMS,
@@ -420,26 +498,29 @@ static json_t *srv_initialize(struct mcp_server_conn *c, json_t *id, json_t *par
     }
     pthread_mutex_lock(&c->lock);
     bool again = c->version != NULL;
-    if (!again)
+    if (!again) {
         c->version = version;
+        /* Whether a waiting tool call can be put to the client (approvals.c). */
+        c->elicit = srv_elicit_declared(json_object_get(params, "capabilities"), version);
+    }
     pthread_mutex_unlock(&c->lock);
     if (again)
         return srv_error(id, JSONRPC_INVALID_REQUEST, NULL,
                          "Invalid Request: this connection is initialized already");
     json_t *client = json_object_get(params, "clientInfo");
-    log_fields(LOG_INFO, "mcp: client connected",
-               json_pack("{s:s, s:s, s:s?, s:s?}", "transport", c->srv->opt.transport,
-                         "protocolVersion", version, "client",
-                         json_string_value(json_object_get(client, "name")), "clientVersion",
-                         json_string_value(json_object_get(client, "version"))));
+    log_pack(LOG_INFO, "mcp: client connected", "{s:s, s:s, s:s?, s:s?}", "transport",
+             c->srv->opt.transport, "protocolVersion", version, "client",
+             json_string_value(json_object_get(client, "name")), "clientVersion",
+             json_string_value(json_object_get(client, "version")));
     json_t *info = json_pack("{s:s, s:s}", "name", "sandboxd", "version", SANDBOXD_VERSION);
-    if (info && srv_since(c, "2025-06-18"))
+    if (info && srv_since(c, SRV_V_2025_06_18))
         json_object_set_new(info, "title", json_string("sandboxd Python sandbox"));
     json_t *result =
         json_pack("{s:s, s:{s:{s:b}, s:{s:b, s:b}}, s:o, s:s}", "protocolVersion", version,
                   "capabilities", "tools", "listChanged", 0, "resources", "subscribe", 0,
-                  "listChanged", 0, "serverInfo", info, "instructions",
-                  c->srv->opt.compat ? srv_compat_instructions(c->srv) : srv_instructions);
+                  "listChanged", 0, "serverInfo", info, "instructions", srv_instructions(c->srv));
+    if (!result)
+        return srv_error(id, JSONRPC_INTERNAL_ERROR, NULL, "Internal error: out of memory");
     json_t *r = jsonrpc_result_new(id, result);
     json_decref(result);
     return r;
@@ -494,19 +575,15 @@ static json_t *srv_tools_call(struct mcp_server_conn *c, json_t *id, json_t *par
     if (args && !json_is_null(args) && !json_is_object(args))
         return srv_error(id, JSONRPC_INVALID_PARAMS, NULL,
                          "Invalid params: params.arguments must be an object");
-    enum { T_RUN, T_LIST, T_SEARCH, T_RESET, T_NONE } tool = T_NONE;
-    static const char *const names[] = {"run_python", "list_servers", "search_tool_docs",
-                                        "reset_session"};
-    bool compat = c->srv->opt.compat; /* one tool, run_python, as the upstream bridge has */
-    for (size_t i = 0; i < (compat ? 1 : ARRAY_SIZE(names)); i++)
-        if (strcmp(name, names[i]) == 0)
-            tool = (int)i;
-    if (tool == T_NONE)
-        return srv_error(id, JSONRPC_INVALID_PARAMS, NULL,
-                         "Invalid params: unknown tool '%.64s' (%s)", name,
-                         compat ? "the one tool is run_python"
-                                : "tools: run_python, list_servers, search_tool_docs, "
-                                  "reset_session");
+    const struct srv_tool_def *tool = srv_tool_find(c->srv, name);
+    if (!tool) {
+        char *names = srv_tool_names(c->srv);
+        json_t *e = srv_error(id, JSONRPC_INVALID_PARAMS, NULL,
+                              "Invalid params: unknown tool '%.64s' (tools: %s)", name,
+                              names ? names : "run_python");
+        free(names);
+        return e;
+    }
     json_t *token = json_object_get(json_object_get(params, "_meta"), "progressToken");
     if (!jsonrpc_id_valid(token))
         token = NULL; /* string or integer, like an id */
@@ -514,20 +591,16 @@ static json_t *srv_tools_call(struct mcp_server_conn *c, json_t *id, json_t *par
     struct srv_call *k = srv_call_begin(c, id, &error);
     if (!k)
         return error;
+    k->tool = tool->name;
     json_t *empty = json_object();
     json_t *a = json_is_object(args) ? args : empty;
     int64_t start = clock_mono_us();
-    json_t *result = tool == T_RUN      ? compat ? srv_compat_run(c, a, token, out, k)
-                                                 : srv_run_python(c, a, token, out, k)
-                          : tool == T_LIST ? srv_list_servers(c, a)
-                     : tool == T_SEARCH ? srv_search(c, a)
-                                        : srv_reset(c, a);
+    json_t *result = tool->call(c, a, token, out, k);
     json_decref(empty);
     bool cancelled = srv_call_end(c, k);
-    log_fields(LOG_INFO, "mcp: tools/call",
-               json_pack("{s:s, s:f, s:b, s:b}", "tool", name, "durationMs",
-                         (double)(clock_mono_us() - start) / 1000.0, "isError",
-                         json_is_true(json_object_get(result, "isError")), "cancelled", cancelled));
+    log_pack(LOG_INFO, "mcp: tools/call", "{s:s, s:f, s:b, s:b}", "tool", name, "durationMs",
+             (double)(clock_mono_us() - start) / 1000.0, "isError",
+             json_is_true(json_object_get(result, "isError")), "cancelled", cancelled);
     if (cancelled) {
         json_decref(result); /* the client gave up on it: no answer (spec) */
         return NULL;
@@ -548,7 +621,9 @@ static json_t *srv_handle_one(struct mcp_server_conn *c, json_t *msg,
         return srv_error(m.id, JSONRPC_INVALID_REQUEST, NULL, "Invalid Request: %s", m.invalid);
     case JSONRPC_RESPONSE:
     case JSONRPC_ERROR_RESPONSE:
-        return NULL; /* we send no requests, so no answer is awaited */
+        /* The only requests we send are elicitations of approvals (approvals.c). */
+        srv_elicit_answer(c, msg);
+        return NULL;
     case JSONRPC_NOTIFICATION:
         /* notifications/initialized needs nothing: requests are served from the initialize
          * answer on (clients send it at once anyway). Others (roots/list_changed...) neither. */
@@ -574,6 +649,9 @@ static json_t *srv_handle_one(struct mcp_server_conn *c, json_t *msg,
         return srv_error(m.id, JSONRPC_INVALID_REQUEST, NULL,
                          "Invalid Request: the connection is not initialized; send initialize "
                          "first");
+    json_t *not_ready = srv_wait_ready(c->srv, m.id);
+    if (not_ready)
+        return not_ready;
     if (strcmp(m.method, "tools/list") == 0)
         return srv_tools_list(c, m.id, m.params);
     if (strcmp(m.method, "tools/call") == 0)
@@ -627,6 +705,7 @@ static void srv_peek_one(json_t *msg, struct mcp_server_peek *ret)
     ret->initialize |= strcmp(m.method, "initialize") == 0;
     json_t *token = json_object_get(json_object_get(m.params, "_meta"), "progressToken");
     ret->progress |= strcmp(m.method, "tools/call") == 0 && jsonrpc_id_valid(token);
+    ret->tools_call |= strcmp(m.method, "tools/call") == 0;
 }
 
 void mcp_server_peek(json_t *msg, struct mcp_server_peek *ret)

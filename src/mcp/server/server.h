@@ -45,11 +45,16 @@ struct mcp_server_options {
     int64_t default_timeout_ms; /* of a run_python execution (the sessions' default) */
     int64_t max_timeout_ms;     /* the sessions' maximum: larger timeouts are clamped */
     int64_t lookup_timeout_ms;  /* connecting a server for list_servers / search_tool_docs */
+    int64_t approval_timeout_s; /* a call waits this long for its decision (for the texts) */
     const char *transport;      /* "stdio" or "streamable-http", for logs; static */
     /* --compat code-execution-mode: the drop-in for mcp-server-code-execution-mode users (one
      * tool, run_python(code, servers, timeout), its answers shaped as that bridge's). */
     bool compat;
     bool compat_toon; /* compat answers as TOON blocks (MCP_BRIDGE_OUTPUT_MODE=toon) */
+    /* --mcp-tools full: list_servers, search_tool_docs and reset_session as MCP tools too (and
+     * run_python's full schema); the default is the lean surface (run_python, and approve_call
+     * when approvals are configured), discovery being inside the sandbox. */
+    bool full_tools;
 };
 
 struct mcp_server;
@@ -58,6 +63,17 @@ struct mcp_server_conn;
 /* sessions and registry are borrowed and must outlive the server. 0, or -ENOMEM. */
 int mcp_server_new(const struct mcp_server_options *opt, struct sessions *sessions,
                    struct mcp_registry *registry, struct mcp_server **ret);
+/* A server set up behind its first answers (`sandboxd mcp`: a client waits for initialize at
+ * every start, and sandboxd's own set-up takes hundreds of milliseconds): initialize, ping and
+ * notifications are answered at once; every other request waits until mcp_server_start(), or
+ * is refused after mcp_server_fail(). 0, or -ENOMEM. */
+int mcp_server_new_pending(const struct mcp_server_options *opt, struct mcp_server **ret);
+/* The set-up is done: sessions and registry as for mcp_server_new(). 0, or -ENOMEM (then the
+ * server has failed). */
+int mcp_server_start(struct mcp_server *s, struct sessions *sessions,
+                     struct mcp_registry *registry);
+/* The set-up failed (err: -errno): waiting and later requests are refused. */
+void mcp_server_fail(struct mcp_server *s, int err);
 /* Waits for the server's background work (cancellations being enforced) to end; every
  * connection must be closed before. NULL-safe. */
 void mcp_server_free(struct mcp_server *s);
@@ -73,10 +89,19 @@ void mcp_server_conn_unref(struct mcp_server_conn *c);
 /* End the connection: its sandbox sessions are deleted (running executions are killed and
  * report it) and later messages are refused. Idempotent. */
 void mcp_server_conn_close(struct mcp_server_conn *c);
+/* Start, ahead, the sandbox session the connection's first run_python will use (a person
+ * sends code a while after connecting; the session is ready by then): it is taken by the first
+ * session the connection makes, and ended when that one asks for a network policy or the
+ * connection closes. Blocks while it starts; a no-op when the connection has a session already.
+ * After mcp_server_start(). 0, or -errno (logged; the first run_python starts one itself). */
+int mcp_server_conn_prepare(struct mcp_server_conn *c);
 /* The negotiated protocol version, or NULL before a successful initialize (static string). */
 const char *mcp_server_conn_version(struct mcp_server_conn *c);
 /* Requests of this connection being handled now. */
 unsigned mcp_server_conn_busy(struct mcp_server_conn *c);
+/* The client declared form elicitation: a tools/call may send it elicitation/create (a tool
+ * call of its code waits for approval) through the call's out->notify, before the answer. */
+bool mcp_server_conn_elicits(struct mcp_server_conn *c);
 
 /* Where messages other than the response go while a request is handled: progress
  * notifications. notify is called on the handling thread with a borrowed message; NULL (or a
@@ -101,6 +126,8 @@ struct mcp_server_peek {
     bool has_request;       /* a request, or a batch with one: a response will come */
     bool initialize;        /* an initialize request */
     bool progress;          /* a tools/call with _meta.progressToken: notifications may come */
+    bool tools_call;        /* a tools/call: requests (elicitation) may come when the client
+                             * takes them, mcp_server_conn_elicits() */
 };
 void mcp_server_peek(json_t *msg, struct mcp_server_peek *ret);
 /* A protocol version we accept, e.g. in an MCP-Protocol-Version header. */

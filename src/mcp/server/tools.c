@@ -28,12 +28,12 @@
 #include "util/macros.h"
 #include "util/fmt.h"
 #include "util/jdump.h"
+#include "util/thread.h"
 #include "util/utf8.h"
 
-#define SRV_MAX_CODE     (1u << 20) /* bytes of code in one run_python */
-#define SRV_MAX_SERVERS  64         /* entries of run_python's servers */
-#define SRV_PROGRESS_US  100000     /* progress notifications at most this often ... */
-#define SRV_PROGRESS_MAX 16384      /* ... unless this much output is waiting */
+#define SRV_MAX_SERVERS  64     /* entries of run_python's servers */
+#define SRV_PROGRESS_US  100000 /* progress notifications at most this often ... */
+#define SRV_PROGRESS_MAX 16384  /* ... unless this much output is waiting */
 
 /* ---- tool results ------------------------------------------------------------------------- */
 
@@ -48,7 +48,7 @@ json_t *srv_tool_result(const struct mcp_server_conn *c, const char *text, json_
     json_t *r = json_pack("{s:[{s:s, s:s}]}", "content", "type", "text", "text", text);
     if (r && is_error)
         json_object_set_new(r, "isError", json_true());
-    if (r && structured && srv_since(c, "2025-06-18")) /* structuredContent came with it */
+    if (r && structured && srv_since(c, SRV_V_2025_06_18)) /* structuredContent came with it */
         json_object_set_new(r, "structuredContent", json_incref(structured));
     json_decref(structured);
     return r;
@@ -66,21 +66,6 @@ json_t *srv_tool_error(const struct mcp_server_conn *c, const char *fmt, ...)
 }
 
 /* ---- progress: stdout as notifications/progress --------------------------------------------- */
-
-struct srv_progress {
-    const struct mcp_server_out *out;
-    json_t *token;
-    bool message;              /* progress notifications carry a message (2025-03-26 and later) */
-    pthread_mutex_t send_lock; /* taken before lock: chunks leave in the order they came */
-    pthread_mutex_t lock;
-    pthread_cond_t cond;
-    struct buf pending;
-    int64_t last_us;
-    json_int_t count;
-    bool stop;
-    pthread_t flusher;
-    bool have_flusher;
-};
 
 static void srv_progress_flush(struct srv_progress *p, bool final)
 {
@@ -114,7 +99,7 @@ static void *srv_progress_thread(void *arg)
 {
     struct srv_progress *p = arg;
     pthread_mutex_lock(&p->lock);
-    while (!p->stop) {
+    while (!thread_group_stopping(&p->flusher)) {
         int64_t due = p->last_us + SRV_PROGRESS_US;
         if (p->pending.len && clock_mono_us() >= due) {
             pthread_mutex_unlock(&p->lock);
@@ -122,22 +107,13 @@ static void *srv_progress_thread(void *arg)
             pthread_mutex_lock(&p->lock);
             continue;
         }
-        if (!p->pending.len) {
-            pthread_cond_wait(&p->cond, &p->lock);
-            continue;
-        }
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        int64_t wait_ns = (due - clock_mono_us()) * 1000 + ts.tv_nsec;
-        ts.tv_sec += (time_t)(wait_ns / 1000000000);
-        ts.tv_nsec = (long)(wait_ns % 1000000000);
-        pthread_cond_timedwait(&p->cond, &p->lock, &ts);
+        (void)thread_group_wait(&p->flusher, p->pending.len ? due : 0); /* due > 0 */
     }
     pthread_mutex_unlock(&p->lock);
     return NULL;
 }
 
-static void srv_progress_output(void *userdata, int stream, const char *data, size_t len)
+void srv_progress_output(void *userdata, int stream, const char *data, size_t len)
 {
     struct srv_progress *p = userdata;
     if (stream != 1)
@@ -152,30 +128,24 @@ static void srv_progress_output(void *userdata, int stream, const char *data, si
         srv_progress_flush(p, false);
 }
 
-static void srv_progress_start(struct srv_progress *p, const struct mcp_server_out *out,
-                               json_t *token, bool message)
+void srv_progress_start(struct srv_progress *p, const struct mcp_server_out *out, json_t *token,
+                        bool message)
 {
     *p = (struct srv_progress){.out = out, .token = token, .message = message};
     pthread_mutex_init(&p->send_lock, NULL);
     pthread_mutex_init(&p->lock, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&p->cond, &ca);
-    pthread_condattr_destroy(&ca);
+    clock_cond_init(&p->cond);
     buf_init(&p->pending, 1u << 20);
-    /* Without the thread, output still goes out, only in bigger and later chunks. */
-    p->have_flusher = pthread_create(&p->flusher, NULL, srv_progress_thread, p) == 0;
+    /* Without the thread, output still goes out, only in bigger and later chunks. One thread:
+     * the init cannot fail. */
+    (void)thread_group_init(&p->flusher, "progress flusher", 1, &p->lock, &p->cond, -1);
+    (void)thread_group_start(&p->flusher, srv_progress_thread, p);
 }
 
-static void srv_progress_finish(struct srv_progress *p)
+void srv_progress_finish(struct srv_progress *p)
 {
-    pthread_mutex_lock(&p->lock);
-    p->stop = true;
-    pthread_cond_signal(&p->cond);
-    pthread_mutex_unlock(&p->lock);
-    if (p->have_flusher)
-        pthread_join(p->flusher, NULL);
+    thread_group_stop(&p->flusher); /* none started: nothing to join */
+    thread_group_done(&p->flusher);
     srv_progress_flush(p, true);
     buf_free(&p->pending);
     pthread_cond_destroy(&p->cond);
@@ -365,136 +335,187 @@ void srv_run_done(struct srv_run *r)
 {
     json_decref(r->st);
     json_decref(r->result);
+    json_decref(r->waiting);
     free(r->error);
     *r = (struct srv_run){0};
 }
 
-static int srv_run_invalid(struct srv_run *ret, char *msg)
+/* run_python's arguments, checked (srv_run_parse); what they own is freed by
+ * srv_run_args_done(). */
+struct srv_run_args {
+    const char *code;
+    const char *name;   /* session_id, or NULL */
+    double secs;        /* timeout, 0 when absent */
+    json_t *files;      /* checked [{path, content}], or NULL */
+    json_t *servers;    /* sorted names */
+    json_t *network;    /* sorted patterns, or NULL */
+    int64_t timeout_ms; /* what the execution asks for (0: the sessions' default) */
+};
+
+static void srv_run_args_done(struct srv_run_args *a)
 {
-    ret->error = msg ? msg : strdup("out of memory");
-    ret->invalid = true;
-    return 0;
+    json_decref(a->files);
+    json_decref(a->servers);
+    json_decref(a->network);
+}
+
+/* NULL with *a filled, or why an argument is bad (caller frees; a->... owns nothing then). */
+static char *srv_run_parse(struct mcp_server *s, json_t *args, struct srv_run_args *a)
+{
+    *a = (struct srv_run_args){0};
+    json_t *code = json_object_get(args, "code");
+    if (!json_is_string(code))
+        return strdup("code: required, a string of Python source");
+    const char *bad = sessions_code_check(json_string_value(code), json_string_length(code));
+    if (bad)
+        return strdup(bad);
+    a->code = json_string_value(code);
+    char *why = srv_session_id_arg(args, &a->name);
+    if (why)
+        return why;
+    json_t *t = json_object_get(args, "timeout");
+    if (t && !json_is_null(t)) {
+        a->secs = json_number_value(t);
+        if (!json_is_number(t) || !isfinite(a->secs) || a->secs <= 0)
+            return strdup("timeout: a number of seconds greater than 0");
+    }
+    json_t *fa = json_object_get(args, "files");
+    if (fa && !json_is_null(fa) && !(a->files = srv_files_arg(fa, &why)))
+        return why ? why : strdup("files: invalid");
+    a->servers = srv_servers_arg(s, json_object_get(args, "servers"), &why);
+    if (!a->servers)
+        why = why ? why : strdup("servers: invalid");
+    else
+        why = srv_network_arg(json_object_get(args, "network"), &a->network);
+    if (why)
+        srv_run_args_done(a);
+    return why;
+}
+
+/* The time limit a->secs asks for, clamped to the server's maximum (a note says so). */
+static void srv_run_timeout(struct mcp_server *s, struct srv_run_args *a, json_t *notes)
+{
+    if (a->secs * 1000.0 > (double)s->opt.max_timeout_ms) {
+        a->timeout_ms = s->opt.max_timeout_ms;
+        srv_note(notes,
+                 "timeout %g s exceeds this server's limit; clamped to %g s (the session "
+                 "maximum, --session-max-timeout-ms)",
+                 a->secs, (double)a->timeout_ms / 1000.0);
+    } else if (a->secs > 0) {
+        a->timeout_ms = (int64_t)(a->secs * 1000.0 + 0.5); /* no libm: rounding by hand */
+        if (a->timeout_ms < 1)
+            a->timeout_ms = 1;
+    }
+}
+
+/* What one try at running the code found. */
+struct srv_try {
+    char id[65];
+    char *label;
+    char *why;            /* why it failed (caller frees), or NULL */
+    struct sbx_error err; /* the session's error when the execution failed */
+    json_t *result;
+};
+
+/* Get the sandbox session (found or created), put the files in and run the code once:
+ * srv_exec_run()'s answer, -ENOENT when the session ended before or while the code ran, -EBUSY
+ * when it waits for a decision, -ECANCELED, or another -errno with t->why. */
+static int srv_run_once(struct mcp_server_conn *c, struct srv_run_args *a, json_t *notes,
+                        json_t *token, const struct mcp_server_out *out, struct srv_call *k,
+                        struct srv_run *ret, struct srv_try *t)
+{
+    int r = srv_sandbox_get(c, a->name, a->servers, a->network, notes, t->id, &t->label, &t->why);
+    if (r == 0)
+        r = srv_files_put(c->srv, t->id, a->files, &t->why);
+    if (r < 0)
+        return r;
+    if (srv_exec_waits(c, t->id)) {
+        /* Its code waits for a decision: a second execution would wait behind it. */
+        t->why = fmt_str("session '%s' has an execution whose tool call waits for approval; "
+                         "decide it first with approve_call (the earlier answer names it), or "
+                         "use another session_id",
+                         t->label);
+        return -EBUSY;
+    }
+    if (!srv_call_executing(c, k, t->id))
+        return -ECANCELED;
+    r = srv_exec_run(c, k, t->id, t->label, a->code, a->timeout_ms, notes, token, out, &t->result,
+                     &ret->waiting, &t->err);
+    (void)srv_call_executing(c, k, NULL);
+    return r == -ENOENT && srv_call_cancelled(c, k) ? -ECANCELED : r;
+}
+
+/* Run the code, once more when its session ended before it could (reaped, reset by a concurrent
+ * call): the first result of srv_run_once() that is not -ENOENT, or -ENOENT with t->why after
+ * the second. */
+static int srv_run_tries(struct mcp_server_conn *c, struct srv_run_args *a, json_t *notes,
+                         json_t *token, const struct mcp_server_out *out, struct srv_call *k,
+                         struct srv_run *ret, struct srv_try *t)
+{
+    for (int attempt = 0;; attempt++) {
+        free(t->label);
+        t->label = NULL;
+        int r = srv_run_once(c, a, notes, token, out, k, ret, t);
+        if (r != -ENOENT)
+            return r;
+        srv_note_ended(notes, t->label);
+        pthread_mutex_lock(&c->create_lock);
+        srv_sandbox_forget(c, t->id);
+        pthread_mutex_unlock(&c->create_lock);
+        if (attempt == 1) {
+            /* Ended again: say so rather than retry without end. */
+            free(t->why);
+            t->why = fmt_str("session '%s' was ended twice before this call could run in it "
+                             "(%s); call again",
+                             t->label, t->err.message ? t->err.message : "it ended");
+            sbx_error_clear(&t->err);
+            return r;
+        }
+        free(t->why);
+        t->why = NULL;
+        sbx_error_clear(&t->err);
+    }
 }
 
 int srv_run_code(struct mcp_server_conn *c, json_t *args, json_t *token,
                  const struct mcp_server_out *out, struct srv_call *k, struct srv_run *ret)
 {
-    struct mcp_server *s = c->srv;
     *ret = (struct srv_run){0};
-    json_t *code = json_object_get(args, "code");
-    if (!json_is_string(code))
-        return srv_run_invalid(ret, strdup("code: required, a string of Python source"));
-    if (json_string_length(code) > SRV_MAX_CODE ||
-        strlen(json_string_value(code)) != json_string_length(code))
-        return srv_run_invalid(ret, strdup("code: at most 1 MiB, without NUL characters"));
-    if (utf8_blank(json_string_value(code)))
-        return srv_run_invalid(ret, strdup("code: empty or only whitespace; nothing was run"));
-    const char *name;
-    char *why = srv_session_id_arg(args, &name);
-    if (why)
-        return srv_run_invalid(ret, why);
-    int64_t timeout_ms = 0;
-    json_t *t = json_object_get(args, "timeout");
-    double secs = 0;
-    if (t && !json_is_null(t)) {
-        secs = json_number_value(t);
-        if (!json_is_number(t) || !isfinite(secs) || secs <= 0)
-            return srv_run_invalid(ret, strdup("timeout: a number of seconds greater than 0"));
-    }
-    json_t *files = NULL, *network = NULL;
-    json_t *fa = json_object_get(args, "files");
-    if (fa && !json_is_null(fa) && !(files = srv_files_arg(fa, &why)))
-        return srv_run_invalid(ret, why ? why : strdup("files: invalid"));
-    json_t *servers = srv_servers_arg(s, json_object_get(args, "servers"), &why);
-    if (!servers) {
-        json_decref(files);
-        return srv_run_invalid(ret, why ? why : strdup("servers: invalid"));
-    }
-    if ((why = srv_network_arg(json_object_get(args, "network"), &network))) {
-        json_decref(servers);
-        json_decref(files);
-        return srv_run_invalid(ret, why);
+    struct srv_run_args a;
+    char *why = srv_run_parse(c->srv, args, &a);
+    if (why) {
+        ret->error = why;
+        ret->invalid = true;
+        return 0;
     }
     json_t *notes = json_array();
-    if (secs * 1000.0 > (double)s->opt.max_timeout_ms) {
-        timeout_ms = s->opt.max_timeout_ms;
-        srv_note(notes,
-                 "timeout %g s exceeds this server's limit; clamped to %g s (the session "
-                 "maximum, --session-max-timeout-ms)",
-                 secs, (double)timeout_ms / 1000.0);
-    } else if (secs > 0) {
-        timeout_ms = (int64_t)(secs * 1000.0 + 0.5); /* no libm: rounding by hand */
-        if (timeout_ms < 1)
-            timeout_ms = 1;
+    srv_run_timeout(c->srv, &a, notes);
+    ret->timeout_ms = a.timeout_ms ? a.timeout_ms : c->srv->opt.default_timeout_ms;
+    struct srv_try t = {0};
+    int r = srv_run_tries(c, &a, notes, token, out, k, ret, &t);
+    srv_run_args_done(&a);
+    if (r < 0 && r != -ECANCELED) {
+        ret->error = t.why ? TAKE_PTR(t.why)
+                           : strdup(t.err.message ? t.err.message : "the execution failed");
+        r = ret->error ? 0 : -ENOMEM;
+    } else if (r == SRV_EXEC_WAITING) {
+        /* The code waits for a decision this client cannot be asked for: say which, and how. */
+        ret->st = json_pack("{s:s, s:s, s:s, s:O, s:O}", "status", "waiting_approval", "session",
+                            t.label, "sessionId", t.id, "approvals", ret->waiting, "notes", notes);
+        r = ret->st ? 0 : -ENOMEM;
+    } else {
+        r = srv_run_finish(c, k, t.id, t.label, notes, t.result, ret);
     }
-    ret->timeout_ms = timeout_ms ? timeout_ms : s->opt.default_timeout_ms;
-    json_t *result = NULL;
-    char *label = NULL;
-    char id[65] = "";
-    struct sbx_error err = {0};
-    int r = -EIO;
-    for (int attempt = 0;; attempt++) {
-        free(label);
-        label = NULL;
-        r = srv_sandbox_get(c, name, servers, network, notes, id, &label, &why);
-        if (r == 0)
-            r = srv_files_put(s, id, files, &why);
-        if (r < 0 && r != -ENOENT)
-            break;
-        if (r == 0) {
-            if (!srv_call_executing(c, k, id)) {
-                r = -ECANCELED;
-                break;
-            }
-            struct srv_progress prog;
-            bool streaming = token && out && out->notify;
-            if (streaming)
-                srv_progress_start(&prog, out, token, srv_since(c, "2025-03-26"));
-            struct session_stream stream = {.userdata = &prog, .on_output = srv_progress_output};
-            r = sessions_execute(s->sessions, id, json_string_value(code), timeout_ms,
-                                 streaming ? &stream : NULL, &result, &err);
-            if (streaming)
-                srv_progress_finish(&prog);
-            (void)srv_call_executing(c, k, NULL);
-            if (r != -ENOENT || srv_call_cancelled(c, k))
-                break;
-        }
-        /* It ended between the lookup and the execution, or before its files were in (reaped,
-         * reset by a concurrent call): forget it, and try once more with a new one. */
-        srv_note_ended(notes, label);
-        pthread_mutex_lock(&c->create_lock);
-        srv_sandbox_forget(c, id);
-        pthread_mutex_unlock(&c->create_lock);
-        if (attempt == 1) {
-            /* Ended again: say so rather than retry without end. */
-            char *msg = NULL;
-            if (asprintf(&msg,
-                         "session '%s' was ended twice before this call could run in it (%s); "
-                         "call again",
-                         label, err.message ? err.message : "it ended") < 0)
-                msg = NULL;
-            sbx_error_clear(&err);
-            why = msg;
-            break;
-        }
-        sbx_error_clear(&err);
-    }
-    json_decref(servers);
-    json_decref(files);
-    json_decref(network);
-    if (r == -ECANCELED) {
-        json_decref(notes);
-        free(label);
-        free(why);
-        return -ECANCELED;
-    }
-    if (r < 0) {
-        ret->error = why ? why : strdup(err.message ? err.message : "the execution failed");
-        sbx_error_clear(&err);
-        json_decref(notes);
-        free(label);
-        return ret->error ? 0 : -ENOMEM;
-    }
+    sbx_error_clear(&t.err);
+    free(t.why);
+    free(t.label);
+    json_decref(notes);
+    return r;
+}
+
+int srv_run_finish(struct mcp_server_conn *c, struct srv_call *k, const char *id, const char *label,
+                   json_t *notes, json_t *result, struct srv_run *ret)
+{
     bool alive = json_is_true(json_object_get(result, "sessionAlive"));
     /* A cancelled call is not answered: its session stays listed, so that the next call finds
      * it gone and says so. */
@@ -517,8 +538,6 @@ int srv_run_code(struct mcp_server_conn *c, json_t *args, json_t *token,
         res ? res : json_null(), "durationMs", json_object_get(result, "durationMs"), "truncated",
         json_object_get(result, "truncated"), "sessionAlive", alive, "session", label, "mcpCalls",
         json_object_get(result, "mcpCalls"), "notes", notes);
-    json_decref(notes);
-    free(label);
     if (!ret->st) {
         json_decref(result);
         return -ENOMEM;
@@ -533,7 +552,7 @@ json_t *srv_run_python(struct mcp_server_conn *c, json_t *args, json_t *token,
     struct mcp_server *s = c->srv;
     static const char *const allowed[] = {"code",   "servers", "timeout", "session_id",
                                           "output", "files",   "network", NULL};
-    json_t *bad = srv_check_args(c, "run_python", args, allowed);
+    json_t *bad = srv_check_args(c, srv_call_tool(k), args, allowed);
     if (bad)
         return bad;
     bool as_json = s->opt.output_json;
@@ -541,7 +560,7 @@ json_t *srv_run_python(struct mcp_server_conn *c, json_t *args, json_t *token,
     if (mode && !json_is_null(mode)) {
         const char *m = json_string_value(mode);
         if (!m || (strcmp(m, "text") != 0 && strcmp(m, "json") != 0))
-            return srv_tool_error(c, "run_python: output: \"text\" or \"json\"");
+            return srv_tool_error(c, "%s: output: \"text\" or \"json\"", srv_call_tool(k));
         as_json = strcmp(m, "json") == 0;
     }
     struct srv_run run;
@@ -549,36 +568,83 @@ json_t *srv_run_python(struct mcp_server_conn *c, json_t *args, json_t *token,
     if (r == -ECANCELED)
         return NULL;
     if (r < 0)
-        return srv_tool_error(c, "run_python: out of memory");
+        return srv_tool_error(c, "%s: out of memory", srv_call_tool(k));
     if (run.error) {
-        json_t *e = srv_tool_error(c, "run_python: %s", run.error);
+        json_t *e = srv_tool_error(c, "%s: %s", srv_call_tool(k), run.error);
         srv_run_done(&run);
         return e;
     }
-    srv_artifacts_meta(run.st, run.result);
-    const char *status = json_string_value(json_object_get(run.st, "status"));
-    char *text = as_json ? jdump(run.st, JSON_COMPACT, NULL) : srv_run_text(run.st, run.timeout_ms);
+    json_t *reply = srv_run_reply(c, &run, as_json);
+    srv_run_done(&run);
+    return reply;
+}
+
+/* The text of an execution that waits for decisions: which calls, and how to decide them. */
+static char *srv_waiting_text(struct mcp_server_conn *c, json_t *st)
+{
+    struct buf b;
+    buf_init(&b, 1u << 20);
+    const char *sid = json_string_value(json_object_get(st, "sessionId"));
+    bool http = strcmp(c->srv->opt.transport ? c->srv->opt.transport : "", "stdio") != 0;
+    (void)buf_printf(&b,
+                     "[approval] the code in session '%s' waits for a person's decision; its "
+                     "output comes with the answer that ends it. Nothing is sent until then.\n",
+                     json_string_value(json_object_get(st, "session")));
+    size_t i;
+    json_t *a;
+    json_array_foreach(json_object_get(st, "approvals"), i, a)
+    {
+        char *q = sessions_approval_prompt(a);
+        const char *aid = json_string_value(json_object_get(a, "id"));
+        (void)buf_printf(&b,
+                         "- approval %s: %s\n  decide: approve_call {\"approval_id\": \"%s\", "
+                         "\"approve\": true} (false refuses it)",
+                         aid, q ? q : "?", aid);
+        if (http) /* the HTTP API is on the same server: an operator may decide there */
+            (void)buf_printf(&b, ", or POST /v1/sessions/%s/approvals/%s {\"approve\": true}", sid,
+                             aid);
+        (void)buf_appends(&b, "\n");
+        free(q);
+    }
+    (void)buf_printf(&b, "[note] a call nobody decides is refused after %lld s",
+                     (long long)c->srv->opt.approval_timeout_s);
+    return buf_take(&b, NULL);
+}
+
+json_t *srv_run_reply(struct mcp_server_conn *c, struct srv_run *run, bool as_json)
+{
+    const char *status = json_string_value(json_object_get(run->st, "status"));
+    if (status && strcmp(status, "waiting_approval") == 0) {
+        char *text = as_json ? jdump(run->st, JSON_COMPACT, NULL) : srv_waiting_text(c, run->st);
+        json_t *reply = srv_tool_result(c, text ? text : "", json_incref(run->st), false);
+        free(text);
+        return reply;
+    }
+    srv_artifacts_meta(run->st, run->result);
+    char *text =
+        as_json ? jdump(run->st, JSON_COMPACT, NULL) : srv_run_text(run->st, run->timeout_ms);
     json_t *reply =
-        srv_tool_result(c, text ? text : "", json_incref(run.st), !status || strcmp(status, "ok"));
+        srv_tool_result(c, text ? text : "", json_incref(run->st), !status || strcmp(status, "ok"));
     free(text);
     if (reply)
-        srv_artifacts_blocks(reply, run.result);
-    srv_run_done(&run);
+        srv_artifacts_blocks(reply, run->result);
     return reply;
 }
 
 /* ---- reset_session ------------------------------------------------------------------------- */
 
-json_t *srv_reset(struct mcp_server_conn *c, json_t *args)
+json_t *srv_reset(struct mcp_server_conn *c, json_t *args, json_t *token,
+                  const struct mcp_server_out *out, struct srv_call *k)
 {
+    (void)token, (void)out;
     static const char *const allowed[] = {"session_id", NULL};
     const char *name;
-    json_t *bad = srv_check_args(c, "reset_session", args, allowed);
+    json_t *bad = srv_check_args(c, srv_call_tool(k), args, allowed);
     if (bad)
         return bad;
     char *why = srv_session_id_arg(args, &name);
     if (why) {
-        bad = srv_tool_error(c, "reset_session: %s", why);
+        bad = srv_tool_error(c, "%s: %s", srv_call_tool(k), why);
         free(why);
         return bad;
     }
@@ -606,7 +672,8 @@ json_t *srv_reset(struct mcp_server_conn *c, json_t *args)
     }
     pthread_mutex_unlock(&c->create_lock);
     if (name && !n)
-        return srv_tool_error(c, "reset_session: this connection has no session named '%s'", name);
+        return srv_tool_error(c, "%s: this connection has no session named '%s'", srv_call_tool(k),
+                              name);
     char text[200];
     if (name)
         snprintf(text, sizeof(text), "session '%s' was reset", name);
@@ -615,5 +682,6 @@ json_t *srv_reset(struct mcp_server_conn *c, json_t *args)
                  n == 1 ? "" : "s");
     else
         snprintf(text, sizeof(text), "there was no default session: nothing to reset");
-    return srv_tool_result(c, text, json_pack("{s:I}", "ended", (json_int_t)n), false);
+    json_t *st = json_pack("{s:I}", "ended", (json_int_t)n);
+    return st ? srv_tool_result(c, text, st, false) : srv_tool_error(c, "out of memory");
 }
