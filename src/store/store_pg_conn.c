@@ -382,7 +382,7 @@ static int pg_acquire(struct store_pg *s, int64_t deadline, struct pg_conn **ret
             if (!x->busy && (!pc || (!pc->c && x->c)))
                 pc = x;
         }
-        if (pc || s->stop)
+        if (pc || thread_group_stopping(&s->starter))
             break;
         if (pthread_cond_timedwait(&s->cond, &s->lock, &ts) == ETIMEDOUT) {
             pthread_mutex_unlock(&s->lock);
@@ -509,7 +509,7 @@ static void *pg_starter(void *arg)
     for (;;) {
         pthread_mutex_lock(&s->lock);
         struct pg_conn *pc = &s->conns[0];
-        bool stop = s->stop;
+        bool stop = thread_group_stopping(&s->starter);
         pc->busy = !stop;
         pthread_mutex_unlock(&s->lock);
         if (stop)
@@ -556,11 +556,8 @@ static void *pg_starter(void *arg)
                       s->location, logged, PG_START_MS);
         }
         sbx_error_clear(&err);
-        struct timespec ts;
-        pg_deadline_ts(clock_mono_us() + PG_START_MS * 1000, &ts);
         pthread_mutex_lock(&s->lock);
-        if (!s->stop)
-            (void)pthread_cond_timedwait(&s->cond, &s->lock, &ts);
+        (void)thread_group_wait(&s->starter, clock_mono_us() + PG_START_MS * 1000);
         pthread_mutex_unlock(&s->lock);
     }
     return NULL;
@@ -568,10 +565,9 @@ static void *pg_starter(void *arg)
 
 int store_pg_conn_start(struct store_pg *s, int wait_ms)
 {
-    int r = -pthread_create(&s->starter, NULL, pg_starter, s);
+    int r = thread_group_start(&s->starter, pg_starter, s);
     if (r < 0)
         return log_errno(LOG_ERROR, r, "store: cannot start the PostgreSQL thread");
-    s->starter_running = true;
     if (wait_ms <= 0)
         return 0;
     struct timespec ts;
@@ -622,12 +618,10 @@ int store_pg_conn_init(struct store_pg *s, const struct store_options *opts)
     if (s->n_conns > STORE_MAX_CONNECTS)
         s->n_conns = STORE_MAX_CONNECTS;
     pthread_mutex_init(&s->lock, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&s->cond, &ca);
-    pthread_condattr_destroy(&ca);
+    clock_cond_init(&s->cond);
     atomic_store(&s->state, PG_STARTING);
+    if (thread_group_init(&s->starter, "state store", 1, &s->lock, &s->cond, -1) < 0)
+        return -ENOMEM;
     /* libpq's own parser says whether it is a connection string; its message is not repeated
      * (it may quote a part of the string, the password too). */
     char *perr = NULL;
@@ -694,12 +688,9 @@ int store_pg_conn_init(struct store_pg *s, const struct store_options *opts)
 
 void store_pg_conn_done(struct store_pg *s)
 {
-    pthread_mutex_lock(&s->lock);
-    s->stop = true;
-    pthread_cond_broadcast(&s->cond);
-    pthread_mutex_unlock(&s->lock);
-    if (s->starter_running)
-        pthread_join(s->starter, NULL);
+    /* A zeroed group (the set-up failed before it) stops nothing. */
+    thread_group_stop(&s->starter);
+    thread_group_done(&s->starter);
     for (unsigned i = 0; s->conns && i < s->n_conns; i++)
         pg_close(&s->conns[i]);
     free(s->conns);

@@ -19,9 +19,10 @@
 #include <stdint.h>
 
 #include "store/store_int.h"
+#include "util/thread.h"
 
 #define PG_MAX_PARAMS     16
-#define PG_SCHEMA_VERSION 1 /* the newest schema this sandboxd knows */
+#define PG_SCHEMA_VERSION 2 /* the newest schema this sandboxd knows */
 
 /* Where the store stands, for /readyz and /healthz. */
 enum pg_state {
@@ -43,17 +44,19 @@ struct store_pg {
     struct store base;
     char **keywords, **values; /* PQconnectStartParams' arrays (owned; the password too) */
     char location[512];        /* postgresql://user@host:port/dbname: never a password */
+    char *copies;              /* STATE_DIR/copies (absolute): this host's copies of kept files;
+                                  NULL: none (store_host_path) */
     unsigned timeout_ms;
-    pthread_mutex_t lock; /* conns, reason, retry_at_us, stop */
-    pthread_cond_t cond;  /* a connection freed; stop */
+    pthread_mutex_t lock; /* conns, reason, retry_at_us, starter's stop */
+    pthread_cond_t cond;  /* a connection freed, the state changed; a stop */
     struct pg_conn *conns;
     unsigned n_conns;
     _Atomic int state;   /* enum pg_state */
     char reason[256];    /* why it is not ready or down (no secret in it) */
     int64_t retry_at_us; /* while down: no new connection before this */
-    bool stop;
-    pthread_t starter; /* reaches the database and sets the schema up, then ends */
-    bool starter_running;
+    /* Reaches the database and sets the schema up, then ends; its stop flag (under lock) also
+     * ends waits for a connection at shutdown. */
+    struct thread_group starter;
 };
 
 /* ---- parameters and results ---- */
