@@ -141,8 +141,9 @@ struct setup_opts {
       "                         only when it is listed in ~/.config/sandboxd/trusted-projects);\n" \
       "                         `sandboxd servers` shows what was found and skipped\n")            \
     X(STATE_DIR, "state-dir", required_argument,                                                   \
-      "  --state-dir DIR        workspaces (memories, saved tools, files) and the local\n"         \
-      "                         framework's runtime values; default $XDG_STATE_HOME/sandboxd,\n"   \
+      "  --state-dir DIR        workspaces (memories, saved tools, files, kept files) and the\n"   \
+      "                         local framework's runtime values (with --state-store: only\n"      \
+      "                         this instance's caches); default $XDG_STATE_HOME/sandboxd,\n"      \
       "                         ~/.local/state/sandboxd, $XDG_RUNTIME_DIR/sandboxd; it must be\n"  \
       "                         ours and private\n")                                               \
     X(STATE_STORE, "state-store", required_argument,                                               \

@@ -48,6 +48,11 @@ bool store_ready(struct store *s, const char **ret_why)
     return s->ops->ready(s, ret_why);
 }
 
+int store_wait(struct store *s, int wait_ms)
+{
+    return s->ops->wait(s, wait_ms);
+}
+
 json_t *store_describe(struct store *s)
 {
     return s->ops->describe(s);

@@ -108,6 +108,9 @@ int store_new(const struct store_options *opts, int wait_ms, struct store **ret)
 void store_free(struct store *s);
 /* true when the store answers; else false and *ret_why (static) says why not. */
 bool store_ready(struct store *s, const char **ret_why);
+/* Wait up to wait_ms for the store to answer once (a database reached in the background): 0
+ * when it is ready, else -ENOTCONN (or -EPROTONOSUPPORT: its schema is newer). */
+int store_wait(struct store *s, int wait_ms);
 /* {backend: "directory"|"postgresql", location (never a password), state, reason?,
  * connections?} for /healthz (new reference). */
 json_t *store_describe(struct store *s);

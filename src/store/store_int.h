@@ -14,6 +14,7 @@ struct store_ops {
     const char *backend;
     void (*free)(struct store *s);
     bool (*ready)(struct store *s, const char **ret_why);
+    int (*wait)(struct store *s, int wait_ms);
     json_t *(*describe)(struct store *s);
     int (*ws_open)(struct store *s, const char *tenant, const char *name,
                    const struct store_share *share, bool create, struct store_ws **ret,

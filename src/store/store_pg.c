@@ -42,14 +42,8 @@ int store_pg_new(const struct store_options *opts, int wait_ms, struct store **r
     s->base.run = opts->run;
     s->base.read_only = opts->read_only;
     int r = store_pg_conn_init(s, opts);
-    if (r == 0 && opts->state_dir) {
-        char *dir = realpath(opts->state_dir, NULL);
-        s->copies = dir ? fmt_str("%s/copies", dir) : NULL;
-        r = !dir         ? log_errno(LOG_ERROR, errno, "store: %s", opts->state_dir)
-            : !s->copies ? -ENOMEM
-                         : 0;
-        free(dir);
-    }
+    if (r == 0 && opts->state_dir && !(s->state_dir = realpath(opts->state_dir, NULL)))
+        r = log_errno(LOG_ERROR, errno, "store: %s", opts->state_dir);
     if (r == 0)
         r = store_pg_conn_start(s, wait_ms);
     if (r < 0) {
@@ -66,11 +60,16 @@ int store_pg_new(const struct store_options *opts, int wait_ms, struct store **r
     return 0;
 }
 
+static int store_pg_wait_ready(struct store *base, int wait_ms)
+{
+    return store_pg_wait((struct store_pg *)base, wait_ms);
+}
+
 static void store_pg_free(struct store *base)
 {
     struct store_pg *s = (struct store_pg *)base;
     store_pg_conn_done(s);
-    free(s->copies);
+    free(s->state_dir);
     free(s);
 }
 
@@ -489,14 +488,15 @@ static int store_pg_host_path(struct store_ws *base, enum store_kind k, const ch
                               const void *data, size_t len, char **ret, struct sbx_error *err)
 {
     struct store_pg *s = (struct store_pg *)base->store;
-    if (!s->copies) {
+    if (!s->state_dir) {
         sbx_error_set(err, SBX_ERR_INTERNAL, "INTERNAL", NULL,
                       "no state directory to keep a copy of %s in", name);
         return -EOPNOTSUPP;
     }
-    _cleanup_free_ char *rel = store_item_relpath(base, k, name);
-    int r = rel ? store_write_below(s->copies, rel, data, len, false) : -ENOMEM;
-    if (r == 0 && !(*ret = fmt_str("%s/%s", s->copies, rel)))
+    _cleanup_free_ char *item = store_item_relpath(base, k, name);
+    _cleanup_free_ char *rel = item ? fmt_str("copies/%s", item) : NULL;
+    int r = rel ? store_write_below(s->state_dir, rel, data, len, false) : -ENOMEM;
+    if (r == 0 && !(*ret = fmt_str("%s/%s", s->state_dir, rel)))
         r = -ENOMEM;
     return r < 0 ? store_fail(err, r, "the local copy") : 0;
 }
@@ -555,6 +555,7 @@ static const struct store_ops store_pg_ops = {
     .backend = "postgresql",
     .free = store_pg_free,
     .ready = store_pg_ready,
+    .wait = store_pg_wait_ready,
     .describe = store_pg_describe,
     .ws_open = store_pg_ws_open,
     .ws_close = store_pg_ws_close,

@@ -568,8 +568,11 @@ int store_pg_conn_start(struct store_pg *s, int wait_ms)
     int r = thread_group_start(&s->starter, pg_starter, s);
     if (r < 0)
         return log_errno(LOG_ERROR, r, "store: cannot start the PostgreSQL thread");
-    if (wait_ms <= 0)
-        return 0;
+    return wait_ms > 0 ? store_pg_wait(s, wait_ms) : 0;
+}
+
+int store_pg_wait(struct store_pg *s, int wait_ms)
+{
     struct timespec ts;
     pg_deadline_ts(clock_mono_us() + (int64_t)wait_ms * 1000, &ts);
     pthread_mutex_lock(&s->lock);

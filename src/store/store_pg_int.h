@@ -44,8 +44,8 @@ struct store_pg {
     struct store base;
     char **keywords, **values; /* PQconnectStartParams' arrays (owned; the password too) */
     char location[512];        /* postgresql://user@host:port/dbname: never a password */
-    char *copies;              /* STATE_DIR/copies (absolute): this host's copies of kept files;
-                                  NULL: none (store_host_path) */
+    char *state_dir;           /* absolute; its copies/ holds this host's copies of kept files
+                                  (store_host_path); NULL: none */
     unsigned timeout_ms;
     pthread_mutex_t lock; /* conns, reason, retry_at_us, starter's stop */
     pthread_cond_t cond;  /* a connection freed, the state changed; a stop */
@@ -119,6 +119,9 @@ int pg_query(struct store_pg *s, const char *sql, const struct pg_params *p, PGr
 int store_pg_conn_init(struct store_pg *s, const struct store_options *opts);
 /* Start reaching the database in the background; wait_ms > 0: wait that long for it. */
 int store_pg_conn_start(struct store_pg *s, int wait_ms);
+/* Wait up to wait_ms for the first answer: 0 (ready), -EPROTONOSUPPORT (a newer schema) or
+ * -ENOTCONN (none yet, or the database went away). */
+int store_pg_wait(struct store_pg *s, int wait_ms);
 void store_pg_conn_done(struct store_pg *s);
 bool store_pg_ready(struct store *base, const char **ret_why);
 json_t *store_pg_describe(struct store *base);
