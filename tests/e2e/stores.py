@@ -8,7 +8,7 @@ import pathlib
 import shutil
 import tempfile
 
-KINDS = {"memory": 0, "tools": 1, "files": 2}
+KINDS = {"memory": 0, "tools": 1, "files": 2, "runs": 3}
 
 # Session code that rewrites 20 memories as fast as it can, each a body with the checksum of
 # that very body (the tests kill sandboxd under it), and code that lists the memories whose
@@ -49,7 +49,7 @@ class DirStore:
         return base / "workspaces" / ws / kind
 
     def items(self, ws, kind, tenant=None):
-        """{stored name: bytes} of a workspace's items of kind (memory, tools, files)."""
+        """{stored name: bytes} of a workspace's items of kind (memory, tools, files, runs)."""
         d = self._dir(ws, kind, tenant)
         if not d.is_dir():
             return {}

@@ -199,6 +199,7 @@ def fill(srv):
                                 "save_memory('odd key/ü', None)\n"
                                 "def helper(x):\n    return x + 1\nsave_tool(helper)\n"
                                 "save_file('data.csv', b'a,b\\n1,2\\n')\n"
+                                "(execution_folder() / 'out.txt').write_text('kept')\n"
                                 "[get_memory_info(k) for k in ('plan', 'odd key/ü')]")
     assert out["status"] == "ok", out
     r = srv.request("POST", "/v1/sessions", body={"workspace": "proj"}, headers=ACME)
@@ -223,6 +224,8 @@ def check(srv):
     r = srv.request("POST", "/v1/sessions", body={"workspace": "proj"}, headers=ACME)
     assert session_run(srv, r.json["sessionId"], "load_memory('acme-only')")["result"] == "42"
     assert step(srv, "demo", "second", token_headers=ACME)["output"] == {"note": "kept"}
+    r = srv.request("GET", "/v1/workspaces/proj/tools")
+    assert r.status == 200 and r.json["usage"]["runFiles"] == 2, r  # the run's out.txt, code.py
     return got[4]
 
 
@@ -257,14 +260,16 @@ def test_a_state_directory_into_postgresql_and_back(postgres, tmp_path):
              postgres.password_file]
     code, lines, err = migrate_stores(tmp_path, *to_pg)
     assert code == 0, (lines, err)
-    assert lines[-1] == "6 copied, 0 unchanged, 0 skipped, 0 failed", lines
+    assert lines[-1] == "8 copied, 0 unchanged, 0 skipped, 0 failed", lines
+    assert any(x.startswith("copied run-file proj/") and x.endswith("_out.txt")
+               for x in lines), lines
     assert "copied memory proj/plan" in lines and "copied tool proj/helper" in lines, lines
     assert "copied memory acme/proj/acme-only" in lines, lines
     assert any(x.startswith("copied runtime-value demo/sandboxd/workflow/") for x in lines), lines
     assert snapshot(src) == before  # the source is only read
     # Again: nothing new, nothing replaced.
     code, lines, err = migrate_stores(tmp_path, *to_pg)
-    assert code == 0 and lines[-1] == "0 copied, 6 unchanged, 0 skipped, 0 failed", lines
+    assert code == 0 and lines[-1] == "0 copied, 8 unchanged, 0 skipped, 0 failed", lines
     s = Operator(*serve, *postgres.store_args(db), definitions=apps)
     try:
         assert check(s) == created  # times kept
@@ -282,7 +287,9 @@ def test_a_state_directory_into_postgresql_and_back(postgres, tmp_path):
     back.mkdir(mode=0o700)
     code, lines, err = migrate_stores(tmp_path, "--from-state-store", url, "--state-store-password-file",
                                postgres.password_file, "--state-dir", str(back))
-    assert code == 0 and lines[-1] == "6 copied, 0 unchanged, 0 skipped, 0 failed", (lines, err)
+    assert code == 0 and lines[-1] == "8 copied, 0 unchanged, 0 skipped, 0 failed", (lines, err)
+    assert [p.read_text() for p in (back / "workspaces" / "proj" / "runs").glob("*_out.txt")] \
+        == ["kept"]
     assert postgres.psql(db, "SELECT md5(string_agg(encode(data, 'hex'), ',' ORDER BY ws, kind, "
                              "name)) FROM sandboxd_items") == rows
     s = Operator(*serve, "--state-dir", str(back), definitions=apps)

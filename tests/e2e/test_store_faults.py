@@ -4,7 +4,8 @@ down at start, sandboxd runs, says so in its log and stays out of the balancing 
 until the database answers; stopped and restarted under load, the calls that need it fail
 with STORE_UNAVAILABLE in bounded time and work again by themselves, nothing saved is lost or
 torn; a database that hangs blocks nothing that does not need it; a schema newer than this
-sandboxd is refused. Each test has a PostgreSQL of its own (tests/pg.py) to break."""
+sandboxd is refused, an older one brought up to date. Each test has a PostgreSQL of its own
+(tests/pg.py) to break."""
 import statistics
 import threading
 import time
@@ -210,7 +211,7 @@ def test_a_newer_schema_is_refused(pg):
     s = Server("--pool-size", "1", *pg.store_args(db))
     try:
         wait_for(lambda: "schema version 99" in s.logs(), 30, "the refusal")
-        assert "knows versions up to 1" in s.logs()
+        assert "knows versions up to 2" in s.logs()
         time.sleep(2)  # and it stays so: no retry will change it
         r = s.request("GET", "/readyz", fresh=True)
         assert r.status == 503 and "newer" in r.json["reason"], r
@@ -219,5 +220,34 @@ def test_a_newer_schema_is_refused(pg):
         assert r.status == 503 and r.json["error"]["code"] == "STORE_UNAVAILABLE", r
         # nothing was written with rules this sandboxd does not know
         assert pg.psql(db, "SELECT count(*) FROM sandboxd_workspaces") == [["0"]]
+    finally:
+        s.stop()
+
+
+def test_a_version_1_schema_is_brought_up_to_date(pg):
+    """Version 2 added the kept files of execution folders (kind 3, counted in runs): a database
+    left at version 1 is moved on at start, keeping what it holds, and then keeps them."""
+    db = pg.create_db()
+    s = Server("--pool-size", "1", *pg.store_args(db))
+    try:
+        sid = session_create(s, workspace="old")["sessionId"]
+        session_run(s, sid, "save_memory('k', 41)")
+    finally:
+        s.stop()
+    # What version 1 made: kinds 0 to 2, no runs counter.
+    pg.psql(db, "ALTER TABLE sandboxd_workspaces DROP COLUMN runs; "
+                "ALTER TABLE sandboxd_items DROP CONSTRAINT sandboxd_items_kind_check, "
+                "ADD CONSTRAINT sandboxd_items_kind_check CHECK (kind BETWEEN 0 AND 2); "
+                "UPDATE sandboxd_schema SET version = 1")
+    s = Server("--pool-size", "1", *pg.store_args(db))
+    try:
+        assert pg.psql(db, "SELECT version FROM sandboxd_schema") == [["2"]]
+        sid = session_create(s, workspace="old")["sessionId"]
+        out = session_run(s, sid, "(execution_folder() / 'n.txt').write_text('kept')\n"
+                                  "load_memory('k') + 1")
+        assert out["status"] == "ok" and out["result"] == "42", out
+        r = s.request("GET", "/v1/workspaces/old/tools", fresh=True)
+        assert r.status == 200 and r.json["usage"]["runFiles"] == 2, r  # n.txt and code.py
+        assert pg.psql(db, "SELECT count(*) FROM sandboxd_items WHERE kind = 3") == [["2"]]
     finally:
         s.stop()

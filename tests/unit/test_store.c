@@ -2,8 +2,9 @@
 /* Unit tests: store — the state directory's backend through the store interface: items of each
  * kind round-trip and list by name, a write's room is checked against the workspace's and the
  * tenant's limits, compose sees the item as it is (and can refuse), a tenant's workspaces are
- * apart from another's, item names cannot name paths, and runtime values survive a reopen of
- * the directory (the PostgreSQL backend runs the same scenarios end to end: tests/e2e). */
+ * apart from another's, item names cannot name paths, a kept file's host path is its own
+ * file, and runtime values survive a reopen of the directory (the PostgreSQL backend runs the same
+ * scenarios end to end: tests/e2e). */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -40,7 +41,7 @@ static struct store *open_store(size_t max_bytes, size_t tenant_bytes)
         .state_dir = dir,
         .lim = {.max_bytes = max_bytes,
                 .max_entries = 3,
-                .max_item = {1 << 20, 1 << 20, 1 << 20},
+                .max_item = {1 << 20, 1 << 20, 1 << 20, 1 << 20},
                 .tenant_bytes = tenant_bytes,
                 .tenant_workspaces = 2},
     };
@@ -199,6 +200,62 @@ static void compose_sees_the_item_and_may_refuse(void **state)
     store_free(s);
 }
 
+static char *read_all(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    char buf[256];
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    return strdup(buf);
+}
+
+static void kept_files_have_their_own_host_path(void **state)
+{
+    struct store *s = open_store(1 << 20, 1 << 20);
+    struct store_ws *w = open_ws(s, "", "w1"), *t = open_ws(s, "acme", "w1");
+    struct sbx_error err = {0};
+    char real[4096], *want = NULL, *path = NULL, *d = NULL;
+    assert_non_null(realpath(dir, real));
+    /* a kept file's name may be longer than a file's (the session, the run, the path) */
+    const char *name = "12345678_0001-20261126-101500_images_a_chart_with_a_long_name_of_"
+                       "its_own_to_keep.png";
+    put(w, STORE_RUN, name, "png");
+    assert_int_equal(store_host_path(w, STORE_RUN, name, "png", 3, &path, &err), 0);
+    assert_true(asprintf(&want, "%s/workspaces/w1/runs/%s", real, name) > 0);
+    assert_string_equal(path, want);
+    assert_string_equal(d = read_all(path), "png");
+    free(d);
+    free(path);
+    free(want);
+    /* a tenant's, below its tenant */
+    put(t, STORE_RUN, "x_y.txt", "t");
+    assert_int_equal(store_host_path(t, STORE_RUN, "x_y.txt", "t", 1, &path, &err), 0);
+    assert_true(asprintf(&want, "%s/tenants/acme/workspaces/w1/runs/x_y.txt", real) > 0);
+    assert_string_equal(path, want);
+    free(path);
+    free(want);
+    json_t *usage = store_usage(w, &err);
+    assert_int_equal(json_integer_value(json_object_get(usage, "runFiles")), 1);
+    json_decref(usage);
+    /* no path for other kinds, nor for a name that is not one plain component */
+    assert_int_equal(store_host_path(w, STORE_FILE, "a.txt", "", 0, &path, &err), -EINVAL);
+    assert_null(path);
+    sbx_error_clear(&err);
+    const char *bad[] = {"../x", ".hidden", "a/b", "", "x\ny"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        assert_int_equal(store_host_path(w, STORE_RUN, bad[i], "", 0, &path, &err), -EINVAL);
+        sbx_error_clear(&err);
+        assert_int_not_equal(store_put_data(w, STORE_RUN, bad[i], "x", 1, "keep_file", &err), 0);
+        sbx_error_clear(&err);
+    }
+    store_ws_close(t);
+    store_ws_close(w);
+    store_free(s);
+}
+
 static void runtime_values_survive_a_reopen(void **state)
 {
     struct store *s = open_store(1 << 20, 1 << 20);
@@ -225,6 +282,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(rooms_are_checked, setup_dir, remove_dir),
         cmocka_unit_test_setup_teardown(compose_sees_the_item_and_may_refuse, setup_dir,
                                         remove_dir),
+        cmocka_unit_test_setup_teardown(kept_files_have_their_own_host_path, setup_dir, remove_dir),
         cmocka_unit_test_setup_teardown(runtime_values_survive_a_reopen, setup_dir, remove_dir),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
