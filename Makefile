@@ -9,7 +9,7 @@ PORT       ?= 8080
 FUZZ_SECONDS ?= 60
 SOAK_SECONDS ?= 300
 
-.PHONY: all deps build build-asan build-fuzz run test test-cgroup2 layers funclen bench bench-codemode fuzz soak image format format-check clean
+.PHONY: all deps build build-asan build-fuzz run test test-cgroup2 layers funclen statuses bench bench-codemode fuzz soak image format format-check clean
 
 all: build
 
@@ -49,6 +49,10 @@ layers:
 # no function in src/ over 120 lines (tests/funclen.py); tests/run.sh runs it too
 funclen:
 	@/usr/bin/python3 tests/funclen.py --self-test && /usr/bin/python3 tests/funclen.py
+
+# HTTP statuses are chosen in api/status.c only (tests/http_statuses.py); tests/run.sh runs it too
+statuses:
+	@/usr/bin/python3 tests/http_statuses.py --self-test && /usr/bin/python3 tests/http_statuses.py
 
 # sandboxd on a pure cgroup v2 host: a Debian 12 VM built once into .cache/cgroup2/
 test-cgroup2: build

@@ -3,8 +3,8 @@
  * fuzz_request — the /execute request as a client sends it: the
  * Content-Type and Accept headers (api/api.c) and the JSON body, parsed as
  * the API parses it and validated by request_parse() (app/request.c). A
- * refused body names a field and a reason, and becomes a 400 body that can
- * be written; an accepted one holds only what validation promises (ids and
+ * refused body names a field and a reason, and becomes an INVALID (400) body
+ * that can be written; an accepted one holds only what validation promises (ids and
  * paths within their caps, relative paths without "..", identifiers, an
  * appId that names one directory), and the job frame that carries the
  * requestData and the context to the sandbox reads back equal on the host
@@ -16,6 +16,7 @@
 #include <strings.h>
 
 #include "api/api.h"
+#include "api/status.h"
 #include "app/app.h"
 #include "app/request.h"
 #include "exec/run.h"
@@ -109,15 +110,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         json_loadb((const char *)in.data, in.len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, NULL);
     if (body) {
         struct request_spec spec;
-        struct request_error err = {0};
+        struct sbx_error err = {0};
         if (request_parse(body, &spec, &err) == 0) {
             check_accepted(body, &spec);
         } else {
-            FUZZ_CHECK(err.field && err.message && *err.message);
+            FUZZ_CHECK(err.kind == SBX_ERR_INVALID && err.field && err.message && *err.message);
             struct http_reply reply = {0};
-            http_reply_error(&reply, 400, "INVALID_REQUEST", err.field, "%s%s%s", err.field,
-                             *err.field ? ": " : "", err.message);
-            FUZZ_CHECK(reply.status == 400 && json_is_object(reply.body));
+            api_reply_sbx_error(&reply, &err);
+            FUZZ_CHECK(reply.status == api_status_of(SBX_ERR_INVALID) &&
+                       json_is_object(reply.body));
             http_reply_done(&reply);
         }
         json_decref(body);

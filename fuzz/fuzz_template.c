@@ -94,7 +94,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                   "promptTemplate", TEMPLATE_PATH, "overrides",
                   choice & 1 ? json_pack("{s:i}", "maxTokens", 5) : json_object());
     struct request_spec spec;
-    struct request_error err;
+    _cleanup_sbx_error_ struct sbx_error err = {0};
     FUZZ_CHECK(request_parse(body, &spec, &err) == 0);
     struct app_reply rep;
     flow_llm_execute(&h.app, &spec, &rep);

@@ -84,7 +84,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     h.app.opt.max_workflow_steps = choice & 0x80 ? 1 + (choice & 0x3f) : 0;
     json_t *body = request_body(choice & 1 ? step_id : NULL, rd, choice & 2);
     struct request_spec spec;
-    struct request_error err;
+    _cleanup_sbx_error_ struct sbx_error err = {0};
     if (request_parse(body, &spec, &err) == 0) {
         struct app_reply rep;
         flow_workflow_execute(&h.app, &spec, &rep);

@@ -8,11 +8,12 @@ every upward include with the #include lines that make it.
 Usage: tests/layers.py [--json RESULT_FILE] [SRC_DIR]
        tests/layers.py --self-test   (the check finds a planted cycle and upward include)
 Exit status 0 when the include direction holds, 1 otherwise."""
-import json
 import os
 import re
 import sys
 import tempfile
+
+import srccheck
 
 # Lowest first. A folder may include only folders listed before it (and itself).
 LAYERS = [
@@ -163,24 +164,8 @@ def self_test():
 
 
 def main(argv):
-    if argv[1:] == ["--self-test"]:
-        return self_test()
-    result = None
-    if len(argv) > 2 and argv[1] == "--json":
-        result = argv[2]
-        argv = [argv[0]] + argv[3:]
-    src = argv[1] if len(argv) > 1 else os.path.join(
-        os.path.dirname(os.path.abspath(__file__)), "..", "src")
-    problems = check(src)
-    for p in problems:
-        print(p)
-    if not problems:
-        print("include direction OK: %s" % " < ".join(LAYERS))
-    if result:
-        with open(result, "w") as f:
-            json.dump({"name": "include layers", "result": "FAIL" if problems else "OK"}, f)
-            f.write("\n")
-    return 1 if problems else 0
+    return srccheck.main(argv, "include layers", check, self_test,
+                         "include direction OK: %s" % " < ".join(LAYERS))
 
 
 if __name__ == "__main__":

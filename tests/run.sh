@@ -3,11 +3,11 @@
 # Every test suite of sandboxd, ending with one summary line:
 #   N passed, N failed, N skipped
 # Suites: the include direction of src/ (tests/layers.py), the length of its functions
-# (tests/funclen.py), C unit tests (release build,
-# ASan/UBSan build, valgrind), every libFuzzer target for a few seconds (FUZZ_TEST_SECONDS,
-# default 4), end-to-end tests against a real `sandboxd serve` (ASan build), the attack suite
-# as root and again as an unprivileged user (rootless mode), the deployment files (container
-# image, Kubernetes), and a real cgroup v2 host (a VM).
+# (tests/funclen.py), where HTTP statuses are chosen (tests/http_statuses.py), C unit tests
+# (release build, ASan/UBSan build, valgrind), every libFuzzer target for a few seconds
+# (FUZZ_TEST_SECONDS, default 4), end-to-end tests against a real `sandboxd serve` (ASan build),
+# the attack suite as root and again as an unprivileged user (rootless mode), the deployment
+# files (container image, Kubernetes), and a real cgroup v2 host (a VM).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -54,6 +54,13 @@ if $PY tests/funclen.py --self-test; then
   $PY tests/funclen.py --json "$RESULTS/funclen.json"
 else
   echo '{"name": "function length (self-test)", "result": "FAIL"}' >"$RESULTS/funclen.json"
+fi
+
+suite "HTTP statuses (tests/http_statuses.py: chosen in api/status.c only)"
+if $PY tests/http_statuses.py --self-test; then
+  $PY tests/http_statuses.py --json "$RESULTS/http-statuses.json"
+else
+  echo '{"name": "HTTP statuses (self-test)", "result": "FAIL"}' >"$RESULTS/http-statuses.json"
 fi
 
 # stale logs of an earlier run must not be counted

@@ -92,21 +92,21 @@ static json_t *api_parse_json(const struct http_request *req, struct http_reply 
     json_t *body =
         json_loadb(req->body, req->body_len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &err);
     if (!body)
-        http_reply_error(reply, 400, "INVALID_JSON", NULL, "malformed JSON at line %d: %s",
-                         err.line, err.text);
+        api_reply_error(reply, SBX_ERR_INVALID, "INVALID_JSON", NULL,
+                        "malformed JSON at line %d: %s", err.line, err.text);
     return body;
 }
 
 static bool api_json_request(const struct http_request *req, struct http_reply *reply)
 {
     if (!api_is_json_type(http_header(req, "Content-Type"))) {
-        http_reply_error(reply, 415, "UNSUPPORTED_MEDIA_TYPE", NULL,
-                         "Content-Type must be application/json");
+        api_reply_error(reply, SBX_ERR_MEDIA_TYPE, "UNSUPPORTED_MEDIA_TYPE", NULL,
+                        "Content-Type must be application/json");
         return false;
     }
     if (!api_accepts(http_header(req, "Accept"), "application/json")) {
-        http_reply_error(reply, 406, "NOT_ACCEPTABLE", NULL,
-                         "this endpoint answers application/json only");
+        api_reply_error(reply, SBX_ERR_NOT_ACCEPTABLE, "NOT_ACCEPTABLE", NULL,
+                        "this endpoint answers application/json only");
         return false;
     }
     return true;
@@ -123,10 +123,9 @@ static void api_execute(struct api *api, const struct http_request *req, struct 
         return;
     }
     struct request_spec spec;
-    struct request_error err;
+    struct sbx_error err = {0};
     if (request_parse(body, &spec, &err) < 0) {
-        http_reply_error(reply, 400, "INVALID_REQUEST", err.field, "%s%s%s", err.field,
-                         *err.field ? ": " : "", err.message);
+        api_reply_sbx_error(reply, &err);
         json_decref(body);
         return;
     }
@@ -134,22 +133,19 @@ static void api_execute(struct api *api, const struct http_request *req, struct 
      * fetches code and sends results, and a request must not aim it anywhere. */
     if (!framework_endpoint_allowed(api->app->fw, spec.endpoint)) {
         char *shown = url_redact(spec.endpoint);
-        http_reply_error(reply, 403, "FRAMEWORK_NOT_ALLOWED", "context.mcp_endpoint",
-                         "context.mcp_endpoint: %s is not an allowed framework endpoint (see "
-                         "--framework-allow)",
-                         shown ? shown : "the endpoint");
+        api_reply_error(reply, SBX_ERR_FORBIDDEN, "FRAMEWORK_NOT_ALLOWED", "context.mcp_endpoint",
+                        "context.mcp_endpoint: %s is not an allowed framework endpoint (see "
+                        "--framework-allow)",
+                        shown ? shown : "the endpoint");
         free(shown);
         json_decref(body);
         return;
     }
     struct egress_policy *egress = NULL;
-    char *why = NULL;
     if (spec.network &&
         egress_network_parse(api->app->egress ? egress_proxy_config(api->app->egress) : NULL,
-                             spec.network, &egress, &why) < 0) {
-        http_reply_error(reply, 400, "NETWORK_NOT_ALLOWED", "context.taskDetails.network",
-                         "context.taskDetails.network: %s", why ? why : "out of memory");
-        free(why);
+                             spec.network, "context.taskDetails.network", &egress, &err) < 0) {
+        api_reply_sbx_error(reply, &err);
         json_decref(body);
         return;
     }
@@ -157,9 +153,9 @@ static void api_execute(struct api *api, const struct http_request *req, struct 
     spec.tenant = tenant_name(tenant);
     spec.egress_share = tenant_egress_share(tenant);
     if (!tenant_run_begin(tenant, spec.handler_name)) {
-        http_reply_error(reply, 429, "TENANT_LIMIT", NULL,
-                         "tenant '%s' runs %u executions, its maxRunning; retry later",
-                         tenant_name(tenant), tenant_max_running(tenant));
+        api_reply_error(reply, SBX_ERR_LIMIT, "TENANT_LIMIT", NULL,
+                        "tenant '%s' runs %u executions, its maxRunning; retry later",
+                        tenant_name(tenant), tenant_max_running(tenant));
         http_reply_header(reply, "Retry-After", "1");
         egress_policy_free(egress);
         json_decref(body);
@@ -177,11 +173,11 @@ static void api_execute(struct api *api, const struct http_request *req, struct 
         json_decref(ar.body);
         frame_raw_done(&ar.raw);
         if (!reply->text)
-            http_reply_error(reply, 500, "INTERNAL", NULL, "out of memory");
+            api_reply_error(reply, SBX_ERR_INTERNAL, "INTERNAL", NULL, "out of memory");
     } else if (ar.body) {
         reply->body = ar.body;
     } else { /* not even the handlers' INTERNAL error could be built */
-        http_reply_error(reply, 500, "INTERNAL", NULL, "out of memory");
+        api_reply_error(reply, SBX_ERR_INTERNAL, "INTERNAL", NULL, "out of memory");
     }
     if (ar.kind == SBX_ERR_UNAVAILABLE) {
         char ra[16];
@@ -196,15 +192,14 @@ static json_t *api_pool_stats(struct pool *p)
     return p ? pool_stats(p) : json_pack("{s:b}", "enabled", 0);
 }
 
-/* 503 SHUTTING_DOWN when draining; false when the request may go on. */
+/* SHUTTING_DOWN (UNAVAILABLE) when draining; false when the request may go on. */
 static bool api_refuse_when_draining(struct api *api, struct http_reply *reply)
 {
     if (!atomic_load(&api->draining))
         return false;
-    http_reply_error(reply, 503, "SHUTTING_DOWN", NULL,
-                     "sandboxd is shutting down and takes no new work; retry (another instance "
-                     "will answer)");
-    http_reply_header(reply, "Retry-After", "1");
+    api_reply_error(reply, SBX_ERR_UNAVAILABLE, "SHUTTING_DOWN", NULL,
+                    "sandboxd is shutting down and takes no new work; retry (another instance "
+                    "will answer)");
     return true;
 }
 
@@ -214,14 +209,14 @@ static void api_healthz(struct api *api, const struct http_request *req, struct 
     if (!policy_operator(api->policy, req)) {
         /* Anyone may probe; only the operator learns about the host (docs/SECURITY.md). */
         bool draining = atomic_load(&api->draining);
-        reply->status = draining ? 503 : 200;
+        reply->status = api_status_of(draining ? SBX_ERR_UNAVAILABLE : SBX_ERR_NONE);
         reply->body = json_pack("{s:s}", "status", draining ? "draining" : "ok");
         return;
     }
     json_t *isolation = json_deep_copy(a->isolation);
     struct http_server *http = atomic_load(&api->http);
     bool draining = atomic_load(&api->draining);
-    reply->status = draining ? 503 : 200;
+    reply->status = api_status_of(draining ? SBX_ERR_UNAVAILABLE : SBX_ERR_NONE);
     reply->body = json_pack(
         "{s:s, s:s, s:f, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o*}", "status",
         draining ? "draining" : "ok", "version", SANDBOXD_VERSION, "uptimeS",
@@ -247,14 +242,15 @@ static void api_healthz(struct api *api, const struct http_request *req, struct 
     if (!reply->body || lost) {
         json_decref(reply->body);
         reply->body = NULL;
-        api_reply_json(reply, 500, NULL);
+        api_reply_error(reply, SBX_ERR_INTERNAL, "INTERNAL", NULL,
+                        "out of memory: the answer could not be built");
     }
 }
 
 /* Liveness: the process runs and its HTTP front answers. */
 static void api_livez(struct http_reply *reply)
 {
-    api_reply_json(reply, 200, json_pack("{s:s}", "status", "alive"));
+    api_reply_json(reply, API_OK, json_pack("{s:s}", "status", "alive"));
 }
 
 /* Does the pool report a zygote that can fork interpreters? */
@@ -295,10 +291,11 @@ static void api_readyz(struct api *api, struct http_reply *reply)
         status = "store_unavailable";
     }
     json_decref(ps);
-    api_reply_json(reply, why ? 503 : 200,
-                   json_pack("{s:s, s:s*}", "status", status, "reason", why));
-    if (why)
+    api_reply_json(reply, API_OK, json_pack("{s:s, s:s*}", "status", status, "reason", why));
+    if (why && reply->body) {
+        reply->status = api_status_of(SBX_ERR_UNAVAILABLE);
         http_reply_header(reply, "Retry-After", "1");
+    }
 }
 
 static void api_load_code(struct api *api, const struct http_request *req, struct http_reply *reply)
@@ -311,27 +308,28 @@ static void api_load_code(struct api *api, const struct http_request *req, struc
     const char *app_id = json_string_value(json_object_get(body, "appId"));
     json_t *files = json_object_get(body, "files");
     if (!json_is_object(body) || !app_id || !*app_id) {
-        http_reply_error(reply, 400, "INVALID_REQUEST", "appId", "appId: is required");
+        api_reply_error(reply, SBX_ERR_INVALID, "INVALID_REQUEST", "appId", "appId: is required");
         json_decref(body);
         return;
     }
     if (files && !json_is_null(files) && !json_is_array(files)) {
-        http_reply_error(reply, 400, "INVALID_REQUEST", "files", "files: must be an array");
+        api_reply_error(reply, SBX_ERR_INVALID, "INVALID_REQUEST", "files",
+                        "files: must be an array");
         json_decref(body);
         return;
     }
     size_t n = json_array_size(files);
     const char **paths = calloc(n ? n : 1, sizeof(char *));
     if (!paths) {
-        http_reply_error(reply, 500, "INTERNAL", NULL, "out of memory");
+        api_reply_error(reply, SBX_ERR_INTERNAL, "INTERNAL", NULL, "out of memory");
         json_decref(body);
         return;
     }
     for (size_t i = 0; i < n; i++) {
         paths[i] = json_string_value(json_array_get(files, i));
         if (!paths[i]) {
-            http_reply_error(reply, 400, "INVALID_REQUEST", "files", "files[%zu]: must be a string",
-                             i);
+            api_reply_error(reply, SBX_ERR_INVALID, "INVALID_REQUEST", "files",
+                            "files[%zu]: must be a string", i);
             free(paths);
             json_decref(body);
             return;
@@ -343,7 +341,7 @@ static void api_load_code(struct api *api, const struct http_request *req, struc
     size_t retired = reuse_retire_app(api->app->reuse, app_id);
     log_info("load_code: dropped %zu cached definitions and %zu reused interpreters of app %s",
              dropped, retired, app_id);
-    api_reply_json(reply, 200, json_pack("{s:I}", "invalidated", (json_int_t)dropped));
+    api_reply_json(reply, API_OK, json_pack("{s:I}", "invalidated", (json_int_t)dropped));
     json_decref(body);
 }
 
@@ -378,7 +376,7 @@ static void api_metrics(struct api *api, const struct http_request *req, struct 
     json_decref(ms);
     json_decref(ps);
     json_decref(hs);
-    reply->status = 200;
+    api_reply_ok(reply, API_OK);
     reply->text = metrics_render(a->metrics, g, ARRAY_SIZE(g));
     reply->content_type = "text/plain; version=0.0.4";
     struct tenants *ts = policy_tenants(api->policy);
@@ -396,13 +394,7 @@ static void api_metrics(struct api *api, const struct http_request *req, struct 
         buf_free(&b);
     }
     if (!reply->text)
-        http_reply_error(reply, 500, "INTERNAL", NULL, "out of memory");
-}
-
-static void api_method_not_allowed(struct http_reply *reply, const char *allow)
-{
-    http_reply_error(reply, 405, "METHOD_NOT_ALLOWED", NULL, "use %s", allow);
-    http_reply_header(reply, "Allow", allow);
+        api_reply_error(reply, SBX_ERR_INTERNAL, "INTERNAL", NULL, "out of memory");
 }
 
 /* GET /v1/session-options: what POST /v1/sessions may name (servers, profiles). The same for
@@ -411,17 +403,17 @@ static void api_session_options(struct api *api, struct http_reply *reply)
 {
     json_t *servers = api->registry ? mcp_registry_names(api->registry) : json_array();
     json_t *profiles = profiles_names(api->app->profiles);
-    reply->body = servers && profiles
-                      ? json_pack("{s:o, s:o}", "servers", servers, "profiles", profiles)
-                      : NULL;
-    if (!reply->body) {
+    json_t *body = servers && profiles
+                       ? json_pack("{s:o, s:o}", "servers", servers, "profiles", profiles)
+                       : NULL;
+    if (!body) {
         if (!servers || !profiles) { /* json_pack took neither */
             json_decref(servers);
             json_decref(profiles);
         }
-        http_reply_error(reply, 500, "INTERNAL", NULL, "out of memory");
+        api_reply_error(reply, SBX_ERR_INTERNAL, "INTERNAL", NULL, "out of memory");
     } else {
-        reply->status = 200;
+        api_reply_json(reply, API_OK, body);
     }
 }
 
@@ -441,13 +433,14 @@ void api_route(void *userdata, const struct http_request *req, struct http_reply
      * or a method it does not name. */
     const struct api_route_def *rt = api_route_lookup(path);
     if (!rt) {
-        http_reply_error(reply, 404, "NOT_FOUND", NULL, "no route %s %s", req->method, path);
+        api_reply_error(reply, SBX_ERR_NOT_FOUND, "NOT_FOUND", NULL, "no route %s %s", req->method,
+                        path);
         return;
     }
     if (!(rt->methods & api_method_bit(req->method))) {
         char allow[32];
         api_methods_format(rt->methods, allow);
-        api_method_not_allowed(reply, allow);
+        api_reply_method(reply, allow);
         return;
     }
     /* The reply's bytes count against the caller's share of the reply budget (the operator's
@@ -466,32 +459,32 @@ void api_route(void *userdata, const struct http_request *req, struct http_reply
         if (post)
             api_execute(api, req, tenant, reply);
         else
-            api_method_not_allowed(reply, "POST");
+            api_reply_method(reply, "POST");
     } else if (strcmp(path, "/healthz") == 0) {
         if (get)
             api_healthz(api, req, reply);
         else
-            api_method_not_allowed(reply, "GET");
+            api_reply_method(reply, "GET");
     } else if (strcmp(path, "/livez") == 0) {
         if (get)
             api_livez(reply);
         else
-            api_method_not_allowed(reply, "GET");
+            api_reply_method(reply, "GET");
     } else if (strcmp(path, "/readyz") == 0) {
         if (get)
             api_readyz(api, reply);
         else
-            api_method_not_allowed(reply, "GET");
+            api_reply_method(reply, "GET");
     } else if (strcmp(path, "/_framework/load_code") == 0) {
         if (post)
             api_load_code(api, req, reply);
         else
-            api_method_not_allowed(reply, "POST");
+            api_reply_method(reply, "POST");
     } else if (strcmp(path, "/metrics") == 0) {
         if (get)
             api_metrics(api, req, tenant, reply);
         else
-            api_method_not_allowed(reply, "GET");
+            api_reply_method(reply, "GET");
     } else if (sessions) {
         api_sessions_route(api, req, path + 12, tenant, reply);
     } else if (strncmp(path, "/v1/workspaces/", 15) == 0) {
@@ -503,7 +496,8 @@ void api_route(void *userdata, const struct http_request *req, struct http_reply
     } else if (strncmp(rt->path, "/ui", 3) == 0 || strcmp(path, "/openapi.json") == 0) {
         api_web_route(req, reply);
     } else {
-        http_reply_error(reply, 404, "NOT_FOUND", NULL, "no route %s %s", req->method, path);
+        api_reply_error(reply, SBX_ERR_NOT_FOUND, "NOT_FOUND", NULL, "no route %s %s", req->method,
+                        path);
     }
 }
 

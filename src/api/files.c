@@ -24,49 +24,12 @@
 #include "util/path.h"
 #include "util/utf8.h"
 
-/* The HTTP answer to a files error r (negative errno) about raw_path. */
-static void api_files_error(struct http_reply *reply, int r, const char *raw_path)
+/* The answer to a files error r (-errno) about path. */
+static void api_files_error(struct http_reply *reply, int r, const char *path)
 {
-    /* A JSON message carries UTF-8 only: a name that is not is shown repaired. */
-    _cleanup_free_ char *path = utf8_sanitize(raw_path, strlen(raw_path), NULL);
-    if (!path) {
-        http_reply_error(reply, 500, "INTERNAL", NULL, "out of memory");
-        return;
-    }
-    switch (r) {
-    case -ENOENT:
-        http_reply_error(reply, 404, "NOT_FOUND", "path", "no file %s", path);
-        break;
-    case -EISDIR:
-        http_reply_error(reply, 409, "IS_A_DIRECTORY", "path", "%s is a directory", path);
-        break;
-    case -ENOTDIR:
-    case -ELOOP:
-    case -EXDEV:
-        http_reply_error(reply, 409, "NOT_A_PLAIN_PATH", "path",
-                         "%s goes through something that is not a plain directory (a symlink, "
-                         "a file)",
-                         path);
-        break;
-    case -EACCES:
-    case -EPERM:
-        http_reply_error(reply, 403, "FORBIDDEN", "path",
-                         "the session's own permissions do not allow this on %s", path);
-        break;
-    case -EINVAL:
-        http_reply_error(reply, 400, "INVALID_REQUEST", "path",
-                         "%s is not a regular file, or not a plain relative path", path);
-        break;
-    case -ENOSPC:
-    case -EFBIG:
-        http_reply_error(reply, 413, "QUOTA_EXCEEDED", "path",
-                         "%s does not fit in the session's working directory (its quota is the "
-                         "size of its /tmp, --tmp-size-mb; GET .../files shows what is used)",
-                         path);
-        break;
-    default:
-        http_reply_error(reply, 500, "INTERNAL", NULL, "file operation failed: %s", strerror(-r));
-    }
+    struct sbx_error e = {0};
+    session_files_error(r, path, &e);
+    api_reply_sbx_error(reply, &e);
 }
 
 void api_session_files_route(struct api *api, const char *id, const char *tail,
@@ -78,14 +41,14 @@ void api_session_files_route(struct api *api, const char *id, const char *tail,
     const char *path = *tail == '/' ? tail + 1 : tail;
     bool listing = *path == '\0';
     if (listing ? !get : !(get || put || del)) {
-        http_reply_error(reply, 405, "METHOD_NOT_ALLOWED", NULL, "use %s",
-                         listing ? "GET" : "GET, PUT or DELETE");
+        api_reply_error(reply, SBX_ERR_METHOD, "METHOD_NOT_ALLOWED", NULL, "use %s",
+                        listing ? "GET" : "GET, PUT or DELETE");
         http_reply_header(reply, "Allow", listing ? "GET" : "GET, PUT, DELETE");
         return;
     }
     const char *why = listing ? NULL : path_check_plain(path, strlen(path));
     if (why) {
-        http_reply_error(reply, 400, "INVALID_REQUEST", "path", "path: %s", why);
+        api_reply_error(reply, SBX_ERR_INVALID, "INVALID_REQUEST", "path", "path: %s", why);
         return;
     }
     int dir = -1;
@@ -93,7 +56,7 @@ void api_session_files_route(struct api *api, const char *id, const char *tail,
     gid_t gid;
     int r = sessions_workdir(api->sessions, id, &dir, &uid, &gid);
     if (r == -ENOENT) {
-        http_reply_error(reply, 404, "NOT_FOUND", NULL, "no session %s", id);
+        api_reply_error(reply, SBX_ERR_NOT_FOUND, "NOT_FOUND", NULL, "no session %s", id);
         return;
     }
     if (r < 0) {
@@ -104,12 +67,12 @@ void api_session_files_route(struct api *api, const char *id, const char *tail,
         json_t *list = NULL;
         r = session_files_list(dir, uid, gid, &list);
         if (r == 0)
-            api_reply_json(reply, 200, list);
+            api_reply_json(reply, API_OK, list);
     } else if (put) {
         r = session_files_put(dir, path, req->body, req->body_len, uid, gid);
         if (r == 0) {
             /* The path as a listing shows it: a name that is not UTF-8 percent-encoded. */
-            reply->status = 201;
+            api_reply_ok(reply, API_CREATED);
             reply->body = json_pack("{s:I}", "size", (json_int_t)req->body_len);
             if (!reply->body || session_files_path_set(reply->body, path) < 0) {
                 json_decref(reply->body);
@@ -125,7 +88,7 @@ void api_session_files_route(struct api *api, const char *id, const char *tail,
         uint64_t len = 0;
         r = session_files_open(dir, path, api->app->jail->tmp_bytes, uid, gid, &fd, &len);
         if (r == 0) {
-            reply->status = 200;
+            api_reply_ok(reply, API_OK);
             http_reply_file(reply, fd, len);
             reply->content_type = "application/octet-stream";
             http_reply_header(reply, "X-Content-Type-Options", "nosniff");
@@ -133,7 +96,7 @@ void api_session_files_route(struct api *api, const char *id, const char *tail,
     } else {
         r = session_files_delete(dir, path, uid, gid);
         if (r == 0)
-            reply->status = 204;
+            api_reply_ok(reply, API_NO_CONTENT);
     }
     close(dir);
     if (r < 0)

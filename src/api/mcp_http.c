@@ -19,6 +19,7 @@
 #include <uthash.h>
 
 #include "api/api.h"
+#include "api/status.h"
 #include "app/tenant.h"
 #include "proto/jsonrpc.h"
 #include "mcp/server/server.h"
@@ -30,7 +31,6 @@
 #define MH_ID_LEN         32 /* hex digits, after the instance prefix */
 #define MH_ID_MAX         64 /* "ID." (util/instance.h: at most 31 + 1) + MH_ID_LEN */
 #define MH_SWEEP_EVERY_US 1000000
-#define MH_SESSION_GONE   (-32001) /* the code the official SDKs use for "Session not found" */
 
 /* Referenced by the table and by each request using it (under the endpoint's lock). */
 struct mh_session {
@@ -62,17 +62,17 @@ struct mcp_http {
 /* ---- replies ------------------------------------------------------------------------------- */
 
 /* An HTTP error whose body is a JSON-RPC error response without id (as the spec suggests). */
-static void mh_fail(struct http_reply *reply, int status, int code, const char *message)
+static void mh_fail(struct http_reply *reply, enum sbx_errkind kind, int code, const char *message)
 {
-    json_decref(reply->body);
-    reply->status = status;
-    reply->body = jsonrpc_error_new(NULL, code, message, NULL);
+    api_reply_jsonrpc(reply, kind, code, message, NULL);
 }
 
-static void mh_json(struct http_reply *reply, int status, json_t *msg)
+/* A JSON-RPC message (stolen) as the body: the answer (NONE), or one that says the message
+ * sent could not be read or accepted (INVALID). */
+static void mh_json(struct http_reply *reply, enum sbx_errkind kind, json_t *msg)
 {
-    reply->status = status;
-    reply->body = msg; /* stolen */
+    reply->status = api_status_of(kind);
+    reply->body = msg;
 }
 
 /* One SSE event carrying a message. */
@@ -137,13 +137,13 @@ static void mh_end(struct mcp_http *h, struct mh_session *list, const char *why)
 }
 
 /* The session named by the request's MCP-Session-Id, referenced; NULL with the reply filled
- * (400 without header, 404 unknown, or another tenant's). */
+ * (INVALID without header, NOT_FOUND unknown, or another tenant's). */
 static struct mh_session *mh_acquire(struct mcp_http *h, const struct http_request *req,
                                      struct tenant *tenant, struct http_reply *reply)
 {
     const char *id = http_header(req, "MCP-Session-Id");
     if (!id || !*id) {
-        mh_fail(reply, 400, JSONRPC_INVALID_REQUEST,
+        mh_fail(reply, SBX_ERR_INVALID, JSONRPC_INVALID_REQUEST,
                 "Bad Request: the MCP-Session-Id header is required (send initialize first)");
         return NULL;
     }
@@ -166,7 +166,7 @@ static struct mh_session *mh_acquire(struct mcp_http *h, const struct http_reque
     pthread_mutex_unlock(&h->lock);
     mh_end(h, gone, "idle");
     if (!s)
-        mh_fail(reply, 404, MH_SESSION_GONE,
+        mh_fail(reply, SBX_ERR_NOT_FOUND, JSONRPC_MCP_SESSION_NOT_FOUND,
                 "Session not found: it ended or expired; initialize a new one");
     return s;
 }
@@ -196,7 +196,7 @@ static void mh_discard(struct mcp_http *h, struct mh_session *s, struct tenant *
 
 /* initialize: a new session of tenant, kept when the answer is a success. A tenant holds at
  * most its maxMcpSessions, so that one tenant cannot take every session of the endpoint and
- * leave the others 503 until theirs expire (docs/SECURITY.md). */
+ * leave the others refused (UNAVAILABLE) until theirs expire (docs/SECURITY.md). */
 static void mh_initialize(struct mcp_http *h, json_t *msg, struct tenant *tenant,
                           struct http_reply *reply)
 {
@@ -212,9 +212,7 @@ static void mh_initialize(struct mcp_http *h, json_t *msg, struct tenant *tenant
                  "end one (DELETE /mcp) or retry later",
                  tenant_name(tenant), tenant_max_mcp_sessions(tenant));
         json_t *data = json_pack("{s:s}", "code", "TENANT_LIMIT"); /* borrowed below */
-        json_decref(reply->body);
-        reply->status = 429;
-        reply->body = jsonrpc_error_new(NULL, -32000, text, data);
+        api_reply_jsonrpc(reply, SBX_ERR_LIMIT, JSONRPC_SERVER_ERROR, text, data);
         json_decref(data);
         http_reply_header(reply, "Retry-After", "1");
         return;
@@ -226,7 +224,8 @@ static void mh_initialize(struct mcp_http *h, json_t *msg, struct tenant *tenant
     pthread_mutex_unlock(&h->lock);
     if (full) {
         tenant_mcp_session_release(tenant);
-        mh_fail(reply, 503, -32000, "Service Unavailable: too many MCP sessions; retry later");
+        mh_fail(reply, SBX_ERR_UNAVAILABLE, JSONRPC_SERVER_ERROR,
+                "Service Unavailable: too many MCP sessions; retry later");
         http_reply_header(reply, "Retry-After", "5");
         return;
     }
@@ -244,9 +243,10 @@ static void mh_initialize(struct mcp_http *h, json_t *msg, struct tenant *tenant
     if (!ok) {
         mh_discard(h, s, tenant);
         if (answer)
-            mh_json(reply, 200, answer); /* e.g. an unsupported protocol version */
+            mh_json(reply, SBX_ERR_NONE, answer); /* e.g. an unsupported protocol version */
         else
-            mh_fail(reply, 500, JSONRPC_INTERNAL_ERROR, "Internal error: out of memory");
+            mh_fail(reply, SBX_ERR_INTERNAL, JSONRPC_INTERNAL_ERROR,
+                    "Internal error: out of memory");
         return;
     }
     s->last_us = clock_mono_us();
@@ -259,11 +259,12 @@ static void mh_initialize(struct mcp_http *h, json_t *msg, struct tenant *tenant
     if (stopping) {
         mh_discard(h, s, tenant);
         json_decref(answer);
-        mh_fail(reply, 503, -32000, "Service Unavailable: sandboxd is shutting down");
+        mh_fail(reply, SBX_ERR_UNAVAILABLE, JSONRPC_SERVER_ERROR,
+                "Service Unavailable: sandboxd is shutting down");
         return;
     }
     http_reply_header(reply, "MCP-Session-Id", s->id);
-    mh_json(reply, 200, answer);
+    mh_json(reply, SBX_ERR_NONE, answer);
 }
 
 /* A request whose progress is streamed: handled on the stream thread. */
@@ -318,7 +319,7 @@ static void mh_post(struct mcp_http *h, const struct http_request *req, struct t
                     struct http_reply *reply)
 {
     if (!api_is_json_type(http_header(req, "Content-Type"))) {
-        mh_fail(reply, 415, JSONRPC_INVALID_REQUEST,
+        mh_fail(reply, SBX_ERR_MEDIA_TYPE, JSONRPC_INVALID_REQUEST,
                 "Unsupported Media Type: Content-Type must be application/json");
         return;
     }
@@ -326,7 +327,7 @@ static void mh_post(struct mcp_http *h, const struct http_request *req, struct t
     bool json_ok = api_accepts(accept, "application/json");
     bool sse_ok = accept && api_accepts(accept, "text/event-stream");
     if (!json_ok && !sse_ok) {
-        mh_fail(reply, 406, JSONRPC_INVALID_REQUEST,
+        mh_fail(reply, SBX_ERR_NOT_ACCEPTABLE, JSONRPC_INVALID_REQUEST,
                 "Not Acceptable: accept application/json and text/event-stream");
         return;
     }
@@ -334,7 +335,7 @@ static void mh_post(struct mcp_http *h, const struct http_request *req, struct t
     json_t *msg = json_loadb(req->body, req->body_len,
                              JSON_DECODE_ANY | JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
     if (!msg) {
-        mh_json(reply, 400, mcp_server_parse_error(jerr.text));
+        mh_json(reply, SBX_ERR_INVALID, mcp_server_parse_error(jerr.text));
         return;
     }
     struct mcp_server_peek peek;
@@ -344,7 +345,8 @@ static void mh_post(struct mcp_http *h, const struct http_request *req, struct t
     pthread_mutex_unlock(&h->lock);
     if (draining && peek.has_request) {
         /* No new work; a cancellation (a notification) of work under way still gets through. */
-        mh_fail(reply, 503, -32000, "Service Unavailable: sandboxd is shutting down");
+        mh_fail(reply, SBX_ERR_UNAVAILABLE, JSONRPC_SERVER_ERROR,
+                "Service Unavailable: sandboxd is shutting down");
         http_reply_header(reply, "Retry-After", "1");
         json_decref(msg);
         return;
@@ -353,7 +355,7 @@ static void mh_post(struct mcp_http *h, const struct http_request *req, struct t
         /* An initialize inside a session would be that session's second one (docs/MCP.md):
          * refused, and no new session is made on the side. */
         if (http_header(req, "MCP-Session-Id"))
-            mh_fail(reply, 400, JSONRPC_INVALID_REQUEST,
+            mh_fail(reply, SBX_ERR_INVALID, JSONRPC_INVALID_REQUEST,
                     "Bad Request: initialize must not carry an MCP-Session-Id (the session is "
                     "initialized already; send initialize without it for a new session)");
         else
@@ -373,7 +375,7 @@ static void mh_post(struct mcp_http *h, const struct http_request *req, struct t
         snprintf(text, sizeof(text),
                  "Bad Request: unsupported MCP-Protocol-Version %.32s (this session speaks %s)", pv,
                  negotiated ? negotiated : "nothing yet");
-        mh_fail(reply, 400, JSONRPC_INVALID_REQUEST, text);
+        mh_fail(reply, SBX_ERR_INVALID, JSONRPC_INVALID_REQUEST, text);
         mh_release(h, s);
         json_decref(msg);
         return;
@@ -384,7 +386,8 @@ static void mh_post(struct mcp_http *h, const struct http_request *req, struct t
     if (stream && sse_ok && !peek.batch) {
         struct mh_stream *j = calloc(1, sizeof(*j));
         if (!j) {
-            mh_fail(reply, 500, JSONRPC_INTERNAL_ERROR, "Internal error: out of memory");
+            mh_fail(reply, SBX_ERR_INTERNAL, JSONRPC_INTERNAL_ERROR,
+                    "Internal error: out of memory");
             mh_release(h, s);
             json_decref(msg);
             return;
@@ -393,7 +396,7 @@ static void mh_post(struct mcp_http *h, const struct http_request *req, struct t
         pthread_mutex_lock(&h->lock);
         h->streams++;
         pthread_mutex_unlock(&h->lock);
-        reply->status = 200;
+        api_reply_ok(reply, API_OK);
         reply->content_type = "text/event-stream";
         http_reply_header(reply, "Cache-Control", "no-cache");
         reply->stream_fn = mh_stream_run;
@@ -404,18 +407,20 @@ static void mh_post(struct mcp_http *h, const struct http_request *req, struct t
     json_t *answer = mcp_server_handle(s->conn, msg, NULL);
     mh_release(h, s);
     if (!answer)
-        reply->status = 202; /* notifications, responses, and requests cancelled meanwhile */
+        api_reply_ok(reply,
+                     API_ACCEPTED); /* notifications, responses, and requests cancelled meanwhile */
     else if (!peek.has_request)
-        mh_json(reply, 400, answer); /* a message we could not accept */
+        mh_json(reply, SBX_ERR_INVALID, answer); /* a message we could not accept */
     else if (json_ok)
-        mh_json(reply, 200, answer);
+        mh_json(reply, SBX_ERR_NONE, answer);
     else {
-        reply->status = 200;
+        api_reply_ok(reply, API_OK);
         reply->content_type = "text/event-stream";
         reply->text = mh_event(answer);
         json_decref(answer);
         if (!reply->text)
-            mh_fail(reply, 500, JSONRPC_INTERNAL_ERROR, "Internal error: out of memory");
+            mh_fail(reply, SBX_ERR_INTERNAL, JSONRPC_INTERNAL_ERROR,
+                    "Internal error: out of memory");
     }
     json_decref(msg);
 }
@@ -437,7 +442,7 @@ static void mh_delete(struct mcp_http *h, const struct http_request *req, struct
     pthread_mutex_unlock(&h->lock);
     mh_end(h, gone, "deleted by the client");
     mh_release(h, s);
-    reply->status = 204;
+    api_reply_ok(reply, API_NO_CONTENT);
 }
 
 void mcp_http_route(struct mcp_http *h, const struct http_request *req, struct tenant *tenant,
@@ -447,7 +452,8 @@ void mcp_http_route(struct mcp_http *h, const struct http_request *req, struct t
     bool stopping = h->stopping;
     pthread_mutex_unlock(&h->lock);
     if (stopping) {
-        mh_fail(reply, 503, -32000, "Service Unavailable: sandboxd is shutting down");
+        mh_fail(reply, SBX_ERR_UNAVAILABLE, JSONRPC_SERVER_ERROR,
+                "Service Unavailable: sandboxd is shutting down");
         return;
     }
     if (strcmp(req->method, "POST") == 0)
@@ -456,8 +462,8 @@ void mcp_http_route(struct mcp_http *h, const struct http_request *req, struct t
         mh_delete(h, req, tenant, reply);
     else {
         /* GET included: we send nothing the client did not ask for, so there is no stream to
-         * listen to (the spec allows 405). */
-        mh_fail(reply, 405, JSONRPC_INVALID_REQUEST,
+         * listen to (the spec allows 405, METHOD). */
+        mh_fail(reply, SBX_ERR_METHOD, JSONRPC_INVALID_REQUEST,
                 "Method Not Allowed: POST messages; DELETE ends a session");
         http_reply_header(reply, "Allow", "POST, DELETE");
     }

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "api/status.h"
 #include "app/tenant.h"
 #include "proto/jsonrpc.h"
 #include "util/log.h"
@@ -157,22 +158,20 @@ bool policy_operator(const struct policy *p, const struct http_request *req)
 
 void policy_refuse(enum policy_verdict v, bool jsonrpc, struct http_reply *reply)
 {
-    int status = v == POLICY_BAD_HOST || v == POLICY_BAD_ORIGIN ? 403 : 401;
-    const char *code = status == 403 ? "FORBIDDEN" : "UNAUTHORIZED";
+    enum sbx_errkind kind =
+        v == POLICY_BAD_HOST || v == POLICY_BAD_ORIGIN ? SBX_ERR_FORBIDDEN : SBX_ERR_UNAUTHORIZED;
     const char *msg =
         v == POLICY_BAD_HOST     ? "Forbidden: Host not allowed (DNS-rebinding protection; see "
                                    "--allowed-host)"
         : v == POLICY_BAD_ORIGIN ? "Forbidden: Origin not allowed (see --allowed-origin)"
         : v == POLICY_NO_TOKEN   ? "Unauthorized: bearer token required"
                                  : "Unauthorized: invalid bearer token";
-    if (jsonrpc) {
-        json_decref(reply->body);
-        reply->status = status;
-        reply->body = jsonrpc_error_new(NULL, JSONRPC_INVALID_REQUEST, msg, NULL);
-    } else {
-        http_reply_error(reply, status, code, NULL, "%s", msg);
-    }
-    if (status == 401)
+    if (jsonrpc)
+        api_reply_jsonrpc(reply, kind, JSONRPC_INVALID_REQUEST, msg, NULL);
+    else
+        api_reply_error(reply, kind, kind == SBX_ERR_FORBIDDEN ? "FORBIDDEN" : "UNAUTHORIZED", NULL,
+                        "%s", msg);
+    if (kind == SBX_ERR_UNAUTHORIZED)
         http_reply_header(reply, "WWW-Authenticate",
                           v == POLICY_BAD_TOKEN
                               ? "Bearer realm=\"sandboxd\", error=\"invalid_token\""

@@ -62,8 +62,8 @@ enum policy_verdict policy_check(const struct policy *p, const struct http_reque
  * are configured? (A tenant is not the operator.) For the open paths, which policy_check()
  * lets through unauthenticated. */
 bool policy_operator(const struct policy *p, const struct http_request *req);
-/* Fill reply for a refusal: 403 or 401 (with WWW-Authenticate), the body a JSON-RPC error
- * without id when jsonrpc (for /mcp), else {"error": {code, message}}. */
+/* Fill reply for a refusal: FORBIDDEN or UNAUTHORIZED (with WWW-Authenticate), the body a JSON-RPC
+ * error without id when jsonrpc (for /mcp), else {"error": {code, message}}. */
 void policy_refuse(enum policy_verdict v, bool jsonrpc, struct http_reply *reply);
 
 #endif

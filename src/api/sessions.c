@@ -34,20 +34,21 @@ static json_t *api_session_body(const struct http_request *req, struct http_repl
     if (allow_empty && req->body_len == 0)
         return json_object();
     if (!api_is_json_type(http_header(req, "Content-Type"))) {
-        http_reply_error(reply, 415, "UNSUPPORTED_MEDIA_TYPE", NULL,
-                         "Content-Type must be application/json");
+        api_reply_error(reply, SBX_ERR_MEDIA_TYPE, "UNSUPPORTED_MEDIA_TYPE", NULL,
+                        "Content-Type must be application/json");
         return NULL;
     }
     json_error_t jerr;
     json_t *body = json_loadb(req->body, req->body_len, JSON_REJECT_DUPLICATES, &jerr);
     if (!body) {
-        http_reply_error(reply, 400, "INVALID_JSON", NULL, "malformed JSON at line %d: %s",
-                         jerr.line, jerr.text);
+        api_reply_error(reply, SBX_ERR_INVALID, "INVALID_JSON", NULL,
+                        "malformed JSON at line %d: %s", jerr.line, jerr.text);
         return NULL;
     }
     if (!json_is_object(body)) {
         json_decref(body);
-        http_reply_error(reply, 400, "INVALID_REQUEST", NULL, "the body must be a JSON object");
+        api_reply_error(reply, SBX_ERR_INVALID, "INVALID_REQUEST", NULL,
+                        "the body must be a JSON object");
         return NULL;
     }
     return body;
@@ -62,8 +63,8 @@ static bool api_opt_int(json_t *body, const char *key, int64_t min, int64_t *ret
     if (!v || json_is_null(v))
         return true;
     if (!json_is_integer(v) || json_integer_value(v) < min) {
-        http_reply_error(reply, 400, "INVALID_REQUEST", key, "%s: must be an integer >= %lld", key,
-                         (long long)min);
+        api_reply_error(reply, SBX_ERR_INVALID, "INVALID_REQUEST", key,
+                        "%s: must be an integer >= %lld", key, (long long)min);
         return false;
     }
     *ret = json_integer_value(v);
@@ -81,16 +82,16 @@ static void api_session_create(struct api *api, const struct http_request *req,
     json_t *ws = json_object_get(body, "workspace");
     if (servers && !json_is_null(servers)) {
         if (!json_is_array(servers)) {
-            http_reply_error(reply, 400, "INVALID_REQUEST", "servers",
-                             "servers: must be an array of server names");
+            api_reply_error(reply, SBX_ERR_INVALID, "INVALID_REQUEST", "servers",
+                            "servers: must be an array of server names");
             goto out;
         }
         c.servers = servers;
     }
     if (ws && !json_is_null(ws)) {
         if (!json_is_string(ws)) {
-            http_reply_error(reply, 400, "INVALID_REQUEST", "workspace",
-                             "workspace: must be a string");
+            api_reply_error(reply, SBX_ERR_INVALID, "INVALID_REQUEST", "workspace",
+                            "workspace: must be a string");
             goto out;
         }
         c.workspace = json_string_value(ws);
@@ -98,7 +99,8 @@ static void api_session_create(struct api *api, const struct http_request *req,
     json_t *profile = json_object_get(body, "profile");
     if (profile && !json_is_null(profile)) {
         if (!json_is_string(profile)) {
-            http_reply_error(reply, 400, "INVALID_REQUEST", "profile", "profile: must be a string");
+            api_reply_error(reply, SBX_ERR_INVALID, "INVALID_REQUEST", "profile",
+                            "profile: must be a string");
             goto out;
         }
         c.profile = json_string_value(profile);
@@ -114,7 +116,7 @@ static void api_session_create(struct api *api, const struct http_request *req,
         api_reply_sbx_error(reply, &err);
         goto out;
     }
-    api_reply_json(reply, 201, info);
+    api_reply_json(reply, API_CREATED, info);
     char loc[96];
     snprintf(loc, sizeof(loc), "/v1/sessions/%s",
              json_string_value(json_object_get(info, "sessionId")));
@@ -233,12 +235,13 @@ static void api_session_execute(struct api *api, const char *id, const struct ht
     json_t *code = json_object_get(body, "code");
     int64_t timeout_ms = 0;
     if (!code || !json_is_string(code)) {
-        http_reply_error(reply, 400, "INVALID_REQUEST", "code", "code: must be a string");
+        api_reply_error(reply, SBX_ERR_INVALID, "INVALID_REQUEST", "code",
+                        "code: must be a string");
         goto out;
     }
     const char *bad = sessions_code_check(json_string_value(code), json_string_length(code));
     if (bad) {
-        http_reply_error(reply, 400, "INVALID_REQUEST", "code", "%s", bad);
+        api_reply_error(reply, SBX_ERR_INVALID, "INVALID_REQUEST", "code", "%s", bad);
         goto out;
     }
     if (!api_opt_int(body, "timeoutMs", 1, &timeout_ms, reply))
@@ -247,7 +250,7 @@ static void api_session_execute(struct api *api, const char *id, const struct ht
     bool sse = accept && strstr(accept, "text/event-stream");
     if (sse) {
         if (!sessions_exists(api->sessions, id)) {
-            http_reply_error(reply, 404, "NOT_FOUND", NULL, "no session %s", id);
+            api_reply_error(reply, SBX_ERR_NOT_FOUND, "NOT_FOUND", NULL, "no session %s", id);
             goto out;
         }
         struct api_sse *j = calloc(1, sizeof(*j));
@@ -255,13 +258,13 @@ static void api_session_execute(struct api *api, const char *id, const struct ht
             if (j)
                 free(j->id);
             free(j);
-            http_reply_error(reply, 500, "INTERNAL", NULL, "out of memory");
+            api_reply_error(reply, SBX_ERR_INTERNAL, "INTERNAL", NULL, "out of memory");
             goto out;
         }
         j->sessions = api->sessions;
         j->timeout_ms = timeout_ms;
         pthread_mutex_init(&j->lock, NULL);
-        reply->status = 200;
+        api_reply_ok(reply, API_OK);
         reply->content_type = "text/event-stream";
         http_reply_header(reply, "Cache-Control", "no-cache");
         reply->stream_fn = api_sse_run;
@@ -270,8 +273,8 @@ static void api_session_execute(struct api *api, const char *id, const struct ht
         goto out;
     }
     if (!api_accepts(accept, "application/json")) {
-        http_reply_error(reply, 406, "NOT_ACCEPTABLE", NULL,
-                         "ask for application/json or text/event-stream");
+        api_reply_error(reply, SBX_ERR_NOT_ACCEPTABLE, "NOT_ACCEPTABLE", NULL,
+                        "ask for application/json or text/event-stream");
         goto out;
     }
     json_t *result = NULL;
@@ -281,7 +284,7 @@ static void api_session_execute(struct api *api, const char *id, const struct ht
         api_reply_sbx_error(reply, &err);
         goto out;
     }
-    api_reply_json(reply, 200, result);
+    api_reply_json(reply, API_OK, result);
 out:
     json_decref(body);
 }
@@ -294,24 +297,22 @@ static void api_session_approvals(struct api *api, const char *id, const char *t
     if (!*tail) {
         json_t *list = NULL;
         if (!get) {
-            http_reply_error(reply, 405, "METHOD_NOT_ALLOWED", NULL, "use GET");
-            http_reply_header(reply, "Allow", "GET");
+            api_reply_method(reply, "GET");
         } else if (sessions_approvals(api->sessions, id, &list) < 0) {
-            http_reply_error(reply, 404, "NOT_FOUND", NULL, "no session %s", id);
+            api_reply_error(reply, SBX_ERR_NOT_FOUND, "NOT_FOUND", NULL, "no session %s", id);
         } else {
-            reply->status = 200;
+            api_reply_ok(reply, API_OK);
             reply->body = json_pack("{s:o}", "approvals", list);
         }
         return;
     }
     const char *aid = tail + 1;
     if (tail[0] != '/' || !*aid || strchr(aid, '/') || strlen(aid) > 64) {
-        http_reply_error(reply, 404, "NOT_FOUND", NULL, "no route %s", req->path);
+        api_reply_error(reply, SBX_ERR_NOT_FOUND, "NOT_FOUND", NULL, "no route %s", req->path);
         return;
     }
     if (!post) {
-        http_reply_error(reply, 405, "METHOD_NOT_ALLOWED", NULL, "use POST");
-        http_reply_header(reply, "Allow", "POST");
+        api_reply_method(reply, "POST");
         return;
     }
     json_t *body = api_session_body(req, reply, false);
@@ -319,14 +320,14 @@ static void api_session_approvals(struct api *api, const char *id, const char *t
         return;
     json_t *approve = json_object_get(body, "approve");
     if (!json_is_boolean(approve)) {
-        http_reply_error(reply, 400, "INVALID_REQUEST", "approve",
-                         "approve: required, true (send the call) or false (refuse it)");
+        api_reply_error(reply, SBX_ERR_INVALID, "INVALID_REQUEST", "approve",
+                        "approve: required, true (send the call) or false (refuse it)");
     } else {
         struct sbx_error err;
         if (sessions_approval_decide(api->sessions, id, aid, json_is_true(approve), &err) < 0) {
             api_reply_sbx_error(reply, &err);
         } else {
-            reply->status = 200;
+            api_reply_ok(reply, API_OK);
             reply->body = json_pack("{s:s, s:b}", "id", aid, "approved", json_is_true(approve));
         }
     }
@@ -340,30 +341,30 @@ void api_sessions_route(struct api *api, const struct http_request *req, const c
     bool post = strcmp(req->method, "POST") == 0;
     bool del = strcmp(req->method, "DELETE") == 0;
     if (!api->sessions) {
-        http_reply_error(reply, 404, "NOT_FOUND", NULL, "sessions are disabled");
+        api_reply_error(reply, SBX_ERR_NOT_FOUND, "NOT_FOUND", NULL, "sessions are disabled");
         return;
     }
     if (!*rest || strcmp(rest, "/") == 0) {
         if (post)
             api_session_create(api, req, tenant, reply);
         else if (get) {
-            api_reply_json(reply, 200,
+            api_reply_json(reply, API_OK,
                            json_pack("{s:o}", "sessions", sessions_list(api->sessions, tenant)));
         } else {
-            http_reply_error(reply, 405, "METHOD_NOT_ALLOWED", NULL, "use GET or POST");
+            api_reply_error(reply, SBX_ERR_METHOD, "METHOD_NOT_ALLOWED", NULL, "use GET or POST");
             http_reply_header(reply, "Allow", "GET, POST");
         }
         return;
     }
     if (rest[0] != '/') {
-        http_reply_error(reply, 404, "NOT_FOUND", NULL, "no route %s", req->path);
+        api_reply_error(reply, SBX_ERR_NOT_FOUND, "NOT_FOUND", NULL, "no route %s", req->path);
         return;
     }
     char id[65];
     size_t n = strcspn(rest + 1, "/");
     if (n == 0 || n >= sizeof(id)) {
-        http_reply_error(reply, 404, "NOT_FOUND", NULL, "no session %.*s", (int)(n > 64 ? 64 : n),
-                         rest + 1);
+        api_reply_error(reply, SBX_ERR_NOT_FOUND, "NOT_FOUND", NULL, "no session %.*s",
+                        (int)(n > 64 ? 64 : n), rest + 1);
         return;
     }
     memcpy(id, rest + 1, n);
@@ -375,44 +376,43 @@ void api_sessions_route(struct api *api, const struct http_request *req, const c
         if (get) {
             json_t *info = NULL;
             if (!visible || sessions_info(api->sessions, id, &info) == -ENOENT)
-                http_reply_error(reply, 404, "NOT_FOUND", NULL, "no session %s", id);
+                api_reply_error(reply, SBX_ERR_NOT_FOUND, "NOT_FOUND", NULL, "no session %s", id);
             else
-                api_reply_json(reply, 200, info); /* NULL (-ENOMEM): 500 */
+                api_reply_json(reply, API_OK, info); /* NULL (-ENOMEM): 500 */
         } else if (del) {
             if (!visible || sessions_delete(api->sessions, id) < 0)
-                http_reply_error(reply, 404, "NOT_FOUND", NULL, "no session %s", id);
+                api_reply_error(reply, SBX_ERR_NOT_FOUND, "NOT_FOUND", NULL, "no session %s", id);
             else
-                reply->status = 204;
+                api_reply_ok(reply, API_NO_CONTENT);
         } else {
-            http_reply_error(reply, 405, "METHOD_NOT_ALLOWED", NULL, "use GET or DELETE");
+            api_reply_error(reply, SBX_ERR_METHOD, "METHOD_NOT_ALLOWED", NULL, "use GET or DELETE");
             http_reply_header(reply, "Allow", "GET, DELETE");
         }
         return;
     }
     if (strncmp(tail, "/files", 6) == 0 && (tail[6] == '\0' || tail[6] == '/')) {
         if (!visible)
-            http_reply_error(reply, 404, "NOT_FOUND", NULL, "no session %s", id);
+            api_reply_error(reply, SBX_ERR_NOT_FOUND, "NOT_FOUND", NULL, "no session %s", id);
         else
             api_session_files_route(api, id, tail + 6, req, reply);
         return;
     }
     if (strncmp(tail, "/approvals", 10) == 0 && (tail[10] == '\0' || tail[10] == '/')) {
         if (!visible)
-            http_reply_error(reply, 404, "NOT_FOUND", NULL, "no session %s", id);
+            api_reply_error(reply, SBX_ERR_NOT_FOUND, "NOT_FOUND", NULL, "no session %s", id);
         else
             api_session_approvals(api, id, tail + 10, req, reply);
         return;
     }
     if (strcmp(tail, "/execute") == 0) {
         if (post && !visible)
-            http_reply_error(reply, 404, "NOT_FOUND", NULL, "no session %s", id);
+            api_reply_error(reply, SBX_ERR_NOT_FOUND, "NOT_FOUND", NULL, "no session %s", id);
         else if (post)
             api_session_execute(api, id, req, reply);
         else {
-            http_reply_error(reply, 405, "METHOD_NOT_ALLOWED", NULL, "use POST");
-            http_reply_header(reply, "Allow", "POST");
+            api_reply_method(reply, "POST");
         }
         return;
     }
-    http_reply_error(reply, 404, "NOT_FOUND", NULL, "no route %s", req->path);
+    api_reply_error(reply, SBX_ERR_NOT_FOUND, "NOT_FOUND", NULL, "no route %s", req->path);
 }

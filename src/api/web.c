@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/status.h"
 #include "web/web.h"
 
 /* Does an If-None-Match header name etag? (Weak comparison, as RFC 9110 wants for it: a
@@ -24,21 +25,21 @@ void api_web_route(const struct http_request *req, struct http_reply *reply)
     const char *path = strcmp(req->path, "/ui/") == 0 ? "/ui" : req->path;
     const struct web_asset *a = web_asset_find(path);
     if (!a) {
-        http_reply_error(reply, 404, "NOT_FOUND", NULL, "no file %.200s", req->path);
+        api_reply_error(reply, SBX_ERR_NOT_FOUND, "NOT_FOUND", NULL, "no file %.200s", req->path);
         return;
     }
     bool fresh = api_web_fresh(http_header(req, "If-None-Match"), a->etag);
     if (!fresh) {
         reply->text = malloc(a->len);
         if (!reply->text) {
-            http_reply_error(reply, 500, "INTERNAL", NULL, "out of memory");
+            api_reply_error(reply, SBX_ERR_INTERNAL, "INTERNAL", NULL, "out of memory");
             return;
         }
         memcpy(reply->text, a->data, a->len);
         reply->text_len = a->len;
         reply->content_type = a->content_type;
     }
-    reply->status = fresh ? 304 : 200;
+    api_reply_ok(reply, fresh ? API_NOT_MODIFIED : API_OK);
     /* Six headers fit a reply (http_reply.headers): these are the six. */
     http_reply_header(reply, "Content-Security-Policy", API_WEB_CSP);
     http_reply_header(reply, "X-Frame-Options", "DENY");

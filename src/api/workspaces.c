@@ -27,12 +27,6 @@
 #include "util/log.h"
 #include "util/macros.h"
 
-static void api_ws_method(struct http_reply *reply, const char *allow)
-{
-    http_reply_error(reply, 405, "METHOD_NOT_ALLOWED", NULL, "use %s", allow);
-    http_reply_header(reply, "Allow", allow);
-}
-
 static void api_ws_list(struct workspace *w, bool tools, struct http_reply *reply)
 {
     json_t *out = NULL;
@@ -44,7 +38,7 @@ static void api_ws_list(struct workspace *w, bool tools, struct http_reply *repl
         api_reply_sbx_error(reply, &err);
         return;
     }
-    api_reply_json(reply, 200,
+    api_reply_json(reply, API_OK,
                    tools
                        ? json_pack("{s:s, s:o, s:o}", "workspace", workspace_name(w), "tools", out,
                                    "usage", workspace_usage(w))
@@ -62,8 +56,9 @@ static void api_ws_delete(struct workspace *w, const char *key, bool tools, cons
     int r = tools ? workspace_delete_tool(w, item, &err) : workspace_delete_memory(w, item, &err);
     if (r == -ENOENT) {
         sbx_error_clear(&err);
-        http_reply_error(reply, 404, "NOT_FOUND", NULL, "workspace %s has no %s %.256s",
-                         workspace_name(w), tools ? "tool" : "memory", item);
+        api_reply_error(reply, SBX_ERR_NOT_FOUND, "NOT_FOUND", NULL,
+                        "workspace %s has no %s %.256s", workspace_name(w),
+                        tools ? "tool" : "memory", item);
         return;
     }
     if (r < 0) {
@@ -74,7 +69,7 @@ static void api_ws_delete(struct workspace *w, const char *key, bool tools, cons
         return;
     }
     log_info("workspace %s: %s %.256s deleted over the API", key, tools ? "tool" : "memory", item);
-    reply->status = 204;
+    api_reply_ok(reply, API_NO_CONTENT);
 }
 
 void api_workspaces_route(struct api *api, const struct http_request *req, const char *rest,
@@ -83,14 +78,14 @@ void api_workspaces_route(struct api *api, const struct http_request *req, const
     bool get = strcmp(req->method, "GET") == 0;
     bool del = strcmp(req->method, "DELETE") == 0;
     if (!api->wstore) {
-        http_reply_error(reply, 404, "NOT_FOUND", NULL, "workspaces are disabled");
+        api_reply_error(reply, SBX_ERR_NOT_FOUND, "NOT_FOUND", NULL, "workspaces are disabled");
         return;
     }
     /* "/NAME/KIND" or "/NAME/KIND/ITEM" (the item may hold '/': a memory key). */
     char name[65];
     size_t n = rest[0] == '/' ? strcspn(rest + 1, "/") : 0;
     if (n == 0 || n >= sizeof(name)) {
-        http_reply_error(reply, 404, "NOT_FOUND", NULL, "no route %s", req->path);
+        api_reply_error(reply, SBX_ERR_NOT_FOUND, "NOT_FOUND", NULL, "no route %s", req->path);
         return;
     }
     memcpy(name, rest + 1, n);
@@ -99,31 +94,32 @@ void api_workspaces_route(struct api *api, const struct http_request *req, const
     bool tools = strncmp(kind, "/tools", 6) == 0 && (kind[6] == '\0' || kind[6] == '/');
     bool memories = strncmp(kind, "/memories", 9) == 0 && (kind[9] == '\0' || kind[9] == '/');
     if (!tools && !memories) {
-        http_reply_error(reply, 404, "NOT_FOUND", NULL, "no route %s", req->path);
+        api_reply_error(reply, SBX_ERR_NOT_FOUND, "NOT_FOUND", NULL, "no route %s", req->path);
         return;
     }
     const char *item = kind + (tools ? 6 : 9);
     item = *item ? item + 1 : NULL;
     if (item && !*item) {
-        http_reply_error(reply, 404, "NOT_FOUND", NULL, "no route %s", req->path);
+        api_reply_error(reply, SBX_ERR_NOT_FOUND, "NOT_FOUND", NULL, "no route %s", req->path);
         return;
     }
     if (!item && !get) {
-        api_ws_method(reply, "GET");
+        api_reply_method(reply, "GET");
         return;
     }
     if (item && !del) {
-        api_ws_method(reply, "DELETE");
+        api_reply_method(reply, "DELETE");
         return;
     }
     const char *why = workspace_check_name(name);
     if (why) {
-        http_reply_error(reply, 400, "INVALID_REQUEST", "workspace", "workspace: %s", why);
+        api_reply_error(reply, SBX_ERR_INVALID, "INVALID_REQUEST", "workspace", "workspace: %s",
+                        why);
         return;
     }
     _cleanup_free_ char *key = workspace_key(tenant_name(tenant), name);
     if (!key) {
-        http_reply_error(reply, 500, "INTERNAL", NULL, "out of memory");
+        api_reply_error(reply, SBX_ERR_INTERNAL, "INTERNAL", NULL, "out of memory");
         return;
     }
     struct workspace *w = NULL;
@@ -132,7 +128,7 @@ void api_workspaces_route(struct api *api, const struct http_request *req, const
     int r = workspace_open(api->wstore, key, &share, false, &w, &err);
     if (r == -ENOENT) {
         sbx_error_clear(&err);
-        http_reply_error(reply, 404, "NOT_FOUND", NULL, "no workspace %s", name);
+        api_reply_error(reply, SBX_ERR_NOT_FOUND, "NOT_FOUND", NULL, "no workspace %s", name);
         return;
     }
     if (r < 0) {

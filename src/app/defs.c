@@ -16,6 +16,8 @@
 #include "util/log.h"
 #include "util/macros.h"
 
+#define DEFS_TOOL "core.state.getDefinitionFileContent" /* the framework tool that fetches */
+
 struct defs_entry {
     char *key; /* endpoint \x1f app \x1f path */
     char *app_id;
@@ -72,7 +74,6 @@ void defs_free(struct defs *d)
 void defs_result_done(struct defs_result *r)
 {
     free(r->content_b64);
-    free(r->message);
     json_decref(r->details);
     *r = (struct defs_result){0};
 }
@@ -88,17 +89,6 @@ int defs_decode(const char *b64, char **ret, size_t *ret_len)
     return b64_decode_ignoring(b64, strlen(b64), " \r\n\t", ret, ret_len);
 }
 
-/* An error that means "there is no such file" rather than "the framework failed". */
-static bool defs_is_not_found(const struct mcp_error *e)
-{
-    if (e->http_status == 404)
-        return true;
-    if (e->kind != MCP_ERR_TOOL || !e->code)
-        return false;
-    return strstr(e->code, "NOT_FOUND") || strcmp(e->code, "ENOENT") == 0 ||
-           strcmp(e->code, "404") == 0;
-}
-
 static void defs_evict(struct defs *d)
 {
     while (d->table && (HASH_COUNT(d->table) > d->opt.max_entries || d->bytes > d->opt.max_bytes)) {
@@ -109,15 +99,14 @@ static void defs_evict(struct defs *d)
     }
 }
 
-void defs_get(struct defs *d, const char *endpoint, const char *app_id, const char *path,
-              struct framework_stats *stats, struct defs_result *ret)
+int defs_get(struct defs *d, const char *endpoint, const char *app_id, const char *path,
+             struct framework_stats *stats, struct defs_result *ret, struct sbx_error *err)
 {
     *ret = (struct defs_result){0};
     _cleanup_free_ char *key = defs_key(endpoint, app_id, path);
     if (!key) {
-        ret->status = DEFS_MCP_ERROR;
-        ret->message = strdup("out of memory");
-        return;
+        sbx_error_set(err, SBX_ERR_UPSTREAM, "MCP_ERROR", NULL, "out of memory");
+        return -ENOMEM;
     }
     pthread_mutex_lock(&d->lock);
     struct defs_entry *e = NULL;
@@ -131,68 +120,64 @@ void defs_get(struct defs *d, const char *endpoint, const char *app_id, const ch
     pthread_mutex_unlock(&d->lock);
     if (ret->content_b64) {
         ret->cached = true;
-        return;
+        return 0;
     }
 
     json_t *params = json_pack("{s:s, s:s}", "app_id", app_id, "file_path", path);
     if (!params) {
-        ret->status = DEFS_MCP_ERROR;
-        ret->message = strdup("out of memory");
-        return;
+        sbx_error_set(err, SBX_ERR_UPSTREAM, "MCP_ERROR", NULL, "out of memory");
+        return -ENOMEM;
     }
     json_t *result = NULL;
-    struct mcp_error err = {0};
-    int r = framework_call(d->fw, endpoint, app_id, "core.state.getDefinitionFileContent", params,
-                           &result, &err, stats);
+    struct sbx_error fe = {0};
+    int r = framework_call(d->fw, endpoint, app_id, DEFS_TOOL, params, &result, &fe, stats);
     json_decref(params);
     if (r < 0) {
-        ret->status = defs_is_not_found(&err) ? DEFS_NOT_FOUND : DEFS_MCP_ERROR;
-        if (asprintf(&ret->message, "%s: %s", path, err.message ? err.message : "failed") < 0)
-            ret->message = NULL;
-        ret->details = mcp_error_details(&err, "core.state.getDefinitionFileContent");
-        mcp_error_clear(&err);
+        ret->details = sbx_error_details(&fe, DEFS_TOOL);
+        if (framework_not_found(&fe))
+            sbx_error_set(err, SBX_ERR_NOT_FOUND, "SCRIPT_NOT_FOUND", NULL, "%s: %s", path,
+                          fe.message ? fe.message : "failed");
+        else
+            sbx_error_set(err, SBX_ERR_UPSTREAM, "MCP_ERROR", NULL, "%s: %s", path,
+                          fe.message ? fe.message : "failed");
+        sbx_error_clear(&fe);
         pthread_mutex_lock(&d->lock);
         d->fetch_errors++;
         pthread_mutex_unlock(&d->lock);
-        return;
+        return r;
     }
     json_t *content = json_object_get(result, "content");
     const char *b64 = json_string_value(content);
     if (!b64 && json_is_null(content)) {
-        ret->status = DEFS_NOT_FOUND;
-        if (asprintf(&ret->message, "%s: the framework has no such file", path) < 0)
-            ret->message = NULL;
+        sbx_error_set(err, SBX_ERR_NOT_FOUND, "SCRIPT_NOT_FOUND", NULL,
+                      "%s: the framework has no such file", path);
         json_decref(result);
-        return;
+        return -ENOENT;
     }
     if (!b64) {
-        ret->status = DEFS_MCP_ERROR;
-        if (asprintf(&ret->message, "%s: the answer has no base64 'content'", path) < 0)
-            ret->message = NULL;
-        ret->details = json_pack("{s:s, s:s}", "kind", "protocol", "tool",
-                                 "core.state.getDefinitionFileContent");
+        sbx_error_set(err, SBX_ERR_UPSTREAM, "MCP_ERROR", NULL,
+                      "%s: the answer has no base64 'content'", path);
+        ret->details = json_pack("{s:s, s:s}", "kind", "protocol", "tool", DEFS_TOOL);
         json_decref(result);
-        return;
+        return -EPROTO;
     }
     size_t size = strlen(b64);
     if (size / 4 * 3 > d->opt.max_file) {
-        ret->status = DEFS_MCP_ERROR;
-        if (asprintf(&ret->message, "%s: definition larger than %zu bytes", path, d->opt.max_file) <
-            0)
-            ret->message = NULL;
+        sbx_error_set(err, SBX_ERR_UPSTREAM, "MCP_ERROR", NULL,
+                      "%s: definition larger than %zu bytes", path, d->opt.max_file);
         json_decref(result);
-        return;
+        return -EFBIG;
     }
     ret->content_b64 = strdup(b64);
     json_decref(result);
     if (!ret->content_b64) {
-        ret->status = DEFS_MCP_ERROR;
-        return;
+        sbx_error_set(err, SBX_ERR_UPSTREAM, "MCP_ERROR", NULL, "out of memory");
+        return -ENOMEM;
     }
     /* Cache it (a concurrent fetch of the same key may have won: then keep theirs). */
     struct defs_entry *n = calloc(1, sizeof(*n));
     if (!n)
-        return;
+        return 0;
     n->key = TAKE_PTR(key);
     n->app_id = strdup(app_id);
     n->path = strdup(path);
@@ -200,7 +185,7 @@ void defs_get(struct defs *d, const char *endpoint, const char *app_id, const ch
     n->size = size;
     if (!n->app_id || !n->path || !n->content) {
         defs_entry_free(n);
-        return;
+        return 0;
     }
     pthread_mutex_lock(&d->lock);
     HASH_FIND_STR(d->table, n->key, e);
@@ -212,6 +197,7 @@ void defs_get(struct defs *d, const char *endpoint, const char *app_id, const ch
         defs_evict(d);
     }
     pthread_mutex_unlock(&d->lock);
+    return 0;
 }
 
 size_t defs_invalidate(struct defs *d, const char *app_id, const char *const *paths, size_t n)

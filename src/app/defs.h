@@ -14,6 +14,7 @@
 #include <stddef.h>
 
 #include "framework/framework.h"
+#include "util/error.h"
 
 struct defs;
 
@@ -23,25 +24,22 @@ struct defs_options {
     size_t max_file; /* largest definition accepted, decoded bytes */
 };
 
-enum defs_status {
-    DEFS_OK,
-    DEFS_NOT_FOUND,
-    DEFS_MCP_ERROR,
-};
-
 struct defs_result {
-    enum defs_status status;
     char *content_b64; /* caller frees */
     bool cached;
-    char *message;   /* NOT_FOUND / MCP_ERROR: what happened */
-    json_t *details; /* MCP_ERROR: mcp_error_details(); may be NULL (none, or not built) */
+    /* a failure's details for its error body: how the framework call failed
+     * (sbx_error_details()), or its answer held no definition; NULL: none */
+    json_t *details;
 };
 
 int defs_new(struct framework *fw, const struct defs_options *opt, struct defs **ret);
 void defs_free(struct defs *d);
-/* Fetch (or reuse) a definition. Always fills *ret (free with defs_result_done). */
-void defs_get(struct defs *d, const char *endpoint, const char *app_id, const char *path,
-              struct framework_stats *stats, struct defs_result *ret);
+/* Fetch (or reuse) a definition: 0 and ret->content_b64, or -errno with *err: NOT_FOUND (the
+ * framework has no such file) or UPSTREAM (code MCP_ERROR: the framework failed, answered no
+ * definition or one too large, or out of memory), its message naming path. Always fills *ret
+ * (free with defs_result_done). */
+int defs_get(struct defs *d, const char *endpoint, const char *app_id, const char *path,
+             struct framework_stats *stats, struct defs_result *ret, struct sbx_error *err);
 /* Decode a fetched definition to bytes (NUL-terminated); -EBADMSG when not base64. */
 int defs_decode(const char *b64, char **ret, size_t *ret_len);
 /* Drop cached definitions of app (all, or the listed paths). Returns how many were dropped. */

@@ -338,14 +338,14 @@ static void app_jit_run(struct app *a, const struct request_spec *s, const char 
 {
     *ret = (struct app_reply){0};
     struct defs_result def;
-    defs_get(a->defs, s->endpoint, s->app_id, script, fst, &def);
-    if (def.status != DEFS_OK) {
-        bool nf = def.status == DEFS_NOT_FOUND;
+    _cleanup_sbx_error_ struct sbx_error err = {0};
+    if (defs_get(a->defs, s->endpoint, s->app_id, script, fst, &def, &err) < 0) {
+        bool nf = err.kind == SBX_ERR_NOT_FOUND;
         json_t *details = def.details ? json_incref(def.details) : json_object();
         json_object_set_new(details, "script", json_string(script));
         ret->kind = SBX_ERR_NONE;
         ret->body = response_error(s->request_id, nf ? "SCRIPT_NOT_FOUND" : "MCP_ERROR",
-                                   def.message ? def.message : "definition unavailable", details);
+                                   err.message ? err.message : "definition unavailable", details);
         defs_result_done(&def);
         return;
     }

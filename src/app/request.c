@@ -30,16 +30,17 @@ bool request_is_identifier(const char *s)
     return true;
 }
 
-static int request_fail(struct request_error *err, const char *field, const char *message)
+/* INVALID_REQUEST naming field ("": the body itself) and what is wrong with it. */
+static int request_fail(struct sbx_error *err, const char *field, const char *message)
 {
-    err->field = field;
-    err->message = message;
+    sbx_error_set(err, SBX_ERR_INVALID, "INVALID_REQUEST", field, "%s%s%s", field,
+                  *field ? ": " : "", message);
     return -EINVAL;
 }
 
 /* A string member: required or optional; never empty, never with NUL inside. */
 static int request_string(json_t *obj, const char *key, const char *field, bool required,
-                          size_t max, const char **ret, struct request_error *err)
+                          size_t max, const char **ret, struct sbx_error *err)
 {
     json_t *v = json_object_get(obj, key);
     *ret = NULL;
@@ -59,7 +60,7 @@ static int request_string(json_t *obj, const char *key, const char *field, bool 
 }
 
 static int request_positive(json_t *obj, const char *key, const char *field, int64_t min,
-                            int64_t *ret, struct request_error *err)
+                            int64_t *ret, struct sbx_error *err)
 {
     json_t *v = json_object_get(obj, key);
     *ret = 0;
@@ -74,7 +75,7 @@ static int request_positive(json_t *obj, const char *key, const char *field, int
 }
 
 static int request_identifier(json_t *obj, const char *key, const char *field, bool required,
-                              const char **ret, struct request_error *err)
+                              const char **ret, struct sbx_error *err)
 {
     int r = request_string(obj, key, field, required, 255, ret, err);
     if (r < 0)
@@ -85,7 +86,7 @@ static int request_identifier(json_t *obj, const char *key, const char *field, b
 }
 
 static int request_path(json_t *obj, const char *key, const char *field, bool required,
-                        const char **ret, struct request_error *err)
+                        const char **ret, struct sbx_error *err)
 {
     json_t *v = json_object_get(obj, key);
     *ret = NULL;
@@ -101,7 +102,7 @@ static int request_path(json_t *obj, const char *key, const char *field, bool re
 }
 
 /* taskDetails.files, taskDetails.collect and taskDetails.profile (JIT and EXECUTOR). */
-static int request_data_work(struct request_spec *s, struct request_error *err)
+static int request_data_work(struct request_spec *s, struct sbx_error *err)
 {
     json_t *t = s->task;
     json_t *profile = json_object_get(t, "profile");
@@ -157,7 +158,7 @@ static int request_data_work(struct request_spec *s, struct request_error *err)
     return 0;
 }
 
-static int request_endpoint(const char *ep, struct request_error *err)
+static int request_endpoint(const char *ep, struct sbx_error *err)
 {
     if (strcmp(ep, "local") == 0 || strncmp(ep, "http://", 7) == 0 ||
         strncmp(ep, "https://", 8) == 0)
@@ -165,7 +166,7 @@ static int request_endpoint(const char *ep, struct request_error *err)
     return request_fail(err, "context.mcp_endpoint", "must be an http(s) URL or \"local\"");
 }
 
-static int request_task(struct request_spec *s, struct request_error *err)
+static int request_task(struct request_spec *s, struct sbx_error *err)
 {
     json_t *t = s->task;
     int r = 0;
@@ -243,7 +244,7 @@ static int request_task(struct request_spec *s, struct request_error *err)
     return 0;
 }
 
-int request_parse(json_t *body, struct request_spec *s, struct request_error *err)
+int request_parse(json_t *body, struct request_spec *s, struct sbx_error *err)
 {
     *s = (struct request_spec){0};
     int r;

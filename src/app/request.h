@@ -12,6 +12,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "util/error.h"
+
 struct egress_policy;
 
 enum handler_type { HANDLER_JIT, HANDLER_EXECUTOR, HANDLER_LLM, HANDLER_WORKFLOW };
@@ -62,17 +64,13 @@ struct request_spec {
     struct egress_share *egress_share; /* the tenant's part of the proxy (borrowed); NULL: none */
 };
 
-struct request_error {
-    const char *field;   /* static */
-    const char *message; /* static */
-};
-
 #define REQUEST_MAX_ID      256
 #define REQUEST_MAX_FILES   1000 /* entries of taskDetails.files */
 #define REQUEST_MAX_COLLECT 64   /* globs of taskDetails.collect */
 
-/* 0, or -EINVAL with *err naming the field. */
-int request_parse(json_t *body, struct request_spec *ret, struct request_error *err);
+/* 0, or -EINVAL with *err: INVALID, code INVALID_REQUEST, naming the field ("" when the body
+ * itself is wrong), the message "FIELD: what is wrong". */
+int request_parse(json_t *body, struct request_spec *ret, struct sbx_error *err);
 const char *handler_name(enum handler_type h);
 /* A Python identifier (ASCII subset). */
 bool request_is_identifier(const char *s);

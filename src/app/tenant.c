@@ -304,10 +304,10 @@ static int tenants_parse(const char *path, json_t *doc, struct tenants *ts)
 int tenants_load(const char *path, struct tenants **ret)
 {
     /* Whoever can write the file can make themselves a tenant. */
-    _cleanup_free_ char *why = NULL;
+    _cleanup_sbx_error_ struct sbx_error why = {0};
     int r = trust_check(path, TRUST_FILE, &why);
     if (r < 0) {
-        log_error("tenants file: %s", why ? why : "cannot be checked");
+        log_error("tenants file: %s", why.message ? why.message : "cannot be checked");
         return r == -ENOMEM ? r : -EINVAL;
     }
     struct stat st;

@@ -165,9 +165,11 @@ static void mcp_line(struct mcp_stdio *m, const char *line, size_t len)
                            : peek.has_request && !peek.initialize &&
                                  strcmp(json_string_value(json_object_get(msg, "method")) ?: "",
                                         "tools/call") == 0;
-    /* Until the set-up is done, every request but initialize and ping waits for it: on a
-     * worker, so that this thread keeps reading. */
-    if (!slow && !atomic_load(&m->ready) && peek.has_request && !peek.initialize &&
+    /* Until the set-up is done, every valid request but initialize and ping waits for it: on
+     * a worker, so that this thread keeps reading. What is refused for its form (an invalid
+     * message, a batch of a version without batches) needs no set-up and is answered at once,
+     * in the order it came. */
+    if (!slow && !atomic_load(&m->ready) && peek.kind == JSONRPC_REQUEST && !peek.initialize &&
         strcmp(json_string_value(json_object_get(msg, "method")) ?: "", "ping") != 0)
         slow = true;
     pthread_mutex_lock(&m->lock);
@@ -176,7 +178,7 @@ static void mcp_line(struct mcp_stdio *m, const char *line, size_t len)
     if (slow && !room) {
         /* Refused at once rather than run on the reading thread, which must stay free. */
         json_t *id = json_object_get(msg, "id");
-        json_t *e = jsonrpc_error_new(jsonrpc_id_valid(id) ? id : NULL, -32000,
+        json_t *e = jsonrpc_error_new(jsonrpc_id_valid(id) ? id : NULL, JSONRPC_SERVER_ERROR,
                                       "Server busy: too many requests are running", NULL);
         if (e)
             mcp_write(m, e);

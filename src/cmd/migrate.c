@@ -417,7 +417,7 @@ int cmd_migrate(int argc, char **argv)
         common_done(&common);
         return 1;
     }
-    _cleanup_free_ char *why = NULL;
+    _cleanup_sbx_error_ struct sbx_error why = {0};
     struct store *store = NULL;
     struct workspace_store *wstore = NULL;
     struct workspace *w = NULL;
@@ -428,7 +428,8 @@ int cmd_migrate(int argc, char **argv)
     _cleanup_sbx_error_ struct sbx_error err = {0};
     int r = trust_make_dir(state, &why);
     if (r < 0)
-        log_error("migrate: refusing the state directory %s: %s", state, why ? why : "unsafe");
+        log_error("migrate: refusing the state directory %s: %s", state,
+                  why.message ? why.message : "unsafe");
     else if ((r = store_new(&sto, 0, &store)) < 0 ||
              (r = workspace_store_new(store, &wl, &wstore)) < 0 ||
              (r = workspace_open(wstore, workspace, NULL, true, &w, &err)) < 0)

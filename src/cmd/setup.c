@@ -261,10 +261,9 @@ int setup_mcp_config(const struct setup_opts *o, struct mcp_config *ret)
     };
     int r = mcp_config_load(&co, ret);
     for (size_t i = 0; r == 0 && i < o->n_approvals; i++) {
-        char *why = NULL;
+        _cleanup_sbx_error_ struct sbx_error why = {0};
         if ((r = mcp_config_add_approval(ret, o->approvals[i], &why)) < 0) {
-            log_error("%s", why ? why : "--approval: out of memory");
-            free(why);
+            log_error("%s", why.message ? why.message : "--approval: out of memory");
             mcp_config_done(ret);
         }
     }
@@ -342,12 +341,12 @@ static int setup_state(struct setup *s, const struct setup_opts *o, const char *
     s->state_dir = common_state_dir(o->state_dir);
     if (!s->state_dir)
         return -ENOMEM;
-    _cleanup_free_ char *why = NULL;
+    _cleanup_sbx_error_ struct sbx_error why = {0};
     int r = trust_make_dir(s->state_dir, &why);
     if (r < 0) {
         log_error("%s: refusing the state directory: %s. Use --state-dir DIR with a directory "
                   "of your own that only you can write (mode 0700)",
-                  cmd, why ? why : "it cannot be checked");
+                  cmd, why.message ? why.message : "it cannot be checked");
         return r;
     }
     return 0;
@@ -410,10 +409,10 @@ static int setup_egress(struct setup *s, const struct setup_opts *o, const char 
             .session_open = (unsigned)o->egress_session_max_open,
             .tenant_open = (unsigned)o->egress_tenant_connections,
         };
-        _cleanup_free_ char *why_shares = NULL;
+        _cleanup_sbx_error_ struct sbx_error why_shares = {0};
         if (egress_shares_size(&eo, (unsigned)o->max_sessions, (unsigned)o->executions,
                                &why_shares) < 0) {
-            log_error("%s: %s", cmd, why_shares ? why_shares : "out of memory");
+            log_error("%s: %s", cmd, why_shares.message ? why_shares.message : "out of memory");
             return -EINVAL;
         }
         if ((r = egress_proxy_new(&eo, &s->egress)) < 0 || (r = setup_egress_probe(s, cmd)) < 0)

@@ -339,8 +339,9 @@ int egress_policy_parse(const struct egress_config *cfg, json_t *allow, struct e
     return 0;
 }
 
-int egress_network_parse(const struct egress_config *cfg, json_t *network,
-                         struct egress_policy **ret, char **ret_why)
+/* egress_network_parse() with the reason as a string (caller frees). */
+static int egress_network_check(const struct egress_config *cfg, json_t *network,
+                                struct egress_policy **ret, char **ret_why)
 {
     *ret = NULL;
     *ret_why = NULL;
@@ -354,6 +355,20 @@ int egress_network_parse(const struct egress_config *cfg, json_t *network,
             return fmt_error(ret_why, EINVAL, "unknown member '%.64s' (only \"allow\")", key);
     }
     return egress_policy_parse(cfg, json_object_get(network, "allow"), ret, ret_why);
+}
+
+int egress_network_parse(const struct egress_config *cfg, json_t *network, const char *field,
+                         struct egress_policy **ret, struct sbx_error *err)
+{
+    _cleanup_free_ char *why = NULL;
+    int r = egress_network_check(cfg, network, ret, &why);
+    if (r == -EINVAL && why)
+        return sbx_error_errno(err, EINVAL, SBX_ERR_INVALID, "NETWORK_NOT_ALLOWED", field, "%s: %s",
+                               field, why);
+    if (r < 0)
+        return sbx_error_errno(err, -r, SBX_ERR_INTERNAL, "INTERNAL", NULL, "%s: out of memory",
+                               field);
+    return 0;
 }
 
 void egress_policy_free(struct egress_policy *p)

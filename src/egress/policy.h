@@ -21,6 +21,7 @@
 #include <sys/socket.h>
 
 #include "egress/host.h"
+#include "util/error.h"
 
 #define EGRESS_POLICY_MAX  64   /* patterns in one execution's allow list */
 #define EGRESS_CEILING_MAX 256  /* --egress-allow, --egress-resolve, --egress-header each */
@@ -97,10 +98,12 @@ struct egress_policy {
  * frees) when it is malformed or asks for more than the ceiling. */
 int egress_policy_parse(const struct egress_config *cfg, json_t *allow, struct egress_policy **ret,
                         char **ret_why);
-/* The same for a whole `network` member, {"allow": [patterns]}; cfg NULL: a server without
- * --egress-allow, which refuses every policy. */
-int egress_network_parse(const struct egress_config *cfg, json_t *network,
-                         struct egress_policy **ret, char **ret_why);
+/* The same for a whole `network` member, {"allow": [patterns]}, the request's member field
+ * (static: "network", "context.taskDetails.network"); cfg NULL: a server without
+ * --egress-allow, which refuses every policy. 0 and *ret; -EINVAL with *err INVALID,
+ * NETWORK_NOT_ALLOWED naming field and saying why ("FIELD: why"), or -ENOMEM (INTERNAL). */
+int egress_network_parse(const struct egress_config *cfg, json_t *network, const char *field,
+                         struct egress_policy **ret, struct sbx_error *err);
 void egress_policy_free(struct egress_policy *p);
 struct egress_policy *egress_policy_dup(const struct egress_policy *p);
 bool egress_policy_allows(const struct egress_policy *p, const struct egress_host *h,

@@ -20,7 +20,6 @@
 
 #include "egress/proxy_int.h"
 #include "util/clock.h"
-#include "util/fmt.h"
 #include "util/fdio.h"
 #include "util/log.h"
 #include "util/macros.h"
@@ -29,10 +28,9 @@
 #define PROXY_TICK_MS 250 /* deadline resolution */
 
 int egress_shares_size(struct egress_options *o, unsigned sessions, unsigned executions,
-                       char **ret_why)
+                       struct sbx_error *err)
 {
     unsigned pool = o->pool ? o->pool : EGRESS_POOL_DEFAULT, half = pool / 2;
-    *ret_why = NULL;
     /* Sessions and executions each may hold half the pool: sessions' connections outlive
      * their executions (what a session leaves running keeps them), so neither kind can crowd
      * out the other, and within a kind no holder can take more than its cap. */
@@ -53,26 +51,27 @@ int egress_shares_size(struct egress_options *o, unsigned sessions, unsigned exe
             continue;
         }
         if (*cap && (uint64_t)*cap * n > half)
-            return fmt_error(ret_why, EINVAL,
-                             "%s %u x %s %u = %llu connections, more than half of --egress-pool "
-                             "%u: lower one, or raise --egress-pool",
-                             kinds[i].count_opt, n, kinds[i].cap_opt, *cap,
-                             (unsigned long long)*cap * n, pool);
+            return sbx_error_errno(
+                err, EINVAL, SBX_ERR_INVALID, "INVALID_OPTION", NULL,
+                "%s %u x %s %u = %llu connections, more than half of --egress-pool "
+                "%u: lower one, or raise --egress-pool",
+                kinds[i].count_opt, n, kinds[i].cap_opt, *cap, (unsigned long long)*cap * n, pool);
         if (!*cap)
             *cap = half / n < kinds[i].def ? half / n : kinds[i].def;
         if (!*cap)
-            return fmt_error(ret_why, EINVAL,
-                             "%s %u leaves no connection through the egress proxy for a %s (each "
-                             "kind may hold half of --egress-pool %u): lower it, or raise "
-                             "--egress-pool",
-                             kinds[i].count_opt, n, kinds[i].holder, pool);
+            return sbx_error_errno(
+                err, EINVAL, SBX_ERR_INVALID, "INVALID_OPTION", NULL,
+                "%s %u leaves no connection through the egress proxy for a %s (each "
+                "kind may hold half of --egress-pool %u): lower it, or raise "
+                "--egress-pool",
+                kinds[i].count_opt, n, kinds[i].holder, pool);
     }
     if (!o->tenant_open)
         o->tenant_open = pool / 4;
     if (o->tenant_open > pool)
-        return fmt_error(ret_why, EINVAL,
-                         "--egress-tenant-connections %u is more than --egress-pool %u",
-                         o->tenant_open, pool);
+        return sbx_error_errno(err, EINVAL, SBX_ERR_INVALID, "INVALID_OPTION", NULL,
+                               "--egress-tenant-connections %u is more than --egress-pool %u",
+                               o->tenant_open, pool);
     o->pool = pool;
     return 0;
 }

@@ -53,12 +53,12 @@ struct egress_options {
 /* The connection caps for holders: at most `sessions` live sessions and `executions` running
  * executions (0: none, e.g. `sandboxd mcp`). Each kind may hold at most half the pool; a cap
  * given (non-zero) is checked, one left 0 is set to the largest that fits (at most
- * EGRESS_SESSION_OPEN_DEFAULT, EGRESS_EXEC_OPEN_DEFAULT). 0, or -EINVAL with *ret_why (caller
- * frees) saying which figures do not add up. */
+ * EGRESS_SESSION_OPEN_DEFAULT, EGRESS_EXEC_OPEN_DEFAULT). 0, or -EINVAL with *err (INVALID,
+ * INVALID_OPTION) saying which figures do not add up. */
 #define EGRESS_EXEC_OPEN_DEFAULT    16
 #define EGRESS_SESSION_OPEN_DEFAULT 8
 int egress_shares_size(struct egress_options *o, unsigned sessions, unsigned executions,
-                       char **ret_why);
+                       struct sbx_error *err);
 
 /* A tenant's part of the proxy: its connections at once across all its executions and
  * sessions, and its name lookups (EGRESS_RESOLVER_* in proxy_int.h). Owned by the tenant,

@@ -33,14 +33,14 @@ struct flow_llm_ctx {
     struct flow_tokens *tokens;
 };
 
-static void flow_rpc_reply(struct cell *c, json_t *id, json_t *payload, const struct mcp_error *e)
+static void flow_rpc_reply(struct cell *c, json_t *id, json_t *payload, const struct sbx_error *e)
 {
     json_t *msg;
     if (e)
         msg = json_pack("{s:s, s:O, s:b, s:s, s:s, s:o?}", "type", "rpc_response", "id", id,
                         "success", 0, "error", e->message ? e->message : "failed", "errorKind",
-                        mcp_error_kind_name(e->kind), "details",
-                        mcp_error_details(e, "core.llm.generate"));
+                        sbx_upstream_name(e->upstream), "details",
+                        sbx_error_details(e, "core.llm.generate"));
     else
         msg = json_pack("{s:s, s:O, s:b, s:O}", "type", "rpc_response", "id", id, "success", 1,
                         "payload", payload);
@@ -59,18 +59,18 @@ static int flow_llm_on_message(void *userdata, struct cell *c, json_t *msg)
     json_t *payload = json_object_get(msg, "payload");
     json_t *params = json_object_get(payload, "params");
     const char *what = json_string_value(json_object_get(payload, "type"));
-    struct mcp_error err = {0};
+    struct sbx_error err = {0};
     if (!id || !what || strcmp(what, "llm_generate") != 0 || !json_is_object(params)) {
-        mcp_error_set(&err, MCP_ERR_PROTOCOL, NULL, "a template may only ask for a completion");
+        sbx_error_upstream(&err, SBX_UP_PROTOCOL, NULL, "a template may only ask for a completion");
         if (id)
             flow_rpc_reply(c, id, NULL, &err);
-        mcp_error_clear(&err);
+        sbx_error_clear(&err);
         return 0;
     }
     if (x->tokens->calls >= FLOW_MAX_LLM_CALLS) {
-        mcp_error_set(&err, MCP_ERR_PROTOCOL, NULL, "too many completions for one template");
+        sbx_error_upstream(&err, SBX_UP_PROTOCOL, NULL, "too many completions for one template");
         flow_rpc_reply(c, id, NULL, &err);
-        mcp_error_clear(&err);
+        sbx_error_clear(&err);
         return 0;
     }
     x->tokens->calls++;
@@ -86,7 +86,7 @@ static int flow_llm_on_message(void *userdata, struct cell *c, json_t *msg)
         flow_rpc_reply(c, id, result, NULL);
     }
     json_decref(result);
-    mcp_error_clear(&err);
+    sbx_error_clear(&err);
     return 0;
 }
 
@@ -130,14 +130,14 @@ void flow_llm_call(struct app *a, const struct request_spec *s, const char *temp
 {
     *ret = (struct app_reply){0};
     struct defs_result def;
-    defs_get(a->defs, s->endpoint, s->app_id, template_path, fst, &def);
-    if (def.status != DEFS_OK) {
-        bool nf = def.status == DEFS_NOT_FOUND;
+    _cleanup_sbx_error_ struct sbx_error err = {0};
+    if (defs_get(a->defs, s->endpoint, s->app_id, template_path, fst, &def, &err) < 0) {
+        bool nf = err.kind == SBX_ERR_NOT_FOUND;
         json_t *details = def.details ? json_incref(def.details) : json_object();
         json_object_set_new(details, "promptTemplate", json_string(template_path));
         ret->kind = SBX_ERR_NONE;
         ret->body = response_error(s->request_id, nf ? "SCRIPT_NOT_FOUND" : "MCP_ERROR",
-                                   def.message ? def.message : "template unavailable", details);
+                                   err.message ? err.message : "template unavailable", details);
         defs_result_done(&def);
         return;
     }

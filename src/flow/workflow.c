@@ -375,17 +375,17 @@ static void wf_run_step(struct wf_run *w, const char *id, json_t *step, struct w
             params = json_object();
         }
         json_t *result = NULL;
-        struct mcp_error err = {0};
+        struct sbx_error err = {0};
         if (r < 0)
             res->error = wf_build_error(w, id, r);
         else if (framework_call(w->a->fw, w->s->endpoint, w->s->app_id, tool, params, &result, &err,
                                 &w->fst) < 0)
             res->error =
-                wf_error_body(w, "MCP_ERROR", id, mcp_error_details(&err, tool),
+                wf_error_body(w, "MCP_ERROR", id, sbx_error_details(&err, tool),
                               "step %s: %s failed: %s", id, tool, err.message ? err.message : "?");
         else
             res->output = result ? result : json_null();
-        mcp_error_clear(&err);
+        sbx_error_clear(&err);
         json_decref(params);
     } else { /* control */
         json_t *out = json_object_get(step, "output");
@@ -490,7 +490,7 @@ static void wf_load_steps(struct wf_run *w)
         return;
     }
     json_t *res = NULL;
-    struct mcp_error err = {0};
+    struct sbx_error err = {0};
     if (framework_call(w->a->fw, w->s->endpoint, w->s->app_id, "core.state.getRuntimeValue", params,
                        &res, &err, &w->fst) == 0) {
         json_t *steps = json_object_get(json_object_get(res, "value"), "steps");
@@ -502,7 +502,7 @@ static void wf_load_steps(struct wf_run *w)
     }
     json_decref(res);
     json_decref(params);
-    mcp_error_clear(&err);
+    sbx_error_clear(&err);
 }
 
 static void wf_save_steps(struct wf_run *w)
@@ -515,14 +515,14 @@ static void wf_save_steps(struct wf_run *w)
         return;
     }
     json_t *res = NULL;
-    struct mcp_error err = {0};
+    struct sbx_error err = {0};
     if (framework_call(w->a->fw, w->s->endpoint, w->s->app_id, "core.state.setRuntimeValue", params,
                        &res, &err, &w->fst) < 0)
         log_warn("workflow: cannot keep the step outputs of %s: %s", key ? key : "?",
                  err.message ? err.message : "?");
     json_decref(res);
     json_decref(params);
-    mcp_error_clear(&err);
+    sbx_error_clear(&err);
 }
 
 static void wf_execute(struct wf_run *w, struct app_reply *ret)
@@ -626,12 +626,12 @@ void flow_workflow_execute(struct app *a, const struct request_spec *s, struct a
                                                               : WORKFLOW_MAX_BUILT_BYTES};
     w.budget = w.built_max;
     struct defs_result def;
-    defs_get(a->defs, s->endpoint, s->app_id, s->workflow_id, &w.fst, &def);
-    if (def.status != DEFS_OK) {
+    _cleanup_sbx_error_ struct sbx_error err = {0};
+    if (defs_get(a->defs, s->endpoint, s->app_id, s->workflow_id, &w.fst, &def, &err) < 0) {
         json_t *details = def.details ? json_incref(def.details) : json_object();
         ret->body =
-            wf_error_body(&w, def.status == DEFS_NOT_FOUND ? "SCRIPT_NOT_FOUND" : "MCP_ERROR", NULL,
-                          details, "%s", def.message ? def.message : "workflow unavailable");
+            wf_error_body(&w, err.kind == SBX_ERR_NOT_FOUND ? "SCRIPT_NOT_FOUND" : "MCP_ERROR",
+                          NULL, details, "%s", err.message ? err.message : "workflow unavailable");
         defs_result_done(&def);
         goto out;
     }

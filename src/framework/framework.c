@@ -117,16 +117,17 @@ void framework_free(struct framework *fw)
 
 /* ---- the embedded "local" framework ---------------------------------------------------- */
 
-static const char *framework_param_string(json_t *params, const char *key, struct mcp_error *err)
+static const char *framework_param_string(json_t *params, const char *key, struct sbx_error *err)
 {
     const char *v = json_string_value(json_object_get(params, key));
     if (!v)
-        mcp_error_set(err, MCP_ERR_TOOL, "INVALID_PARAMS", "parameter '%s' must be a string", key);
+        sbx_error_upstream(err, SBX_UP_TOOL, "INVALID_PARAMS", "parameter '%s' must be a string",
+                           key);
     return v;
 }
 
 static int local_definition(struct framework *fw, const char *app, json_t *params, json_t **ret,
-                            struct mcp_error *err)
+                            struct sbx_error *err)
 {
     const char *path = framework_param_string(params, "file_path", err);
     if (!path)
@@ -135,12 +136,12 @@ static int local_definition(struct framework *fw, const char *app, json_t *param
     if (!why)
         why = path_check_relative(path, strlen(path));
     if (why) {
-        mcp_error_set(err, MCP_ERR_TOOL, "INVALID_PARAMS", "invalid definition path: %s", why);
+        sbx_error_upstream(err, SBX_UP_TOOL, "INVALID_PARAMS", "invalid definition path: %s", why);
         return -EINVAL;
     }
     if (fw->definitions_fd < 0) {
-        mcp_error_set(err, MCP_ERR_TOOL, "NOT_FOUND",
-                      "no definitions directory is configured (--definitions)");
+        sbx_error_upstream(err, SBX_UP_TOOL, "NOT_FOUND",
+                           "no definitions directory is configured (--definitions)");
         return -ENOENT;
     }
     char rel[PATH_REQUEST_MAX + 300];
@@ -151,8 +152,9 @@ static int local_definition(struct framework *fw, const char *app, json_t *param
     _cleanup_close_ int fd = (int)syscall(SYS_openat2, fw->definitions_fd, rel, &how, sizeof(how));
     if (fd < 0) {
         int e = errno;
-        mcp_error_set(err, MCP_ERR_TOOL, e == ENOENT || e == ENOTDIR ? "NOT_FOUND" : "READ_FAILED",
-                      "definition %s of app %s: %s", path, app, strerror(e));
+        sbx_error_upstream(err, SBX_UP_TOOL,
+                           e == ENOENT || e == ENOTDIR ? "NOT_FOUND" : "READ_FAILED",
+                           "definition %s of app %s: %s", path, app, strerror(e));
         return -e;
     }
     struct buf b;
@@ -165,7 +167,8 @@ static int local_definition(struct framework *fw, const char *app, json_t *param
         if (n < 0 || (n > 0 && buf_append(&b, chunk, (size_t)n) < 0)) {
             int e = n < 0 ? errno : EFBIG;
             buf_free(&b);
-            mcp_error_set(err, MCP_ERR_TOOL, "READ_FAILED", "definition %s: %s", path, strerror(e));
+            sbx_error_upstream(err, SBX_UP_TOOL, "READ_FAILED", "definition %s: %s", path,
+                               strerror(e));
             return -e;
         }
         if (n == 0)
@@ -182,24 +185,24 @@ static int local_definition(struct framework *fw, const char *app, json_t *param
 
 /* A store failure as the tool's error: STORE_UNAVAILABLE (the database is down or slow: retry
  * later), TOO_LARGE, or INTERNAL. */
-static int local_store_error(int r, struct sbx_error *e, struct mcp_error *err)
+static int local_store_error(int r, const struct sbx_error *e, struct sbx_error *err)
 {
-    mcp_error_set(err, MCP_ERR_TOOL,
-                  e->kind == SBX_ERR_UNAVAILABLE ? STORE_UNAVAILABLE
-                  : r == -E2BIG                  ? "TOO_LARGE"
-                                                 : "INTERNAL",
-                  "%s", e->message ? e->message : strerror(-r));
+    sbx_error_upstream(err, SBX_UP_TOOL,
+                       e->kind == SBX_ERR_UNAVAILABLE ? STORE_UNAVAILABLE
+                       : r == -E2BIG                  ? "TOO_LARGE"
+                                                      : "INTERNAL",
+                       "%s", e->message ? e->message : strerror(-r));
     return r;
 }
 
 static int local_runtime_value(struct framework *fw, const char *app, json_t *params, bool set,
-                               json_t **ret, struct mcp_error *err)
+                               json_t **ret, struct sbx_error *err)
 {
     const char *key = framework_param_string(params, "key", err);
     if (!key)
         return -EINVAL;
     if (!fw->opt.store) {
-        mcp_error_set(err, MCP_ERR_TOOL, "NOT_FOUND", "this sandboxd keeps no runtime values");
+        sbx_error_upstream(err, SBX_UP_TOOL, "NOT_FOUND", "this sandboxd keeps no runtime values");
         return -ENOENT;
     }
     _cleanup_sbx_error_ struct sbx_error e = {0};
@@ -221,19 +224,19 @@ static int local_runtime_value(struct framework *fw, const char *app, json_t *pa
 
 /* The app a core.state tool works on: always the request's, which params may repeat but not
  * change (a workflow of one app must not read or write another's files and values). */
-static const char *local_app(const char *app, struct mcp_error *err)
+static const char *local_app(const char *app, struct sbx_error *err)
 {
     if (!app || !*app)
-        mcp_error_set(err, MCP_ERR_TOOL, "INVALID_PARAMS",
-                      "core.state tools need the request's appId");
+        sbx_error_upstream(err, SBX_UP_TOOL, "INVALID_PARAMS",
+                           "core.state tools need the request's appId");
     return app && *app ? app : NULL;
 }
 
 static int local_call(struct framework *fw, const char *app, const char *tool, json_t *params,
-                      json_t **ret, struct mcp_error *err)
+                      json_t **ret, struct sbx_error *err)
 {
     if (!json_is_object(params)) {
-        mcp_error_set(err, MCP_ERR_TOOL, "INVALID_PARAMS", "params must be an object");
+        sbx_error_upstream(err, SBX_UP_TOOL, "INVALID_PARAMS", "params must be an object");
         return -EINVAL;
     }
     bool definition = strcmp(tool, "core.state.getDefinitionFileContent") == 0;
@@ -262,7 +265,8 @@ static int local_call(struct framework *fw, const char *app, const char *tool, j
     }
     if (strcmp(tool, "core.llm.generate") == 0)
         return llm_generate(fw->llm, params, ret, err);
-    mcp_error_set(err, MCP_ERR_TOOL, "UNKNOWN_TOOL", "the local framework has no tool '%s'", tool);
+    sbx_error_upstream(err, SBX_UP_TOOL, "UNKNOWN_TOOL", "the local framework has no tool '%s'",
+                       tool);
     return -ENOENT;
 }
 
@@ -275,7 +279,7 @@ bool framework_endpoint_allowed(const struct framework *fw, const char *endpoint
 
 int framework_call_timeout(struct framework *fw, const char *endpoint, const char *app,
                            const char *tool, json_t *params, int64_t timeout_ms, json_t **ret,
-                           struct mcp_error *err, struct framework_stats *stats)
+                           struct sbx_error *err, struct framework_stats *stats)
 {
     int64_t start = clock_mono_us();
     int r;
@@ -283,15 +287,15 @@ int framework_call_timeout(struct framework *fw, const char *endpoint, const cha
     const char *named = json_string_value(json_object_get(params, "app_id"));
     if (!framework_endpoint_allowed(fw, endpoint)) {
         char *shown = url_redact(endpoint);
-        mcp_error_set(err, MCP_ERR_TRANSPORT, "FRAMEWORK_NOT_ALLOWED",
-                      "%s is not an allowed framework endpoint (see --framework-allow)",
-                      shown ? shown : "the endpoint");
+        sbx_error_upstream(err, SBX_UP_TRANSPORT, "FRAMEWORK_NOT_ALLOWED",
+                           "%s is not an allowed framework endpoint (see --framework-allow)",
+                           shown ? shown : "the endpoint");
         free(shown);
         r = -EPERM;
     } else if (json_object_get(params, "app_id") && (!named || !app || strcmp(named, app) != 0)) {
-        mcp_error_set(err, MCP_ERR_TOOL, "APP_MISMATCH",
-                      "params.app_id must be this request's appId%s%s%s", app ? " ('" : "",
-                      app ? app : "", app ? "')" : "");
+        sbx_error_upstream(err, SBX_UP_TOOL, "APP_MISMATCH",
+                           "params.app_id must be this request's appId%s%s%s", app ? " ('" : "",
+                           app ? app : "", app ? "')" : "");
         r = -EPERM;
     } else if (strcmp(endpoint, FRAMEWORK_LOCAL) == 0) {
         r = local_call(fw, app, tool, params, ret, err);
@@ -309,8 +313,18 @@ int framework_call_timeout(struct framework *fw, const char *endpoint, const cha
     return r;
 }
 
+bool framework_not_found(const struct sbx_error *err)
+{
+    if (err->upstream_status == 404)
+        return true;
+    if (err->upstream != SBX_UP_TOOL || !err->upstream_code)
+        return false;
+    return strstr(err->upstream_code, "NOT_FOUND") || strcmp(err->upstream_code, "ENOENT") == 0 ||
+           strcmp(err->upstream_code, "404") == 0;
+}
+
 int framework_call(struct framework *fw, const char *endpoint, const char *app, const char *tool,
-                   json_t *params, json_t **ret, struct mcp_error *err,
+                   json_t *params, json_t **ret, struct sbx_error *err,
                    struct framework_stats *stats)
 {
     return framework_call_timeout(fw, endpoint, app, tool, params, fw->opt.timeout_ms, ret, err,
@@ -359,7 +373,7 @@ static void *framework_log_worker(void *arg)
         fw->log_len--;
         pthread_mutex_unlock(&fw->log_lock);
         json_t *res = NULL;
-        struct mcp_error err = {0};
+        struct sbx_error err = {0};
         const char *app = json_string_value(json_object_get(m.params, "appId"));
         int r = framework_call_timeout(fw, m.endpoint, app, "core.framework.logFrameworkMessage",
                                        m.params, 2000, &res, &err, NULL);
@@ -370,7 +384,7 @@ static void *framework_log_worker(void *arg)
             free(shown);
         }
         json_decref(res);
-        mcp_error_clear(&err);
+        sbx_error_clear(&err);
         free(m.endpoint);
         json_decref(m.params);
         pthread_mutex_lock(&fw->log_lock);

@@ -59,18 +59,21 @@ void framework_free(struct framework *fw);
 /* endpoint is "local" or a URL the allowlist admits. */
 bool framework_endpoint_allowed(const struct framework *fw, const char *endpoint);
 /* Call tool on the framework at endpoint on behalf of a request of app (its appId; NULL when
- * it has none). An endpoint the allowlist refuses fails with MCP_ERR_TRANSPORT, code
+ * it has none). An endpoint the allowlist refuses fails with SBX_UP_TRANSPORT, code
  * FRAMEWORK_NOT_ALLOWED, -EPERM, and nothing connects. params.app_id, when present, must be
  * that app: another one is refused (-EPERM, tool error APP_MISMATCH) before any call, whatever
  * the endpoint; the local framework's core.state tools always work on app. *ret is a new
  * reference on success. stats (may be NULL) accumulates the number and duration of calls. */
+/* Does err (of framework_call) mean that the framework has no such thing, rather than that it
+ * failed? HTTP 404, or a tool error whose code says so (NOT_FOUND, ENOENT, "404"). */
+bool framework_not_found(const struct sbx_error *err);
 int framework_call(struct framework *fw, const char *endpoint, const char *app, const char *tool,
-                   json_t *params, json_t **ret, struct mcp_error *err,
+                   json_t *params, json_t **ret, struct sbx_error *err,
                    struct framework_stats *stats);
 /* Same with an explicit timeout (LLM calls take longer). */
 int framework_call_timeout(struct framework *fw, const char *endpoint, const char *app,
                            const char *tool, json_t *params, int64_t timeout_ms, json_t **ret,
-                           struct mcp_error *err, struct framework_stats *stats);
+                           struct sbx_error *err, struct framework_stats *stats);
 /* Queue core.framework.logFrameworkMessage; fields are stolen (NULL, as from a json_pack that
  * failed: the message goes without them). Never blocks. */
 void framework_log(struct framework *fw, const char *endpoint, const char *level,

@@ -107,7 +107,7 @@ static int llm_echo(struct llm *l, const char *prompt, const char *system, const
 }
 
 static int llm_remote(struct llm *l, const char *prompt, const char *system, const char *model,
-                      json_t *params, bool json_format, json_t **ret, struct mcp_error *err)
+                      json_t *params, bool json_format, json_t **ret, struct sbx_error *err)
 {
     json_t *messages = json_array();
     if (messages && system && *system &&
@@ -149,21 +149,22 @@ static int llm_remote(struct llm *l, const char *prompt, const char *system, con
     free(body);
     if (r < 0) {
         if (res.status == HTTPC_TIMEOUT)
-            mcp_error_set(err, MCP_ERR_TIMEOUT, "LLM_UNAVAILABLE",
-                          "LLM endpoint %s: no %s within %lld ms", l->shown_url,
-                          res.connect_timeout ? "connection" : "answer", (long long)res.timeout_ms);
+            sbx_error_upstream(err, SBX_UP_TIMEOUT, "LLM_UNAVAILABLE",
+                               "LLM endpoint %s: no %s within %lld ms", l->shown_url,
+                               res.connect_timeout ? "connection" : "answer",
+                               (long long)res.timeout_ms);
         else
-            mcp_error_set(err, MCP_ERR_TRANSPORT, "LLM_UNAVAILABLE", "LLM endpoint %s: %s",
-                          l->shown_url, res.error ? res.error : "unreachable");
+            sbx_error_upstream(err, SBX_UP_TRANSPORT, "LLM_UNAVAILABLE", "LLM endpoint %s: %s",
+                               l->shown_url, res.error ? res.error : "unreachable");
         httpc_result_done(&res);
         return r;
     }
     json_error_t je;
     json_t *doc = json_loadb(res.body.data ? res.body.data : "", res.body.len, JSON_ALLOW_NUL, &je);
     if (res.http_status < 200 || res.http_status > 299 || !doc) {
-        mcp_error_set(err, MCP_ERR_HTTP, "LLM_ERROR", "LLM endpoint answered HTTP %ld",
-                      res.http_status);
-        err->http_status = res.http_status;
+        sbx_error_upstream(err, SBX_UP_HTTP, "LLM_ERROR", "LLM endpoint answered HTTP %ld",
+                           res.http_status);
+        err->upstream_status = res.http_status;
         json_decref(doc);
         httpc_result_done(&res);
         return -EPROTO;
@@ -173,7 +174,8 @@ static int llm_remote(struct llm *l, const char *prompt, const char *system, con
     const char *content = json_string_value(json_object_get(msg, "content"));
     if (!content) {
         json_decref(doc);
-        mcp_error_set(err, MCP_ERR_PROTOCOL, "LLM_ERROR", "LLM answer has no choices[0].message");
+        sbx_error_upstream(err, SBX_UP_PROTOCOL, "LLM_ERROR",
+                           "LLM answer has no choices[0].message");
         return -EPROTO;
     }
     json_t *usage = json_object_get(doc, "usage");
@@ -185,11 +187,12 @@ static int llm_remote(struct llm *l, const char *prompt, const char *system, con
     return *ret ? 0 : -ENOMEM;
 }
 
-int llm_generate(struct llm *l, json_t *params, json_t **ret, struct mcp_error *err)
+int llm_generate(struct llm *l, json_t *params, json_t **ret, struct sbx_error *err)
 {
     const char *prompt = json_string_value(json_object_get(params, "prompt"));
     if (!prompt) {
-        mcp_error_set(err, MCP_ERR_TOOL, "INVALID_PARAMS", "parameter 'prompt' must be a string");
+        sbx_error_upstream(err, SBX_UP_TOOL, "INVALID_PARAMS",
+                           "parameter 'prompt' must be a string");
         return -EINVAL;
     }
     const char *system = json_string_value(json_object_get(params, "system"));

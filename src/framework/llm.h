@@ -30,6 +30,6 @@ int llm_new(const struct llm_options *opt, struct llm **ret);
 void llm_free(struct llm *l);
 /* params {prompt, system?, model?, temperature?, maxTokens?, responseFormat?};
  * *ret {completion, usage: {promptTokens, completionTokens}, model}. */
-int llm_generate(struct llm *l, json_t *params, json_t **ret, struct mcp_error *err);
+int llm_generate(struct llm *l, json_t *params, json_t **ret, struct sbx_error *err);
 
 #endif

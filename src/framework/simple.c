@@ -18,54 +18,14 @@
 #include "util/jdump.h"
 #include "util/url.h"
 
-const char *mcp_error_kind_name(enum mcp_error_kind k)
-{
-    static const char *const names[] = {"none", "transport", "timeout", "http", "protocol", "tool"};
-    return (size_t)k < ARRAY_SIZE(names) ? names[k] : "unknown";
-}
-
-void mcp_error_set(struct mcp_error *e, enum mcp_error_kind kind, const char *code, const char *fmt,
-                   ...)
-{
-    mcp_error_clear(e);
-    e->kind = kind;
-    e->code = code ? strdup(code) : NULL;
-    va_list ap;
-    va_start(ap, fmt);
-    e->message = fmt_va(fmt, ap);
-    va_end(ap);
-}
-
-void mcp_error_clear(struct mcp_error *e)
-{
-    free(e->code);
-    free(e->message);
-    *e = (struct mcp_error){0};
-}
-
-json_t *mcp_error_details(const struct mcp_error *e, const char *tool)
-{
-    json_t *d = json_pack("{s:s, s:s}", "kind", mcp_error_kind_name(e->kind), "message",
-                          e->message ? e->message : "");
-    if (!d)
-        return NULL;
-    if (tool)
-        json_object_set_new(d, "tool", json_string(tool));
-    if (e->http_status)
-        json_object_set_new(d, "httpStatus", json_integer(e->http_status));
-    if (e->code)
-        json_object_set_new(d, "code", json_string(e->code));
-    return d;
-}
-
 /* Interpret the body of a 2xx answer. */
-static int simple_parse(const struct buf *body, json_t **ret, struct mcp_error *err)
+static int simple_parse(const struct buf *body, json_t **ret, struct sbx_error *err)
 {
     json_error_t jerr;
     json_t *doc = json_loadb(body->data ? body->data : "", body->len, JSON_ALLOW_NUL, &jerr);
     if (!doc || !json_is_object(doc)) {
         json_decref(doc);
-        mcp_error_set(err, MCP_ERR_PROTOCOL, NULL, "the endpoint did not answer a JSON object");
+        sbx_error_upstream(err, SBX_UP_PROTOCOL, NULL, "the endpoint did not answer a JSON object");
         return -EPROTO;
     }
     json_t *e = json_object_get(doc, "error");
@@ -74,14 +34,14 @@ static int simple_parse(const struct buf *body, json_t **ret, struct mcp_error *
         const char *msg = json_string_value(json_object_get(e, "message"));
         if (!msg && json_is_string(e))
             msg = json_string_value(e);
-        mcp_error_set(err, MCP_ERR_TOOL, code, "%s", msg ? msg : "the tool reported an error");
+        sbx_error_upstream(err, SBX_UP_TOOL, code, "%s", msg ? msg : "the tool reported an error");
         json_decref(doc);
         return -EPROTO;
     }
     json_t *result = json_object_get(doc, "result");
     if (!result) {
         json_decref(doc);
-        mcp_error_set(err, MCP_ERR_PROTOCOL, NULL, "the answer has neither result nor error");
+        sbx_error_upstream(err, SBX_UP_PROTOCOL, NULL, "the answer has neither result nor error");
         return -EPROTO;
     }
     *ret = json_incref(result);
@@ -91,7 +51,7 @@ static int simple_parse(const struct buf *body, json_t **ret, struct mcp_error *
 
 int mcp_simple_call(const char *endpoint, const char *tool, json_t *params,
                     const struct mcp_simple_options *opt, json_t **ret_result,
-                    struct mcp_error *err)
+                    struct sbx_error *err)
 {
     *ret_result = NULL;
     json_t *req = json_pack("{s:s, s:o}", "tool", tool, "params",
@@ -99,7 +59,7 @@ int mcp_simple_call(const char *endpoint, const char *tool, json_t *params,
     char *payload = req ? jdump(req, JSON_COMPACT, NULL) : NULL;
     json_decref(req);
     if (!payload) {
-        mcp_error_set(err, MCP_ERR_PROTOCOL, NULL, "cannot encode the request");
+        sbx_error_upstream(err, SBX_UP_PROTOCOL, NULL, "cannot encode the request");
         return -ENOMEM;
     }
     struct httpc_options ho = {
@@ -114,48 +74,49 @@ int mcp_simple_call(const char *endpoint, const char *tool, json_t *params,
     _cleanup_free_ char *shown = url_redact(endpoint);
     if (!shown) {
         httpc_result_done(&res);
-        mcp_error_set(err, MCP_ERR_PROTOCOL, NULL, "out of memory");
+        sbx_error_upstream(err, SBX_UP_PROTOCOL, NULL, "out of memory");
         return -ENOMEM;
     }
     if (r < 0) {
         switch (res.status) {
         case HTTPC_TOO_LARGE:
-            mcp_error_set(err, MCP_ERR_PROTOCOL, NULL, "the answer exceeds the limit of %zu bytes",
-                          opt->max_response);
+            sbx_error_upstream(err, SBX_UP_PROTOCOL, NULL,
+                               "the answer exceeds the limit of %zu bytes", opt->max_response);
             break;
         case HTTPC_TIMEOUT:
             if (res.connect_timeout)
-                mcp_error_set(err, MCP_ERR_TIMEOUT, NULL,
-                              "no connection to %s within the connect timeout of %lld ms "
-                              "(TLS handshake included)",
-                              shown, (long long)res.timeout_ms);
+                sbx_error_upstream(err, SBX_UP_TIMEOUT, NULL,
+                                   "no connection to %s within the connect timeout of %lld ms "
+                                   "(TLS handshake included)",
+                                   shown, (long long)res.timeout_ms);
             else
-                mcp_error_set(err, MCP_ERR_TIMEOUT, NULL, "no answer from %s within %lld ms", shown,
-                              (long long)res.timeout_ms);
+                sbx_error_upstream(err, SBX_UP_TIMEOUT, NULL, "no answer from %s within %lld ms",
+                                   shown, (long long)res.timeout_ms);
             break;
         default:
-            mcp_error_set(err, MCP_ERR_TRANSPORT, NULL, "cannot reach %s: %s", shown,
-                          res.error ? res.error : "transport error");
+            sbx_error_upstream(err, SBX_UP_TRANSPORT, NULL, "cannot reach %s: %s", shown,
+                               res.error ? res.error : "transport error");
         }
     } else if (res.http_status < 200 || res.http_status > 299) {
         /* Keep the tool's own error when the endpoint sent one along with the status. */
         json_t *ignored = NULL;
-        struct mcp_error inner = {0};
-        if (simple_parse(&res.body, &ignored, &inner) < 0 && inner.kind == MCP_ERR_TOOL) {
-            mcp_error_set(err, MCP_ERR_TOOL, inner.code, "%s", inner.message ? inner.message : "");
+        struct sbx_error inner = {0};
+        if (simple_parse(&res.body, &ignored, &inner) < 0 && inner.upstream == SBX_UP_TOOL) {
+            sbx_error_upstream(err, SBX_UP_TOOL, inner.upstream_code, "%s",
+                               inner.message ? inner.message : "");
         } else {
             size_t n = res.body.len < 200 ? res.body.len : 200;
-            mcp_error_set(err, MCP_ERR_HTTP, NULL, "%s answered HTTP %ld: %.*s", shown,
-                          res.http_status, (int)n, res.body.data ? res.body.data : "");
+            sbx_error_upstream(err, SBX_UP_HTTP, NULL, "%s answered HTTP %ld: %.*s", shown,
+                               res.http_status, (int)n, res.body.data ? res.body.data : "");
         }
         json_decref(ignored);
-        mcp_error_clear(&inner);
-        err->http_status = res.http_status;
+        sbx_error_clear(&inner);
+        err->upstream_status = res.http_status;
         r = -EPROTO;
     } else {
         r = simple_parse(&res.body, ret_result, err);
         if (r < 0)
-            err->http_status = res.http_status;
+            err->upstream_status = res.http_status;
     }
     httpc_result_done(&res);
     return r;

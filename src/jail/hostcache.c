@@ -336,12 +336,12 @@ static void hostcache_load(struct hostcache *hc)
 int hostcache_open(const char *dir, const char *fingerprint, struct hostcache **ret)
 {
     *ret = NULL;
-    _cleanup_free_ char *why = NULL;
-    int r = trust_make_dir(dir, &why);
+    _cleanup_sbx_error_ struct sbx_error err = {0};
+    int r = trust_make_dir(dir, &err);
     if (r < 0) {
         log_warn("jail: no host discovery cache: %s (a directory of uid %u that nobody else can "
                  "write is needed); discovering the host at every start",
-                 why ? why : strerror(-r), (unsigned)geteuid());
+                 err.message ? err.message : strerror(-r), (unsigned)geteuid());
         return r;
     }
     struct hostcache *hc = calloc(1, sizeof(*hc));

@@ -19,6 +19,12 @@
 #define JSONRPC_METHOD_NOT_FOUND (-32601)
 #define JSONRPC_INVALID_PARAMS   (-32602)
 #define JSONRPC_INTERNAL_ERROR   (-32603)
+/* The codes of the implementation-defined range (-32000 to -32099) that sandboxd sends: the one
+ * table of them (the MCP server, its HTTP endpoint and `sandboxd mcp`). */
+#define JSONRPC_SERVER_ERROR (-32000) /* busy, shutting down, over a limit, connection closed */
+#define JSONRPC_MCP_SESSION_NOT_FOUND                                                              \
+    (-32001) /* the code the official MCP SDKs use for "Session not found" */
+#define JSONRPC_MCP_RESOURCE_NOT_FOUND (-32002) /* MCP: resources/read of an unknown URI */
 
 enum jsonrpc_kind {
     JSONRPC_INVALID,

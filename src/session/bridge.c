@@ -172,7 +172,7 @@ static void bridge_ask(struct bridge_call *k)
     const char *server = json_string_value(json_object_get(k->payload, "server"));
     const char *tool = json_string_value(json_object_get(k->payload, "tool"));
     json_t *tools = NULL;
-    struct mcp_error err = {0};
+    struct sbx_error err = {0};
     int r = mcp_registry_tools(ss->mcp, server, ss->opt.tool_timeout_ms, &tools, &err);
     bool known = false;
     size_t i;
@@ -199,7 +199,7 @@ static void bridge_ask(struct bridge_call *k)
                                       : "protocol",
                      0);
     free(why);
-    mcp_error_clear(&err);
+    sbx_error_clear(&err);
 }
 
 static void bridge_call_run(struct workpool_job *job)
@@ -214,7 +214,7 @@ static void bridge_call_run(struct workpool_job *job)
     const char *type = json_string_value(json_object_get(k->payload, "type"));
     const char *server = json_string_value(json_object_get(k->payload, "server"));
     json_t *result = NULL;
-    struct mcp_error err = {0};
+    struct sbx_error err = {0};
     int r;
     if (strcmp(type, "call_tool") == 0) {
         const char *tool = json_string_value(json_object_get(k->payload, "tool"));
@@ -223,24 +223,24 @@ static void bridge_call_run(struct workpool_job *job)
                                      ss->opt.tool_timeout_ms, &result, &err)
                  : -EINVAL;
         if (!tool)
-            mcp_error_set(&err, MCP_ERR_PROTOCOL, NULL, "call_tool needs a tool name");
+            sbx_error_upstream(&err, SBX_UP_PROTOCOL, NULL, "call_tool needs a tool name");
     } else {
         json_t *tools = NULL;
         r = mcp_registry_tools(ss->mcp, server, ss->opt.tool_timeout_ms, &tools, &err);
         if (r == 0) {
             mcp_alias_tools(tools); /* the same aliases as the session's init job */
             if (!(result = json_pack("{s:o}", "tools", tools))) {
-                mcp_error_set(&err, MCP_ERR_PROTOCOL, NULL, "out of memory");
+                sbx_error_upstream(&err, SBX_UP_PROTOCOL, NULL, "out of memory");
                 r = -ENOMEM;
             }
         }
     }
     if (r < 0)
         bridge_reply(s, k->id, NULL, err.message ? err.message : "the MCP call failed",
-                     mcp_error_kind_name(err.kind), 0);
+                     sbx_upstream_name(err.upstream), 0);
     else
         bridge_reply(s, k->id, result, NULL, NULL, 0);
-    mcp_error_clear(&err);
+    sbx_error_clear(&err);
 }
 
 static void bridge_call_done(struct workpool_job *job, bool ran)

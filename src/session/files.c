@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util/error.h"
 #include "util/fdio.h"
 #include "util/fmt.h"
 #include "util/macros.h"
@@ -433,4 +434,49 @@ int session_files_list(int workdir, uid_t uid, gid_t gid, json_t **ret)
     r = files_list(workdir, ret);
     files_restore(&saved);
     return r;
+}
+
+void session_files_error(int r, const char *raw_path, struct sbx_error *ret)
+{
+    /* A JSON message carries UTF-8 only: a name that is not is shown repaired. */
+    _cleanup_free_ char *path = utf8_sanitize(raw_path, strlen(raw_path), NULL);
+    if (!path) {
+        sbx_error_set(ret, SBX_ERR_INTERNAL, "INTERNAL", NULL, "out of memory");
+        return;
+    }
+    switch (r) {
+    case -ENOENT:
+        sbx_error_set(ret, SBX_ERR_NOT_FOUND, "NOT_FOUND", "path", "no file %s", path);
+        break;
+    case -EISDIR:
+        sbx_error_set(ret, SBX_ERR_CONFLICT, "IS_A_DIRECTORY", "path", "%s is a directory", path);
+        break;
+    case -ENOTDIR:
+    case -ELOOP:
+    case -EXDEV:
+        sbx_error_set(ret, SBX_ERR_CONFLICT, "NOT_A_PLAIN_PATH", "path",
+                      "%s goes through something that is not a plain directory (a symlink, "
+                      "a file)",
+                      path);
+        break;
+    case -EACCES:
+    case -EPERM:
+        sbx_error_set(ret, SBX_ERR_FORBIDDEN, "FORBIDDEN", "path",
+                      "the session's own permissions do not allow this on %s", path);
+        break;
+    case -EINVAL:
+        sbx_error_set(ret, SBX_ERR_INVALID, "INVALID_REQUEST", "path",
+                      "%s is not a regular file, or not a plain relative path", path);
+        break;
+    case -ENOSPC:
+    case -EFBIG:
+        sbx_error_set(ret, SBX_ERR_TOO_LARGE, "QUOTA_EXCEEDED", "path",
+                      "%s does not fit in the session's working directory (its quota is the "
+                      "size of its /tmp, --tmp-size-mb; GET .../files shows what is used)",
+                      path);
+        break;
+    default:
+        sbx_error_set(ret, SBX_ERR_INTERNAL, "INTERNAL", NULL, "file operation failed: %s",
+                      strerror(-r));
+    }
 }

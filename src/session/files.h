@@ -16,7 +16,7 @@
  * sandbox's uid and gid (the calling thread's fsuid and fsgid, restored
  * before returning): what it creates belongs to the sandbox, and it can do
  * nothing there the sandbox could not. The tmpfs's size is the quota: a
- * file that does not fit is -ENOSPC (413). Paths are checked with
+ * file that does not fit is -ENOSPC (QUOTA_EXCEEDED). Paths are checked with
  * path_check_plain() first. uid and gid are the sandbox's host ids
  * (sessions_workdir()).
  */
@@ -27,6 +27,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+#include "util/error.h"
 
 /* Entries one listing visits: files, directories and anything else, listed or not. */
 #define SESSION_FILES_MAX_LIST 10000
@@ -56,5 +58,9 @@ int session_files_list(int workdir, uid_t uid, gid_t gid, json_t **ret);
  * byte outside a well-formed sequence, and each '%', as %XX, and "pathEncoding": "percent"
  * beside it (decoding gives the name back). 0 or -ENOMEM. */
 int session_files_path_set(json_t *obj, const char *path);
+/* The error of a file operation that returned r (-errno) about raw_path (shown repaired when it
+ * is not UTF-8): NOT_FOUND, CONFLICT (IS_A_DIRECTORY, NOT_A_PLAIN_PATH), FORBIDDEN, INVALID,
+ * TOO_LARGE (QUOTA_EXCEEDED) or INTERNAL, into *ret. */
+void session_files_error(int r, const char *raw_path, struct sbx_error *ret);
 
 #endif

@@ -30,12 +30,12 @@ static json_t *session_server_infos(struct sessions *ss, json_t *names, struct s
     {
         const char *name = json_string_value(v);
         json_t *tools = NULL;
-        struct mcp_error me = {0};
+        struct sbx_error me = {0};
         if (mcp_registry_tools(ss->mcp, name, ss->opt.tool_timeout_ms, &tools, &me) < 0) {
             sbx_error_set(err, SBX_ERR_UPSTREAM, "MCP_ERROR", "servers",
                           "MCP server '%s' is unavailable: %s", name,
                           me.message ? me.message : "failed");
-            mcp_error_clear(&me);
+            sbx_error_clear(&me);
             json_decref(servers);
             json_decref(described);
             return NULL;

@@ -294,13 +294,9 @@ static int session_plan(struct sessions *ss, const struct session_create *c, str
                                     : ss->opt.default_memory_mb;
     if (p->memory_mb > ss->opt.max_memory_mb)
         p->memory_mb = ss->opt.max_memory_mb;
-    char *pwhy = NULL;
     if (c->network &&
         egress_network_parse(ss->opt.egress ? egress_proxy_config(ss->opt.egress) : NULL,
-                             c->network, &p->pol, &pwhy) < 0) {
-        sbx_error_set(err, SBX_ERR_INVALID, "NETWORK_NOT_ALLOWED", "network", "network: %s",
-                      pwhy ? pwhy : "out of memory");
-        free(pwhy);
+                             c->network, "network", &p->pol, err) < 0) {
         session_plan_done(p);
         return -EINVAL;
     }

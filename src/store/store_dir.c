@@ -80,14 +80,14 @@ int store_dir_new(const struct store_options *opts, struct store **ret)
     _cleanup_free_ char *root = NULL;
     if (!opts->state_dir || asprintf(&root, "%s/workspaces", opts->state_dir) < 0)
         return -ENOMEM;
-    _cleanup_free_ char *why = NULL;
+    _cleanup_sbx_error_ struct sbx_error why = {0};
     /* Saved tools found here run in sessions: the directory is ours and private even when it
      * is only read (docs/SECURITY.md "The state directory"). */
     int r = opts->read_only ? trust_check(opts->state_dir, TRUST_DIR, &why)
                             : trust_make_dir(root, &why);
     if (r < 0)
         return log_errno(LOG_ERROR, r, "store: %s (set --state-dir)",
-                         why ? why : "cannot create the state directory");
+                         why.message ? why.message : "cannot create the state directory");
     struct store_dir *ds = calloc(1, sizeof(*ds));
     if (!ds)
         return -ENOMEM;

@@ -590,11 +590,11 @@ int store_pg_wait(struct store_pg *s, int wait_ms)
  * writable by no one else (trust_check). Caller frees (and wipes). */
 static int pg_read_password(const char *file, char **ret)
 {
-    _cleanup_free_ char *why = NULL;
+    _cleanup_sbx_error_ struct sbx_error why = {0};
     int r = trust_check(file, TRUST_FILE, &why);
     if (r < 0)
         return log_errno(LOG_ERROR, r, "store: refusing --state-store-password-file: %s",
-                         why ? why : file);
+                         why.message ? why.message : file);
     char *text = NULL;
     size_t len = 0;
     r = fd_read_file(AT_FDCWD, file, PG_MAX_PASSWORD, &text, &len);

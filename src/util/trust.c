@@ -42,7 +42,7 @@ static int trust_level(const char *path, bool leaf, enum trust_kind kind, char *
     return 0;
 }
 
-int trust_check(const char *path, enum trust_kind kind, char **ret_why)
+static int trust_check_why(const char *path, enum trust_kind kind, char **ret_why)
 {
     *ret_why = NULL;
     _cleanup_free_ char *real = realpath(path, NULL);
@@ -64,7 +64,7 @@ int trust_check(const char *path, enum trust_kind kind, char **ret_why)
     return r;
 }
 
-int trust_make_dir(const char *path, char **ret_why)
+static int trust_make_dir_why(const char *path, char **ret_why)
 {
     *ret_why = NULL;
     if (!*path)
@@ -86,5 +86,31 @@ int trust_make_dir(const char *path, char **ret_why)
             break;
         *p = '/';
     }
-    return trust_check(path, TRUST_DIR, ret_why);
+    return trust_check_why(path, TRUST_DIR, ret_why);
+}
+
+/* The error of a check that failed with r and why (taken; NULL when out of memory). */
+static int trust_error(int r, char *why, struct sbx_error *err)
+{
+    enum sbx_errkind kind = r == -EPERM                     ? SBX_ERR_FORBIDDEN
+                            : r == -ENOENT                  ? SBX_ERR_NOT_FOUND
+                            : r == -EINVAL || r == -ENOTDIR ? SBX_ERR_INVALID
+                                                            : SBX_ERR_INTERNAL;
+    sbx_error_set(err, kind, "UNTRUSTED_PATH", NULL, "%s", why ? why : strerror(-r));
+    free(why);
+    return r;
+}
+
+int trust_check(const char *path, enum trust_kind kind, struct sbx_error *err)
+{
+    char *why = NULL;
+    int r = trust_check_why(path, kind, &why);
+    return r < 0 ? trust_error(r, why, err) : 0;
+}
+
+int trust_make_dir(const char *path, struct sbx_error *err)
+{
+    char *why = NULL;
+    int r = trust_make_dir_why(path, &why);
+    return r < 0 ? trust_error(r, why, err) : 0;
 }

@@ -19,15 +19,18 @@
 
 #include <stdbool.h>
 
+#include "util/error.h"
+
 enum trust_kind {
     TRUST_DIR,  /* a directory owned by the effective uid */
     TRUST_FILE, /* a regular file owned by the effective uid or root */
 };
 
-/* 0 when path passes the rule; -errno otherwise with *ret_why (caller frees; NULL when out of
- * memory) naming the offending path and what is wrong with it. */
-int trust_check(const char *path, enum trust_kind kind, char **ret_why);
+/* 0 when path passes the rule; -errno otherwise with *err (code UNTRUSTED_PATH; FORBIDDEN for
+ * a level that someone else owns or may write, NOT_FOUND, INVALID when it is no directory or
+ * no regular file, INTERNAL) naming the offending path and what is wrong with it. */
+int trust_check(const char *path, enum trust_kind kind, struct sbx_error *err);
 /* mkdir -p path (missing levels get mode 0700), then trust_check(path, TRUST_DIR). */
-int trust_make_dir(const char *path, char **ret_why);
+int trust_make_dir(const char *path, struct sbx_error *err);
 
 #endif

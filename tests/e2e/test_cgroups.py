@@ -70,7 +70,11 @@ def test_cells_share_one_memory_budget(make_server):
     if ROOTLESS:
         assert statuses == ["OK", "OK"]  # no cgroups: the limits are per process
         return
-    assert statuses == ["MEMORY_LIMIT", "OK"], [r.json for r in results]
+    # At least one is stopped at the budget. Usually the other then finishes; on a loaded
+    # machine the first one's memory may not be given back before the second's next page, and
+    # the kernel stops that one too: both are refused, never both let through.
+    assert statuses in (["MEMORY_LIMIT", "OK"], ["MEMORY_LIMIT", "MEMORY_LIMIT"]), \
+        [r.json for r in results]
     assert s.health()["status"] == "ok"
 
 

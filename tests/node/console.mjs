@@ -262,7 +262,7 @@ const scenarios = {
     { timeout: TIMEOUT });
     // The health poll (every 5 s) tells the restart apart from a blip.
     await page.waitForFunction(() => /restarted/.test(document.querySelector('[data-testid="message"]')
-      .innerText), { timeout: 15000 }).catch(() => {});
+      .innerText), { timeout: 60000 }).catch(() => {});
     r.afterRestart = await page.$eval(byTestId("message"), (e) => (e.hidden ? "" : e.innerText));
     await shot(page, "server-back");
     return r;

@@ -108,13 +108,13 @@ void cfg_http(struct mcp_server_config *c, const char *name)
 struct mcp_client *connect_ok(struct mcp_server_config *cfg)
 {
     struct mcp_client *c = NULL;
-    struct mcp_error err = {0};
+    struct sbx_error err = {0};
     int r = mcp_client_connect(cfg, 10000, &c, &err);
     if (r < 0)
         fprintf(stderr, "connect: %s\n", err.message);
     assert_int_equal(r, 0);
     assert_non_null(c);
-    mcp_error_clear(&err);
+    sbx_error_clear(&err);
     return c;
 }
 
@@ -137,20 +137,20 @@ struct mcp_client *connect_http(void)
 }
 
 /* Expect connect to fail with kind; returns the error message's presence. */
-void connect_fails(struct mcp_server_config *cfg, int64_t timeout_ms, enum mcp_error_kind kind)
+void connect_fails(struct mcp_server_config *cfg, int64_t timeout_ms, enum sbx_upstream kind)
 {
     struct mcp_client *c = NULL;
-    struct mcp_error err = {0};
+    struct sbx_error err = {0};
     assert_true(mcp_client_connect(cfg, timeout_ms, &c, &err) < 0);
     assert_null(c);
-    assert_int_equal(err.kind, kind);
+    assert_int_equal(err.upstream, kind);
     assert_non_null(err.message);
-    mcp_error_clear(&err);
+    sbx_error_clear(&err);
 }
 
 /* tools/call and the text of its first content item (caller frees), or NULL on error. */
 char *call_text(struct mcp_client *c, const char *tool, json_t *args, int64_t timeout_ms,
-                struct mcp_error *err)
+                struct sbx_error *err)
 {
     json_t *res = NULL;
     if (mcp_client_call_tool(c, tool, args, timeout_ms, &res, err) < 0)
@@ -166,7 +166,7 @@ char *call_text(struct mcp_client *c, const char *tool, json_t *args, int64_t ti
 json_t *stats(struct mcp_client *c)
 {
     json_t *res = NULL;
-    struct mcp_error err = {0};
+    struct sbx_error err = {0};
     assert_int_equal(mcp_client_call_tool(c, "stats", NULL, 5000, &res, &err), 0);
     json_t *s = json_incref(json_object_get(res, "structuredContent"));
     json_decref(res);
@@ -255,14 +255,14 @@ static void *echo_thread(void *arg)
     struct echo_worker *w = arg;
     for (int i = 0; i < w->calls; i++) {
         json_t *args = json_pack("{s:i, s:i}", "worker", w->id, "i", i);
-        struct mcp_error err = {0};
+        struct sbx_error err = {0};
         char *got = call_text(w->c, w->tool, args, 10000, &err);
         json_t *g = got ? json_loads(got, 0, NULL) : NULL;
         if (g && json_equal(g, args))
             w->ok++;
         json_decref(g);
         free(got);
-        mcp_error_clear(&err);
+        sbx_error_clear(&err);
         json_decref(args);
     }
     return NULL;

@@ -62,7 +62,7 @@ static void test_command_line_rules(void **state)
 {
     (void)state;
     struct mcp_config cfg = two_servers();
-    char *why = NULL;
+    struct sbx_error why = {0};
     assert_int_equal(mcp_config_add_approval(&cfg, "fs.write_file=ask", &why), 0);
     assert_int_equal(mcp_config_add_approval(&cfg, "fs.v2.*=deny", &why), 0);
     assert_int_equal(mcp_config_add_approval(&cfg, "mem.read_graph=deny", &why), 0);
@@ -82,11 +82,11 @@ static void test_command_line_rules(void **state)
         "fs.write_file", "fs.write_file=maybe", "nope.x=ask", "fs=ask", "fs.=ask",
         "=ask",          "fsx.tool=ask"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        why = NULL;
         assert_int_equal(mcp_config_add_approval(&cfg, bad[i], &why), -EINVAL);
-        assert_non_null(why);
-        assert_non_null(strstr(why, bad[i]));
-        free(why);
+        assert_int_equal(why.kind, SBX_ERR_INVALID);
+        assert_non_null(why.message);
+        assert_non_null(strstr(why.message, bad[i]));
+        sbx_error_clear(&why);
     }
     mcp_config_done(&cfg);
 }

@@ -279,21 +279,29 @@ static void a_server_without_a_ceiling_allows_nothing(void **state)
 {
     struct egress_policy *p = NULL;
     char *why = NULL;
+    struct sbx_error err = {0};
     json_t *net = json_pack("{s:[s]}", "allow", "example.com");
-    assert_int_equal(egress_network_parse(NULL, net, &p, &why), -EINVAL);
-    assert_non_null(strstr(why, "no --egress-allow"));
-    free(why);
+    assert_int_equal(egress_network_parse(NULL, net, "network", &p, &err), -EINVAL);
+    assert_int_equal(err.kind, SBX_ERR_INVALID);
+    assert_string_equal(err.code, "NETWORK_NOT_ALLOWED");
+    assert_string_equal(err.field, "network");
+    assert_non_null(strstr(err.message, "network: this server allows no network access"));
+    assert_non_null(strstr(err.message, "no --egress-allow"));
     json_decref(net);
     static const char *const ceiling[] = {"example.com", NULL};
     struct egress_config cfg;
     assert_int_equal(egress_config_init(&cfg, ceiling, NULL, NULL, &why), 0);
     net = json_pack("{s:[s], s:b}", "allow", "example.com", "alow", 1);
-    assert_int_equal(egress_network_parse(&cfg, net, &p, &why), -EINVAL);
-    assert_non_null(strstr(why, "unknown member 'alow'"));
-    free(why);
+    assert_int_equal(egress_network_parse(&cfg, net, "context.taskDetails.network", &p, &err),
+                     -EINVAL);
+    assert_string_equal(err.field, "context.taskDetails.network");
+    assert_string_equal(err.message,
+                        "context.taskDetails.network: unknown member 'alow' (only \"allow\")");
+    sbx_error_clear(&err);
     json_decref(net);
     net = json_pack("{s:[s]}", "allow", "example.com");
-    assert_int_equal(egress_network_parse(&cfg, net, &p, &why), 0);
+    assert_int_equal(egress_network_parse(&cfg, net, "network", &p, &err), 0);
+    assert_null(err.message);
     egress_policy_free(p);
     json_decref(net);
     egress_config_done(&cfg);
@@ -406,7 +414,7 @@ static void ip_patterns_name_their_address(void **state)
 
 static void shares_add_up_to_the_pool(void **state)
 {
-    char *why = NULL;
+    struct sbx_error why = {0};
     /* the defaults: 64 sessions x 8 and 8 executions x 16 within half of 1024 each */
     struct egress_options o = {0};
     assert_int_equal(egress_shares_size(&o, 64, 8, &why), 0);
@@ -430,20 +438,22 @@ static void shares_add_up_to_the_pool(void **state)
     /* caps given that do not fit, and limits that leave nothing, are refused with the figures */
     o = (struct egress_options){.session_open = 9};
     assert_int_equal(egress_shares_size(&o, 64, 8, &why), -EINVAL);
-    assert_string_equal(why, "--max-sessions 64 x --egress-session-max-open 9 = 576 connections, "
-                             "more than half of --egress-pool 1024: lower one, or raise "
-                             "--egress-pool");
-    free(why);
+    assert_int_equal(why.kind, SBX_ERR_INVALID);
+    assert_string_equal(why.message,
+                        "--max-sessions 64 x --egress-session-max-open 9 = 576 connections, "
+                        "more than half of --egress-pool 1024: lower one, or raise "
+                        "--egress-pool");
+    sbx_error_clear(&why);
     o = (struct egress_options){0};
     assert_int_equal(egress_shares_size(&o, 64, 600, &why), -EINVAL);
-    assert_non_null(strstr(why, "--max-running 600 leaves no connection"));
-    free(why);
+    assert_non_null(strstr(why.message, "--max-running 600 leaves no connection"));
+    sbx_error_clear(&why);
     o = (struct egress_options){.pool = 4096};
     assert_int_equal(egress_shares_size(&o, 64, 600, &why), 0); /* a larger pool makes room */
     assert_int_equal(o.exec_open, 3);
     o = (struct egress_options){.tenant_open = 2000};
     assert_int_equal(egress_shares_size(&o, 64, 8, &why), -EINVAL);
-    free(why);
+    sbx_error_clear(&why);
 }
 
 int main(void)

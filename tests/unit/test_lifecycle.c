@@ -420,7 +420,7 @@ struct fake_transport {
 };
 
 static int fake_send(struct mcp_transport *base, json_t *msg, int64_t deadline_us,
-                     struct mcp_error *err)
+                     struct sbx_error *err)
 {
     struct fake_transport *ft = (struct fake_transport *)base;
     const char *method = json_string_value(json_object_get(msg, "method"));
@@ -434,7 +434,7 @@ static int fake_send(struct mcp_transport *base, json_t *msg, int64_t deadline_u
         pthread_mutex_unlock(&ft->lock);
         if (forget && ft->abort_on_forget)
             mcp_client_abort(ft->owner, "sandboxd is shutting down");
-        mcp_error_set(err, MCP_ERR_HTTP, NULL, "the fake server forgot our session");
+        sbx_error_upstream(err, SBX_UP_HTTP, NULL, "the fake server forgot our session");
         return -ESTALE;
     }
     json_array_append_new(ft->sent, json_string(method ? method : ""));
@@ -460,7 +460,7 @@ static void fake_close(struct mcp_transport *base)
 {
     struct fake_transport *ft = (struct fake_transport *)base;
     if (ft->report_exit_on_close) {
-        mcp_client_transport_ended(ft->owner, MCP_ERR_TRANSPORT, "MCP server 'fake' exited");
+        mcp_client_transport_ended(ft->owner, SBX_UP_TRANSPORT, "MCP server 'fake' exited");
         ft->state_after_close = mcp_client_state(ft->owner);
     }
 }
@@ -494,20 +494,20 @@ struct waiter {
     struct mcp_client *c;
     pthread_t thread;
     int r;
-    enum mcp_error_kind kind;
+    enum sbx_upstream kind;
     char message[128];
 };
 
 static void *waiter_main(void *arg)
 {
     struct waiter *w = arg;
-    struct mcp_error err = {0};
+    struct sbx_error err = {0};
     json_t *res = NULL;
     w->r = mcp_client_request(w->c, "tools/list", NULL, 20000, &res, &err);
-    w->kind = err.kind;
+    w->kind = err.upstream;
     snprintf(w->message, sizeof(w->message), "%s", err.message ? err.message : "");
     json_decref(res);
-    mcp_error_clear(&err);
+    sbx_error_clear(&err);
     return NULL;
 }
 
@@ -536,22 +536,22 @@ static void mcp_abort_then_exit(void **state)
     mcp_client_abort(c, "sandboxd is shutting down"); /* [A] */
     pthread_join(w.thread, NULL);
     assert_int_equal(w.r, -ENOTCONN);
-    assert_int_equal(w.kind, MCP_ERR_TRANSPORT);
+    assert_int_equal(w.kind, SBX_UP_TRANSPORT);
     assert_string_equal(w.message, "sandboxd is shutting down");
     assert_int_equal(mcp_client_state(c), MCP_CONN_DEAD);
     assert_false(mcp_client_alive(c));
-    mcp_client_transport_ended(c, MCP_ERR_TRANSPORT, "MCP server 'fake' exited"); /* [T] */
+    mcp_client_transport_ended(c, SBX_UP_TRANSPORT, "MCP server 'fake' exited"); /* [T] */
     mcp_client_session_lost(c);
     mcp_client_initialize_answered(c);
     mcp_client_stalled(c);
     mcp_client_initialized(c);
     assert_int_equal(mcp_client_state(c), MCP_CONN_DEAD);
     /* A later request fails at once, with the first reason, and never reaches the server. */
-    struct mcp_error err = {0};
+    struct sbx_error err = {0};
     json_t *res = NULL;
     assert_int_equal(mcp_client_request(c, "tools/list", NULL, 20000, &res, &err), -ENOTCONN);
     assert_string_equal(err.message, "sandboxd is shutting down");
-    mcp_error_clear(&err);
+    sbx_error_clear(&err);
     assert_int_equal(json_array_size(ft.sent), 1);
     mcp_client_close(c); /* [C] from DEAD */
     fake_done(&ft);
@@ -566,7 +566,7 @@ static void mcp_exit_during_handshake(void **state)
     struct mcp_client *c = fake_client(&ft);
     struct waiter w;
     waiter_start(&w, c, &ft);
-    mcp_client_transport_ended(c, MCP_ERR_TRANSPORT, "MCP server 'fake' exited with status 5");
+    mcp_client_transport_ended(c, SBX_UP_TRANSPORT, "MCP server 'fake' exited with status 5");
     pthread_join(w.thread, NULL);
     assert_int_equal(w.r, -ENOTCONN);
     assert_string_equal(w.message, "MCP server 'fake' exited with status 5");
@@ -592,9 +592,9 @@ static void mcp_stalled_writer_then_exit(void **state)
     assert_int_equal(mcp_client_state(c), MCP_CONN_KILLED);
     struct waiter w;
     waiter_start(&w, c, &ft); /* (stdio refuses to write in KILLED; this transport does not) */
-    mcp_client_transport_ended(c, MCP_ERR_TRANSPORT, "MCP server 'fake' was killed by signal 9");
+    mcp_client_transport_ended(c, SBX_UP_TRANSPORT, "MCP server 'fake' was killed by signal 9");
     pthread_join(w.thread, NULL);
-    assert_int_equal(w.kind, MCP_ERR_TRANSPORT);
+    assert_int_equal(w.kind, SBX_UP_TRANSPORT);
     assert_string_equal(w.message, "MCP server 'fake' was killed by signal 9");
     assert_int_equal(mcp_client_state(c), MCP_CONN_DEAD);
     mcp_client_close(c);
@@ -613,7 +613,7 @@ static void mcp_lost_session_is_initialized_again(void **state)
     mcp_client_initialized(c);
     ft.answer = true;
     ft.forget = true;
-    struct mcp_error err = {0};
+    struct sbx_error err = {0};
     json_t *res = NULL;
     assert_int_equal(mcp_client_request(c, "tools/list", NULL, 20000, &res, &err), 0);
     json_decref(res);
@@ -636,7 +636,7 @@ static void mcp_lost_session_is_initialized_again(void **state)
     size_t sent = json_array_size(ft.sent);
     assert_int_equal(mcp_client_request(c, "tools/list", NULL, 20000, &res, &err), -ENOTCONN);
     assert_string_equal(err.message, "sandboxd is shutting down");
-    mcp_error_clear(&err);
+    sbx_error_clear(&err);
     assert_int_equal(mcp_client_state(c), MCP_CONN_DEAD);
     assert_int_equal(json_array_size(ft.sent), sent);
     mcp_client_close(c);

@@ -112,7 +112,7 @@ static void stdio_handshake_and_paginated_tools(void **state)
     assert_int_equal(mcp_client_tools_generation(c), 1);
 
     json_t *tools = NULL;
-    struct mcp_error err = {0};
+    struct sbx_error err = {0};
     assert_int_equal(mcp_client_list_tools(c, 5000, &tools, &err), 0);
     assert_int_equal(json_array_size(tools), 7);
     static const char *const names[] = {"alpha",   "beta", "gamma", "delta",
@@ -132,9 +132,9 @@ static void stdio_handshake_and_paginated_tools(void **state)
     assert_true(json_is_object(res));
     json_decref(res);
     assert_int_equal(mcp_client_request(c, "resources/list", NULL, 5000, &res, &err), -EPROTO);
-    assert_int_equal(err.kind, MCP_ERR_TOOL);
-    assert_string_equal(err.code, "-32601");
-    mcp_error_clear(&err);
+    assert_int_equal(err.upstream, SBX_UP_TOOL);
+    assert_string_equal(err.upstream_code, "-32601");
+    sbx_error_clear(&err);
     int64_t start = clock_mono_us();
     mcp_client_close(c);
     assert_true(ms_since(start) < 1500); /* it exits on stdin EOF */
@@ -143,7 +143,7 @@ static void stdio_handshake_and_paginated_tools(void **state)
 static void stdio_tool_results_and_errors(void **state)
 {
     struct mcp_client *c = connect_stdio("normal");
-    struct mcp_error err = {0};
+    struct sbx_error err = {0};
     json_t *args = json_pack("{s:s, s:i}", "msg", "hi", "n", 2);
     json_t *res = NULL;
     assert_int_equal(mcp_client_call_tool(c, "echo", args, 5000, &res, &err), 0);
@@ -156,19 +156,19 @@ static void stdio_tool_results_and_errors(void **state)
     assert_true(json_is_true(json_object_get(res, "isError")));
     json_decref(res);
 
-    /* A JSON-RPC error: MCP_ERR_TOOL with the numeric code and the server's message. */
+    /* A JSON-RPC error: SBX_UP_TOOL with the numeric code and the server's message. */
     res = NULL;
     assert_int_equal(mcp_client_call_tool(c, "fail", NULL, 5000, &res, &err), -EPROTO);
     assert_null(res);
-    assert_int_equal(err.kind, MCP_ERR_TOOL);
-    assert_string_equal(err.code, "-32602");
+    assert_int_equal(err.upstream, SBX_UP_TOOL);
+    assert_string_equal(err.upstream_code, "-32602");
     assert_string_equal(err.message, "bad arguments for fail");
-    mcp_error_clear(&err);
+    sbx_error_clear(&err);
 
     /* An answer with neither result nor error: protocol error, the connection survives. */
     assert_int_equal(mcp_client_call_tool(c, "bad_response", NULL, 5000, &res, &err), -EPROTO);
-    assert_int_equal(err.kind, MCP_ERR_PROTOCOL);
-    mcp_error_clear(&err);
+    assert_int_equal(err.upstream, SBX_UP_PROTOCOL);
+    sbx_error_clear(&err);
 
     /* A garbage line on stdout is skipped; the answer after it arrives. */
     char *t = call_text(c, "garbage", NULL, 5000, &err);
@@ -194,7 +194,7 @@ static void answers_holding_nul_arrive(void **state)
     json_t *args = json_pack("{s:s%}", "k", "a\0b", (size_t)3);
     for (size_t i = 0; i < 2; i++)
         for (size_t t = 0; t < (i ? 2u : 1u); t++) {
-            struct mcp_error err = {0};
+            struct sbx_error err = {0};
             json_t *res = NULL;
             if (mcp_client_call_tool(clients[i], tools[t], args, 20000, &res, &err) < 0)
                 fail_msg("%s over %s: %s", tools[t], i ? "http" : "stdio",
@@ -213,7 +213,7 @@ static void stdio_notifications_and_server_requests(void **state)
     struct notes n = {.seen = json_array()};
     pthread_mutex_init(&n.lock, NULL);
     mcp_client_set_notify(c, note_cb, &n);
-    struct mcp_error err = {0};
+    struct sbx_error err = {0};
     char *t = call_text(c, "progress", NULL, 5000, &err);
     assert_string_equal(t, "done");
     free(t);
@@ -251,20 +251,20 @@ static void stdio_notifications_and_server_requests(void **state)
 static void stdio_timeout_cancels_and_drops_late_answer(void **state)
 {
     struct mcp_client *c = connect_stdio("normal");
-    struct mcp_error err = {0};
+    struct sbx_error err = {0};
     json_t *res = NULL;
     int64_t start = clock_mono_us();
     assert_int_equal(mcp_client_call_tool(c, "slow", NULL, 300, &res, &err), -ETIMEDOUT);
-    assert_int_equal(err.kind, MCP_ERR_TIMEOUT);
+    assert_int_equal(err.upstream, SBX_UP_TIMEOUT);
     assert_true(ms_since(start) >= 290);
-    mcp_error_clear(&err);
+    sbx_error_clear(&err);
 
     /* "late" answers after 400 ms, long after we gave up: the answer must be dropped and must
      * not be taken for the answer to a later request. */
     json_t *args = json_pack("{s:i}", "ms", 400);
     assert_int_equal(mcp_client_call_tool(c, "late", args, 100, &res, &err), -ETIMEDOUT);
     json_decref(args);
-    mcp_error_clear(&err);
+    sbx_error_clear(&err);
     sleep_ms(600);
     char *t = call_text(c, "echo", NULL, 5000, &err);
     assert_string_equal(t, "{}");
@@ -294,21 +294,21 @@ struct slow_call {
     const char *tool;
     int64_t timeout_ms;
     int r;
-    enum mcp_error_kind kind;
+    enum sbx_upstream kind;
     int64_t took_ms;
 };
 
 static void *slow_call_thread(void *arg)
 {
     struct slow_call *s = arg;
-    struct mcp_error err = {0};
+    struct sbx_error err = {0};
     json_t *res = NULL;
     int64_t start = clock_mono_us();
     s->r = mcp_client_call_tool(s->c, s->tool, NULL, s->timeout_ms, &res, &err);
     s->took_ms = ms_since(start);
-    s->kind = err.kind;
+    s->kind = err.upstream;
     json_decref(res);
-    mcp_error_clear(&err);
+    sbx_error_clear(&err);
     return NULL;
 }
 
@@ -319,23 +319,23 @@ static void stdio_crash_fails_pending_at_once(void **state)
     pthread_t th;
     pthread_create(&th, NULL, slow_call_thread, &waiting);
     sleep_ms(200);
-    struct mcp_error err = {0};
+    struct sbx_error err = {0};
     json_t *res = NULL;
     assert_true(mcp_client_call_tool(c, "crash", NULL, 20000, &res, &err) < 0);
-    assert_int_equal(err.kind, MCP_ERR_TRANSPORT);
+    assert_int_equal(err.upstream, SBX_UP_TRANSPORT);
     assert_non_null(strstr(err.message, "exited with status 5"));
-    mcp_error_clear(&err);
+    sbx_error_clear(&err);
     pthread_join(th, NULL);
     assert_true(waiting.r < 0);
-    assert_int_equal(waiting.kind, MCP_ERR_TRANSPORT);
+    assert_int_equal(waiting.kind, SBX_UP_TRANSPORT);
     assert_true(waiting.took_ms < 10000);
     assert_false(mcp_client_alive(c));
     /* Later requests fail at once. */
     int64_t start = clock_mono_us();
     assert_int_equal(mcp_client_call_tool(c, "echo", NULL, 20000, &res, &err), -ENOTCONN);
-    assert_int_equal(err.kind, MCP_ERR_TRANSPORT);
+    assert_int_equal(err.upstream, SBX_UP_TRANSPORT);
     assert_true(ms_since(start) < 1000);
-    mcp_error_clear(&err);
+    sbx_error_clear(&err);
     mcp_client_close(c);
 }
 
@@ -344,33 +344,33 @@ static void stdio_startup_failures(void **state)
     struct mcp_server_config cfg = {0};
     cfg.name = strdup("missing");
     cfg.command = strdup("/nonexistent/mcp-server");
-    connect_fails(&cfg, 5000, MCP_ERR_TRANSPORT);
+    connect_fails(&cfg, 5000, SBX_UP_TRANSPORT);
     free(cfg.command);
     cfg.command = strdup("no-such-mcp-server-in-path");
-    connect_fails(&cfg, 5000, MCP_ERR_TRANSPORT);
+    connect_fails(&cfg, 5000, SBX_UP_TRANSPORT);
     mcp_server_config_done(&cfg);
 
     cfg_stdio(&cfg, "x", "exit_early");
-    connect_fails(&cfg, 5000, MCP_ERR_TRANSPORT);
+    connect_fails(&cfg, 5000, SBX_UP_TRANSPORT);
     mcp_server_config_done(&cfg);
 
     cfg_stdio(&cfg, "x", "bad_version");
-    connect_fails(&cfg, 5000, MCP_ERR_PROTOCOL);
+    connect_fails(&cfg, 5000, SBX_UP_PROTOCOL);
     mcp_server_config_done(&cfg);
 
     cfg_stdio(&cfg, "x", "init_error");
-    connect_fails(&cfg, 5000, MCP_ERR_TOOL);
+    connect_fails(&cfg, 5000, SBX_UP_TOOL);
     mcp_server_config_done(&cfg);
 
     int64_t start = clock_mono_us();
     cfg_stdio(&cfg, "x", "mute");
-    connect_fails(&cfg, 300, MCP_ERR_TIMEOUT);
+    connect_fails(&cfg, 300, SBX_UP_TIMEOUT);
     mcp_server_config_done(&cfg);
     assert_true(ms_since(start) < 3000);
 
     /* Both or neither of command and url. */
     cfg = (struct mcp_server_config){.name = strdup("x")};
-    connect_fails(&cfg, 300, MCP_ERR_TRANSPORT);
+    connect_fails(&cfg, 300, SBX_UP_TRANSPORT);
     mcp_server_config_done(&cfg);
 
     /* An older accepted protocol version. */
@@ -400,7 +400,7 @@ static void stdio_path_env_cwd_and_stderr(void **state)
     capture_start(&cap);
     struct mcp_client *c = connect_ok(&cfg);
     mcp_server_config_done(&cfg);
-    struct mcp_error err = {0};
+    struct sbx_error err = {0};
     static const char *const cases[][2] = {{"FAKE_MCP_VAR", "hello"},
                                            {"HOME", "/overridden"},
                                            {"LANG", "C.UTF-8"},
@@ -431,11 +431,11 @@ static void stdio_path_env_cwd_and_stderr(void **state)
 static void stdio_oversized_line_kills_server(void **state)
 {
     struct mcp_client *c = connect_stdio("normal");
-    struct mcp_error err = {0};
+    struct sbx_error err = {0};
     json_t *res = NULL;
     assert_true(mcp_client_call_tool(c, "huge", NULL, 20000, &res, &err) < 0);
-    assert_int_equal(err.kind, MCP_ERR_PROTOCOL);
-    mcp_error_clear(&err);
+    assert_int_equal(err.upstream, SBX_UP_PROTOCOL);
+    sbx_error_clear(&err);
     assert_false(mcp_client_alive(c));
     mcp_client_close(c);
 }
@@ -473,7 +473,7 @@ static void stdio_reader_never_blocks_on_stdin(void **state)
     payload[big] = '\0';
     json_t *args = json_pack("{s:s}", "payload", payload);
     free(payload);
-    struct mcp_error err = {0};
+    struct sbx_error err = {0};
     json_t *res = NULL;
     int64_t start = clock_mono_us();
     assert_int_equal(mcp_client_call_tool(c, "echo", args, 10000, &res, &err), 0);
@@ -497,12 +497,12 @@ static void stdio_concurrent_requests(void **state)
 static void stdio_tools_list_limits(void **state)
 {
     struct mcp_client *c = connect_stdio("endless");
-    struct mcp_error err = {0};
+    struct sbx_error err = {0};
     json_t *tools = NULL;
     assert_int_equal(mcp_client_list_tools(c, 20000, &tools, &err), -EPROTO);
-    assert_int_equal(err.kind, MCP_ERR_PROTOCOL);
+    assert_int_equal(err.upstream, SBX_UP_PROTOCOL);
     assert_non_null(strstr(err.message, "100 pages"));
-    mcp_error_clear(&err);
+    sbx_error_clear(&err);
     json_t *st = stats(c);
     assert_int_equal(json_integer_value(json_object_get(st, "tools_list")), 100);
     json_decref(st);
@@ -510,8 +510,8 @@ static void stdio_tools_list_limits(void **state)
 
     c = connect_stdio("bad_tools");
     assert_int_equal(mcp_client_list_tools(c, 5000, &tools, &err), -EPROTO);
-    assert_int_equal(err.kind, MCP_ERR_PROTOCOL);
-    mcp_error_clear(&err);
+    assert_int_equal(err.upstream, SBX_UP_PROTOCOL);
+    sbx_error_clear(&err);
     mcp_client_close(c);
 }
 

@@ -17,7 +17,7 @@ static void http_session_sse_and_tools(void **state)
     pthread_mutex_init(&n.lock, NULL);
     mcp_client_set_notify(c, note_cb, &n);
 
-    struct mcp_error err = {0};
+    struct sbx_error err = {0};
     json_t *tools = NULL;
     assert_int_equal(mcp_client_list_tools(c, 5000, &tools, &err), 0);
     assert_int_equal(json_array_size(tools), 3); /* two pages */
@@ -68,7 +68,7 @@ static void http_session_sse_and_tools(void **state)
 static void http_lost_session_reinitializes(void **state)
 {
     struct mcp_client *c = connect_http();
-    struct mcp_error err = {0};
+    struct sbx_error err = {0};
     json_t *st = stats(c);
     json_int_t inits = json_integer_value(json_object_get(st, "initialize"));
     json_decref(st);
@@ -97,35 +97,35 @@ static void http_lost_session_reinitializes(void **state)
 static void http_timeouts_errors_ping_and_resume(void **state)
 {
     struct mcp_client *c = connect_http();
-    struct mcp_error err = {0};
+    struct sbx_error err = {0};
     json_t *res = NULL;
     int64_t start = clock_mono_us();
     assert_int_equal(mcp_client_call_tool(c, "slow", NULL, 300, &res, &err), -ETIMEDOUT);
-    assert_int_equal(err.kind, MCP_ERR_TIMEOUT);
+    assert_int_equal(err.upstream, SBX_UP_TIMEOUT);
     assert_true(ms_since(start) < 1400);
-    mcp_error_clear(&err);
+    sbx_error_clear(&err);
     json_t *st = stats(c);
     assert_true(has_notification(st, "notifications/cancelled"));
     json_decref(st);
 
     assert_int_equal(mcp_client_call_tool(c, "http500", NULL, 5000, &res, &err), -EPROTO);
-    assert_int_equal(err.kind, MCP_ERR_HTTP);
-    assert_int_equal(err.http_status, 500);
-    mcp_error_clear(&err);
+    assert_int_equal(err.upstream, SBX_UP_HTTP);
+    assert_int_equal(err.upstream_status, 500);
+    sbx_error_clear(&err);
 
     assert_int_equal(mcp_client_call_tool(c, "redirect", NULL, 5000, &res, &err), -EPROTO);
-    assert_int_equal(err.kind, MCP_ERR_HTTP);
-    assert_int_equal(err.http_status, 307);
-    mcp_error_clear(&err);
+    assert_int_equal(err.upstream, SBX_UP_HTTP);
+    assert_int_equal(err.upstream_status, 307);
+    sbx_error_clear(&err);
 
     assert_int_equal(mcp_client_call_tool(c, "no_answer", NULL, 5000, &res, &err), -EPROTO);
-    assert_int_equal(err.kind, MCP_ERR_PROTOCOL);
-    mcp_error_clear(&err);
+    assert_int_equal(err.upstream, SBX_UP_PROTOCOL);
+    sbx_error_clear(&err);
 
     assert_int_equal(mcp_client_call_tool(c, "unknown", NULL, 5000, &res, &err), -EPROTO);
-    assert_int_equal(err.kind, MCP_ERR_TOOL);
-    assert_string_equal(err.code, "-32602");
-    mcp_error_clear(&err);
+    assert_int_equal(err.upstream, SBX_UP_TOOL);
+    assert_string_equal(err.upstream_code, "-32602");
+    sbx_error_clear(&err);
 
     /* The server pings us in the middle of the SSE answer; our reply is a POST of its own. */
     assert_int_equal(mcp_client_call_tool(c, "ping_me", NULL, 10000, &res, &err), 0);
@@ -167,10 +167,10 @@ static void http_close_deletes_session_and_bad_urls(void **state)
     struct mcp_server_config cfg = {0};
     cfg.name = strdup("down");
     cfg.url = strdup("http://127.0.0.1:1/mcp");
-    connect_fails(&cfg, 3000, MCP_ERR_TRANSPORT);
+    connect_fails(&cfg, 3000, SBX_UP_TRANSPORT);
     free(cfg.url);
     cfg.url = strdup("file:///etc/passwd");
-    connect_fails(&cfg, 3000, MCP_ERR_TRANSPORT);
+    connect_fails(&cfg, 3000, SBX_UP_TRANSPORT);
     mcp_server_config_done(&cfg);
 }
 

@@ -47,7 +47,7 @@ static void registry_lazy_shared_restart_and_cache(void **state)
                         "http");
     json_decref(d);
 
-    struct mcp_error err = {0};
+    struct sbx_error err = {0};
     json_t *tools = NULL;
     assert_int_equal(mcp_registry_tools(r, "local", 10000, &tools, &err), 0);
     assert_int_equal(json_array_size(tools), 7);
@@ -81,8 +81,8 @@ static void registry_lazy_shared_restart_and_cache(void **state)
     /* A crash is reported, not retried; the next call restarts the server and the tools are
      * listed again from the new process. */
     assert_true(mcp_registry_call(r, "local", "crash", NULL, 5000, &res, &err) < 0);
-    assert_int_equal(err.kind, MCP_ERR_TRANSPORT);
-    mcp_error_clear(&err);
+    assert_int_equal(err.upstream, SBX_UP_TRANSPORT);
+    sbx_error_clear(&err);
     d = mcp_registry_describe(r);
     assert_false(json_is_true(json_object_get(json_array_get(d, 0), "connected")));
     json_decref(d);
@@ -98,12 +98,12 @@ static void registry_lazy_shared_restart_and_cache(void **state)
 
     /* Unknown server. */
     assert_int_equal(mcp_registry_call(r, "nope", "x", NULL, 5000, &res, &err), -ENOENT);
-    assert_int_equal(err.kind, MCP_ERR_TOOL);
-    assert_string_equal(err.code, "UNKNOWN_SERVER");
-    mcp_error_clear(&err);
+    assert_int_equal(err.upstream, SBX_UP_TOOL);
+    assert_string_equal(err.upstream_code, "UNKNOWN_SERVER");
+    sbx_error_clear(&err);
     assert_int_equal(mcp_registry_tools(r, "nope", 5000, &tools, &err), -ENOENT);
-    assert_string_equal(err.code, "UNKNOWN_SERVER");
-    mcp_error_clear(&err);
+    assert_string_equal(err.upstream_code, "UNKNOWN_SERVER");
+    sbx_error_clear(&err);
     mcp_registry_free(r);
     mcp_registry_free(NULL);
 }
@@ -118,11 +118,11 @@ static void *reg_thread(void *arg)
     struct reg_worker *w = arg;
     for (int i = 0; i < 5; i++) {
         json_t *res = NULL;
-        struct mcp_error err = {0};
+        struct sbx_error err = {0};
         if (mcp_registry_call(w->r, "local", "cwd", NULL, 10000, &res, &err) == 0)
             w->ok++;
         json_decref(res);
-        mcp_error_clear(&err);
+        sbx_error_clear(&err);
     }
     return NULL;
 }
@@ -171,16 +171,16 @@ static void registry_one_process_for_all_and_backoff(void **state)
     assert_int_equal(n, 1); /* started once, shared by 30 calls */
 
     /* A server that fails to start is not retried within a second: same error, no new start. */
-    struct mcp_error err = {0};
+    struct sbx_error err = {0};
     json_t *res = NULL;
     assert_true(mcp_registry_call(r, "broken", "x", NULL, 5000, &res, &err) < 0);
-    assert_int_equal(err.kind, MCP_ERR_TRANSPORT);
+    assert_int_equal(err.upstream, SBX_UP_TRANSPORT);
     char *first = strdup(err.message);
-    mcp_error_clear(&err);
+    sbx_error_clear(&err);
     assert_true(mcp_registry_call(r, "broken", "x", NULL, 5000, &res, &err) < 0);
-    assert_int_equal(err.kind, MCP_ERR_TRANSPORT);
+    assert_int_equal(err.upstream, SBX_UP_TRANSPORT);
     assert_string_equal(err.message, first);
-    mcp_error_clear(&err);
+    sbx_error_clear(&err);
     json_t *d = mcp_registry_describe(r);
     assert_non_null(json_object_get(json_array_get(d, 1), "lastError"));
     json_decref(d);
@@ -195,7 +195,7 @@ static void registry_one_process_for_all_and_backoff(void **state)
     assert_int_equal(n, 1);
     sleep_ms(1100);
     assert_true(mcp_registry_call(r, "broken", "x", NULL, 5000, &res, &err) < 0);
-    mcp_error_clear(&err);
+    sbx_error_clear(&err);
     f = fopen(broken, "r");
     n = 0;
     while (f && fgets(line, sizeof(line), f))

@@ -107,7 +107,7 @@ static int teardown(void **state)
     return 0;
 }
 
-static int call(const char *mode, json_t **res, struct mcp_error *err, int64_t timeout_ms)
+static int call(const char *mode, json_t **res, struct sbx_error *err, int64_t timeout_ms)
 {
     fake_mode = mode;
     struct mcp_simple_options o = {.timeout_ms = timeout_ms, .max_response = 100000};
@@ -120,7 +120,7 @@ static int call(const char *mode, json_t **res, struct mcp_error *err, int64_t t
 static void success_returns_result_and_sends_simple_form(void **state)
 {
     json_t *res = NULL;
-    struct mcp_error err = {0};
+    struct sbx_error err = {0};
     assert_int_equal(call("ok", &res, &err, 5000), 0);
     assert_string_equal(json_string_value(json_object_get(res, "content")), "aGVsbG8=");
     json_t *sent = json_loads(fake_last_body, 0, NULL);
@@ -142,56 +142,56 @@ static void success_returns_result_and_sends_simple_form(void **state)
 static void failures_become_mcp_errors(void **state)
 {
     json_t *res = NULL;
-    struct mcp_error err = {0};
+    struct sbx_error err = {0};
     assert_int_equal(call("tool_error", &res, &err, 5000), -EPROTO);
-    assert_int_equal(err.kind, MCP_ERR_TOOL);
-    assert_string_equal(err.code, "NOT_FOUND");
-    mcp_error_clear(&err);
+    assert_int_equal(err.upstream, SBX_UP_TOOL);
+    assert_string_equal(err.upstream_code, "NOT_FOUND");
+    sbx_error_clear(&err);
 
     assert_true(call("http500", &res, &err, 5000) < 0);
-    assert_int_equal(err.kind, MCP_ERR_HTTP);
-    assert_int_equal(err.http_status, 500);
-    mcp_error_clear(&err);
+    assert_int_equal(err.upstream, SBX_UP_HTTP);
+    assert_int_equal(err.upstream_status, 500);
+    sbx_error_clear(&err);
 
     assert_true(call("http404_tool", &res, &err, 5000) < 0);
-    assert_int_equal(err.kind, MCP_ERR_TOOL);
-    assert_int_equal(err.http_status, 404);
-    mcp_error_clear(&err);
+    assert_int_equal(err.upstream, SBX_UP_TOOL);
+    assert_int_equal(err.upstream_status, 404);
+    sbx_error_clear(&err);
 
     assert_true(call("garbage", &res, &err, 5000) < 0);
-    assert_int_equal(err.kind, MCP_ERR_PROTOCOL);
-    mcp_error_clear(&err);
+    assert_int_equal(err.upstream, SBX_UP_PROTOCOL);
+    sbx_error_clear(&err);
 
     assert_true(call("no_result", &res, &err, 5000) < 0);
-    assert_int_equal(err.kind, MCP_ERR_PROTOCOL);
-    mcp_error_clear(&err);
+    assert_int_equal(err.upstream, SBX_UP_PROTOCOL);
+    sbx_error_clear(&err);
 
     assert_int_equal(call("huge", &res, &err, 5000), -EMSGSIZE);
-    assert_int_equal(err.kind, MCP_ERR_PROTOCOL);
-    mcp_error_clear(&err);
+    assert_int_equal(err.upstream, SBX_UP_PROTOCOL);
+    sbx_error_clear(&err);
 
     assert_int_equal(call("slow", &res, &err, 300), -ETIMEDOUT);
-    assert_int_equal(err.kind, MCP_ERR_TIMEOUT);
+    assert_int_equal(err.upstream, SBX_UP_TIMEOUT);
     assert_non_null(strstr(err.message, "no answer from"));
     assert_non_null(strstr(err.message, "within 300 ms"));
-    json_t *d = mcp_error_details(&err, "t");
+    json_t *d = sbx_error_details(&err, "t");
     assert_string_equal(json_string_value(json_object_get(d, "kind")), "timeout");
     json_decref(d);
-    mcp_error_clear(&err);
+    sbx_error_clear(&err);
     assert_null(res);
 }
 
 static void unreachable_endpoint(void **state)
 {
     json_t *res = NULL;
-    struct mcp_error err = {0};
+    struct sbx_error err = {0};
     struct mcp_simple_options o = {.timeout_ms = 2000, .max_response = 1000};
     assert_true(mcp_simple_call("http://127.0.0.1:9/mcp", "x", NULL, &o, &res, &err) < 0);
-    assert_int_equal(err.kind, MCP_ERR_TRANSPORT);
-    mcp_error_clear(&err);
+    assert_int_equal(err.upstream, SBX_UP_TRANSPORT);
+    sbx_error_clear(&err);
     assert_true(mcp_simple_call("file:///etc/passwd", "x", NULL, &o, &res, &err) < 0);
-    assert_int_equal(err.kind, MCP_ERR_TRANSPORT); /* scheme refused by libcurl */
-    mcp_error_clear(&err);
+    assert_int_equal(err.upstream, SBX_UP_TRANSPORT); /* scheme refused by libcurl */
+    sbx_error_clear(&err);
 }
 
 /* A TLS endpoint that accepts (the kernel does, from the backlog) and never answers the
@@ -208,21 +208,21 @@ static void tls_stall_names_the_connect_timeout(void **state)
     char tls_url[64];
     snprintf(tls_url, sizeof(tls_url), "https://127.0.0.1:%u/mcp", ntohs(a.sin_port));
     json_t *res = NULL;
-    struct mcp_error err = {0};
+    struct sbx_error err = {0};
     struct mcp_simple_options o = {
         .timeout_ms = 5000, .connect_timeout_ms = 300, .max_response = 1000};
     assert_int_equal(mcp_simple_call(tls_url, "x", NULL, &o, &res, &err), -ETIMEDOUT);
-    assert_int_equal(err.kind, MCP_ERR_TIMEOUT);
+    assert_int_equal(err.upstream, SBX_UP_TIMEOUT);
     assert_non_null(strstr(err.message, "connect timeout of 300 ms"));
     assert_null(strstr(err.message, "5000"));
-    mcp_error_clear(&err);
+    sbx_error_clear(&err);
     close(ls);
 }
 
 static void messages_never_show_url_credentials(void **state)
 {
     json_t *res = NULL;
-    struct mcp_error err = {0};
+    struct sbx_error err = {0};
     struct mcp_simple_options o = {.timeout_ms = 2000, .max_response = 1000};
     assert_true(mcp_simple_call("http://user:PASSWORD@127.0.0.1:9/mcp?api_key=SECRET#x", "x", NULL,
                                 &o, &res, &err) < 0);
@@ -230,15 +230,15 @@ static void messages_never_show_url_credentials(void **state)
     assert_null(strstr(err.message, "PASSWORD"));
     assert_null(strstr(err.message, "user"));
     assert_null(strstr(err.message, "SECRET"));
-    mcp_error_clear(&err);
+    sbx_error_clear(&err);
     /* An HTTP error too. */
     char with_secret[128];
     snprintf(with_secret, sizeof(with_secret), "%s?token=SECRET", url);
     fake_mode = "http500";
     assert_true(mcp_simple_call(with_secret, "x", NULL, &o, &res, &err) < 0);
-    assert_int_equal(err.kind, MCP_ERR_HTTP);
+    assert_int_equal(err.upstream, SBX_UP_HTTP);
     assert_null(strstr(err.message, "SECRET"));
-    mcp_error_clear(&err);
+    sbx_error_clear(&err);
 }
 
 /* Whatever calls it, the framework client never connects to an endpoint outside the list. */
@@ -253,7 +253,7 @@ static void framework_refuses_endpoints_outside_the_allowlist(void **state)
     struct framework *fw = NULL;
     assert_int_equal(framework_new(&fo, &fw), 0);
     json_t *res = NULL;
-    struct mcp_error err = {0};
+    struct sbx_error err = {0};
     fake_mode = "ok";
     unsigned before = __atomic_load_n(&fake_requests, __ATOMIC_SEQ_CST);
     const char *outside[] = {url, "http://192.0.2.1:9/x", "http://127.0.0.1.nip.io/allowed"};
@@ -261,8 +261,8 @@ static void framework_refuses_endpoints_outside_the_allowlist(void **state)
         assert_false(framework_endpoint_allowed(fw, outside[i]));
         assert_int_equal(framework_call(fw, outside[i], "app", "t", NULL, &res, &err, NULL),
                          -EPERM);
-        assert_string_equal(err.code, "FRAMEWORK_NOT_ALLOWED");
-        mcp_error_clear(&err);
+        assert_string_equal(err.upstream_code, "FRAMEWORK_NOT_ALLOWED");
+        sbx_error_clear(&err);
     }
     assert_int_equal(__atomic_load_n(&fake_requests, __ATOMIC_SEQ_CST), before);
     char inside[128];

@@ -23,10 +23,17 @@ static json_t *base(const char *handler)
 static const char *field_of(json_t *body)
 {
     struct request_spec s;
-    static struct request_error err;
+    struct sbx_error err = {0};
     int r = request_parse(body, &s, &err);
     json_decref(body);
-    return r == 0 ? NULL : err.field;
+    const char *field = err.field; /* static */
+    if (r < 0) {                   /* the message names the field first, as the API answers it */
+        assert_int_equal(err.kind, SBX_ERR_INVALID);
+        assert_string_equal(err.code, "INVALID_REQUEST");
+        assert_true(strncmp(err.message, field, strlen(field)) == 0);
+    }
+    sbx_error_clear(&err);
+    return r == 0 ? NULL : field;
 }
 
 static void valid_jit(void **state)
@@ -35,7 +42,7 @@ static void valid_jit(void **state)
     json_object_set_new(json_object_get(json_object_get(b, "context"), "taskDetails"), "timeoutMs",
                         json_integer(500));
     struct request_spec s;
-    struct request_error err;
+    struct sbx_error err = {0};
     assert_int_equal(request_parse(b, &s, &err), 0);
     assert_int_equal(s.handler, HANDLER_JIT);
     assert_string_equal(s.script, "h/add.py");

@@ -431,10 +431,10 @@ static void trust_rules(void **state)
 {
     char dir[] = "/tmp/trust-test-XXXXXX";
     assert_non_null(mkdtemp(dir));
-    char *why = NULL;
+    struct sbx_error why = {0};
     /* Ours and private, below root-owned directories and the sticky /tmp: trusted. */
     assert_int_equal(trust_check(dir, TRUST_DIR, &why), 0);
-    assert_null(why);
+    assert_null(why.message);
     char path[PATH_MAX];
     snprintf(path, sizeof(path), "%s/a/b/c", dir);
     assert_int_equal(trust_make_dir(path, &why), 0);
@@ -444,15 +444,17 @@ static void trust_rules(void **state)
     /* Writable by the group, at the leaf or above it: refused, naming the level. */
     assert_int_equal(chmod(path, 0770), 0);
     assert_int_equal(trust_check(path, TRUST_DIR, &why), -EPERM);
-    assert_non_null(strstr(why, "/a/b/c is writable by its group or by others"));
-    free(why);
+    assert_int_equal(why.kind, SBX_ERR_FORBIDDEN);
+    assert_string_equal(why.code, "UNTRUSTED_PATH");
+    assert_non_null(strstr(why.message, "/a/b/c is writable by its group or by others"));
+    sbx_error_clear(&why);
     assert_int_equal(chmod(path, 0700), 0);
     snprintf(path, sizeof(path), "%s/a", dir);
     assert_int_equal(chmod(path, 0777), 0);
     snprintf(path, sizeof(path), "%s/a/b/c", dir);
     assert_int_equal(trust_check(path, TRUST_DIR, &why), -EPERM);
-    assert_non_null(strstr(why, "/a is writable"));
-    free(why);
+    assert_non_null(strstr(why.message, "/a is writable"));
+    sbx_error_clear(&why);
     snprintf(path, sizeof(path), "%s/a", dir);
     assert_int_equal(chmod(path, 0700), 0);
     /* Someone else's: as root, a directory given to another uid; otherwise a root-owned one. */
@@ -462,14 +464,14 @@ static void trust_rules(void **state)
         assert_int_equal(chown(path, 12345, 12345), 0);
     const char *foreign = geteuid() == 0 ? path : "/etc";
     assert_int_equal(trust_check(foreign, TRUST_DIR, &why), -EPERM);
-    assert_non_null(strstr(why, "is owned by uid"));
-    free(why);
+    assert_non_null(strstr(why.message, "is owned by uid"));
+    sbx_error_clear(&why);
     /* Through a symlink of ours: judged by what it points to. */
     char link[PATH_MAX];
     snprintf(link, sizeof(link), "%s/link", dir);
     assert_int_equal(symlink(foreign, link), 0);
     assert_int_equal(trust_check(link, TRUST_DIR, &why), -EPERM);
-    free(why);
+    sbx_error_clear(&why);
     /* Files: ours or root's, not writable by others; a directory is not a file. */
     snprintf(path, sizeof(path), "%s/file", dir);
     FILE *f = fopen(path, "w");
@@ -479,12 +481,15 @@ static void trust_rules(void **state)
     assert_int_equal(trust_check(path, TRUST_FILE, &why), 0);
     assert_int_equal(chmod(path, 0602), 0);
     assert_int_equal(trust_check(path, TRUST_FILE, &why), -EPERM);
-    free(why);
+    sbx_error_clear(&why);
     assert_int_equal(trust_check(dir, TRUST_FILE, &why), -EINVAL);
-    free(why);
+    assert_int_equal(why.kind, SBX_ERR_INVALID);
+    sbx_error_clear(&why);
     snprintf(path, sizeof(path), "%s/missing", dir);
     assert_int_equal(trust_check(path, TRUST_DIR, &why), -ENOENT);
-    free(why);
+    assert_int_equal(why.kind, SBX_ERR_NOT_FOUND);
+    assert_non_null(strstr(why.message, "cannot resolve"));
+    sbx_error_clear(&why);
     char cmd[PATH_MAX + 16];
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
     assert_int_equal(system(cmd), 0);

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/fmt.h"
+#include "util/error.h"
 #include "util/macros.h"
 
 static const char *const approval_names[] = {
@@ -61,15 +61,16 @@ enum mcp_approval mcp_approval_lookup(char *const *rules, const char *tool)
     return MCP_APPROVAL_AUTO;
 }
 
-int mcp_config_add_approval(struct mcp_config *cfg, const char *arg, char **ret_why)
+int mcp_config_add_approval(struct mcp_config *cfg, const char *arg, struct sbx_error *err)
 {
     const char *eq = strrchr(arg, '=');
     enum mcp_approval a;
     if (!eq || mcp_approval_parse(eq + 1, &a) < 0)
-        return fmt_error(ret_why, EINVAL,
-                         "--approval %s: expected SERVER.TOOL=POLICY (or SERVER.*=POLICY), the "
-                         "policy auto, ask or deny",
-                         arg);
+        return sbx_error_errno(
+            err, EINVAL, SBX_ERR_INVALID, "INVALID_OPTION", NULL,
+            "--approval %s: expected SERVER.TOOL=POLICY (or SERVER.*=POLICY), the "
+            "policy auto, ask or deny",
+            arg);
     struct mcp_server_config *server = NULL;
     size_t best = 0;
     for (size_t i = 0; i < cfg->n; i++) {
@@ -81,25 +82,27 @@ int mcp_config_add_approval(struct mcp_config *cfg, const char *arg, char **ret_
         }
     }
     if (!server)
-        return fmt_error(ret_why, EINVAL,
-                         "--approval %s: no configured MCP server is named by what comes before "
-                         "the '.' (sandboxd servers lists them)",
-                         arg);
+        return sbx_error_errno(
+            err, EINVAL, SBX_ERR_INVALID, "INVALID_OPTION", NULL,
+            "--approval %s: no configured MCP server is named by what comes before "
+            "the '.' (sandboxd servers lists them)",
+            arg);
     const char *tool = arg + best + 1;
     if (tool == eq)
-        return fmt_error(ret_why, EINVAL, "--approval %s: no tool name (use SERVER.* for all)",
-                         arg);
+        return sbx_error_errno(err, EINVAL, SBX_ERR_INVALID, "INVALID_OPTION", NULL,
+                               "--approval %s: no tool name (use SERVER.* for all)", arg);
     size_t n = 0;
     while (server->approvals && server->approvals[n])
         n++;
     if (n >= MCP_APPROVAL_MAX_RULES)
-        return fmt_error(ret_why, EINVAL, "--approval %s: too many rules for server %s", arg,
-                         server->name);
+        return sbx_error_errno(err, EINVAL, SBX_ERR_INVALID, "INVALID_OPTION", NULL,
+                               "--approval %s: too many rules for server %s", arg, server->name);
     char *rule = NULL;
     char **v = calloc(n + 2, sizeof(*v));
     if (!v || asprintf(&rule, "%s:%.*s", mcp_approval_name(a), (int)(eq - tool), tool) < 0) {
         free(v);
-        return -ENOMEM;
+        return sbx_error_errno(err, ENOMEM, SBX_ERR_INTERNAL, "INTERNAL", NULL,
+                               "--approval: out of memory");
     }
     /* Before the entry's own rules, and before earlier --approval options of the server would
      * be wrong: on the command line the last word wins, as with every other option. */

@@ -13,6 +13,7 @@
 #define SANDBOXD_MCP_CLIENT_APPROVAL_H
 
 #include "mcp/client/config.h"
+#include "util/error.h"
 
 #define MCP_APPROVAL_MAX_RULES 256 /* rules of one server */
 
@@ -33,8 +34,8 @@ const char *mcp_approval_name(enum mcp_approval a);
 enum mcp_approval mcp_approval_lookup(char *const *rules, const char *tool);
 /* --approval SERVER.TOOL=POLICY (SERVER.* for all its tools) into cfg, before the rules the
  * server's entry has. SERVER is the longest configured name the argument starts with followed
- * by '.'. 0; -EINVAL with *ret_why (caller frees) for a malformed rule or an unknown server;
- * -ENOMEM. */
-int mcp_config_add_approval(struct mcp_config *cfg, const char *arg, char **ret_why);
+ * by '.'. 0; -EINVAL with *err (INVALID, INVALID_OPTION) for a malformed rule or an unknown
+ * server; -ENOMEM (INTERNAL). */
+int mcp_config_add_approval(struct mcp_config *cfg, const char *arg, struct sbx_error *err);
 
 #endif

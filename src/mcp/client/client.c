@@ -44,8 +44,8 @@ struct client_pending {
     json_int_t id;
     pthread_cond_t cond;
     bool done;
-    json_t *answer;                /* the whole message, when one came */
-    enum mcp_error_kind fail_kind; /* otherwise why not */
+    json_t *answer;              /* the whole message, when one came */
+    enum sbx_upstream fail_kind; /* otherwise why not */
     char *fail_why;
     struct client_pending *next;
 };
@@ -272,12 +272,12 @@ static void client_answer_request(struct mcp_client *c, const struct jsonrpc_mes
     if (!reply)
         return;
     log_debug("MCP server '%s' asked %s", c->cfg.name, m->method ? m->method : "(invalid)");
-    struct mcp_error e = {0};
+    struct sbx_error e = {0};
     int r = c->t->ops->send(c->t, reply, clock_mono_us() + CLIENT_REPLY_TIMEOUT_US, &e);
     if (r < 0)
         log_debug("MCP server '%s': cannot answer its request: %s", c->cfg.name,
                   e.message ? e.message : strerror(-r));
-    mcp_error_clear(&e);
+    sbx_error_clear(&e);
     json_decref(reply);
 }
 
@@ -330,7 +330,7 @@ void mcp_client_on_message(struct mcp_client *c, json_t *msg)
         client_dispatch(c, json_array_get(msg, i));
 }
 
-void mcp_client_transport_ended(struct mcp_client *c, enum mcp_error_kind kind, const char *why)
+void mcp_client_transport_ended(struct mcp_client *c, enum sbx_upstream kind, const char *why)
 {
     pthread_mutex_lock(&c->lock);
     /* DEAD already: reported twice (an abort, then the exit it caused); CLOSING: no news. */
@@ -353,44 +353,44 @@ void mcp_client_transport_ended(struct mcp_client *c, enum mcp_error_kind kind, 
 
 void mcp_client_abort(struct mcp_client *c, const char *why)
 {
-    mcp_client_transport_ended(c, MCP_ERR_TRANSPORT, why);
+    mcp_client_transport_ended(c, SBX_UP_TRANSPORT, why);
     if (c->t && c->t->ops->abort)
         c->t->ops->abort(c->t);
 }
 
 /* ---- outgoing ---- */
 
-static int client_errno(enum mcp_error_kind kind)
+static int client_errno(enum sbx_upstream kind)
 {
     switch (kind) {
-    case MCP_ERR_TRANSPORT:
+    case SBX_UP_TRANSPORT:
         return -ENOTCONN;
-    case MCP_ERR_TIMEOUT:
+    case SBX_UP_TIMEOUT:
         return -ETIMEDOUT;
     default:
         return -EPROTO;
     }
 }
 
-static int client_handshake(struct mcp_client *c, int64_t deadline_us, struct mcp_error *err);
+static int client_handshake(struct mcp_client *c, int64_t deadline_us, struct sbx_error *err);
 
 /* c is DEAD (c->lock held): err says why, as the first report gave it. */
-static int client_dead(struct mcp_client *c, struct mcp_error *err)
+static int client_dead(struct mcp_client *c, struct sbx_error *err)
 {
-    mcp_error_set(err, c->dead_kind, NULL, "%s", c->dead_why ? c->dead_why : "disconnected");
+    sbx_error_upstream(err, c->dead_kind, NULL, "%s", c->dead_why ? c->dead_why : "disconnected");
     return client_errno(c->dead_kind);
 }
 
 /* Send msg; when an HTTP server forgot our session, initialize again (once) and resend. */
 static int client_send(struct mcp_client *c, json_t *msg, int64_t deadline_us, bool may_reinit,
-                       struct mcp_error *err)
+                       struct sbx_error *err)
 {
     int r = c->t->ops->send(c->t, msg, deadline_us, err);
     if (r != -ESTALE)
         return r;
     if (!may_reinit)
         return -EPROTO; /* err already says HTTP 404 */
-    mcp_error_clear(err);
+    sbx_error_clear(err);
     pthread_mutex_lock(&c->reinit_lock);
     /* Whoever got the 404 first initializes; the others find it done (READY) and just resend,
      * or find the connection aborted meanwhile (DEAD). */
@@ -422,18 +422,18 @@ static void client_cancel(struct mcp_client *c, json_int_t id, const char *reaso
     json_decref(params);
     if (!msg)
         return;
-    struct mcp_error e = {0};
+    struct sbx_error e = {0};
     int r = client_send(c, msg, clock_mono_us() + CLIENT_CANCEL_TIMEOUT_US, false, &e);
     if (r < 0)
         log_debug("MCP server '%s': cannot cancel request %" JSON_INTEGER_FORMAT ": %s",
                   c->cfg.name, id, e.message ? e.message : strerror(-r));
-    mcp_error_clear(&e);
+    sbx_error_clear(&e);
     json_decref(msg);
 }
 
 /* Turn an answer into a result or an error. */
 static int client_interpret(struct mcp_client *c, json_t *answer, json_t **ret_result,
-                            struct mcp_error *err)
+                            struct sbx_error *err)
 {
     struct jsonrpc_message m;
     switch (jsonrpc_classify(answer, &m)) {
@@ -443,12 +443,13 @@ static int client_interpret(struct mcp_client *c, json_t *answer, json_t **ret_r
     case JSONRPC_ERROR_RESPONSE: {
         char code[24];
         snprintf(code, sizeof(code), "%" JSON_INTEGER_FORMAT, m.error_code);
-        mcp_error_set(err, MCP_ERR_TOOL, code, "%.*s", CLIENT_MAX_ERROR_MESSAGE, m.error_message);
+        sbx_error_upstream(err, SBX_UP_TOOL, code, "%.*s", CLIENT_MAX_ERROR_MESSAGE,
+                           m.error_message);
         return -EPROTO;
     }
     default:
-        mcp_error_set(err, MCP_ERR_PROTOCOL, NULL, "MCP server '%s' sent an invalid answer: %s",
-                      c->cfg.name, m.kind == JSONRPC_INVALID ? m.invalid : "not a response");
+        sbx_error_upstream(err, SBX_UP_PROTOCOL, NULL, "MCP server '%s' sent an invalid answer: %s",
+                           c->cfg.name, m.kind == JSONRPC_INVALID ? m.invalid : "not a response");
         return -EPROTO;
     }
 }
@@ -456,12 +457,12 @@ static int client_interpret(struct mcp_client *c, json_t *answer, json_t **ret_r
 /* One request/answer round trip. */
 static int client_call(struct mcp_client *c, const char *method, json_t *params,
                        int64_t deadline_us, bool may_reinit, json_t **ret_result,
-                       struct mcp_error *err)
+                       struct sbx_error *err)
 {
     struct client_pending p = {0};
     int r = -pthread_cond_init(&p.cond, &c->condattr);
     if (r < 0) {
-        mcp_error_set(err, MCP_ERR_TRANSPORT, NULL, "out of resources");
+        sbx_error_upstream(err, SBX_UP_TRANSPORT, NULL, "out of resources");
         return r;
     }
     pthread_mutex_lock(&c->lock);
@@ -480,7 +481,7 @@ static int client_call(struct mcp_client *c, const char *method, json_t *params,
     if (msg)
         r = client_send(c, msg, deadline_us, may_reinit, err);
     else {
-        mcp_error_set(err, MCP_ERR_PROTOCOL, NULL, "cannot encode the request");
+        sbx_error_upstream(err, SBX_UP_PROTOCOL, NULL, "cannot encode the request");
         r = -ENOMEM;
     }
     json_decref(msg);
@@ -499,16 +500,16 @@ static int client_call(struct mcp_client *c, const char *method, json_t *params,
     /* The spec forbids cancelling initialize. */
     bool cancellable = strcmp(method, "initialize") != 0;
     if (r < 0) {
-        if (err->kind == MCP_ERR_TIMEOUT && cancellable)
+        if (err->upstream == SBX_UP_TIMEOUT && cancellable)
             client_cancel(c, p.id, "timeout");
     } else if (!p.done) {
         if (cancellable)
             client_cancel(c, p.id, "timeout");
-        mcp_error_set(err, MCP_ERR_TIMEOUT, NULL, "MCP server '%s' did not answer %s in time",
-                      c->cfg.name, method);
+        sbx_error_upstream(err, SBX_UP_TIMEOUT, NULL, "MCP server '%s' did not answer %s in time",
+                           c->cfg.name, method);
         r = -ETIMEDOUT;
     } else if (!p.answer) {
-        mcp_error_set(err, p.fail_kind, NULL, "%s", p.fail_why ? p.fail_why : "disconnected");
+        sbx_error_upstream(err, p.fail_kind, NULL, "%s", p.fail_why ? p.fail_why : "disconnected");
         r = client_errno(p.fail_kind);
     } else {
         r = client_interpret(c, p.answer, ret_result, err);
@@ -527,13 +528,13 @@ static bool client_version_supported(const char *v)
     return false;
 }
 
-static int client_handshake(struct mcp_client *c, int64_t deadline_us, struct mcp_error *err)
+static int client_handshake(struct mcp_client *c, int64_t deadline_us, struct sbx_error *err)
 {
     _cleanup_json_ json_t *params =
         json_pack("{s:s, s:{}, s:{s:s, s:s}}", "protocolVersion", MCP_CLIENT_PROTOCOL_VERSION,
                   "capabilities", "clientInfo", "name", "sandboxd", "version", SANDBOXD_VERSION);
     if (!params) {
-        mcp_error_set(err, MCP_ERR_PROTOCOL, NULL, "out of memory");
+        sbx_error_upstream(err, SBX_UP_PROTOCOL, NULL, "out of memory");
         return -ENOMEM;
     }
     _cleanup_json_ json_t *result = NULL;
@@ -547,14 +548,15 @@ static int client_handshake(struct mcp_client *c, int64_t deadline_us, struct mc
     json_t *instructions = json_object_get(result, "instructions");
     json_t *info = NULL;
     if (!json_is_object(result) || !version) {
-        mcp_error_set(err, MCP_ERR_PROTOCOL, NULL,
-                      "MCP server '%s' answered initialize without a protocolVersion", c->cfg.name);
+        sbx_error_upstream(err, SBX_UP_PROTOCOL, NULL,
+                           "MCP server '%s' answered initialize without a protocolVersion",
+                           c->cfg.name);
         r = -EPROTO;
     } else if (!client_version_supported(version)) {
-        mcp_error_set(err, MCP_ERR_PROTOCOL, NULL,
-                      "MCP server '%s' speaks protocol version '%.40s'; sandboxd supports "
-                      "2025-11-25, 2025-06-18, 2025-03-26 and 2024-11-05",
-                      c->cfg.name, version);
+        sbx_error_upstream(err, SBX_UP_PROTOCOL, NULL,
+                           "MCP server '%s' speaks protocol version '%.40s'; sandboxd supports "
+                           "2025-11-25, 2025-06-18, 2025-03-26 and 2024-11-05",
+                           c->cfg.name, version);
         r = -EPROTONOSUPPORT;
     } else {
         info =
@@ -564,7 +566,7 @@ static int client_handshake(struct mcp_client *c, int64_t deadline_us, struct mc
         if (info && json_is_string(instructions))
             json_object_set(info, "instructions", instructions);
         if (!info) {
-            mcp_error_set(err, MCP_ERR_PROTOCOL, NULL, "out of memory");
+            sbx_error_upstream(err, SBX_UP_PROTOCOL, NULL, "out of memory");
             r = -ENOMEM;
         }
     }
@@ -580,7 +582,7 @@ static int client_handshake(struct mcp_client *c, int64_t deadline_us, struct mc
 
     _cleanup_json_ json_t *note = jsonrpc_notification_new("notifications/initialized", NULL);
     if (!note) {
-        mcp_error_set(err, MCP_ERR_PROTOCOL, NULL, "out of memory");
+        sbx_error_upstream(err, SBX_UP_PROTOCOL, NULL, "out of memory");
         return -ENOMEM;
     }
     return client_send(c, note, deadline_us, false, err);
@@ -589,18 +591,18 @@ static int client_handshake(struct mcp_client *c, int64_t deadline_us, struct mc
 /* ---- public ---- */
 
 int mcp_client_connect(const struct mcp_server_config *cfg, int64_t timeout_ms,
-                       struct mcp_client **ret, struct mcp_error *err)
+                       struct mcp_client **ret, struct sbx_error *err)
 {
     int64_t deadline = mcp_client_deadline(timeout_ms);
     if (!cfg->name || !!cfg->command == !!cfg->url) {
-        mcp_error_set(err, MCP_ERR_TRANSPORT, NULL,
-                      "MCP server '%s' needs exactly one of command and url",
-                      cfg->name ? cfg->name : "");
+        sbx_error_upstream(err, SBX_UP_TRANSPORT, NULL,
+                           "MCP server '%s' needs exactly one of command and url",
+                           cfg->name ? cfg->name : "");
         return -EINVAL;
     }
     struct mcp_client *c;
     if (mcp_client_alloc(cfg, &c) < 0) {
-        mcp_error_set(err, MCP_ERR_TRANSPORT, NULL, "out of memory");
+        sbx_error_upstream(err, SBX_UP_TRANSPORT, NULL, "out of memory");
         return -ENOMEM;
     }
     int r = cfg->url ? mcp_transport_http_open(&c->cfg, c, &c->t, err)
@@ -688,31 +690,31 @@ uint64_t mcp_client_tools_generation(struct mcp_client *c)
 }
 
 int mcp_client_request(struct mcp_client *c, const char *method, json_t *params, int64_t timeout_ms,
-                       json_t **ret_result, struct mcp_error *err)
+                       json_t **ret_result, struct sbx_error *err)
 {
     return client_call(c, method, params, mcp_client_deadline(timeout_ms), true, ret_result, err);
 }
 
 int mcp_client_list_tools(struct mcp_client *c, int64_t timeout_ms, json_t **ret_tools,
-                          struct mcp_error *err)
+                          struct sbx_error *err)
 {
     int64_t deadline = mcp_client_deadline(timeout_ms);
     _cleanup_json_ json_t *all = json_array();
     _cleanup_free_ char *cursor = NULL;
     int r = all ? 0 : -ENOMEM;
     if (r < 0)
-        mcp_error_set(err, MCP_ERR_PROTOCOL, NULL, "out of memory");
+        sbx_error_upstream(err, SBX_UP_PROTOCOL, NULL, "out of memory");
     for (unsigned page = 0; r >= 0; page++) {
         if (page == MCP_CLIENT_MAX_TOOL_PAGES) {
-            mcp_error_set(err, MCP_ERR_PROTOCOL, NULL,
-                          "MCP server '%s' lists tools on more than %d pages", c->cfg.name,
-                          MCP_CLIENT_MAX_TOOL_PAGES);
+            sbx_error_upstream(err, SBX_UP_PROTOCOL, NULL,
+                               "MCP server '%s' lists tools on more than %d pages", c->cfg.name,
+                               MCP_CLIENT_MAX_TOOL_PAGES);
             r = -EPROTO;
             break;
         }
         _cleanup_json_ json_t *params = cursor ? json_pack("{s:s}", "cursor", cursor) : NULL;
         if (cursor && !params) { /* asking again without it would start over */
-            mcp_error_set(err, MCP_ERR_PROTOCOL, NULL, "out of memory");
+            sbx_error_upstream(err, SBX_UP_PROTOCOL, NULL, "out of memory");
             r = -ENOMEM;
             break;
         }
@@ -728,19 +730,19 @@ int mcp_client_list_tools(struct mcp_client *c, int64_t timeout_ms, json_t **ret
         for (size_t i = 0; ok && i < json_array_size(tools); i++)
             ok = json_is_object(json_array_get(tools, i));
         if (!ok) {
-            mcp_error_set(err, MCP_ERR_PROTOCOL, NULL,
-                          "MCP server '%s' answered tools/list without a valid tools array",
-                          c->cfg.name);
+            sbx_error_upstream(err, SBX_UP_PROTOCOL, NULL,
+                               "MCP server '%s' answered tools/list without a valid tools array",
+                               c->cfg.name);
             r = -EPROTO;
         } else if (json_array_size(all) + json_array_size(tools) > MCP_CLIENT_MAX_TOOLS) {
-            mcp_error_set(err, MCP_ERR_PROTOCOL, NULL, "MCP server '%s' has more than %d tools",
-                          c->cfg.name, MCP_CLIENT_MAX_TOOLS);
+            sbx_error_upstream(err, SBX_UP_PROTOCOL, NULL, "MCP server '%s' has more than %d tools",
+                               c->cfg.name, MCP_CLIENT_MAX_TOOLS);
             r = -EPROTO;
         } else if (json_array_extend(all, tools) < 0) {
-            mcp_error_set(err, MCP_ERR_PROTOCOL, NULL, "out of memory");
+            sbx_error_upstream(err, SBX_UP_PROTOCOL, NULL, "out of memory");
             r = -ENOMEM;
         } else if (json_string_length(next) > 0 && !(cursor = strdup(json_string_value(next)))) {
-            mcp_error_set(err, MCP_ERR_PROTOCOL, NULL, "out of memory");
+            sbx_error_upstream(err, SBX_UP_PROTOCOL, NULL, "out of memory");
             r = -ENOMEM;
         }
         if (r < 0 || !cursor)
@@ -753,12 +755,12 @@ int mcp_client_list_tools(struct mcp_client *c, int64_t timeout_ms, json_t **ret
 }
 
 int mcp_client_call_tool(struct mcp_client *c, const char *tool, json_t *args, int64_t timeout_ms,
-                         json_t **ret_result, struct mcp_error *err)
+                         json_t **ret_result, struct sbx_error *err)
 {
     json_t *params = json_pack("{s:s, s:o}", "name", tool, "arguments",
                                args ? json_incref(args) : json_object());
     if (!params) {
-        mcp_error_set(err, MCP_ERR_PROTOCOL, NULL, "cannot encode the tool call");
+        sbx_error_upstream(err, SBX_UP_PROTOCOL, NULL, "cannot encode the tool call");
         return -ENOMEM;
     }
     json_t *result = NULL;
@@ -769,9 +771,9 @@ int mcp_client_call_tool(struct mcp_client *c, const char *tool, json_t *args, i
         return r;
     if (!json_is_object(result)) {
         json_decref(result);
-        mcp_error_set(err, MCP_ERR_PROTOCOL, NULL,
-                      "MCP server '%s' answered tools/call with something else than an object",
-                      c->cfg.name);
+        sbx_error_upstream(err, SBX_UP_PROTOCOL, NULL,
+                           "MCP server '%s' answered tools/call with something else than an object",
+                           c->cfg.name);
         return -EPROTO;
     }
     *ret_result = result;

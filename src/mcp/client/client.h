@@ -7,7 +7,7 @@
  * once; answers are matched to their waiter by id, every wait has a
  * monotonic deadline, and a timed-out request is cancelled at the server.
  * It never hangs and never trusts the server: every failure comes back as a
- * struct mcp_error. Used by the registry (registry.c), which shares one
+ * struct sbx_error. Used by the registry (registry.c), which shares one
  * client per configured server among all sessions. The life of a connection
  * and the transport interface: client_int.h.
  */
@@ -18,7 +18,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "framework/simple.h" /* struct mcp_error, mcp_error_set/clear, enum mcp_error_kind */
+#include "util/error.h"
 
 /* Limits on what a server may send us. */
 #define MCP_CLIENT_MAX_MESSAGE     (16u << 20) /* one JSON-RPC message (a stdio line, an SSE event) */
@@ -63,11 +63,11 @@ typedef void (*mcp_notify_fn)(void *userdata, const char *method, json_t *params
 /* Start/connect and run the initialize handshake (protocol 2025-11-25 offered; 2025-06-18,
  * 2025-03-26 and 2024-11-05 accepted from the server; anything else: error), then send
  * notifications/initialized. cfg is borrowed (copied). timeout_ms bounds the whole handshake.
- * 0 and a client in *ret; <0 (-errno) with err filled: MCP_ERR_TRANSPORT when the server cannot
- * be started or reached, MCP_ERR_TIMEOUT, MCP_ERR_PROTOCOL (bad answer, unsupported protocol
- * version), MCP_ERR_HTTP, MCP_ERR_TOOL (initialize answered with an error). Does not log. */
+ * 0 and a client in *ret; <0 (-errno) with err filled: SBX_UP_TRANSPORT when the server cannot
+ * be started or reached, SBX_UP_TIMEOUT, SBX_UP_PROTOCOL (bad answer, unsupported protocol
+ * version), SBX_UP_HTTP, SBX_UP_TOOL (initialize answered with an error). Does not log. */
 int mcp_client_connect(const struct mcp_server_config *cfg, int64_t timeout_ms,
-                       struct mcp_client **ret, struct mcp_error *err);
+                       struct mcp_client **ret, struct sbx_error *err);
 /* Shut down and free; NULL-safe. stdio: close the server's stdin, wait up to 2 s, SIGTERM its
  * process group, wait up to 2 s, SIGKILL, reap (so this may take 4 s). HTTP: DELETE the
  * session. No other thread may use c during or after this call (the registry counts its
@@ -87,21 +87,21 @@ void mcp_client_set_notify(struct mcp_client *c, mcp_notify_fn fn, void *userdat
 
 /* Send a request and wait for its answer. params is borrowed and may be NULL. On success 0 and a
  * new reference to the "result" member in *ret_result. On failure -errno and err filled:
- * -ETIMEDOUT/MCP_ERR_TIMEOUT (the server is sent notifications/cancelled and a late answer is
- * dropped), -EPROTO/MCP_ERR_TOOL with code = the JSON-RPC error code in decimal and message = the
- * server's, -ENOTCONN (or another transport errno)/MCP_ERR_TRANSPORT, -EPROTO/MCP_ERR_PROTOCOL,
- * -EPROTO/MCP_ERR_HTTP. Thread-safe. */
+ * -ETIMEDOUT/SBX_UP_TIMEOUT (the server is sent notifications/cancelled and a late answer is
+ * dropped), -EPROTO/SBX_UP_TOOL with code = the JSON-RPC error code in decimal and message = the
+ * server's, -ENOTCONN (or another transport errno)/SBX_UP_TRANSPORT, -EPROTO/SBX_UP_PROTOCOL,
+ * -EPROTO/SBX_UP_HTTP. Thread-safe. */
 int mcp_client_request(struct mcp_client *c, const char *method, json_t *params, int64_t timeout_ms,
-                       json_t **ret_result, struct mcp_error *err);
+                       json_t **ret_result, struct sbx_error *err);
 /* tools/list, following nextCursor (at most MCP_CLIENT_MAX_TOOL_PAGES pages, one deadline for
  * all of them). *ret_tools is a new array holding every Tool object as the server sent it. */
 int mcp_client_list_tools(struct mcp_client *c, int64_t timeout_ms, json_t **ret_tools,
-                          struct mcp_error *err);
+                          struct sbx_error *err);
 /* tools/call. args is borrowed and may be NULL ({}). *ret_result is the CallToolResult as sent
  * (a new reference); isError:true is a result, not a failure. */
 int mcp_client_call_tool(struct mcp_client *c, const char *tool, json_t *args, int64_t timeout_ms,
-                         json_t **ret_result, struct mcp_error *err);
-/* Fail every request waiting for an answer now, and every later one, with MCP_ERR_TRANSPORT and
+                         json_t **ret_result, struct sbx_error *err);
+/* Fail every request waiting for an answer now, and every later one, with SBX_UP_TRANSPORT and
  * why (copied); the connection counts as dead. Transfers in progress (HTTP) stop within about a
  * second. For shutdown: c must still be closed with mcp_client_close(). */
 void mcp_client_abort(struct mcp_client *c, const char *why);

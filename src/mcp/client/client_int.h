@@ -58,7 +58,7 @@ struct mcp_transport_ops {
      * filled. -ESTALE (HTTP only): the server forgot our session (the connection is STALE); the
      * client must initialize again. An HTTP request returns 0 only once its answer went through
      * mcp_client_on_message(). */
-    int (*send)(struct mcp_transport *t, json_t *msg, int64_t deadline_us, struct mcp_error *err);
+    int (*send)(struct mcp_transport *t, json_t *msg, int64_t deadline_us, struct sbx_error *err);
     /* Called after each successful handshake with the negotiated version (borrowed). */
     void (*set_protocol_version)(struct mcp_transport *t, const char *version);
     /* Stop every transfer in progress soon (may be NULL: sends never block long). */
@@ -93,7 +93,7 @@ struct mcp_client {
     enum mcp_conn_state state;
     struct client_pending *pending;
     json_int_t next_id;
-    enum mcp_error_kind dead_kind; /* DEAD: why */
+    enum sbx_upstream dead_kind; /* DEAD: why */
     char *dead_why;
     json_t *server_info;
     uint64_t tools_generation;
@@ -133,7 +133,7 @@ void mcp_client_initialize_answered(struct mcp_client *c);
 void mcp_client_stalled(struct mcp_client *c);
 /* [T] -> DEAD: every waiting request fails with kind and why (copied). mcp_client_abort() [A]
  * is the same edge. */
-void mcp_client_transport_ended(struct mcp_client *c, enum mcp_error_kind kind, const char *why);
+void mcp_client_transport_ended(struct mcp_client *c, enum sbx_upstream kind, const char *why);
 /* A message from the server (borrowed): an answer, a notification, a request or a batch. */
 void mcp_client_on_message(struct mcp_client *c, json_t *msg);
 

@@ -594,10 +594,10 @@ static bool config_project_trusted(const char *cwd, const char *trust_file)
     int r = fd_read_file(AT_FDCWD, trust_file, MCP_CONFIG_MAX_FILE, &text, &len);
     if (r == -ENOENT)
         return false;
-    _cleanup_free_ char *why = NULL;
+    _cleanup_sbx_error_ struct sbx_error why = {0};
     if (r < 0 || trust_check(trust_file, TRUST_FILE, &why) < 0) {
         log_warn("trusted project list %s ignored: %s", trust_file,
-                 why ? why : "it cannot be read");
+                 why.message ? why.message : "it cannot be read");
         return false;
     }
     _cleanup_free_ char *here = realpath(cwd, NULL);

@@ -37,7 +37,7 @@ struct reg_server {
     uint64_t epoch;
     int64_t failed_at_us; /* last failed start, 0 after a success */
     int failed_r;
-    struct mcp_error failed_err;
+    struct sbx_error failed_err;
     json_t *tools; /* cache for connection tools_epoch at generation tools_generation */
     uint64_t tools_epoch;
     uint64_t tools_generation;
@@ -51,10 +51,11 @@ struct mcp_registry {
 
 #define REG_SHUTDOWN_MESSAGE "sandboxd is shutting down"
 
-static void reg_error_copy(struct mcp_error *dst, const struct mcp_error *src)
+static void reg_error_copy(struct sbx_error *dst, const struct sbx_error *src)
 {
-    mcp_error_set(dst, src->kind, src->code, "%s", src->message ? src->message : "");
-    dst->http_status = src->http_status;
+    sbx_error_upstream(dst, src->upstream, src->upstream_code, "%s",
+                       src->message ? src->message : "");
+    dst->upstream_status = src->upstream_status;
 }
 
 static void reg_release(struct reg_server *s, struct reg_conn *conn)
@@ -72,10 +73,10 @@ static void reg_release(struct reg_server *s, struct reg_conn *conn)
 
 /* A reference to a live connection, starting or restarting the server if needed. */
 static int reg_acquire(struct mcp_registry *reg, struct reg_server *s, int64_t deadline_us,
-                       struct reg_conn **ret, struct mcp_error *err)
+                       struct reg_conn **ret, struct sbx_error *err)
 {
     if (atomic_load(&reg->stopping)) {
-        mcp_error_set(err, MCP_ERR_TRANSPORT, NULL, REG_SHUTDOWN_MESSAGE);
+        sbx_error_upstream(err, SBX_UP_TRANSPORT, NULL, REG_SHUTDOWN_MESSAGE);
         return -ESHUTDOWN;
     }
     pthread_mutex_lock(&s->lock);
@@ -118,12 +119,12 @@ static int reg_acquire(struct mcp_registry *reg, struct reg_server *s, int64_t d
     if (left_ms > 0)
         r = mcp_client_connect(&s->cfg, left_ms, &c, err);
     else
-        mcp_error_set(err, MCP_ERR_TIMEOUT, NULL, "no time left to start MCP server '%s'",
-                      s->cfg.name);
+        sbx_error_upstream(err, SBX_UP_TIMEOUT, NULL, "no time left to start MCP server '%s'",
+                           s->cfg.name);
     struct reg_conn *conn = NULL;
     if (r >= 0 && !(conn = calloc(1, sizeof(*conn)))) {
         mcp_client_close(c);
-        mcp_error_set(err, MCP_ERR_TRANSPORT, NULL, "out of memory");
+        sbx_error_upstream(err, SBX_UP_TRANSPORT, NULL, "out of memory");
         r = -ENOMEM;
     }
 
@@ -138,7 +139,7 @@ static int reg_acquire(struct mcp_registry *reg, struct reg_server *s, int64_t d
         conn->epoch = ++s->epoch;
         s->conn = conn;
         s->failed_at_us = 0;
-        mcp_error_clear(&s->failed_err);
+        sbx_error_clear(&s->failed_err);
         *ret = conn;
     }
     pthread_mutex_unlock(&s->lock);
@@ -160,9 +161,10 @@ static struct reg_server *reg_find(struct mcp_registry *r, const char *name)
     return NULL;
 }
 
-static int reg_unknown(const char *name, struct mcp_error *err)
+static int reg_unknown(const char *name, struct sbx_error *err)
 {
-    mcp_error_set(err, MCP_ERR_TOOL, "UNKNOWN_SERVER", "unknown MCP server '%s'", name ? name : "");
+    sbx_error_upstream(err, SBX_UP_TOOL, "UNKNOWN_SERVER", "unknown MCP server '%s'",
+                       name ? name : "");
     return -ENOENT;
 }
 
@@ -176,7 +178,7 @@ static int64_t reg_left_ms(int64_t deadline_us)
  * of the whole operation. */
 static int reg_open(struct mcp_registry *r, const char *name, int64_t timeout_ms,
                     struct reg_server **ret_server, struct reg_conn **ret_conn,
-                    int64_t *ret_deadline, struct mcp_error *err)
+                    int64_t *ret_deadline, struct sbx_error *err)
 {
     struct reg_server *s = reg_find(r, name);
     if (!s)
@@ -250,7 +252,7 @@ void mcp_registry_free(struct mcp_registry *r)
         struct reg_server *s = &r->servers[i];
         reg_release(s, TAKE_PTR(s->conn));
         json_decref(s->tools);
-        mcp_error_clear(&s->failed_err);
+        sbx_error_clear(&s->failed_err);
         mcp_server_config_done(&s->cfg);
         pthread_mutex_destroy(&s->connect_lock);
         pthread_mutex_destroy(&s->lock);
@@ -326,7 +328,7 @@ json_t *mcp_registry_cwd(struct mcp_registry *r, const char *name)
 }
 
 int mcp_registry_tools(struct mcp_registry *r, const char *name, int64_t timeout_ms,
-                       json_t **ret_tools, struct mcp_error *err)
+                       json_t **ret_tools, struct sbx_error *err)
 {
     struct reg_server *s;
     struct reg_conn *conn = NULL;
@@ -363,7 +365,7 @@ int mcp_registry_tools(struct mcp_registry *r, const char *name, int64_t timeout
     if (rc < 0)
         return rc;
     if (!tools) {
-        mcp_error_set(err, MCP_ERR_PROTOCOL, NULL, "out of memory");
+        sbx_error_upstream(err, SBX_UP_PROTOCOL, NULL, "out of memory");
         return -ENOMEM;
     }
     *ret_tools = tools;
@@ -371,7 +373,7 @@ int mcp_registry_tools(struct mcp_registry *r, const char *name, int64_t timeout
 }
 
 int mcp_registry_call(struct mcp_registry *r, const char *name, const char *tool, json_t *args,
-                      int64_t timeout_ms, json_t **ret_result, struct mcp_error *err)
+                      int64_t timeout_ms, json_t **ret_result, struct sbx_error *err)
 {
     struct reg_server *s;
     struct reg_conn *conn = NULL;

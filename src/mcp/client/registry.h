@@ -50,14 +50,14 @@ json_t *mcp_registry_cwd(struct mcp_registry *r, const char *name);
 /* The server's tools (array of Tool objects as the server sent them, a new reference), from a
  * cache refreshed when the server sent tools/list_changed or was restarted. Connects (or
  * reconnects a dead server) on demand; timeout_ms bounds connecting and listing together.
- * <0 with err filled as in client.h; an unknown name is -ENOENT, MCP_ERR_TOOL, code
+ * <0 with err filled as in client.h; an unknown name is -ENOENT, SBX_UP_TOOL, code
  * "UNKNOWN_SERVER". */
 int mcp_registry_tools(struct mcp_registry *r, const char *name, int64_t timeout_ms,
-                       json_t **ret_tools, struct mcp_error *err);
+                       json_t **ret_tools, struct sbx_error *err);
 /* tools/call on server name; args borrowed, may be NULL. *ret_result: the CallToolResult as sent
  * (isError:true included). Errors as for mcp_registry_tools. A call is never retried: a tool
- * that crashed its server fails with MCP_ERR_TRANSPORT, and the next call restarts it. */
+ * that crashed its server fails with SBX_UP_TRANSPORT, and the next call restarts it. */
 int mcp_registry_call(struct mcp_registry *r, const char *name, const char *tool, json_t *args,
-                      int64_t timeout_ms, json_t **ret_result, struct mcp_error *err);
+                      int64_t timeout_ms, json_t **ret_result, struct sbx_error *err);
 
 #endif

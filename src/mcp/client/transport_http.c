@@ -365,31 +365,31 @@ static char *http_strdup(const char *s, bool *oom)
 
 /* Explain a failed exchange in err; returns the errno for it. */
 static int http_failure(struct http_transport *t, struct http_exchange *ex, int cc,
-                        const char *errbuf, const char *what, struct mcp_error *err)
+                        const char *errbuf, const char *what, struct sbx_error *err)
 {
     if (cc == -2 || cc == CURLE_OPERATION_TIMEDOUT) {
-        mcp_error_set(err, MCP_ERR_TIMEOUT, NULL, "MCP server '%s' did not answer %s in time",
-                      t->name, what);
+        sbx_error_upstream(err, SBX_UP_TIMEOUT, NULL, "MCP server '%s' did not answer %s in time",
+                           t->name, what);
         return -ETIMEDOUT;
     }
     if (ex->overflow) {
-        mcp_error_set(err, MCP_ERR_PROTOCOL, NULL,
-                      "MCP server '%s' sent a message longer than %u bytes", t->name,
-                      MCP_CLIENT_MAX_MESSAGE);
+        sbx_error_upstream(err, SBX_UP_PROTOCOL, NULL,
+                           "MCP server '%s' sent a message longer than %u bytes", t->name,
+                           MCP_CLIENT_MAX_MESSAGE);
         return -EMSGSIZE;
     }
     if (cc != CURLE_OK && ex->mode != HTTP_BODY_ERROR) {
-        mcp_error_set(err, MCP_ERR_TRANSPORT, NULL, "cannot reach MCP server '%s' (%s): %s",
-                      t->name, t->shown_url,
-                      cc == -1    ? "out of memory"
-                      : errbuf[0] ? errbuf
-                                  : curl_easy_strerror(cc));
+        sbx_error_upstream(err, SBX_UP_TRANSPORT, NULL, "cannot reach MCP server '%s' (%s): %s",
+                           t->name, t->shown_url,
+                           cc == -1    ? "out of memory"
+                           : errbuf[0] ? errbuf
+                                       : curl_easy_strerror(cc));
         return cc == CURLE_COULDNT_CONNECT ? -ECONNREFUSED : -EIO;
     }
-    mcp_error_set(err, MCP_ERR_HTTP, NULL, "MCP server '%s' answered %s with HTTP %ld: %.*s",
-                  t->name, what, ex->status, (int)(ex->body.len < 200 ? ex->body.len : 200),
-                  ex->body.data ? ex->body.data : "");
-    err->http_status = ex->status;
+    sbx_error_upstream(err, SBX_UP_HTTP, NULL, "MCP server '%s' answered %s with HTTP %ld: %.*s",
+                       t->name, what, ex->status, (int)(ex->body.len < 200 ? ex->body.len : 200),
+                       ex->body.data ? ex->body.data : "");
+    err->upstream_status = ex->status;
     return -EPROTO;
 }
 
@@ -403,7 +403,7 @@ static void http_sleep_ms(long ms)
 /* The POST's stream ended before the answer: reconnect with GET + Last-Event-ID (spec
  * 2025-11-25, "Resumability and Redelivery") until the answer comes or the deadline passes. */
 static int http_resume(struct http_transport *t, struct http_exchange *ex, struct http_call *call,
-                       const char *what, char *errbuf, struct mcp_error *err)
+                       const char *what, char *errbuf, struct sbx_error *err)
 {
     for (unsigned attempt = 0; attempt < HTTP_MAX_RESUMES; attempt++) {
         long wait = ex->sse.retry_ms >= 0 ? ex->sse.retry_ms : HTTP_DEFAULT_RETRY_MS;
@@ -423,13 +423,13 @@ static int http_resume(struct http_transport *t, struct http_exchange *ex, struc
         if (ex->mode != HTTP_BODY_SSE)
             break;
     }
-    mcp_error_set(err, MCP_ERR_PROTOCOL, NULL,
-                  "MCP server '%s' ended its answer to %s without a response", t->name, what);
+    sbx_error_upstream(err, SBX_UP_PROTOCOL, NULL,
+                       "MCP server '%s' ended its answer to %s without a response", t->name, what);
     return -EPROTO;
 }
 
 static int http_send(struct mcp_transport *base, json_t *msg, int64_t deadline_us,
-                     struct mcp_error *err)
+                     struct sbx_error *err)
 {
     struct http_transport *t = (struct http_transport *)base;
     struct jsonrpc_message m;
@@ -443,13 +443,14 @@ static int http_send(struct mcp_transport *base, json_t *msg, int64_t deadline_u
     enum mcp_conn_state st = mcp_client_state(t->owner);
     if (st == MCP_CONN_CLOSING) {
         pthread_mutex_unlock(&t->lock);
-        mcp_error_set(err, MCP_ERR_TRANSPORT, NULL, "MCP server '%s': connection closed", t->name);
+        sbx_error_upstream(err, SBX_UP_TRANSPORT, NULL, "MCP server '%s': connection closed",
+                           t->name);
         return -ENOTCONN;
     }
     if (st == MCP_CONN_STALE && !is_init) {
         pthread_mutex_unlock(&t->lock);
-        mcp_error_set(err, MCP_ERR_HTTP, NULL, "MCP server '%s' forgot our session", t->name);
-        err->http_status = 404;
+        sbx_error_upstream(err, SBX_UP_HTTP, NULL, "MCP server '%s' forgot our session", t->name);
+        err->upstream_status = 404;
         return -ESTALE;
     }
     _cleanup_free_ char *session = is_init ? NULL : http_strdup(t->session_id, &oom);
@@ -457,12 +458,12 @@ static int http_send(struct mcp_transport *base, json_t *msg, int64_t deadline_u
     pthread_mutex_unlock(&t->lock);
     _cleanup_free_ char *body = jsonrpc_format(msg);
     if (oom || !body) {
-        mcp_error_set(err, MCP_ERR_PROTOCOL, NULL, "out of memory");
+        sbx_error_upstream(err, SBX_UP_PROTOCOL, NULL, "out of memory");
         return -ENOMEM;
     }
     if (strlen(body) > MCP_CLIENT_MAX_MESSAGE) {
-        mcp_error_set(err, MCP_ERR_PROTOCOL, NULL, "the message exceeds %u bytes",
-                      MCP_CLIENT_MAX_MESSAGE);
+        sbx_error_upstream(err, SBX_UP_PROTOCOL, NULL, "the message exceeds %u bytes",
+                           MCP_CLIENT_MAX_MESSAGE);
         return -EMSGSIZE;
     }
 
@@ -495,8 +496,8 @@ static int http_send(struct mcp_transport *base, json_t *msg, int64_t deadline_u
             mcp_client_session_lost(t->owner);
         }
         pthread_mutex_unlock(&t->lock);
-        mcp_error_set(err, MCP_ERR_HTTP, NULL, "MCP server '%s' forgot our session", t->name);
-        err->http_status = 404;
+        sbx_error_upstream(err, SBX_UP_HTTP, NULL, "MCP server '%s' forgot our session", t->name);
+        err->upstream_status = 404;
         r = -ESTALE;
     } else if (ex.status < 200 || ex.status > 299) {
         r = http_failure(t, &ex, CURLE_OK, errbuf, what, err);
@@ -508,10 +509,10 @@ static int http_send(struct mcp_transport *base, json_t *msg, int64_t deadline_u
         else if (ex.mode == HTTP_BODY_SSE && ex.sse.last_id[0])
             r = http_resume(t, &ex, &call, what, errbuf, err);
         else {
-            mcp_error_set(err, MCP_ERR_PROTOCOL, NULL,
-                          "MCP server '%s' answered %s (HTTP %ld, %s) without a response", t->name,
-                          what, ex.status,
-                          ex.content_type[0] ? ex.content_type : "no content type");
+            sbx_error_upstream(err, SBX_UP_PROTOCOL, NULL,
+                               "MCP server '%s' answered %s (HTTP %ld, %s) without a response",
+                               t->name, what, ex.status,
+                               ex.content_type[0] ? ex.content_type : "no content type");
             r = -EPROTO;
         }
     }
@@ -577,23 +578,23 @@ static const struct mcp_transport_ops http_ops = {
 };
 
 int mcp_transport_http_open(const struct mcp_server_config *cfg, struct mcp_client *owner,
-                            struct mcp_transport **ret, struct mcp_error *err)
+                            struct mcp_transport **ret, struct sbx_error *err)
 {
     if (!cfg->url ||
         (strncasecmp(cfg->url, "http://", 7) != 0 && strncasecmp(cfg->url, "https://", 8) != 0)) {
-        mcp_error_set(err, MCP_ERR_TRANSPORT, NULL, "MCP server '%s': the URL must be http(s)",
-                      cfg->name);
+        sbx_error_upstream(err, SBX_UP_TRANSPORT, NULL, "MCP server '%s': the URL must be http(s)",
+                           cfg->name);
         return -EINVAL;
     }
     for (char **h = cfg->headers; h && *h; h++)
         if (strpbrk(*h, "\r\n") || !strchr(*h, ':')) {
-            mcp_error_set(err, MCP_ERR_TRANSPORT, NULL, "MCP server '%s': invalid HTTP header line",
-                          cfg->name);
+            sbx_error_upstream(err, SBX_UP_TRANSPORT, NULL,
+                               "MCP server '%s': invalid HTTP header line", cfg->name);
             return -EINVAL;
         }
     struct http_transport *t = calloc(1, sizeof(*t));
     if (!t) {
-        mcp_error_set(err, MCP_ERR_TRANSPORT, NULL, "out of memory");
+        sbx_error_upstream(err, SBX_UP_TRANSPORT, NULL, "out of memory");
         return -ENOMEM;
     }
     pthread_mutex_init(&t->lock, NULL);
@@ -611,7 +612,7 @@ int mcp_transport_http_open(const struct mcp_server_config *cfg, struct mcp_clie
     }
     if (oom) {
         http_free(t);
-        mcp_error_set(err, MCP_ERR_TRANSPORT, NULL, "out of memory");
+        sbx_error_upstream(err, SBX_UP_TRANSPORT, NULL, "out of memory");
         return -ENOMEM;
     }
     *ret = &t->base;

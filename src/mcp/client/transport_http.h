@@ -16,8 +16,8 @@
 
 /* Prepare a transport for cfg->url (cfg borrowed); the transport reports to owner (client_int.h).
  * Nothing is sent yet. 0 and the transport in *ret, or -errno with err filled
- * (-EINVAL/MCP_ERR_TRANSPORT for a URL that is not http(s)). Does not log failures. */
+ * (-EINVAL/SBX_UP_TRANSPORT for a URL that is not http(s)). Does not log failures. */
 int mcp_transport_http_open(const struct mcp_server_config *cfg, struct mcp_client *owner,
-                            struct mcp_transport **ret, struct mcp_error *err);
+                            struct mcp_transport **ret, struct sbx_error *err);
 
 #endif

@@ -228,7 +228,7 @@ static void stdio_stdout_closed(struct stdio_transport *t)
     char *why = NULL;
     if (asprintf(&why, "MCP server '%s' %s", t->name, what) < 0)
         why = NULL;
-    mcp_client_transport_ended(t->owner, MCP_ERR_TRANSPORT, why ? why : "MCP server exited");
+    mcp_client_transport_ended(t->owner, SBX_UP_TRANSPORT, why ? why : "MCP server exited");
     free(why);
 }
 
@@ -285,7 +285,7 @@ static void *stdio_reader(void *arg)
         {.fd = t->wake_fd, .events = POLLIN},
     };
     if (!chunk) {
-        mcp_client_transport_ended(t->owner, MCP_ERR_TRANSPORT, "out of memory");
+        mcp_client_transport_ended(t->owner, SBX_UP_TRANSPORT, "out of memory");
         return NULL;
     }
     while (pfd[0].fd >= 0 || pfd[1].fd >= 0) {
@@ -323,7 +323,7 @@ static void *stdio_reader(void *arg)
                          "MCP server '%s' sent a message longer than %u bytes; it was killed",
                          t->name, MCP_CLIENT_MAX_MESSAGE);
                 /* Dead before the kill: no one writes to it in between. */
-                mcp_client_transport_ended(t->owner, MCP_ERR_PROTOCOL, why);
+                mcp_client_transport_ended(t->owner, SBX_UP_PROTOCOL, why);
                 (void)killpg(t->pid, SIGKILL); /* it cannot be resynchronised; close() reaps */
                 log_warn("%s", why);
             }
@@ -339,18 +339,18 @@ static void *stdio_reader(void *arg)
 /* ---- writing ---- */
 
 static int stdio_send(struct mcp_transport *base, json_t *msg, int64_t deadline_us,
-                      struct mcp_error *err)
+                      struct sbx_error *err)
 {
     struct stdio_transport *t = (struct stdio_transport *)base;
     _cleanup_free_ char *text = jsonrpc_format(msg);
     if (!text) {
-        mcp_error_set(err, MCP_ERR_PROTOCOL, NULL, "cannot encode the message");
+        sbx_error_upstream(err, SBX_UP_PROTOCOL, NULL, "cannot encode the message");
         return -ENOMEM;
     }
     size_t len = strlen(text);
     if (len > MCP_CLIENT_MAX_MESSAGE) {
-        mcp_error_set(err, MCP_ERR_PROTOCOL, NULL, "the message (%zu bytes) exceeds %u bytes", len,
-                      MCP_CLIENT_MAX_MESSAGE);
+        sbx_error_upstream(err, SBX_UP_PROTOCOL, NULL, "the message (%zu bytes) exceeds %u bytes",
+                           len, MCP_CLIENT_MAX_MESSAGE);
         return -EMSGSIZE;
     }
     text[len] = '\n'; /* jsonrpc_format gave len+1 bytes: the NUL becomes the delimiter */
@@ -360,8 +360,8 @@ static int stdio_send(struct mcp_transport *base, json_t *msg, int64_t deadline_
         int r = buf_append(&t->outbox, text, len + 1);
         pthread_mutex_unlock(&t->lock);
         if (r < 0) {
-            mcp_error_set(err, MCP_ERR_TRANSPORT, NULL,
-                          "MCP server '%s' does not read its stdin: answer dropped", t->name);
+            sbx_error_upstream(err, SBX_UP_TRANSPORT, NULL,
+                               "MCP server '%s' does not read its stdin: answer dropped", t->name);
             return r;
         }
         stdio_outbox_try(t);
@@ -382,11 +382,11 @@ static int stdio_send(struct mcp_transport *base, json_t *msg, int64_t deadline_
     pthread_mutex_unlock(&t->write_lock);
 
     if (r == -ETIMEDOUT)
-        mcp_error_set(err, MCP_ERR_TIMEOUT, NULL,
-                      "MCP server '%s' stopped reading its stdin; it was killed", t->name);
+        sbx_error_upstream(err, SBX_UP_TIMEOUT, NULL,
+                           "MCP server '%s' stopped reading its stdin; it was killed", t->name);
     else if (r < 0)
-        mcp_error_set(err, MCP_ERR_TRANSPORT, NULL, "MCP server '%s' is not running: %s", t->name,
-                      strerror(-r));
+        sbx_error_upstream(err, SBX_UP_TRANSPORT, NULL, "MCP server '%s' is not running: %s",
+                           t->name, strerror(-r));
     return r;
 }
 
@@ -571,16 +571,17 @@ static int stdio_spawn(struct stdio_transport *t, const struct mcp_server_config
 }
 
 int mcp_transport_stdio_open(const struct mcp_server_config *cfg, struct mcp_client *owner,
-                             struct mcp_transport **ret, struct mcp_error *err)
+                             struct mcp_transport **ret, struct sbx_error *err)
 {
     if (!cfg->command || !*cfg->command) {
-        mcp_error_set(err, MCP_ERR_TRANSPORT, NULL, "MCP server '%s' has no command", cfg->name);
+        sbx_error_upstream(err, SBX_UP_TRANSPORT, NULL, "MCP server '%s' has no command",
+                           cfg->name);
         return -EINVAL;
     }
     struct stdio_transport *t = calloc(1, sizeof(*t));
     if (!t || !(t->name = strdup(cfg->name))) {
         free(t);
-        mcp_error_set(err, MCP_ERR_TRANSPORT, NULL, "out of memory");
+        sbx_error_upstream(err, SBX_UP_TRANSPORT, NULL, "out of memory");
         return -ENOMEM;
     }
     t->base.ops = &stdio_ops;
@@ -619,11 +620,11 @@ int mcp_transport_stdio_open(const struct mcp_server_config *cfg, struct mcp_cli
     t->err_fd = TAKE_FD(errp[0]);
     if (r < 0) {
         if (strcmp(step, "start") == 0)
-            mcp_error_set(err, MCP_ERR_TRANSPORT, NULL, "cannot start MCP server '%s' (%s): %s",
-                          cfg->name, cfg->command, strerror(-r));
+            sbx_error_upstream(err, SBX_UP_TRANSPORT, NULL, "cannot start MCP server '%s' (%s): %s",
+                               cfg->name, cfg->command, strerror(-r));
         else
-            mcp_error_set(err, MCP_ERR_TRANSPORT, NULL, "cannot start MCP server '%s': %s: %s",
-                          cfg->name, step, strerror(-r));
+            sbx_error_upstream(err, SBX_UP_TRANSPORT, NULL, "cannot start MCP server '%s': %s: %s",
+                               cfg->name, step, strerror(-r));
         stdio_close(&t->base);
         return r;
     }
@@ -637,8 +638,8 @@ int mcp_transport_stdio_open(const struct mcp_server_config *cfg, struct mcp_cli
         (void)killpg(t->pid, SIGKILL);
         (void)proc_wait(t->pid, NULL);
         t->pid = 0;
-        mcp_error_set(err, MCP_ERR_TRANSPORT, NULL, "MCP server '%s': cannot start a thread: %s",
-                      cfg->name, strerror(-r));
+        sbx_error_upstream(err, SBX_UP_TRANSPORT, NULL,
+                           "MCP server '%s': cannot start a thread: %s", cfg->name, strerror(-r));
         stdio_close(&t->base);
         return r;
     }

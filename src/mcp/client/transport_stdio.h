@@ -16,9 +16,9 @@
 #include "mcp/client/client_int.h"
 
 /* Start cfg->command (cfg borrowed); the transport reports to owner (client_int.h). 0 and the
- * transport in *ret, or -errno with err filled (MCP_ERR_TRANSPORT when the program cannot be
+ * transport in *ret, or -errno with err filled (SBX_UP_TRANSPORT when the program cannot be
  * started). Does not log failures. */
 int mcp_transport_stdio_open(const struct mcp_server_config *cfg, struct mcp_client *owner,
-                             struct mcp_transport **ret, struct mcp_error *err);
+                             struct mcp_transport **ret, struct sbx_error *err);
 
 #endif

@@ -478,7 +478,7 @@ json_t *srv_resources(struct mcp_server_conn *c, json_t *id, const char *method,
                              "Invalid params: resources/read needs params.uri (a string)");
         /* Both names of the one document, whichever mode lists it. */
         if (strcmp(uri, SRV_CAPS_URI) != 0 && strcmp(uri, SRV_CAPS_COMPAT_URI) != 0)
-            return srv_error(id, -32002, json_pack("{s:s}", "uri", uri),
+            return srv_error(id, JSONRPC_MCP_RESOURCE_NOT_FOUND, json_pack("{s:s}", "uri", uri),
                              "Resource not found: %.200s (resources/list names the resources)",
                              uri);
         char *text = srv_caps_text(c->srv);

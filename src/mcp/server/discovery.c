@@ -101,11 +101,11 @@ json_t *srv_list_servers(struct mcp_server_conn *c, json_t *args, json_t *token,
             continue;
         }
         json_t *tools = NULL;
-        struct mcp_error me = {0};
+        struct sbx_error me = {0};
         if (mcp_registry_tools(s->registry, name, s->opt.lookup_timeout_ms, &tools, &me) < 0) {
             (void)buf_printf(&b, "  unavailable: %s\n", me.message ? me.message : "failed");
             json_object_set_new(d, "error", json_string(me.message ? me.message : "failed"));
-            mcp_error_clear(&me);
+            sbx_error_clear(&me);
             continue;
         }
         json_t *names = json_array();
@@ -292,7 +292,7 @@ static void srv_search_servers(struct mcp_server_conn *c, json_t *described, jso
             continue;
         }
         json_t *tools = NULL;
-        struct mcp_error me = {0};
+        struct sbx_error me = {0};
         if (mcp_registry_tools(s->registry, server, s->opt.lookup_timeout_ms, &tools, &me) < 0) {
             if (json_array_append_new(h->unavailable,
                                       json_pack("{s:s, s:o}", "server", server, "error",
@@ -300,7 +300,7 @@ static void srv_search_servers(struct mcp_server_conn *c, json_t *described, jso
                 log_warn("mcp: search_tool_docs: server %s is unavailable (%s), and the answer "
                          "cannot say so (out of memory)",
                          server, me.message ? me.message : "failed");
-            mcp_error_clear(&me);
+            sbx_error_clear(&me);
             continue;
         }
         mcp_alias_tools(tools);

@@ -282,9 +282,9 @@ static struct srv_call *srv_call_begin(struct mcp_server_conn *c, json_t *id, js
         }
     if (c->n_calls >= MCP_SERVER_MAX_INFLIGHT) {
         pthread_mutex_unlock(&c->lock);
-        *ret_error =
-            srv_error(id, -32000, NULL, "Server busy: %d requests of this connection are running",
-                      MCP_SERVER_MAX_INFLIGHT);
+        *ret_error = srv_error(id, JSONRPC_SERVER_ERROR, NULL,
+                               "Server busy: %d requests of this connection are running",
+                               MCP_SERVER_MAX_INFLIGHT);
         return NULL;
     }
     struct srv_call *k = calloc(1, sizeof(*k));
@@ -640,7 +640,7 @@ static json_t *srv_handle_one(struct mcp_server_conn *c, json_t *msg,
     bool closed = c->closed, initialized = c->version != NULL;
     pthread_mutex_unlock(&c->lock);
     if (closed)
-        return srv_error(m.id, -32000, NULL, "Connection closed");
+        return srv_error(m.id, JSONRPC_SERVER_ERROR, NULL, "Connection closed");
     if (strcmp(m.method, "initialize") == 0)
         return srv_initialize(c, m.id, m.params);
     if (strcmp(m.method, "ping") == 0)

@@ -15,7 +15,7 @@ const $ = (id) => document.getElementById(id);
 const POLL_MS = 1500;
 const HEALTH_MS = 5000;
 
-const state = { current: null, sessions: [], operator: false, uptime: null, running: false };
+const state = { current: null, sessions: [], operator: false, startedAt: null, running: false };
 const banners = new Map(); // source -> message
 
 function say(source, message) {
@@ -175,10 +175,13 @@ async function refreshHealth() {
   }
   $("health").textContent = healthLine(h);
   if (h.version) {
-    if (state.uptime !== null && h.uptimeS < state.uptime) {
+    // When this sandboxd started, by our clock: a later start is a restart, however long the
+    // page went without an answer (comparing uptimes misses a restart seen late).
+    const startedAt = Date.now() / 1000 - h.uptimeS;
+    if (state.startedAt !== null && startedAt > state.startedAt + 1) {
       say("restart", "sandboxd restarted: the sessions it held are gone.");
     }
-    state.uptime = h.uptimeS;
+    state.startedAt = startedAt;
     state.operator = true;
     $("operate").hidden = false;
     operate.showHealth(h);
