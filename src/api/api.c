@@ -267,7 +267,8 @@ static bool api_pool_can_fork(json_t *stats)
 }
 
 /* Readiness: 503 while starting (no warm interpreter was ready yet), while the warm pool cannot
- * make interpreters (every zygote died and waits for its restart), or draining. An empty pool
+ * make interpreters (every zygote died and waits for its restart), until the state store has
+ * answered once, or draining. An empty pool
  * under load is ready: requests wait for a fresh interpreter, which is still the fastest place
  * to send them. */
 static void api_readyz(struct api *api, struct http_reply *reply)

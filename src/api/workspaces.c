@@ -27,15 +27,22 @@
 #include "util/log.h"
 #include "util/macros.h"
 
+/* A failed workspace call: its error as the store reported it (UNAVAILABLE for a database that
+ * cannot be reached: 503 STORE_UNAVAILABLE), INTERNAL when it reported none. */
+static void api_ws_fail(struct http_reply *reply, struct sbx_error *err, int r, const char *what)
+{
+    if (err->kind == SBX_ERR_NONE)
+        sbx_error_set(err, SBX_ERR_INTERNAL, "INTERNAL", NULL, "%s: %s", what, strerror(-r));
+    api_reply_sbx_error(reply, err);
+}
+
 static void api_ws_list(struct workspace *w, bool tools, struct http_reply *reply)
 {
     json_t *out = NULL;
     struct sbx_error err = {0};
     int r = tools ? workspace_tools(w, &out, &err) : workspace_list_memories(w, &out, &err);
     if (r < 0) {
-        if (!err.message)
-            sbx_error_set(&err, SBX_ERR_INTERNAL, "INTERNAL", NULL, "workspace unavailable");
-        api_reply_sbx_error(reply, &err);
+        api_ws_fail(reply, &err, r, "workspace unavailable");
         return;
     }
     api_reply_json(reply, API_OK,
@@ -62,10 +69,7 @@ static void api_ws_delete(struct workspace *w, const char *key, bool tools, cons
         return;
     }
     if (r < 0) {
-        if (!err.message)
-            sbx_error_set(&err, SBX_ERR_INTERNAL, "INTERNAL", NULL, "cannot delete it: %s",
-                          strerror(-r));
-        api_reply_sbx_error(reply, &err);
+        api_ws_fail(reply, &err, r, "cannot delete it");
         return;
     }
     log_info("workspace %s: %s %.256s deleted over the API", key, tools ? "tool" : "memory", item);
@@ -132,7 +136,7 @@ void api_workspaces_route(struct api *api, const struct http_request *req, const
         return;
     }
     if (r < 0) {
-        api_reply_sbx_error(reply, &err);
+        api_ws_fail(reply, &err, r, "workspace unavailable");
         return;
     }
     if (item)

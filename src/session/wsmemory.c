@@ -128,12 +128,12 @@ static int wsm_compose(void *userdata, const struct store_item *old, char **ret_
 {
     struct wsm_save *x = userdata;
     if (old && x->only_new) {
-        sbx_error_set(err, SBX_ERR_INVALID, "EXISTS", "key",
+        sbx_error_set(err, SBX_ERR_CONFLICT, "EXISTS", "key",
                       "the workspace has a memory %.256s already", x->key);
         return -EEXIST;
     }
     if (x->if_rev && (old ? old->rev != x->rev : x->rev != 0)) {
-        sbx_error_set(err, SBX_ERR_INVALID, "CONFLICT", "ifRev",
+        sbx_error_set(err, SBX_ERR_CONFLICT, "CONFLICT", "ifRev",
                       "memory %.256s changed since it was read", x->key);
         return -ESTALE;
     }

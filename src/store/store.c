@@ -224,7 +224,7 @@ static int store_compose_given(void *userdata, const struct store_item *old, cha
 {
     struct store_given *g = userdata;
     if (old && g->only_new) {
-        sbx_error_set(err, SBX_ERR_INVALID, "EXISTS", NULL, "there is one of that name already");
+        sbx_error_set(err, SBX_ERR_CONFLICT, "EXISTS", NULL, "there is one of that name already");
         return -EEXIST;
     }
     char *copy = malloc(g->len + 1);

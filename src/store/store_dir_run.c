@@ -263,7 +263,8 @@ int store_dir_run_set(struct store *s, const char *app, const char *key, const c
         state_store_get_text(run->mem, app, key, store_now_ms() * 1000, &old, &old_len) == 0) {
         free(old);
         r = -EEXIST;
-        sbx_error_set(err, SBX_ERR_INVALID, "EXISTS", NULL, "there is a value of that key already");
+        sbx_error_set(err, SBX_ERR_CONFLICT, "EXISTS", NULL,
+                      "there is a value of that key already");
     }
     /* The file first: a value the table holds is always one a restart finds again. */
     if (r == 0 && (r = store_dir_write(run->dirfd, file, b.data, b.len, true)) < 0)

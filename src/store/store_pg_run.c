@@ -78,7 +78,8 @@ static int pg_run_set_txn(struct store_pg *s, struct pg_conn *c, void *userdata,
     int64_t total = pg_first(res[0]) - pg_first(res[1]) - pg_first(res[2]) - pg_first(res[3]);
     pg_clear(res, ARRAY_SIZE(res));
     if (replaced && x->only_new) {
-        sbx_error_set(err, SBX_ERR_INVALID, "EXISTS", NULL, "there is a value of that key already");
+        sbx_error_set(err, SBX_ERR_CONFLICT, "EXISTS", NULL,
+                      "there is a value of that key already");
         return -EEXIST;
     }
     /* and across apps, the least recently written of all, until it fits */

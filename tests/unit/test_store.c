@@ -169,7 +169,7 @@ static int compose_if(void *userdata, const struct store_item *old, char **ret_d
     struct expect *e = userdata;
     e->saw_old = old != NULL;
     if (old && e->rev && old->rev != e->rev) {
-        sbx_error_set(err, SBX_ERR_INVALID, "CONFLICT", NULL, "changed");
+        sbx_error_set(err, SBX_ERR_CONFLICT, "CONFLICT", NULL, "changed");
         return -ESTALE;
     }
     *ret_data = strdup("{\"key\":\"c\",\"value\":2}");
