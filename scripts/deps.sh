@@ -9,6 +9,9 @@ PACKAGES=(
   gcc make meson ninja-build pkg-config clang-format
   libmicrohttpd-dev libcurl4-openssl-dev libjansson-dev libseccomp-dev libyaml-dev
   libsodium-dev uthash-dev libcmocka-dev libhttp-parser-dev
+  # the state store in PostgreSQL (--state-store): libpq to build; the server for the tests
+  # and benchmarks, which start their own in a temporary directory
+  libpq-dev postgresql
   # fuzz targets (make build-fuzz): clang and its libFuzzer/sanitizer runtimes
   clang libclang-rt-14-dev
   # the interpreter inside the jail and the libraries templates use there

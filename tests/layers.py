@@ -25,6 +25,7 @@ LAYERS = [
     "pool",
     "egress",
     "http",
+    "store",
     "framework",
     "mcp/client",
     "app",

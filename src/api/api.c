@@ -25,6 +25,7 @@
 #include "pool/pool.h"
 #include "pool/profile.h"
 #include "pool/reuse.h"
+#include "store/store.h"
 #include "util/buf.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -237,6 +238,8 @@ static void api_healthz(struct api *api, const struct http_request *req, struct 
     }
     if (reply->body && api->sessions)
         lost |= json_object_set_new(reply->body, "sessions", sessions_stats(api->sessions));
+    if (reply->body && api->store)
+        lost |= json_object_set_new(reply->body, "stateStore", store_describe(api->store));
     if (!reply->body || lost) {
         json_decref(reply->body);
         reply->body = NULL;
@@ -265,7 +268,8 @@ static bool api_pool_can_fork(json_t *stats)
 }
 
 /* Readiness: 503 while starting (no warm interpreter was ready yet), while the warm pool cannot
- * make interpreters (every zygote died and waits for its restart), or draining. An empty pool
+ * make interpreters (every zygote died and waits for its restart), until the state store has
+ * answered once, or draining. An empty pool
  * under load is ready: requests wait for a fresh interpreter, which is still the fastest place
  * to send them. */
 static void api_readyz(struct api *api, struct http_reply *reply)
@@ -283,6 +287,10 @@ static void api_readyz(struct api *api, struct http_reply *reply)
     } else if (ps && !api_pool_can_fork(ps)) {
         status = "degraded";
         why = "the warm pool's zygotes died and are restarting";
+    } else if (api->store && !store_ready(api->store, &why)) {
+        /* Until the state store has answered once (a database down at start): sessions and
+         * workflows would fail, so the balancer sends nothing here yet. */
+        status = "store_unavailable";
     }
     json_decref(ps);
     api_reply_json(reply, API_OK, json_pack("{s:s, s:s*}", "status", status, "reason", why));

@@ -25,6 +25,7 @@ struct api {
     struct sessions *sessions;      /* NULL: sessions disabled */
     struct mcp_http *mcp;           /* NULL: /mcp disabled */
     struct workspace_store *wstore; /* NULL: /v1/workspaces disabled */
+    struct store *store;            /* the state store (readiness, /healthz); NULL: none */
     struct mcp_registry *registry;  /* the MCP servers sessions may name; NULL: none */
     struct e2b *e2b;                /* NULL: /e2b (E2B's API, docs/E2B.md) disabled */
     /* set once the server runs (for /healthz and /metrics); NULL before */

@@ -301,6 +301,11 @@ static void *mcp_setup_thread(void *arg)
 {
     struct mcp_setup *b = arg;
     int r = setup_start(b->su, b->o, b->common, "mcp");
+    /* A database is reached in the background: requests wait for its first answer as for the
+     * rest of the set-up (a run_python sent at once opens its workspace); one that does not come
+     * within the store's time leaves them to report STORE_UNAVAILABLE until it does. */
+    if (r == 0)
+        (void)store_wait(b->su->store, (int)b->o->store_timeout);
     if (r == 0 && (r = mcp_server_start(b->srv, b->su->sessions, b->su->mcp)) < 0)
         log_error("mcp: out of memory");
     if (r < 0) {
@@ -311,9 +316,9 @@ static void *mcp_setup_thread(void *arg)
         return NULL;
     }
     atomic_store(&b->m->ready, true);
-    log_pack(LOG_INFO, "sandboxd mcp ready on stdio", "{s:b, s:o, s:o}", "pool",
+    log_pack(LOG_INFO, "sandboxd mcp ready on stdio", "{s:b, s:o, s:o?, s:o}", "pool",
              b->su->pool || b->su->session_pool, "mcpServers", mcp_registry_names(b->su->mcp),
-             "stateDir", log_str(b->su->state_dir));
+             "stateDir", log_str(b->su->state_dir), "stateStore", store_describe(b->su->store));
     (void)mcp_server_conn_prepare(b->m->conn); /* logged; the first run_python starts one */
     return NULL;
 }

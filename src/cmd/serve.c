@@ -593,6 +593,7 @@ static int serve_executors(struct serve_opts *o, struct serve_run *v)
         .llm_timeout_ms = (int64_t)o->llm_timeout,
         .max_response = 32u << 20,
         .allow = &o->framework_allow,
+        .store = v->su.store,
     };
     struct defs_options dopt = {
         .max_entries = 4096, .max_bytes = 256u << 20, .max_file = 16u << 20};
@@ -689,7 +690,8 @@ static void serve_app(struct serve_opts *o, struct serve_run *v)
                           .mcp = v->mcph,
                           .wstore = v->su.wstore,
                           .registry = v->su.mcp,
-                          .e2b = v->e2b};
+                          .e2b = v->e2b,
+                          .store = v->su.store};
 }
 
 /* The HTTP server, listening. 0, or -1. */
@@ -718,13 +720,13 @@ static int serve_listen(struct serve_opts *o, struct serve_run *v)
     atomic_store(&v->api.http, v->http);
     /* The state directory is a path (any bytes) and the instance id optional: as "s" either
      * would have cost the line every field. */
-    log_pack(LOG_INFO, "sandboxd listening", "{s:o, s:i, s:O, s:b, s:I, s:o, s:o, s:b, s:I, s:o?}",
-             "host", log_str(o->host), "port", (int)http_server_port(v->http), "isolation",
-             v->app.isolation, "pool", v->su.pool != NULL, "maxRunning", (json_int_t)o->max_running,
-             "mcpServers", mcp_registry_names(v->su.mcp), "stateDir", log_str(v->su.state_dir),
-             "apiToken", o->api_token != NULL, "tenants",
-             (json_int_t)tenants_count(policy_tenants(v->policy)), "instance",
-             log_str(o->instance_id));
+    log_pack(
+        LOG_INFO, "sandboxd listening", "{s:o, s:i, s:O, s:b, s:I, s:o, s:o?, s:o, s:b, s:I, s:o?}",
+        "host", log_str(o->host), "port", (int)http_server_port(v->http), "isolation",
+        v->app.isolation, "pool", v->su.pool != NULL, "maxRunning", (json_int_t)o->max_running,
+        "mcpServers", mcp_registry_names(v->su.mcp), "stateDir", log_str(v->su.state_dir),
+        "stateStore", store_describe(v->su.store), "apiToken", o->api_token != NULL, "tenants",
+        (json_int_t)tenants_count(policy_tenants(v->policy)), "instance", log_str(o->instance_id));
     return 0;
 }
 

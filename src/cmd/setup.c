@@ -60,6 +60,24 @@ void setup_opts_init(struct setup_opts *o)
         .egress_max_mb = 256,
         .egress_max_connections = 64,
         .approval_timeout = 300,
+        .store_connections = STORE_CONNECTIONS,
+        .store_timeout = STORE_TIMEOUT_MS,
+    };
+}
+
+struct store_options setup_store_options(const struct setup_opts *o, const char *state_dir)
+{
+    struct workspace_limits wl = {.max_value = 1u << 20, .max_file = 16u << 20};
+    size_t tenant_mb = o->tenant_quota ? o->tenant_quota : 4 * o->workspace_quota;
+    /* A tenant may open any number of workspace names: its total is capped apart. */
+    return (struct store_options){
+        .url = o->state_store,
+        .state_dir = state_dir,
+        .password_file = o->state_store_password,
+        .connections = (unsigned)o->store_connections,
+        .timeout_ms = (unsigned)o->store_timeout,
+        .lim = workspace_store_limits(&wl, (size_t)o->workspace_quota << 20, 10000, tenant_mb << 20,
+                                      16),
     };
 }
 
@@ -146,6 +164,12 @@ int setup_opt(struct setup_opts *o, int opt, const char *arg)
     case SETUP_OPT_STATE_DIR:
         o->state_dir = arg;
         return 1;
+    case SETUP_OPT_STATE_STORE:
+        o->state_store = arg;
+        return 1;
+    case SETUP_OPT_STATE_STORE_PASSWORD:
+        o->state_store_password = arg;
+        return 1;
     case SETUP_OPT_MCP_TOOLS:
         if (strcmp(arg, "lean") != 0 && strcmp(arg, "full") != 0) {
             fprintf(stderr, "sandboxd: --mcp-tools: lean or full, not '%s'\n", arg);
@@ -183,6 +207,9 @@ int setup_opt(struct setup_opts *o, int opt, const char *arg)
 
 void setup_opts_finish(struct setup_opts *o)
 {
+    const char *env = getenv("SANDBOXD_STATE_STORE");
+    if (!o->state_store && env && *env)
+        o->state_store = env;
     if (o->session_idle > o->session_max_idle)
         o->session_idle = o->session_max_idle;
     if (o->session_timeout > o->session_max_timeout)
@@ -466,8 +493,8 @@ static int setup_pools(struct setup *s, const struct setup_opts *o, const char *
     return r;
 }
 
-/* The MCP servers, the workspace store and the sessions on top of them. */
-static int setup_sessions(struct setup *s, const struct setup_opts *o)
+/* The MCP servers, the state store, the workspaces and the sessions on top of them. */
+static int setup_sessions(struct setup *s, const struct setup_opts *o, const char *cmd)
 {
     int r;
     r = setup_mcp_config(o, &s->mcfg);
@@ -476,16 +503,13 @@ static int setup_sessions(struct setup *s, const struct setup_opts *o)
     r = mcp_registry_new(&s->mcfg, &s->mcp);
     if (r < 0)
         return r;
-    struct workspace_limits wl = {
-        .max_value = 1u << 20,
-        .max_bytes = (size_t)o->workspace_quota << 20,
-        .max_entries = 10000,
-        .max_file = 16u << 20,
-        /* A tenant may open any number of workspace names: its total is capped apart. */
-        .tenant_bytes = (size_t)(o->tenant_quota ? o->tenant_quota : 4 * o->workspace_quota) << 20,
-        .tenant_workspaces = 16,
-    };
-    r = workspace_store_new(s->state_dir, &wl, &s->wstore);
+    struct store_options so = setup_store_options(o, s->state_dir);
+    if ((r = store_new(&so, 0, &s->store)) < 0) {
+        log_error("%s: the state store cannot be used (see above)", cmd);
+        return r;
+    }
+    struct workspace_limits wl = {.max_value = 1u << 20, .max_file = 16u << 20};
+    r = workspace_store_new(s->store, &wl, &s->wstore);
     if (r < 0)
         return r;
     s->so = (struct sessions_options){
@@ -521,7 +545,10 @@ int setup_start(struct setup *s, const struct setup_opts *o, struct common_opts 
 {
     *s = (struct setup){0};
     /* Saved tools in the state directory run in sessions: a directory someone else made or can
-     * write would run their code with our MCP servers. Checked before anything is built. */
+     * write would run their code with our MCP servers. Checked before anything is built. With
+     * --state-store the workspaces are in the database (docs/SECURITY.md says who may write it
+     * then) and the state directory keeps this instance's caches only (host discovery, the
+     * local copies of kept files): under the same rule, as the first decides what is bound. */
     int r = setup_state(s, o, cmd);
     if (r < 0 || (r = setup_jail(s, o, common, cmd)) < 0)
         return r;
@@ -533,7 +560,7 @@ int setup_start(struct setup *s, const struct setup_opts *o, struct common_opts 
     r = metrics_new(&s->metrics);
     if (r < 0 || (r = setup_egress(s, o, cmd)) < 0 || (r = setup_pools(s, o, cmd)) < 0)
         return r;
-    return setup_sessions(s, o);
+    return setup_sessions(s, o, cmd);
 }
 
 void setup_stop(struct setup *s)
@@ -546,6 +573,7 @@ void setup_stop(struct setup *s)
     pool_free(s->session_pool);
     pool_free(s->pool);
     workspace_store_free(s->wstore);
+    store_free(s->store);
     mcp_registry_free(s->mcp);
     mcp_config_done(&s->mcfg);
     free(s->state_dir);

@@ -21,6 +21,7 @@
 #include "mcp/client/config.h"
 #include "pool/profile.h"
 #include "session/session.h"
+#include "store/store.h"
 
 struct pool;
 struct egress_proxy;
@@ -43,6 +44,9 @@ struct setup_opts {
     size_t n_approvals;
     uint64_t approval_timeout; /* --approval-timeout-s */
     const char *state_dir;
+    const char *state_store;          /* --state-store, else $SANDBOXD_STATE_STORE; NULL: dir */
+    const char *state_store_password; /* --state-store-password-file */
+    uint64_t store_connections, store_timeout;
     bool no_discovery;
     bool trust_project; /* --mcp-trust-project */
     uint64_t max_sessions, session_idle, session_max_idle, session_timeout, session_max_timeout;
@@ -137,9 +141,24 @@ struct setup_opts {
       "                         only when it is listed in ~/.config/sandboxd/trusted-projects);\n" \
       "                         `sandboxd servers` shows what was found and skipped\n")            \
     X(STATE_DIR, "state-dir", required_argument,                                                   \
-      "  --state-dir DIR        workspaces (memories, saved tools, files); default\n"              \
-      "                         $XDG_STATE_HOME/sandboxd, ~/.local/state/sandboxd,\n"              \
-      "                         $XDG_RUNTIME_DIR/sandboxd; it must be ours and private\n")         \
+      "  --state-dir DIR        workspaces (memories, saved tools, files, kept files) and the\n"   \
+      "                         local framework's runtime values (with --state-store: only\n"      \
+      "                         this instance's caches); default $XDG_STATE_HOME/sandboxd,\n"      \
+      "                         ~/.local/state/sandboxd, $XDG_RUNTIME_DIR/sandboxd; it must be\n"  \
+      "                         ours and private\n")                                               \
+    X(STATE_STORE, "state-store", required_argument,                                               \
+      "  --state-store URL      keep them in PostgreSQL instead, shared by every instance that\n"  \
+      "                         names it (a libpq connection string, postgresql://...; or\n"       \
+      "                         $SANDBOXD_STATE_STORE); the password from PGPASSWORD, a "          \
+      "passfile\n"                                                                                 \
+      "                         or --state-store-password-file, never in the URL\n")               \
+    X(STATE_STORE_PASSWORD, "state-store-password-file", required_argument,                        \
+      "  --state-store-password-file FILE  the database password: the file's first line\n")        \
+    N(STATE_STORE_CONNS, "state-store-connections", 1, STORE_MAX_CONNECTS, store_connections,      \
+      "  --state-store-connections N  connections to the database at most (4)\n")                  \
+    N(STATE_STORE_TIMEOUT, "state-store-timeout-ms", 100, 600000, store_timeout,                   \
+      "  --state-store-timeout-ms N  one statement, or a wait for a connection, at most (5000);\n" \
+      "                         past it the call fails with STORE_UNAVAILABLE\n")                  \
     N(MAX_SESSIONS, "max-sessions", 0, 1 << 20, max_sessions,                                      \
       "  --max-sessions N       live sessions at most (64); more is 503\n")                        \
     N(SESSION_POOL, "session-pool-size", 0, 1024, session_pool_size,                               \
@@ -257,6 +276,8 @@ enum {
 
 /* Defaults. */
 void setup_opts_init(struct setup_opts *o);
+/* The store's options that o gives (limits included); state_dir: the state directory. */
+struct store_options setup_store_options(const struct setup_opts *o, const char *state_dir);
 /* 1 when opt was a setup option (consumed), 0 when not, -1 on a bad value (printed). */
 int setup_opt(struct setup_opts *o, int opt, const char *arg);
 /* Reconcile related limits once every option is read: a maximum below a default lowers the
@@ -280,9 +301,10 @@ struct setup {
     struct mcp_config mcfg;
     struct mcp_registry *mcp;
     char *state_dir;
-    char *cache_dir; /* host discovery's (jail_options.cache_dir); NULL: none */
-    struct workspace_store *wstore;
-    struct egress_proxy *egress; /* NULL without --egress-allow */
+    char *cache_dir;                /* host discovery's (jail_options.cache_dir); NULL: none */
+    struct store *store;            /* workspaces and runtime values (store/store.h) */
+    struct workspace_store *wstore; /* sessions' view of them */
+    struct egress_proxy *egress;    /* NULL without --egress-allow */
     struct sessions_options so;
     struct sessions *sessions;
     bool jail_ok, httpc_ok;

@@ -97,11 +97,13 @@ json_t *session_init_job(struct sessions *ss, json_t *names, struct workspace *w
     }
     json_decref(described);
     json_t *tools = NULL;
-    char *why = NULL;
-    if (workspace_tools(wsh, &tools, &why) < 0) {
-        sbx_error_set(err, SBX_ERR_INTERNAL, "INTERNAL", NULL, "%s",
-                      why ? why : "the workspace is unavailable");
-        free(why);
+    _cleanup_sbx_error_ struct sbx_error werr = {0};
+    if (workspace_tools(wsh, &tools, &werr) < 0) {
+        bool down = werr.kind == SBX_ERR_UNAVAILABLE;
+        sbx_error_set(err, down ? SBX_ERR_UNAVAILABLE : SBX_ERR_INTERNAL,
+                      down ? STORE_UNAVAILABLE : "INTERNAL", "workspace",
+                      "the workspace's saved tools cannot be read: %s",
+                      werr.message ? werr.message : "the workspace is unavailable");
         json_decref(servers);
         json_decref(discovered);
         return NULL;

@@ -209,6 +209,32 @@ static void session_all_add(struct sessions *ss, struct session *s)
     ss->allocated++;
 }
 
+/* Open s's workspace (made when new) into s->wsh: 0, or -errno and *err (a tenant at its
+ * maxWorkspaces is QUOTA_EXCEEDED; a store that cannot be reached stays STORE_UNAVAILABLE, 503,
+ * retry later). */
+static int session_open_workspace(struct sessions *ss, struct session *s,
+                                  const struct session_create *c, const char *workspace,
+                                  struct sbx_error *err)
+{
+    struct store_share share = workspace_share_of(c->tenant);
+    _cleanup_sbx_error_ struct sbx_error werr = {0};
+    int r = workspace_open(ss->ws, s->workspace, &share, true, &s->wsh, &werr);
+    if (r == -EDQUOT)
+        sbx_error_set(err, SBX_ERR_TOO_LARGE, "QUOTA_EXCEEDED", "workspace",
+                      "workspace %s: tenant '%s' has %zu workspaces, its maxWorkspaces; use one "
+                      "of them",
+                      workspace, tenant_name(c->tenant), workspace_max_workspaces(ss->ws, &share));
+    else if (r < 0 && werr.kind == SBX_ERR_UNAVAILABLE)
+        sbx_error_set(err, SBX_ERR_UNAVAILABLE, STORE_UNAVAILABLE, "workspace",
+                      "workspace %s is unavailable: %s", workspace,
+                      werr.message ? werr.message : strerror(-r));
+    else if (r < 0)
+        sbx_error_set(err, SBX_ERR_INTERNAL, "INTERNAL", "workspace",
+                      "workspace %s is unavailable: %s", workspace,
+                      werr.message ? werr.message : strerror(-r));
+    return r;
+}
+
 /* What sessions_create() made of a request once it is checked, before anything is reserved. */
 struct session_plan {
     const char *workspace;
@@ -350,20 +376,8 @@ static int session_prepare(struct sessions *ss, struct session *s, const struct 
         sbx_error_set(err, SBX_ERR_INTERNAL, "INTERNAL", NULL, "cannot draw a random session id");
         return r;
     }
-    struct workspace_share share = workspace_share_of(c->tenant);
-    if ((r = workspace_open(ss->ws, s->workspace, &share, true, &s->wsh)) == -EDQUOT) {
-        sbx_error_set(err, SBX_ERR_TOO_LARGE, "QUOTA_EXCEEDED", "workspace",
-                      "workspace %s: tenant '%s' has %zu workspaces, its maxWorkspaces; use one "
-                      "of them",
-                      p->workspace, tenant_name(c->tenant),
-                      workspace_max_workspaces(ss->ws, &share));
+    if ((r = session_open_workspace(ss, s, c, p->workspace, err)) < 0)
         return r;
-    }
-    if (r < 0) {
-        sbx_error_set(err, SBX_ERR_INTERNAL, "INTERNAL", "workspace",
-                      "workspace %s is unavailable: %s", p->workspace, strerror(-r));
-        return r;
-    }
     json_t *job = session_init_job(ss, s->servers, s->wsh, err);
     if (!job)
         return -EIO;
