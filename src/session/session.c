@@ -396,6 +396,7 @@ int sessions_create(struct sessions *ss, const struct session_create *c, json_t 
         .timeout_us = SESSION_READY_TIMEOUT_US,
         .output_limit = ss->opt.output_limit,
         .keep_alive = true,
+        .no_accounting = true, /* the session's executions are billed, not its set-up */
         .final_type = "session_ready",
     };
     r = exec_run(s->cell, &req, &o);
