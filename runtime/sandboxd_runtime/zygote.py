@@ -6,7 +6,8 @@ Protocol on fd 3 (a SOCK_SEQPACKET socket, one JSON message per packet,
 fds passed with SCM_RIGHTS):
   host -> zygote  {"op": "config", ...} + [seccomp filter memfd]   (first)
                   {"op": "fork", "token": N} + [proto, stdout, stderr]
-  config: tmpBytes, nofile, nproc, fsize, preimport (modules), warmup (code, optional)
+  config: tmpBytes, nofile, nproc, fsize, preimport (modules), warmup (code, optional),
+          prepare ("session": cells prepare a session while they wait; optional)
   zygote -> host  {"op": "ready"}
                   {"op": "forked", "token": N, "pid": P} + [pidfd]
                   {"op": "fork_failed", "token": N, "error": "..."}
@@ -201,6 +202,12 @@ class Zygote:
                 sys.stderr.write("zygote: the profile's warm-up failed: %s: %s\n"
                                  % (type(exc).__name__, exc))
         self.generators = find_generators()
+        # A pool for one kind of job: its cells do that kind's set-up while they wait.
+        self.prepare = None
+        if config.get("prepare") == "session":
+            from sandboxd_runtime import session
+
+            self.prepare = session.prepare
 
     def recv(self):
         msg, anc, _flags, _addr = self.ctl.recvmsg(65536, socket.CMSG_SPACE(16 * 4))
@@ -286,7 +293,7 @@ class Zygote:
                 proto.write(*setup_failure(self.lib, step.value, -r, proto_fd))
                 os._exit(127)
             reseed(self.generators)
-            worker.serve_one(warm, self.warmup if warm else None)
+            worker.serve_one(warm, self.warmup if warm else None, self.prepare)
         finally:
             os._exit(126)
 

@@ -302,10 +302,15 @@ char *setup_trust_file(void);
  * partly built (call setup_stop()). */
 int setup_start(struct setup *s, const struct setup_opts *o, struct common_opts *common,
                 const char *cmd);
-/* A warm pool of size cells from zygotes zygotes that import --preimport plus extra
- * (comma-separated, may be NULL) before forking; after setup_start() built the jail. */
-int setup_pool(struct setup *s, const struct setup_opts *o, unsigned size, unsigned max_size,
-               unsigned zygotes, const char *extra, struct pool **ret);
+/* What kind of warm pool setup_pool() starts. */
+struct setup_pool_kind {
+    unsigned size, max_size, zygotes; /* pool_options' */
+    const char *extra;   /* modules imported besides --preimport (comma-separated, may be NULL) */
+    const char *prepare; /* pool_options.prepare (NULL: none) */
+};
+/* A warm pool of that kind; after setup_start() built the jail. */
+int setup_pool(struct setup *s, const struct setup_opts *o, const struct setup_pool_kind *k,
+               struct pool **ret);
 /* Tear down in reverse order; safe on a zeroed or partly built struct. */
 void setup_stop(struct setup *s);
 

@@ -34,6 +34,9 @@ struct pool_options {
                             * copied) */
     const char *warmup;    /* trusted Python the zygotes run after the imports, before they
                             * fork (a profile's warm-up; may be NULL; copied) */
+    const char *prepare;   /* what the cells prepare while they wait: "session" for the
+                            * sessions' pool (session.prepare in the runtime), or NULL; a
+                            * constant string, not copied */
     bool lazy;             /* start the zygotes on the first pool_acquire, not in pool_new */
 };
 

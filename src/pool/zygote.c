@@ -162,10 +162,10 @@ int pool_zygote_start(struct pool *p, struct zygote *z)
     z->ctl_fd = sv[0];
     z->log_fd = lp[0];
     json_t *cfg =
-        json_pack("{s:s, s:I, s:I, s:I, s:I, s:O, s:s?}", "op", "config", "tmpBytes",
+        json_pack("{s:s, s:I, s:I, s:I, s:I, s:O, s:s?, s:s?}", "op", "config", "tmpBytes",
                   (json_int_t)p->jail->tmp_bytes, "nofile", (json_int_t)p->opt.nofile, "nproc",
                   (json_int_t)p->opt.nproc, "fsize", (json_int_t)p->jail->tmp_bytes, "preimport",
-                  p->preimport, "warmup", p->warmup);
+                  p->preimport, "warmup", p->warmup, "prepare", p->opt.prepare);
     r = cfg ? pool_send(z->ctl_fd, cfg, &p->filter_fd, p->filter_fd >= 0 ? 1 : 0) : -ENOMEM;
     json_decref(cfg);
     if (r < 0) {
