@@ -55,6 +55,7 @@ struct app {
     struct pool *pool;          /* NULL: every execution spawns a cold interpreter */
     struct pool *session_pool;  /* sessions' own; NULL: they share pool */
     struct pool *template_pool; /* LLM templates' own; NULL: they share pool */
+    struct pool *network_pool;  /* executions with a network policy; NULL: cold cells */
     struct profiles *profiles;  /* --profile and the built-in ones; NULL: none */
     struct metrics *metrics;
     struct flow_cache *wf_cache; /* validated workflows by content; NULL: none */

@@ -629,6 +629,7 @@ int cmd_serve(int argc, char **argv)
         .pool = su.pool,
         .session_pool = su.session_pool,
         .template_pool = template_pool,
+        .network_pool = su.network_pool,
         .profiles = su.profiles,
         .metrics = su.metrics,
         .wf_cache = wf_cache,

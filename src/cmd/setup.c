@@ -32,6 +32,7 @@ void setup_opts_init(struct setup_opts *o)
         .pool_size = 16,
         .zygotes = 2,
         .session_pool_size = 2,
+        .network_pool_size = 2,
         .preimport = "datetime,math,random",
         .max_memory = 2048,
         .output_kb = 1024,
@@ -265,6 +266,7 @@ int setup_pool(struct setup *s, const struct setup_opts *o, const struct setup_p
         .nofile = 256,
         .preimport = modules,
         .prepare = k->prepare,
+        .egress_port = k->egress_port,
     };
     int r = pool_new(&s->jail, &po, ret);
     free(modules);
@@ -419,6 +421,16 @@ int setup_start(struct setup *s, const struct setup_opts *o, struct common_opts 
          .ret = &s->template_pool,
          .what = "template pool",
          .option = "template-pool-size"},
+        /* Executions and sessions with a network policy: each cell in a network namespace of
+         * its own with the proxy's listener, and the filter's TCP variant (docs/NETWORK.md). */
+        {.kind = {.size = s->jopt.egress ? (unsigned)o->network_pool_size : 0,
+                  .max_size = 2 * (unsigned)o->network_pool_size,
+                  .zygotes = 1,
+                  .extra = "sandboxd_runtime.session",
+                  .egress_port = EGRESS_SANDBOX_PORT},
+         .ret = &s->network_pool,
+         .what = "network pool",
+         .option = "network-pool-size"},
     };
     for (size_t i = 0; i < ARRAY_SIZE(jobs); i++) {
         jobs[i].s = s;
@@ -499,6 +511,7 @@ int setup_start(struct setup *s, const struct setup_opts *o, struct common_opts 
         .profiles = s->profiles,
         .artifacts = setup_artifact_caps(o),
         .egress = s->egress,
+        .network_pool = s->network_pool,
     };
     return sessions_new(&s->so, &s->jail, s->session_pool ? s->session_pool : s->pool, s->mcp,
                         s->wstore, s->metrics, &s->sessions);
@@ -511,6 +524,7 @@ void setup_stop(struct setup *s)
     profiles_free(s->profiles);
     egress_proxy_free(s->egress); /* after the sessions: they hold taps */
     pool_free(s->template_pool);
+    pool_free(s->network_pool);
     pool_free(s->session_pool);
     pool_free(s->pool);
     workspace_store_free(s->wstore);

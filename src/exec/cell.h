@@ -40,9 +40,11 @@ struct cell {
     void *backend; /* the pool's bookkeeping for warm cells */
     pid_t pid;     /* host pid namespace */
     int pidfd;
-    int proto_fd; /* host end of the protocol socket */
-    int out_fd;   /* stdout read end */
-    int err_fd;   /* stderr read end */
+    int proto_fd;  /* host end of the protocol socket */
+    int out_fd;    /* stdout read end */
+    int err_fd;    /* stderr read end */
+    int egress_fd; /* a network pool's cell: the socket listening in its network namespace,
+                    * for the proxy (the acquirer takes it); -1 otherwise */
     struct cgroup_cell *cgroup;
     struct frame_reader reader;
     bool warm;

@@ -183,9 +183,14 @@ void pool_pids_done(struct pool_pids *pp);
 
 /* Send msg (and fds, SCM_RIGHTS) on a zygote's control socket: 0 or -errno. */
 int pool_send(int fd, json_t *msg, const int *fds, size_t nfds);
-/* One message from a zygote's control socket, with the fd it carries (or -1): 1, 0 at EOF,
- * -EAGAIN when there is nothing yet, or -errno. */
-int pool_recv(int fd, json_t **ret, int *ret_fd);
+/* The most fds a zygote's message carries: "forked" has the cell's pidfd, and a network
+ * pool's cell's listener. */
+#define POOL_RECV_FDS 2
+/* One message from a zygote's control socket, with the fds it carries in ret_fds (-1 for the
+ * rest; more are closed): 1, 0 at EOF, -EAGAIN when there is nothing yet, or -errno. */
+int pool_recv(int fd, json_t **ret, int ret_fds[POOL_RECV_FDS]);
+/* Close what pool_recv() gave (and set them to -1). */
+void pool_close_fds(int fds[POOL_RECV_FDS]);
 /* The pid behind a pidfd (from /proc/self/fdinfo), or -1. */
 pid_t pool_pidfd_pid(int pidfd);
 /* Watch fd in the pool thread's epoll set. */
