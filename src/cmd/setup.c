@@ -267,6 +267,7 @@ int setup_pool(struct setup *s, const struct setup_opts *o, const struct setup_p
         .preimport = modules,
         .prepare = k->prepare,
         .egress_port = k->egress_port,
+        .refill_delay_us = k->refill_delay_us,
     };
     int r = pool_new(&s->jail, &po, ret);
     free(modules);
@@ -407,11 +408,14 @@ int setup_start(struct setup *s, const struct setup_opts *o, struct common_opts 
          .ret = &s->pool,
          .what = "warm pool",
          .option = "pool-size"},
-        /* Its cells prepare a session while they wait (the event loop, the mcp package). */
+        /* Its cells prepare a session while they wait (the event loop, the mcp package), and
+         * a session's start is over before its replacement begins (~2 ms: docs/internals/
+         * session.md). */
         {.kind = {.size = (unsigned)o->session_pool_size,
                   .zygotes = 1,
                   .extra = "sandboxd_runtime.session",
-                  .prepare = "session"},
+                  .prepare = "session",
+                  .refill_delay_us = 5000},
          .ret = &s->session_pool,
          .what = "session pool",
          .option = "session-pool-size"},

@@ -314,6 +314,7 @@ struct setup_pool_kind {
     const char *extra;    /* modules imported besides --preimport (comma-separated, may be NULL) */
     const char *prepare;  /* pool_options.prepare (NULL: none) */
     uint16_t egress_port; /* pool_options.egress_port (0: cells without a network) */
+    int64_t refill_delay_us; /* pool_options.refill_delay_us */
 };
 /* A warm pool of that kind; after setup_start() built the jail. */
 int setup_pool(struct setup *s, const struct setup_opts *o, const struct setup_pool_kind *k,

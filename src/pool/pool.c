@@ -413,6 +413,10 @@ static void pool_refill(struct pool *p)
             z->restart_at_us = 0;
         }
     }
+    /* An acquirer that left cells ready is served first (pool_options.refill_delay_us). */
+    if (p->refill_at_us > now && p->n_ready > 0)
+        return;
+    p->refill_at_us = 0;
     while (p->n_ready + p->n_starting < p->target) {
         struct zygote *best = NULL;
         for (unsigned i = 0; i < p->opt.zygotes; i++) {
@@ -458,8 +462,12 @@ static void *pool_thread(void *arg)
         }
         pool_shrink(p, &fl);
         pool_refill(p);
+        int64_t wait_us = p->refill_at_us ? p->refill_at_us - clock_mono_us() : 1000000;
         pthread_mutex_unlock(&p->lock);
-        int n = epoll_wait(p->epfd, evs, (int)ARRAY_SIZE(evs), 1000);
+        int n = epoll_wait(p->epfd, evs, (int)ARRAY_SIZE(evs),
+                           wait_us <= 0         ? 0
+                           : wait_us >= 1000000 ? 1000
+                                                : (int)(wait_us + 999) / 1000);
         pthread_mutex_lock(&p->lock);
         for (int i = 0; i < n; i++) {
             struct pool_watch *w = evs[i].data.ptr;
@@ -703,6 +711,8 @@ int pool_acquire(struct pool *p, const struct jail_limits *lim, int64_t deadline
     p->n_ready--;
     pool_cell_set_state(pc, PC_TAKEN);
     struct cell *c = TAKE_PTR(pc->cell);
+    if (p->opt.refill_delay_us && p->n_ready > 0 && !p->refill_at_us)
+        p->refill_at_us = clock_mono_us() + p->opt.refill_delay_us;
     pthread_mutex_unlock(&p->lock);
     pool_wake(p);
     int r = cgroup_cell_set_limits(c->cgroup, lim->memory, lim->nproc);

@@ -122,10 +122,11 @@ struct pool {
     struct pool_watch w_wake;
     struct thread_group thread; /* its stop also ends pool_acquire()'s waits */
     int filter_fd;
-    json_t *preimport; /* array of module names for the zygotes' config */
-    char *warmup;      /* code the zygotes run before forking, or NULL */
-    bool started;      /* false while a lazy pool waits for its first acquire */
-    unsigned target;   /* ready + starting cells wanted now: opt.size .. opt.max_size */
+    json_t *preimport;    /* array of module names for the zygotes' config */
+    char *warmup;         /* code the zygotes run before forking, or NULL */
+    bool started;         /* false while a lazy pool waits for its first acquire */
+    unsigned target;      /* ready + starting cells wanted now: opt.size .. opt.max_size */
+    int64_t refill_at_us; /* no replacement is forked before (opt.refill_delay_us); 0: none */
     int64_t last_miss_us, last_shrink_us;
     uint64_t hits, misses, created, failed, died_idle, retired;
     uint64_t exits, exit_minflt; /* cells reaped, and their minor faults from fork to exit */
