@@ -7,7 +7,8 @@ kernel (bench/data_bench.py), the latency the egress proxy adds to one request
 (bench/egress_bench.py), `sandboxd mcp` against its --compat mode (bench/compat_bench.py),
 fresh interpreters against warm reuse with their cost per execution (bench/perf_bench.py) and
 the typed tool stubs of 1,000 tools (bench/stubs_bench.py) and the cold paths (`sandboxd run`
-against bubblewrap + python3, `sandboxd mcp` ready, `serve` to /readyz: bench/coldstart_bench.py);
+against bubblewrap + python3, `sandboxd mcp` ready, `serve` to /readyz, sessions ready, network
+policies against plain executions: bench/coldstart_bench.py);
 writes them to bench/last-run.md.
 
 Environment: BENCH_DURATION (seconds per load run, default 8), BENCH_SANDBOXD (binary).
