@@ -8,8 +8,9 @@ kernel (bench/data_bench.py), the latency the egress proxy adds to one request
 fresh interpreters against warm reuse with their cost per execution (bench/perf_bench.py),
 the typed tool stubs of 1,000 tools (bench/stubs_bench.py), E2B's SDK against /e2b
 (bench/e2b_bench.py, bench/e2b_bench.mjs), the cold paths (`sandboxd run` against bubblewrap +
-python3, `sandboxd mcp` ready, `serve` to /readyz: bench/coldstart_bench.py) and the state
-store, the state directory against PostgreSQL (bench/store_bench.py);
+python3, `sandboxd mcp` ready, `serve` to /readyz, sessions ready, network policies against
+plain executions: bench/coldstart_bench.py) and the state store, the state directory against
+PostgreSQL (bench/store_bench.py);
 writes them to bench/last-run.md.
 
 Environment: BENCH_DURATION (seconds per load run, default 8), BENCH_SANDBOXD (binary).

@@ -232,6 +232,7 @@ static void api_healthz(struct api *api, const struct http_request *req, struct 
         lost |= json_object_set_new(reply->body, "workflows", flow_cache_stats(a->wf_cache));
         lost |= json_object_set_new(reply->body, "profiles", profiles_stats(a->profiles));
         lost |= json_object_set_new(reply->body, "reuse", reuse_stats(a->reuse));
+        lost |= json_object_set_new(reply->body, "networkPool", api_pool_stats(a->network_pool));
         lost |= json_object_set_new(reply->body, "egress",
                                     a->egress ? egress_proxy_describe(a->egress)
                                               : json_pack("{s:[], s:[]}", "allow", "recent"));

@@ -676,6 +676,7 @@ static void serve_app(struct serve_opts *o, struct serve_run *v)
         .pool = v->su.pool,
         .session_pool = v->su.session_pool,
         .template_pool = v->template_pool,
+        .network_pool = v->su.network_pool,
         .profiles = v->su.profiles,
         .metrics = v->su.metrics,
         .wf_cache = v->wf_cache,

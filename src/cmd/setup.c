@@ -32,6 +32,7 @@ void setup_opts_init(struct setup_opts *o)
         .pool_size = 16,
         .zygotes = 2,
         .session_pool_size = 2,
+        .network_pool_size = 2,
         .preimport = "datetime,math,random",
         .max_memory = 2048,
         .output_kb = 1024,
@@ -270,9 +271,10 @@ int setup_mcp_config(const struct setup_opts *o, struct mcp_config *ret)
     return r;
 }
 
-int setup_pool(struct setup *s, const struct setup_opts *o, unsigned size, unsigned max_size,
-               unsigned zygotes, const char *extra, struct pool **ret)
+int setup_pool(struct setup *s, const struct setup_opts *o, const struct setup_pool_kind *k,
+               struct pool **ret)
 {
+    const char *extra = k->extra;
     if (!s->jopt.cell_lib) {
         log_error("libsbxcell.so not found next to the binary (use --cell-lib, or set the "
                   "warm pools' sizes to 0 to run without them)");
@@ -282,13 +284,16 @@ int setup_pool(struct setup *s, const struct setup_opts *o, unsigned size, unsig
     if (asprintf(&modules, "%s%s%s", o->preimport, extra ? "," : "", extra ? extra : "") < 0)
         return -ENOMEM;
     struct pool_options po = {
-        .size = size,
-        .max_size = max_size,
-        .zygotes = zygotes,
+        .size = k->size,
+        .max_size = k->max_size,
+        .zygotes = k->zygotes,
         .max_frame = (size_t)o->max_result_mb << 20,
         .nproc = o->procs,
         .nofile = 256,
         .preimport = modules,
+        .prepare = k->prepare,
+        .egress_port = k->egress_port,
+        .refill_delay_us = k->refill_delay_us,
     };
     int r = pool_new(&s->jail, &po, ret);
     free(modules);
@@ -318,8 +323,7 @@ static int setup_egress_probe(struct setup *s, const char *cmd)
 struct setup_pool_job {
     struct setup *s;
     const struct setup_opts *o;
-    unsigned size, max, zygotes;
-    const char *extra;  /* modules besides --preimport */
+    struct setup_pool_kind kind;
     struct pool **ret;  /* where the pool goes */
     const char *what;   /* its name in the error message */
     const char *option; /* the option that turns it off */
@@ -331,7 +335,7 @@ struct setup_pool_job {
 static void *setup_pool_thread(void *arg)
 {
     struct setup_pool_job *j = arg;
-    j->r = setup_pool(j->s, j->o, j->size, j->max, j->zygotes, j->extra, j->ret);
+    j->r = setup_pool(j->s, j->o, &j->kind, j->ret);
     return NULL;
 }
 
@@ -436,31 +440,47 @@ static int setup_pools(struct setup *s, const struct setup_opts *o, const char *
      * a session is ready in a few milliseconds without making every JIT interpreter's fork and
      * exit dearer; so do templates. */
     struct setup_pool_job jobs[] = {
-        {.size = (unsigned)o->pool_size,
-         .max = (unsigned)(o->pool_max ? o->pool_max : 2 * o->pool_size),
-         .zygotes = (unsigned)o->zygotes,
+        {.kind = {.size = (unsigned)o->pool_size,
+                  .max_size = (unsigned)(o->pool_max ? o->pool_max : 2 * o->pool_size),
+                  .zygotes = (unsigned)o->zygotes},
          .ret = &s->pool,
          .what = "warm pool",
          .option = "pool-size"},
-        {.size = (unsigned)o->session_pool_size,
-         .zygotes = 1,
-         .extra = "sandboxd_runtime.session",
+        /* Its cells prepare a session while they wait (the event loop, the mcp package), and
+         * a session's start is over before its replacement begins (~2 ms: docs/internals/
+         * session.md). */
+        {.kind = {.size = (unsigned)o->session_pool_size,
+                  .zygotes = 1,
+                  .extra = "sandboxd_runtime.session",
+                  .prepare = "session",
+                  .refill_delay_us = 5000},
          .ret = &s->session_pool,
          .what = "session pool",
          .option = "session-pool-size"},
-        {.size = (unsigned)o->template_pool_size,
-         .zygotes = 1,
-         .extra = "jinja2,jinja2.sandbox,jsonschema,sandboxd_runtime.template",
+        {.kind = {.size = (unsigned)o->template_pool_size,
+                  .zygotes = 1,
+                  .extra = "jinja2,jinja2.sandbox,jsonschema,sandboxd_runtime.template"},
          .ret = &s->template_pool,
          .what = "template pool",
          .option = "template-pool-size"},
+        /* Executions and sessions with a network policy: each cell in a network namespace of
+         * its own with the proxy's listener, and the filter's TCP variant (docs/NETWORK.md). */
+        {.kind = {.size = s->jopt.egress ? (unsigned)o->network_pool_size : 0,
+                  .max_size = 2 * (unsigned)o->network_pool_size,
+                  .zygotes = 1,
+                  .extra = "sandboxd_runtime.session",
+                  .egress_port = EGRESS_SANDBOX_PORT},
+         .ret = &s->network_pool,
+         .what = "network pool",
+         .option = "network-pool-size"},
     };
     for (size_t i = 0; i < ARRAY_SIZE(jobs); i++) {
         jobs[i].s = s;
         jobs[i].o = o;
-        if (jobs[i].size && pthread_create(&jobs[i].thread, NULL, setup_pool_thread, &jobs[i]) == 0)
+        unsigned size = jobs[i].kind.size;
+        if (size && pthread_create(&jobs[i].thread, NULL, setup_pool_thread, &jobs[i]) == 0)
             jobs[i].started = true;
-        else if (jobs[i].size)
+        else if (size)
             setup_pool_thread(&jobs[i]); /* no thread to be had: here, in turn */
     }
     struct profiles_options pro = {
@@ -535,6 +555,7 @@ static int setup_sessions(struct setup *s, const struct setup_opts *o, const cha
         .profiles = s->profiles,
         .artifacts = setup_artifact_caps(o),
         .egress = s->egress,
+        .network_pool = s->network_pool,
     };
     return sessions_new(&s->so, &s->jail, s->session_pool ? s->session_pool : s->pool, s->mcp,
                         s->wstore, s->metrics, &s->sessions);
@@ -570,6 +591,7 @@ void setup_stop(struct setup *s)
     profiles_free(s->profiles);
     egress_proxy_free(s->egress); /* after the sessions: they hold taps */
     pool_free(s->template_pool);
+    pool_free(s->network_pool);
     pool_free(s->session_pool);
     pool_free(s->pool);
     workspace_store_free(s->wstore);

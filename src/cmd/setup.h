@@ -77,6 +77,7 @@ struct setup_opts {
     /* the proxy's shares (0: sized by egress_shares_size from max_sessions and executions) */
     uint64_t egress_pool, egress_max_open, egress_session_max_open, egress_tenant_connections;
     uint64_t executions; /* serve's --max-running: executions that may hold proxy connections */
+    uint64_t network_pool_size; /* --network-pool-size: the network pool (with --egress-allow) */
 };
 
 /*
@@ -230,6 +231,10 @@ struct setup_opts {
       "                         the proxy, so a secret never enters the sandbox (repeatable)\n")   \
     X(EGRESS_CA_FILE, "egress-ca-file", required_argument,                                         \
       "  --egress-ca-file FILE  PEM certificates sandboxes trust besides the host's\n")            \
+    N(NETWORK_POOL, "network-pool-size", 0, 1024, network_pool_size,                               \
+      "  --network-pool-size N  interpreters kept ready for executions and sessions with a\n"      \
+      "                         network policy, each in a network namespace of its own (2; 0:\n"   \
+      "                         each of them starts a fresh sandbox, ~15 x slower)\n")             \
     N(EGRESS_MAX_MB, "egress-max-mb", 1, 1 << 20, egress_max_mb,                                   \
       "  --egress-max-mb N      bytes up and down per execution, in MiB (256)\n")                  \
     N(EGRESS_MAX_CONNECTIONS, "egress-max-connections", 1, 4096, egress_max_connections,           \
@@ -297,6 +302,7 @@ struct setup {
     struct pool *pool;          /* NULL with --pool-size 0 */
     struct pool *session_pool;  /* NULL with --session-pool-size 0: sessions use pool */
     struct pool *template_pool; /* serve's; NULL with --template-pool-size 0 (or for mcp) */
+    struct pool *network_pool;  /* NULL without --egress-allow or with --network-pool-size 0 */
     struct profiles *profiles;  /* --profile and the built-in ones (pools started on use) */
     struct mcp_config mcfg;
     struct mcp_registry *mcp;
@@ -324,10 +330,17 @@ char *setup_trust_file(void);
  * partly built (call setup_stop()). */
 int setup_start(struct setup *s, const struct setup_opts *o, struct common_opts *common,
                 const char *cmd);
-/* A warm pool of size cells from zygotes zygotes that import --preimport plus extra
- * (comma-separated, may be NULL) before forking; after setup_start() built the jail. */
-int setup_pool(struct setup *s, const struct setup_opts *o, unsigned size, unsigned max_size,
-               unsigned zygotes, const char *extra, struct pool **ret);
+/* What kind of warm pool setup_pool() starts. */
+struct setup_pool_kind {
+    unsigned size, max_size, zygotes; /* pool_options' */
+    const char *extra;    /* modules imported besides --preimport (comma-separated, may be NULL) */
+    const char *prepare;  /* pool_options.prepare (NULL: none) */
+    uint16_t egress_port; /* pool_options.egress_port (0: cells without a network) */
+    int64_t refill_delay_us; /* pool_options.refill_delay_us */
+};
+/* A warm pool of that kind; after setup_start() built the jail. */
+int setup_pool(struct setup *s, const struct setup_opts *o, const struct setup_pool_kind *k,
+               struct pool **ret);
 /* Tear down in reverse order; safe on a zeroed or partly built struct. */
 void setup_stop(struct setup *s);
 

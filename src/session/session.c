@@ -174,18 +174,23 @@ json_t *session_describe(struct session *s, const struct sessions *ss)
     return d;
 }
 
-/* A session with a network policy: a cold cell whose listener the proxy takes over (never a
- * warm one, see cell_spawn_cold_egress; nor a profile's), and the init job learns where the
- * proxy is. */
+/* A session with a network policy: a cell whose listener the proxy takes over (a warm one of
+ * the network pool; a fresh one without it or for a profile, whose pool has no network), and
+ * the init job learns where the proxy is. */
 static int session_egress_cell(struct sessions *ss, struct session *s,
                                const struct egress_policy *pol, const struct jail_limits *lim,
-                               json_t *job, struct cell **ret_cell)
+                               bool profile, json_t *job, struct cell **ret_cell, bool *ret_hit)
 {
     int listener = -1;
-    int r = cell_spawn_cold_egress(ss->jail, lim, ss->opt.max_frame, EGRESS_SANDBOX_PORT, ret_cell,
-                                   &listener);
+    int r = ss->opt.network_pool && !profile
+                ? pool_acquire(ss->opt.network_pool, lim,
+                               clock_mono_us() + SESSION_READY_TIMEOUT_US, ret_cell, ret_hit)
+                : cell_spawn_cold_egress(ss->jail, lim, ss->opt.max_frame, EGRESS_SANDBOX_PORT,
+                                         ret_cell, &listener);
     if (r < 0)
         return r;
+    if (listener < 0)
+        listener = TAKE_FD((*ret_cell)->egress_fd);
     char label[SESSION_ID_MAX + 16];
     snprintf(label, sizeof(label), "session %s", s->id);
     const struct egress_owner who = {
@@ -416,7 +421,7 @@ static int session_boot(struct sessions *ss, struct session *s, const struct ses
     if (p->pol && !(s->network = egress_policy_json(p->pol)))
         r = -ENOMEM;
     else if (p->pol)
-        r = session_egress_cell(ss, s, p->pol, &lim, job, &cell);
+        r = session_egress_cell(ss, s, p->pol, &lim, p->named, job, &cell, ret_hit);
     else
         r = p->pool ? pool_acquire(p->pool, &lim, deadline, &cell, ret_hit)
                     : cell_spawn_cold(ss->jail, &lim, ss->opt.max_frame, &cell);
@@ -448,6 +453,7 @@ static int session_boot(struct sessions *ss, struct session *s, const struct ses
         .timeout_us = SESSION_READY_TIMEOUT_US,
         .output_limit = ss->opt.output_limit,
         .keep_alive = true,
+        .no_accounting = true, /* the session's executions are billed, not its set-up */
         .final_type = "session_ready",
     };
     r = exec_run(s->cell, &req, o);

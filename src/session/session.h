@@ -68,6 +68,8 @@ struct sessions_options {
     struct profiles *profiles;      /* pools a session may ask for by name; borrowed, may be NULL */
     struct artifact_caps artifacts; /* per execution */
     struct egress_proxy *egress;    /* borrowed; NULL: sessions get no network */
+    struct pool *network_pool;      /* warm cells for sessions with a network policy (borrowed;
+                                     * NULL: such a session starts a fresh sandbox) */
 };
 
 struct session_create {
