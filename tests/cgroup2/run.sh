@@ -20,7 +20,8 @@ RESULTS=${1:-}
 PACKAGES=(
   linux-image-amd64 initramfs-tools kmod mount
   # what sandboxd links, and the interpreter it jails
-  libmicrohttpd12 libcurl4 libjansson4 libseccomp2 libyaml-0-2 libsodium23 libhttp-parser2.9 python3
+  libmicrohttpd12 libcurl4 libjansson4 libseccomp2 libyaml-0-2 libsodium23 libhttp-parser2.9 libpq5
+  python3
   # the tests
   python3-pytest iproute2 procps
 )
