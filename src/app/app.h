@@ -31,6 +31,13 @@ struct pool;
 struct profiles;
 struct reuse;
 
+/* An execution's limits when its request names none: serve's --default-timeout-ms,
+ * --default-memory-mb and --output-limit-kb, run's --timeout-ms, --memory-mb and
+ * --output-limit-kb (cmd/ spells them in --help: plain literals). */
+#define APP_DEFAULT_TIMEOUT_MS 10000
+#define APP_DEFAULT_MEMORY_MB  256
+#define APP_DEFAULT_OUTPUT_KB  1024
+
 struct app_options {
     int64_t default_timeout_ms;
     int64_t max_timeout_ms;

@@ -49,15 +49,16 @@
       "                    DIR/user_tools.py or DIR/user_tools/user_tools.py, DIR/memory/ or\n"    \
       "                    DIR/user_tools/memory/\n")                                              \
     X(WORKSPACE, "workspace",                                                                      \
-      "  --workspace NAME  the workspace to import into (default: default, the one\n"              \
+      "  --workspace NAME  the workspace to import into (default: " SESSION_WORKSPACE_DEFAULT      \
+      ", the one\n"                                                                                \
       "                    `sandboxd mcp` uses)\n")                                                \
     X(STATE_DIR, "state-dir",                                                                      \
       "  --state-dir DIR   sandboxd's state directory (default: $MCP_BRIDGE_STATE_DIR as\n"        \
       "                    `sandboxd mcp --compat code-execution-mode` uses it, else the\n"        \
       "                    usual one, see docs/SESSIONS.md)\n")                                    \
     C(PYTHON, "python",                                                                            \
-      "  --python PATH     the interpreter that reads user_tools.py (default "                     \
-      "/usr/bin/python3)\n")                                                                       \
+      "  --python PATH     the interpreter that reads user_tools.py (default " JAIL_DEFAULT_PYTHON \
+      ")\n")                                                                                       \
     C(RUNTIME_DIR, "runtime-dir",                                                                  \
       "  --runtime-dir DIR sandboxd's Python runtime (default: found next to the binary)\n")       \
     C(LOG_LEVEL, "log-level", "  --log-level LEVEL debug|info|warn|error\n")
@@ -303,8 +304,9 @@ int cmd_migrate(int argc, char **argv)
         MIGRATE_OPTIONS(MIGRATE_LONG_X_, MIGRATE_LONG_C_){"help", no_argument, NULL, 'h'},
         {0},
     };
-    struct common_opts common = {0};
-    const char *from = NULL, *workspace = "default", *state_opt = NULL;
+    struct common_opts common;
+    common_opts_init(&common);
+    const char *from = NULL, *workspace = SESSION_WORKSPACE_DEFAULT, *state_opt = NULL;
     int opt;
     while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         if (opt == 'h') {
@@ -356,8 +358,9 @@ int cmd_migrate(int argc, char **argv)
     _cleanup_sbx_error_ struct sbx_error why = {0};
     struct workspace_store *store = NULL;
     struct workspace *w = NULL;
-    struct workspace_limits wl = {
-        .max_value = 1u << 20, .max_bytes = 64u << 20, .max_entries = 10000, .max_file = 16u << 20};
+    struct setup_opts defaults; /* the store's limits as serve and mcp have them by default */
+    setup_opts_init(&defaults);
+    struct workspace_limits wl = setup_workspace_limits(&defaults);
     int r = trust_make_dir(state, &why);
     if (r < 0)
         log_error("migrate: refusing the state directory %s: %s", state,
@@ -369,7 +372,8 @@ int cmd_migrate(int argc, char **argv)
     if (r == 0) {
         printf("from %s into workspace %s of %s\n", src, workspace, state);
         if (tools)
-            migrate_tools(w, jo.python ? jo.python : "/usr/bin/python3", jo.runtime_dir, tools, &n);
+            migrate_tools(w, jo.python ? jo.python : JAIL_DEFAULT_PYTHON, jo.runtime_dir, tools,
+                          &n);
         if (memdir)
             migrate_memories(w, memdir, &n);
         printf("%u imported, %u skipped\n", n.imported, n.skipped);

@@ -70,9 +70,11 @@ struct sessions_options {
     struct egress_proxy *egress;    /* borrowed; NULL: sessions get no network */
 };
 
+#define SESSION_WORKSPACE_DEFAULT "default" /* the workspace of a session that names none */
+
 struct session_create {
     json_t *servers;        /* borrowed array of server names, may be NULL */
-    const char *workspace;  /* may be NULL: "default" */
+    const char *workspace;  /* may be NULL: SESSION_WORKSPACE_DEFAULT */
     int64_t idle_timeout_s; /* 0: default */
     int64_t memory_mb;      /* 0: default (the profile's, else the server's) */
     struct tenant *tenant;  /* the owner (borrowed, outlives the session); NULL: the operator */

@@ -99,8 +99,8 @@ int mcp_server_new_pending(const struct mcp_server_options *opt, struct mcp_serv
         return -ENOMEM;
     s->opt = *opt;
     if (!s->opt.page_size)
-        s->opt.page_size = 100;
-    s->workspace = strdup(opt->workspace ? opt->workspace : "default");
+        s->opt.page_size = MCP_SERVER_PAGE_SIZE_DEFAULT;
+    s->workspace = strdup(opt->workspace ? opt->workspace : SESSION_WORKSPACE_DEFAULT);
     pthread_mutex_init(&s->bg_lock, NULL);
     pthread_cond_init(&s->bg_cond, NULL);
     pthread_cond_init(&s->ready_cond, NULL);
