@@ -13,10 +13,9 @@
 #define SESSION_CALL_TRIES 2
 
 /* One try: the session got, made ready, the code run in it. */
-static int session_call_try(struct sessions *ss, const struct session_call *call,
-                            const char *code, int64_t timeout_ms,
-                            const struct session_stream *stream, char id[SESSION_ID_MAX + 1],
-                            json_t **ret_result, struct sbx_error *err)
+static int session_call_try(struct sessions *ss, const struct session_call *call, const char *code,
+                            int64_t timeout_ms, const struct session_stream *stream,
+                            char id[SESSION_ID_MAX + 1], json_t **ret_result, struct sbx_error *err)
 {
     id[0] = '\0';
     int r = call->get(call->userdata, id, err);
