@@ -420,16 +420,15 @@ struct srv_try {
     char *label;                 /* how answers name it (caller frees); NULL: none got */
 };
 
-/* A reason of this front end's (-errno and why, freed) as the error sessions_call() passes on:
- * only its message is shown (srv_run_code()). */
+/* A reason of this front end's (-errno and why, freed) as the error sessions_call() passes on;
+ * no code: only its message is shown (srv_run_code(), as a tool error). */
 static int srv_try_fail(struct sbx_error *err, int r, char *why)
 {
     enum sbx_errkind kind = r == -EINVAL      ? SBX_ERR_INVALID
                             : r == -EBUSY     ? SBX_ERR_LIMIT
                             : r == -ESHUTDOWN ? SBX_ERR_UNAVAILABLE
                                               : SBX_ERR_INTERNAL;
-    sbx_error_set(err, kind, kind == SBX_ERR_INVALID ? "INVALID_REQUEST" : "INTERNAL", NULL, "%s",
-                  why ? why : strerror(-r));
+    sbx_error_set(err, kind, NULL, NULL, "%s", why ? why : strerror(-r));
     free(why);
     return r;
 }
