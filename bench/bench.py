@@ -5,9 +5,12 @@ isolation overhead of a cold spawn, memory figures, sessions against a Jupyter k
 (bench/session_bench.py), data work (pandas, a chart) against cold python and a Jupyter
 kernel (bench/data_bench.py), the latency the egress proxy adds to one request
 (bench/egress_bench.py), `sandboxd mcp` against its --compat mode (bench/compat_bench.py),
-fresh interpreters against warm reuse with their cost per execution (bench/perf_bench.py) and
-the typed tool stubs of 1,000 tools (bench/stubs_bench.py) and the cold paths (`sandboxd run`
-against bubblewrap + python3, `sandboxd mcp` ready, `serve` to /readyz: bench/coldstart_bench.py);
+fresh interpreters against warm reuse with their cost per execution (bench/perf_bench.py),
+the typed tool stubs of 1,000 tools (bench/stubs_bench.py), E2B's SDK against /e2b
+(bench/e2b_bench.py, bench/e2b_bench.mjs), the cold paths (`sandboxd run` against bubblewrap +
+python3, `sandboxd mcp` ready, `serve` to /readyz, sessions ready, network policies against
+plain executions: bench/coldstart_bench.py) and the state store, the state directory against
+PostgreSQL (bench/store_bench.py);
 writes them to bench/last-run.md.
 
 Environment: BENCH_DURATION (seconds per load run, default 8), BENCH_SANDBOXD (binary).
@@ -24,9 +27,11 @@ import time
 import coldstart_bench
 import compat_bench
 import data_bench
+import e2b_bench
 import egress_bench
 import perf_bench
 import session_bench
+import store_bench
 import stubs_bench
 
 from benchlib import APPS, BIN, DURATION, HERE, ROOT, Proc, check, free_port, jit, post, wrk
@@ -214,6 +219,8 @@ def main():
     text += "\n## Sessions\n\n" + session_bench.main(free_port())[0]
     print("data work: pandas and a chart against cold python and a Jupyter kernel ...", flush=True)
     text += "\n## Data work\n\n" + data_bench.main(free_port())[0]
+    print("E2B's SDK against /e2b ...", flush=True)
+    text += "\n## E2B's SDK (docs/E2B.md)\n\n" + e2b_bench.main(free_port())[0]
     print("network egress through the proxy ...", flush=True)
     text += "\n## Network egress (docs/NETWORK.md)\n\n" + egress_bench.main(free_port())[0]
     print("the cold paths: sandboxd run against bwrap + python3, mcp, /readyz ...", flush=True)
@@ -222,6 +229,8 @@ def main():
     text += "\n## MCP server: native against --compat\n\n" + compat_bench.main()[0]
     print("typed tool stubs for 1,000 tools ...", flush=True)
     text += "\n## Typed tool stubs (docs/SESSIONS.md)\n\n" + stubs_bench.main()[0]
+    print("the state store: the state directory against PostgreSQL ...", flush=True)
+    text += "\n## The state store (docs/DEPLOY.md)\n\n" + store_bench.main()[0]
     print()
     print(text)
     (HERE / "last-run.md").write_text("Measured %s with `make bench` (BENCH_DURATION=%d)\n\n%s"

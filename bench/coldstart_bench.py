@@ -8,13 +8,20 @@ machine):
   call, and bare `python3 -c`; process start to exit, output checked;
 - `sandboxd mcp`: process start to the answer to `initialize`, and the first `run_python`
   sent a second later (as a person would), then the next few;
-- `sandboxd serve`: process start to the first 200 from /readyz (a warm interpreter ready).
+- `sandboxd serve`: process start to the first 200 from /readyz (a warm interpreter ready);
+- sessions: POST /v1/sessions to its 201 (a session ready), and the round trip of `x = x + 1`
+  in a live session, with what each costs the server's process tree (CPU and minor faults:
+  /proc of sandboxd, its zygotes and their cells, reaped ones included);
+- network policies: a trivial EXECUTOR with `taskDetails.network` against the same without
+  one, and their cost to the process tree (in blocks of each kind, so that the replacement
+  cell a block's executions fork is counted with them).
 
 BENCH_BASE_SANDBOXD names another build, measured in the same rounds as "base" (the
-before/after of a change). Run by bench/bench.py; alone:
+before/after of a change); the servers of both run side by side. Run by bench/bench.py; alone:
     /usr/bin/python3 bench/coldstart_bench.py [-v]
 Environment: BENCH_SANDBOXD (the build), BENCH_COLD_ROUNDS (40), BENCH_MCP_ROUNDS (12),
-BENCH_SERVE_ROUNDS (8), BENCH_COLD_ONLY (a comma-separated choice of run, mcp, serve).
+BENCH_SERVE_ROUNDS (8), BENCH_SESSION_ROUNDS (200), BENCH_NET_ROUNDS (10 blocks of 20),
+BENCH_COLD_ONLY (a comma-separated choice of run, mcp, serve, sessions, network).
 """
 import http.client
 import json
@@ -38,6 +45,10 @@ PY = "/usr/bin/python3"
 ROUNDS = int(os.environ.get("BENCH_COLD_ROUNDS", "40"))
 MCP_ROUNDS = int(os.environ.get("BENCH_MCP_ROUNDS", "12"))
 SERVE_ROUNDS = int(os.environ.get("BENCH_SERVE_ROUNDS", "8"))
+SESSION_ROUNDS = int(os.environ.get("BENCH_SESSION_ROUNDS", "200"))
+NET_ROUNDS = int(os.environ.get("BENCH_NET_ROUNDS", "10"))
+NET_BLOCK = 20
+TCK = os.sysconf("SC_CLK_TCK")
 
 HANDLER = "def f(input, context):\n    return {\"ok\": 1, \"n\": len(input)}\n"
 CALL = ("import sys; sys.path.insert(0, %r); import h, json; "
@@ -164,14 +175,166 @@ def bench_serve(tmp):
     return {label: pct(v) for label, v in out.items()}
 
 
+def tree_usage(pid):
+    """(CPU seconds, minor faults) of pid and every descendant alive, each with what it reaped:
+    the difference of two readings is what the tree spent between them, cells that came and
+    went included (their zygote reaped them)."""
+    cpu, flt, todo = 0.0, 0, [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            f = open("/proc/%d/stat" % p).read().rsplit(")", 1)[1].split()
+            cpu += sum(int(x) for x in f[11:15]) / TCK
+            flt += int(f[7]) + int(f[8])
+            for t in os.listdir("/proc/%d/task" % p):
+                todo += [int(x) for x in open("/proc/%d/task/%s/children" % (p, t)).read().split()]
+        except (OSError, IndexError, ValueError):
+            continue  # gone meanwhile
+    return cpu, flt
+
+
+class Served:
+    """A `sandboxd serve` of one build for the sessions and network rounds, and one keep-alive
+    HTTP connection to it."""
+
+    def __init__(self, binary, state, args=()):
+        self.port = free_port()
+        self.p = subprocess.Popen([binary, "serve", "--port", str(self.port), "--state-dir", state,
+                                   "--no-mcp-discovery", "--log-level", "warn"] + list(args),
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.c = None
+        for _ in range(1200):
+            try:
+                if self.call("GET", "/readyz")[0] == 200:
+                    break
+            except OSError:
+                self.c = None
+            time.sleep(0.05)
+        else:
+            raise RuntimeError("%s serve did not become ready" % binary)
+        time.sleep(1)  # the other pools fill too
+
+    def call(self, method, path, body=None):
+        if self.c is None:
+            self.c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+        data = json.dumps(body) if body is not None else None
+        self.c.request(method, path, data, {"Content-Type": "application/json"} if data else {})
+        r = self.c.getresponse()
+        raw = r.read()
+        return r.status, (json.loads(raw) if raw else None)
+
+    def timed(self, method, path, body=None, ok=(200, 201)):
+        t = time.perf_counter()
+        st, out = self.call(method, path, body)
+        ms = (time.perf_counter() - t) * 1000
+        if st not in ok:
+            raise RuntimeError("%s %s: %d %s" % (method, path, st, out))
+        return ms, out
+
+    def stop(self):
+        self.p.send_signal(signal.SIGTERM)
+        self.p.wait(60)
+
+
+def per_op(before, after, n):
+    return {"cpu_ms": (after[0] - before[0]) / n * 1000, "faults": (after[1] - before[1]) / n}
+
+
+def bench_sessions(tmp):
+    builds = [("sandboxd", BIN)] + ([("base", BASE)] if BASE else [])
+    srv = {label: Served(b, os.path.join(tmp, "sess-" + label)) for label, b in builds}
+    out = {label: {"ready": [], "rt": [], "use": {}} for label in srv}
+    try:
+        for label, s in srv.items():  # warm: the pools, the workspace, the page cache
+            for _ in range(5):
+                _, info = s.timed("POST", "/v1/sessions", {})
+                s.call("DELETE", "/v1/sessions/" + info["sessionId"])
+        use0 = {label: tree_usage(s.p.pid) for label, s in srv.items()}
+        for i in range(SESSION_ROUNDS):
+            for label in (list(srv) if i % 2 == 0 else list(srv)[::-1]):
+                s = srv[label]
+                ms, info = s.timed("POST", "/v1/sessions", {})
+                out[label]["ready"].append(ms)
+                s.timed("DELETE", "/v1/sessions/" + info["sessionId"], ok=(204,))
+                time.sleep(0.05)  # the pool refills, as between agents' sessions
+        for label, s in srv.items():
+            out[label]["use"]["ready"] = per_op(use0[label], tree_usage(s.p.pid), SESSION_ROUNDS)
+        sids = {}
+        for label, s in srv.items():
+            _, info = s.timed("POST", "/v1/sessions", {})
+            sids[label] = "/v1/sessions/%s/execute" % info["sessionId"]
+            for _ in range(20):
+                s.timed("POST", sids[label], {"code": "x = 0"})
+        n = 3 * SESSION_ROUNDS
+        use0 = {label: tree_usage(s.p.pid) for label, s in srv.items()}
+        for i in range(n):
+            for label in (list(srv) if i % 2 == 0 else list(srv)[::-1]):
+                ms, r = srv[label].timed("POST", sids[label], {"code": "x = x + 1"})
+                assert r["status"] == "ok", r
+                out[label]["rt"].append(ms)
+        for label, s in srv.items():
+            out[label]["use"]["rt"] = per_op(use0[label], tree_usage(s.p.pid), n)
+    finally:
+        for s in srv.values():
+            s.stop()
+    return {label: {"ready": pct(d["ready"]), "rt": pct(d["rt"]), "use": d["use"]}
+            for label, d in out.items()}
+
+
+NET_CODE = {"requestId": "bench", "requestData": {"source": "bench"},
+            "context": {"handlerType": "EXECUTOR", "mcp_endpoint": "local",
+                        "taskDetails": {"code": "1 + 1", "timeoutMs": 20000}}}
+
+
+def net_request(network):
+    body = json.loads(json.dumps(NET_CODE))
+    if network:
+        body["context"]["taskDetails"]["network"] = {"allow": ["api.test:443"]}
+    return body
+
+
+def bench_network(tmp):
+    builds = [("sandboxd", BIN)] + ([("base", BASE)] if BASE else [])
+    args = ["--pool-size", "4", "--egress-allow", "api.test:443"]
+    srv = {label: Served(b, os.path.join(tmp, "net-" + label), args) for label, b in builds}
+    kinds = [(label, net) for label in srv for net in (False, True)]
+    out = {k: {"ms": [], "cpu": 0.0, "flt": 0} for k in kinds}
+    try:
+        for label, net in kinds:  # warm
+            for _ in range(5):
+                srv[label].timed("POST", "/execute", net_request(net))
+        for i in range(NET_ROUNDS):
+            for label, net in (kinds if i % 2 == 0 else kinds[::-1]):
+                s = srv[label]
+                u0 = tree_usage(s.p.pid)
+                for _ in range(NET_BLOCK):
+                    ms, r = s.timed("POST", "/execute", net_request(net))
+                    assert r["resultType"] == "generic", r
+                    out[(label, net)]["ms"].append(ms)
+                    time.sleep(0.02)
+                time.sleep(0.2)  # the block's replacement cells are forked and ready
+                u1 = tree_usage(s.p.pid)
+                out[(label, net)]["cpu"] += u1[0] - u0[0]
+                out[(label, net)]["flt"] += u1[1] - u0[1]
+    finally:
+        for s in srv.values():
+            s.stop()
+    n = NET_ROUNDS * NET_BLOCK
+    return {"%s %s" % (label, "network" if net else "plain"):
+            dict(pct(d["ms"]), cpu_ms=d["cpu"] / n * 1000, faults=d["flt"] / n)
+            for (label, net), d in out.items()}
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="bench-cold-")
     load = os.getloadavg()
-    only = os.environ.get("BENCH_COLD_ONLY", "run,mcp,serve").split(",")
+    only = os.environ.get("BENCH_COLD_ONLY", "run,mcp,serve,sessions,network").split(",")
     try:
         run = bench_run(tmp) if "run" in only else {}
         mcp = bench_mcp(tmp) if "mcp" in only else {}
         serve = bench_serve(tmp) if "serve" in only else {}
+        sessions = bench_sessions(tmp) if "sessions" in only else {}
+        network = bench_network(tmp) if "network" in only else {}
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     load_end = os.getloadavg()
@@ -194,7 +357,24 @@ def main():
               % SERVE_ROUNDS, "| --- | ---: | ---: |"]
     for label, d in serve.items():
         lines.append("| %s | %.1f | %.1f |" % (label, d["p50"], d["p99"]))
+    lines += ["", "| sessions (%d created, %d round trips) | session ready p50 ms | p99 ms | "
+              "tree CPU ms | faults | round trip p50 ms | p99 ms | tree CPU ms | faults |"
+              % (SESSION_ROUNDS, 3 * SESSION_ROUNDS),
+              "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for label, d in sessions.items():
+        lines.append("| %s | %.2f | %.2f | %.2f | %.0f | %.3f | %.3f | %.3f | %.0f |" % (
+            label, d["ready"]["p50"], d["ready"]["p99"], d["use"]["ready"]["cpu_ms"],
+            d["use"]["ready"]["faults"], d["rt"]["p50"], d["rt"]["p99"],
+            d["use"]["rt"]["cpu_ms"], d["use"]["rt"]["faults"]))
+    lines += ["", "| EXECUTOR `1 + 1` (%d each, blocks of %d) | p50 ms | p99 ms | p50 / plain | "
+              "tree CPU ms | faults |" % (NET_ROUNDS * NET_BLOCK, NET_BLOCK),
+              "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    for k, d in network.items():
+        plain = network.get(k.rsplit(" ", 1)[0] + " plain")
+        lines.append("| %s | %.2f | %.2f | %.2f | %.2f | %.0f |" % (
+            k, d["p50"], d["p99"], d["p50"] / plain["p50"], d["cpu_ms"], d["faults"]))
     return "\n".join(lines) + "\n", {"run": run, "mcp": mcp, "serve": serve,
+                                     "sessions": sessions, "network": network,
                                      "load": [load, load_end]}
 
 

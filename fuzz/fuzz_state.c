@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "framework/state.h"
+#include "store/state.h"
 
 #define HOUR_US (3600LL * 1000000)
 

@@ -40,6 +40,7 @@ dict_parts() {
     mcp_config) echo json config ;;
     yaml | workflow | template) echo yaml workflow ;;
     sse) echo sse ;;
+    e2b) echo json e2b ;;
     alias) echo alias json ;;
     *) echo json ;;
   esac

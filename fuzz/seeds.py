@@ -212,6 +212,30 @@ def client_hello(name):
     return outgoing.read()
 
 
+def envelope(msg, flags=0):
+    body = json.dumps(msg, separators=(",", ":")).encode()
+    return struct.pack(">BI", flags, len(body)) + body
+
+
+E2B_REQUESTS = [
+    {"process": {"cmd": "/bin/bash", "args": ["-l", "-c", "echo hi"], "envs": {"A": "b"},
+                 "cwd": "/home/user"}, "stdin": False},
+    {"process": {"pid": 42}},
+    {"path": "/home/user", "depth": 2},
+    {"process": {"tag": "t"}, "input": {"stdin": "aGkK"}},
+]
+
+E2B_LINES = [
+    {"type": "stdout", "text": "hi\n", "timestamp": "2026-01-01T00:00:00.000000+00:00"},
+    {"type": "result", "text": "2", "html": "<b>2</b>", "json": [1, {"a": None}], "extra": {},
+     "is_main_result": True},
+    {"type": "error", "name": "ZeroDivisionError", "value": "division by zero",
+     "traceback": "Traceback...\n"},
+    {"type": "number_of_executions", "execution_count": 3},
+    {"type": "result", "png": "iVBORw0KGgo=", "is_main_result": "no"},
+]
+
+
 def write(target, name, data):
     d = os.path.join(HERE, "corpus", target)
     os.makedirs(d, exist_ok=True)
@@ -271,6 +295,14 @@ def main():
         write("egress", "head-%d" % i, b"\x01" + head)
     for i, pat in enumerate([b"*.example.com", b"api.test:8080", b"[::1]:443", b"10.0.0.1"]):
         write("egress", "pattern-%d" % i, b"\x02" + pat)
+    for i, msg in enumerate(E2B_REQUESTS):
+        write("e2b", "envelope-%d" % i, b"\x00" + envelope(msg))
+        write("e2b", "unary-%d" % i, b"\x01" + json.dumps(msg).encode())
+    write("e2b", "envelope-end", b"\x00" + envelope({}, flags=2))
+    for i, line in enumerate(E2B_LINES):
+        write("e2b", "line-%d" % i, b"\x02" + json.dumps(line).encode())
+    for code in ["not_found", "deadline_exceeded", "nonsense"]:
+        write("e2b", "end-" + code, b"\x03" + code.encode())
 
 
 if __name__ == "__main__":

@@ -9,12 +9,17 @@ PACKAGES=(
   gcc make meson ninja-build pkg-config clang-format
   libmicrohttpd-dev libcurl4-openssl-dev libjansson-dev libseccomp-dev libyaml-dev
   libsodium-dev uthash-dev libcmocka-dev libhttp-parser-dev
+  # the state store in PostgreSQL (--state-store): libpq to build; the server for the tests
+  # and benchmarks, which start their own in a temporary directory
+  libpq-dev postgresql
   # fuzz targets (make build-fuzz): clang and its libFuzzer/sanitizer runtimes
   clang libclang-rt-14-dev
   # the interpreter inside the jail and the libraries templates use there
   python3 python3-jinja2 python3-jsonschema python3-yaml
   # data work in the jail (the datascience profile); they pull in BLAS, fonts and their data
   python3-numpy python3-pandas python3-matplotlib
+  # the code interpreter's display formatter (E2B's runCode results; docs/E2B.md)
+  python3-ipython
   # tests and benchmarks
   python3-pytest python3-pyflakes valgrind curl wrk bubblewrap util-linux procps iproute2 nodejs npm
   python3-jupyter-client python3-ipykernel python3-fastapi python3-uvicorn

@@ -63,6 +63,7 @@ class Server:
         if "--mcp-config" not in args and "--no-mcp-discovery" not in args:
             args.append("--no-mcp-discovery")  # hermetic: no ~/.claude.json and friends
         cmd += args
+        self.store = "--state-store" in args or bool((env or {}).get("SANDBOXD_STATE_STORE"))
         full_env = dict(os.environ)
         full_env.setdefault("ASAN_OPTIONS", "detect_leaks=1")
         full_env.setdefault("UBSAN_OPTIONS", "print_stacktrace=1")
@@ -80,12 +81,20 @@ class Server:
                 raise RuntimeError("sandboxd exited with %s:\n%s" % (self.proc.returncode, self.logs()))
             try:
                 r = self.request("GET", "/healthz", fresh=True)
-                if r.status == 200:
+                if r.status == 200 and (not self.store or self.store_answered()):
                     return r
             except OSError:
                 pass
             time.sleep(0.05)
         raise RuntimeError("sandboxd did not become ready:\n" + self.logs())
+
+    # What sandboxd logs once a state store in PostgreSQL (reached in the background, after
+    # /healthz answers) has answered, or failed to, for the first time.
+    STORE_FIRST = ("ready (schema version", "is not ready until it answers", "knows versions up to")
+
+    def store_answered(self):
+        logs = self.logs()
+        return any(m in logs for m in self.STORE_FIRST)
 
     def logs(self):
         with open(self.log.name, errors="replace") as f:

@@ -21,6 +21,7 @@ import srccheck
 OWN_STATUSES = {
     "api/status.c": "the one table from an error's kind, or a route's success, to a status",
     "http/": "the HTTP layer's own protocol errors (a bad request line, 408, 413, 431, ...)",
+    "e2b/": "E2B's API speaks E2B's protocol: its statuses are E2B's (e2b/error.c, from the kinds)",
     "egress/": "the egress proxy speaks HTTP to the sandbox itself (CONNECT, 403, 502, ...)",
     "framework/": "a client: reads the status the Core Framework or an LLM endpoint answered",
     "mcp/client/": "a client: reads the status an MCP server over HTTP answered",

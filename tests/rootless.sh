@@ -18,7 +18,7 @@ rm -f "$STAGE/tests/attacks/test_console_attacks.py"
 # Tests that need root to set up the attack (giving a file to another user) run in the root pass.
 DESELECT=(--deselect tests/attacks/test_discovery_cache.py::test_a_file_of_another_user
           --deselect tests/attacks/test_discovery_cache.py::test_a_state_directory_of_another_user)
-cp tests/harness.py tests/origins.py "$STAGE/tests/"
+cp tests/harness.py tests/origins.py tests/pg.py "$STAGE/tests/"
 # The fake Core Framework of the end-to-end suite, which an attack on warm reuse uses.
 mkdir -p "$STAGE/tests/e2e" && cp tests/e2e/framework.py "$STAGE/tests/e2e/"
 find "$STAGE" -name __pycache__ -prune -exec rm -rf {} +

@@ -17,6 +17,7 @@ folder with code.py and output.txt; otherwise a folder is made when code asks fo
 import base64
 import datetime
 import os
+import random
 import re
 import shutil
 import sys
@@ -106,11 +107,27 @@ def list_memories():
     return out
 
 
+UPDATE_TRIES = 64           # update_memory's attempts before it gives up
+
+
 def update_memory(key, updater, *, default=None):
-    """Save updater(current value) and return it."""
-    value = updater(load_memory(key, default=default))
-    save_memory(key, value)
-    return value
+    """Save updater(current value) and return it, atomically: the save names the revision the
+    load read, and is refused when another session (on any instance) saved the memory in
+    between; then it reads again and calls updater again. updater should therefore only
+    compute (it may run more than once)."""
+    for attempt in range(UPDATE_TRIES):
+        reply = HOST({"type": "memory", "op": "load", "key": key})
+        found = reply.get("found")
+        value = updater(reply["value"] if found else default)
+        saved = HOST({"type": "memory", "op": "save", "key": key, "value": value,
+                      "ifRev": reply.get("rev") if found else None})
+        if saved.get("saved"):
+            return value
+        # Another writer won: wait a little (more each time, at random) before the next try,
+        # so that writers who collided do not collide again.
+        time.sleep(random.random() * min(0.05, 0.001 * (1 << min(attempt, 6))))
+    raise mcpapi.MCPError("update_memory: memory %r changed under every one of %d attempts; "
+                          "nothing was saved" % (key, UPDATE_TRIES))
 
 
 # ---- time zones (zoneinfo's data is bound read-only into the jail) ---------------------------

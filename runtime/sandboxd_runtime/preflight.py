@@ -107,11 +107,17 @@ def _target(func, ns, bound, touched, proxy_type):
 
 def check(tree, ns, proxy_type):
     """Raise PreflightError for the first call of tree (a module) that would fail."""
-    bound, touched = _bound_names(tree)
     finder = _Calls()
     for stmt in tree.body:
         finder.visit(stmt)
-    for call in finder.calls:
+    # Most code calls no tool at all: the second walk of the tree (the names it binds) only for
+    # code with a call that may reach one (the same calls are then judged again, with them).
+    nothing = frozenset()
+    calls = [c for c in finder.calls if _target(c.func, ns, nothing, nothing, proxy_type)]
+    if not calls:
+        return
+    bound, touched = _bound_names(tree)
+    for call in calls:
         spec = _target(call.func, ns, bound, touched, proxy_type)
         if spec is None:
             continue

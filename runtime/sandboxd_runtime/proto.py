@@ -203,6 +203,38 @@ def write(msg, fd=FD):
     write_bytes(encode(msg), fd)
 
 
+def take_available(fd, buf):
+    """Append what a non-blocking fd has to buf; False once its other end closed."""
+    while True:
+        try:
+            data = os.read(fd, 1 << 16)
+        except BlockingIOError:
+            return True
+        if not data:
+            return False
+        buf += data
+
+
+def split_frames(buf):
+    """The bodies of the whole frames at the start of buf (a bytearray), removed from it; what
+    is left is the start of the next frame. Raises ProtocolError for a frame over MAX_FRAME."""
+    while len(buf) >= 4:
+        (n,) = _HEADER.unpack_from(buf)
+        if n > MAX_FRAME:
+            raise ProtocolError("frame of %d bytes is over the limit" % n)
+        if len(buf) < 4 + n:
+            return
+        body = bytes(buf[4:4 + n])
+        del buf[:4 + n]
+        yield body
+
+
+def frame(msg):
+    """msg as a frame: its 4-byte length, then its JSON."""
+    body = encode(msg)
+    return _HEADER.pack(len(body)) + body
+
+
 def _read_exact(fd, n):
     chunks = []
     while n:

@@ -36,6 +36,7 @@ import os
 import select
 import signal
 import sys
+import _signal
 import time
 
 from sandboxd_runtime import artifacts, errors, helpers, mcpapi, network, preflight, proto
@@ -84,29 +85,19 @@ class Channel:
 
     def _take(self):
         """Append what can be read without blocking to the buffer."""
-        while True:
-            try:
-                data = os.read(self.fd, 1 << 16)
-            except BlockingIOError:
-                return
-            if not data:
-                os._exit(0)  # the host closed the session
-            self.buf += data
+        if not proto.take_available(self.fd, self.buf):
+            os._exit(0)  # the host closed the session
 
     def _dispatch_buffered(self):
         for msg in self._frames():
             self.dispatch(msg)
 
     def _frames(self):
-        while len(self.buf) >= 4:
-            n = int.from_bytes(self.buf[:4], "big")
-            if n > proto.MAX_FRAME:
-                os._exit(3)
-            if len(self.buf) < 4 + n:
-                return
-            body = bytes(self.buf[4:4 + n])
-            del self.buf[:4 + n]
-            yield json.loads(body)
+        try:
+            for body in proto.split_frames(self.buf):
+                yield json.loads(body)
+        except proto.ProtocolError:
+            os._exit(3)
 
     def pump(self):
         """Read what is there and dispatch it."""
@@ -278,13 +269,14 @@ HELPERS = {
 NAMESPACE = {}  # the session's globals, once built (add_servers frames extend it)
 
 
-def build_namespace(init):
+def build_namespace(init, pkg):
+    """The session's globals: pkg (mcpapi.install_modules), the init job's servers and saved
+    tools, the helpers."""
     ns = {"__name__": "__main__", "__builtins__": builtins}
     DISCOVERED[:] = init.get("discovered", [])
     if init.get("compat"):
         COMPAT["mode"] = init["compat"]
-    ns["mcp"] = mcpapi.install_modules({n: f for n, f in HELPERS.items()
-                                        if not hasattr(mcpapi, n)})
+    ns["mcp"] = pkg
     mcpapi.add_servers(init.get("servers", []), ns)
     ns.update(HELPERS)
     failed = []
@@ -309,6 +301,9 @@ def build_namespace(init):
 RUNNING = False
 
 
+_SIGINT = int(signal.SIGINT)
+
+
 def _on_sigint(signum, frame):
     if RUNNING:
         raise ExecutionTimeout()
@@ -319,7 +314,8 @@ def _compile(code, filename, ns):
     on the tree first: a call of a tool that would fail stops the code here."""
     flags = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
     tree = ast.parse(code, filename, "exec")
-    preflight.check(tree, ns, mcpapi.ServerProxy)
+    if SERVERS:  # no server, no proxy: no call to check (and no walk of the tree)
+        preflight.check(tree, ns, mcpapi.ServerProxy)
     last = None
     if tree.body and isinstance(tree.body[-1], ast.Expr):
         last = ast.Expression(tree.body.pop().value)
@@ -401,23 +397,46 @@ def run_code(loop, ns, code, filename):
                          **({"truncated": True} if err.get("truncated") else {})}, None
 
 
-def serve(init):
-    """Become a session. Never returns."""
-    global CHANNEL
+# What prepare() made ahead of the session job: the event loop and the `mcp` package.
+PREPARED = {}
+
+
+def _setup():
+    """The session's process-wide set-up that needs nothing of the init job: streams written
+    through, SIGINT interrupting executions, an event loop, the `mcp` package. A new event loop
+    alone is ~0.8 ms (a selector, a self-pipe, ~140 copied pages), most of a session's start."""
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.reconfigure(write_through=True, line_buffering=True)
         except (AttributeError, io.UnsupportedOperation):
             pass
+    # _signal's signal(): signal.signal() would build enums from the old and new handler.
+    _signal.signal(_SIGINT, _on_sigint)
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    pkg = mcpapi.install_modules({n: f for n, f in HELPERS.items() if not hasattr(mcpapi, n)})
+    return loop, pkg
+
+
+def prepare():
+    """In a cell of the sessions' pool, while it waits for its job (worker.serve_one): the
+    set-up every session does first, off the session's start (docs/internals/session.md).
+    Only the runtime's own code runs here, and nothing of it depends on who the cell will
+    serve: the job (a session's init, or another kind, which ignores it) still brings all of
+    that."""
+    PREPARED["setup"] = _setup()
+
+
+def serve(init):
+    """Become a session. Never returns."""
+    global CHANNEL
+    loop, pkg = PREPARED.pop("setup", None) or _setup()
     CHANNEL = Channel(proto.FD)
     mcpapi.CHANNEL = CHANNEL
     helpers.HOST = CHANNEL.call_sync
     helpers.STATE["host_workdir"] = init.get("hostWorkdir")
     network.apply(init.get("network"))
-    ns, failed = build_namespace(init)
-    signal.signal(signal.SIGINT, _on_sigint)
-    loop = asyncio.new_event_loop()
-    asyncio.set_event_loop(loop)
+    ns, failed = build_namespace(init, pkg)
     CHANNEL.loop = loop
     loop.add_reader(proto.FD, CHANNEL.pump)
     CHANNEL.send({"type": "session_ready", "pid": os.getpid(), "servers": list(SERVERS),

@@ -23,6 +23,16 @@ from sandboxd_runtime import artifacts, errors, network, proto
 _mapped_base = None
 
 
+def mapped_now():
+    """The bytes of address space mapped now. os-level I/O: open() would build three file
+    objects and an encoder, copying pages in every cell for one number."""
+    fd = os.open("/proc/self/statm", os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        return int(os.read(fd, 256).split()[0]) * resource.getpagesize()
+    finally:
+        os.close(fd)
+
+
 def apply_limits(limits, reuse=False):
     """Per-job limits the process sets on itself before any user code runs."""
     global _mapped_base
@@ -31,13 +41,7 @@ def apply_limits(limits, reuse=False):
         # The address-space limit counts what is already mapped (the
         # interpreter and its libraries) plus what the job may add.
         if _mapped_base is None:
-            # os-level I/O: open() would build three file objects and an encoder, copying
-            # pages in every cell for one number.
-            fd = os.open("/proc/self/statm", os.O_RDONLY | os.O_CLOEXEC)
-            try:
-                _mapped_base = int(os.read(fd, 256).split()[0]) * resource.getpagesize()
-            finally:
-                os.close(fd)
+            _mapped_base = mapped_now()
         cap = _mapped_base + int(memory)
         resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
     output = limits.get("outputBytes")
@@ -116,6 +120,10 @@ def handle(job):
         from sandboxd_runtime import session
 
         session.serve(job)  # never returns: the process is a session from now on
+    if kind == "e2b":
+        from sandboxd_runtime import e2b
+
+        e2b.serve(job)  # never returns: an agent session's interpreter (session.h)
     return errors.error("INTERNAL", "unknown job type %r" % (kind,))
 
 
@@ -197,10 +205,23 @@ def warm_up(profile=None):
     linecache.cache.pop("<warm-up>", None)
 
 
-def serve_one(warm=True, profile=None):
+def serve_one(warm=True, profile=None, prepare=None):
+    """prepare: what a warm cell of a pool for one kind of job does before it says "ready"
+    (session.prepare for the sessions' pool)."""
+    global _mapped_base
     os.set_inheritable(proto.FD, False)  # user subprocesses must not hold the channel
     if warm:
         warm_up(profile)
+        e2b = sys.modules.get("sandboxd_runtime.e2b")
+        if e2b is not None:
+            # The code-interpreter profile (docs/E2B.md): the first context of the sandbox this
+            # interpreter may become, forked and warmed up now rather than on its first request.
+            e2b.prefork()
+    if prepare is not None:
+        prepare()
+    if warm or prepare is not None:
+        # The address space before the first job, read now rather than on the job's path.
+        _mapped_base = mapped_now()
     # The faults so far (fork, confinement, warm-up) go to the pool's statistics.
     proto.write({"type": "ready", "pid": os.getpid(), "minFlt": faults()})
     while True:

@@ -6,9 +6,13 @@ Protocol on fd 3 (a SOCK_SEQPACKET socket, one JSON message per packet,
 fds passed with SCM_RIGHTS):
   host -> zygote  {"op": "config", ...} + [seccomp filter memfd]   (first)
                   {"op": "fork", "token": N} + [proto, stdout, stderr]
-  config: tmpBytes, nofile, nproc, fsize, preimport (modules), warmup (code, optional)
+  config: tmpBytes, nofile, nproc, fsize, preimport (modules), warmup (code, optional),
+          prepare ("session": cells prepare a session while they wait; optional),
+          egressPort (a network pool: each cell in a network namespace of its own, lo up, a
+          socket listening on 127.0.0.1:egressPort there, sent with "forked"; optional)
   zygote -> host  {"op": "ready"}
                   {"op": "forked", "token": N, "pid": P} + [pidfd]
+                                                           (+ [listener]: network pool)
                   {"op": "fork_failed", "token": N, "error": "..."}
                   {"op": "exit", "token": N, "status": S, "cpuUs": C, "maxRssKb": M,
                    "minFlt": F}
@@ -132,6 +136,7 @@ def load_cell_lib(path=CELL_LIB):
     ]
     lib.sbx_cell_postfork.argtypes = [ctypes.c_int]
     lib.sbx_netns_create.argtypes = [ctypes.c_int]
+    lib.sbx_netns_egress.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.POINTER(ctypes.c_int)]
     lib.sbx_step_name.argtypes = [ctypes.c_int]
     lib.sbx_step_name.restype = ctypes.c_char_p
     return lib
@@ -180,6 +185,7 @@ class Zygote:
         self.netns_of = {}
         self.netns_max = int(config.get("netnsMax", 256))
         self.netns_count = 0
+        self.egress_port = int(config.get("egressPort", 0))
         for name in config.get("preimport", ()):
             try:
                 __import__(name)
@@ -201,6 +207,12 @@ class Zygote:
                 sys.stderr.write("zygote: the profile's warm-up failed: %s: %s\n"
                                  % (type(exc).__name__, exc))
         self.generators = find_generators()
+        # A pool for one kind of job: its cells do that kind's set-up while they wait.
+        self.prepare = None
+        if config.get("prepare") == "session":
+            from sandboxd_runtime import session
+
+            self.prepare = session.prepare
 
     def recv(self):
         msg, anc, _flags, _addr = self.ctl.recvmsg(65536, socket.CMSG_SPACE(16 * 4))
@@ -227,12 +239,19 @@ class Zygote:
                 os.close(fd)
             self.send({"op": "fork_failed", "token": token, "error": "expected 3 fds"})
             return
-        netns = self.take_netns()
-        r = self.lib.sbx_cell_prefork()
+        listener = -1
+        if self.egress_port:
+            netns, listener = self.egress_netns()
+            r = netns if netns < 0 else 0
+        else:
+            netns = self.take_netns()
+            r = 0
+        if r == 0:
+            r = self.lib.sbx_cell_prefork()
         if r < 0:
             for fd in fds:
                 os.close(fd)
-            self.give_netns(netns)
+            self.drop_netns(netns, listener)
             self.send({"op": "fork_failed", "token": token, "error": os.strerror(-r)})
             return
         pid = os.fork()
@@ -246,13 +265,32 @@ class Zygote:
             sys.stderr.write("zygote: setns back to own pid namespace failed: %s\n" % os.strerror(-r))
             os._exit(3)
         self.tokens[pid] = token
-        if netns >= 0:
+        if listener >= 0:
+            os.close(netns)  # the cell's alone: it holds it from here on
+        elif netns >= 0:
             self.netns_of[pid] = netns
         pidfd = os.pidfd_open(pid)
         try:
-            self.send({"op": "forked", "token": token, "pid": pid}, [pidfd])
+            self.send({"op": "forked", "token": token, "pid": pid},
+                      [pidfd] if listener < 0 else [pidfd, listener])
         finally:
             os.close(pidfd)
+            if listener >= 0:
+                os.close(listener)  # sandboxd's now; the zygote keeps no socket to accept on
+
+    def egress_netns(self):
+        """(netns fd, listener fd) of a network pool's cell, or (-errno, -1): a namespace of its
+        own, never reused (its loopback is up, and the proxy's listener is in it)."""
+        listener = ctypes.c_int(-1)
+        fd = self.lib.sbx_netns_egress(self.netns_self, self.egress_port, ctypes.byref(listener))
+        return (fd, listener.value) if fd >= 0 else (fd, -1)
+
+    def drop_netns(self, netns, listener):
+        if listener >= 0:
+            os.close(listener)
+            os.close(netns)
+        else:
+            self.give_netns(netns)
 
     def take_netns(self):
         if self.netns_free:
@@ -286,7 +324,7 @@ class Zygote:
                 proto.write(*setup_failure(self.lib, step.value, -r, proto_fd))
                 os._exit(127)
             reseed(self.generators)
-            worker.serve_one(warm, self.warmup if warm else None)
+            worker.serve_one(warm, self.warmup if warm else None, self.prepare)
         finally:
             os._exit(126)
 

@@ -19,11 +19,13 @@
 #include "handlers/dispatch.h"
 #include "api/workspaces.h"
 #include "app/tenant.h"
+#include "e2b/e2b.h"
 #include "egress/proxy.h"
 #include "mcp/client/registry.h"
 #include "pool/pool.h"
 #include "pool/profile.h"
 #include "pool/reuse.h"
+#include "store/store.h"
 #include "util/buf.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -211,12 +213,15 @@ static void api_healthz(struct api *api, const struct http_request *req, struct 
         lost |= json_object_set_new(reply->body, "workflows", flow_cache_stats(a->wf_cache));
         lost |= json_object_set_new(reply->body, "profiles", profiles_stats(a->profiles));
         lost |= json_object_set_new(reply->body, "reuse", reuse_stats(a->reuse));
+        lost |= json_object_set_new(reply->body, "networkPool", api_pool_stats(a->network_pool));
         lost |= json_object_set_new(reply->body, "egress",
                                     a->egress ? egress_proxy_describe(a->egress)
-                                              : json_pack("{s:o}", "allow", json_array()));
+                                              : json_pack("{s:[], s:[]}", "allow", "recent"));
     }
     if (reply->body && api->sessions)
         lost |= json_object_set_new(reply->body, "sessions", sessions_stats(api->sessions));
+    if (reply->body && api->store)
+        lost |= json_object_set_new(reply->body, "stateStore", store_describe(api->store));
     if (!reply->body || lost) {
         json_decref(reply->body);
         reply->body = NULL;
@@ -245,7 +250,8 @@ static bool api_pool_can_fork(json_t *stats)
 }
 
 /* Readiness: 503 while starting (no warm interpreter was ready yet), while the warm pool cannot
- * make interpreters (every zygote died and waits for its restart), or draining. An empty pool
+ * make interpreters (every zygote died and waits for its restart), until the state store has
+ * answered once, or draining. An empty pool
  * under load is ready: requests wait for a fresh interpreter, which is still the fastest place
  * to send them. */
 static void api_readyz(struct api *api, struct http_reply *reply)
@@ -263,6 +269,10 @@ static void api_readyz(struct api *api, struct http_reply *reply)
     } else if (ps && !api_pool_can_fork(ps)) {
         status = "degraded";
         why = "the warm pool's zygotes died and are restarting";
+    } else if (api->store && !store_ready(api->store, &why)) {
+        /* Until the state store has answered once (a database down at start): sessions and
+         * workflows would fail, so the balancer sends nothing here yet. */
+        status = "store_unavailable";
     }
     json_decref(ps);
     api_reply_json(reply, API_OK, json_pack("{s:s, s:s*}", "status", status, "reason", why));
@@ -371,6 +381,49 @@ static void api_metrics(struct api *api, const struct http_request *req, struct 
         api_reply_error(reply, SBX_ERR_INTERNAL, "INTERNAL", NULL, "out of memory");
 }
 
+/* /e2b: E2B's SDKs send the key as X-API-Key, and to a sandbox (the data plane) none at all:
+ * the e2b module checks the sandbox's own token there. A key sent to a sandbox anyway must be
+ * right, and then stands for its owner. Refusals in E2B's shapes, so the SDKs raise their own
+ * AuthenticationError. */
+static void api_e2b(struct api *api, const struct http_request *req, struct http_reply *reply)
+{
+    struct tenant *tenant = NULL;
+    const char *key = http_header(req, "X-API-Key");
+    const char *auth = http_header(req, "Authorization");
+    if (!key && auth && strncasecmp(auth, "Bearer ", 7) == 0)
+        key = auth + 7; /* also a sandboxd client's header; E2B's "Basic" names a user */
+    bool data = e2b_is_data_plane(req);
+    bool keyed = !data || key;
+    enum policy_verdict v = policy_check_source(api->policy, req);
+    if (v == POLICY_OK && keyed)
+        v = policy_check_key(api->policy, key, &tenant);
+    if (v != POLICY_OK) {
+        e2b_refuse(req, policy_kind(v), policy_message(v), reply);
+        return;
+    }
+    /* The route table names /e2b/{path} like every other route (E2B's paths are its protocol's,
+     * docs/E2B.md; the e2b module answers its own 404s and 405s): what it does not name is
+     * refused here, in E2B's shape. */
+    const struct api_route_def *rt = api_route_lookup(req->path);
+    if (!rt || !(rt->methods & api_method_bit(req->method))) {
+        char allow[32] = "";
+        if (rt)
+            api_methods_format(rt->methods, allow);
+        e2b_refuse(req, rt ? SBX_ERR_METHOD : SBX_ERR_NOT_FOUND,
+                   rt ? "method not allowed" : "no such route", reply);
+        if (rt)
+            http_reply_header(reply, "Allow", allow);
+        return;
+    }
+    if (!data && strcmp(req->method, "POST") == 0 && atomic_load(&api->draining)) {
+        /* With Retry-After, as every UNAVAILABLE of E2B's surfaces. */
+        e2b_refuse(req, SBX_ERR_UNAVAILABLE,
+                   "sandboxd is shutting down and takes no new work; retry", reply);
+        return;
+    }
+    e2b_route(api->e2b, req, req->path + 4, tenant, keyed, reply);
+}
+
 /* GET /v1/session-options: what POST /v1/sessions may name (servers, profiles). The same for
  * every caller: the configuration is the server's, and an unknown name's 400 lists it too. */
 static void api_session_options(struct api *api, struct http_reply *reply)
@@ -394,6 +447,11 @@ static void api_session_options(struct api *api, struct http_reply *reply)
 void api_route(void *userdata, const struct http_request *req, struct http_reply *reply)
 {
     struct api *api = userdata;
+    if (api->e2b && strncmp(req->path, "/e2b", 4) == 0 &&
+        (req->path[4] == '/' || req->path[4] == '\0')) {
+        api_e2b(api, req, reply);
+        return;
+    }
     const char *path = req->path;
     bool get = strcmp(req->method, "GET") == 0;
     bool post = strcmp(req->method, "POST") == 0;
@@ -461,6 +519,8 @@ void api_route(void *userdata, const struct http_request *req, struct http_reply
             api_reply_method(reply, "GET");
     } else if (sessions) {
         api_sessions_route(api, req, path + 12, tenant, reply);
+    } else if (strcmp(path, "/v1/approvals") == 0) {
+        api_approvals_route(api, tenant, reply);
     } else if (strncmp(path, "/v1/workspaces/", 15) == 0) {
         api_workspaces_route(api, req, path + 14, tenant, reply);
     } else if (strcmp(path, "/mcp") == 0 && api->mcp) {

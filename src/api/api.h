@@ -3,8 +3,8 @@
  * api — the HTTP routes of `sandboxd serve` (CONTRACT §3): /execute,
  * /healthz, /livez, /readyz, /_framework/load_code, /metrics,
  * /v1/session-options, and the branches that send /v1/sessions,
- * /v1/workspaces, /mcp and the console's files (/ui, /openapi.json) to their
- * modules. Every request passes the policy (api/policy.h: Host, Origin,
+ * /v1/workspaces, /mcp, /e2b and the console's files (/ui, /openapi.json) to
+ * their modules. Every request passes the policy (api/policy.h: Host, Origin,
  * token, tenant), then the route table (api/routes.h: 404, 405), before any
  * route sees it. Checks what HTTP itself decides (method, Content-Type,
  * Accept, JSON syntax) and the framework allowlist, and leaves the rest to
@@ -25,7 +25,9 @@ struct api {
     struct sessions *sessions;      /* NULL: sessions disabled */
     struct mcp_http *mcp;           /* NULL: /mcp disabled */
     struct workspace_store *wstore; /* NULL: /v1/workspaces disabled */
+    struct store *store;            /* the state store (readiness, /healthz); NULL: none */
     struct mcp_registry *registry;  /* the MCP servers sessions may name; NULL: none */
+    struct e2b *e2b;                /* NULL: /e2b (E2B's API, docs/E2B.md) disabled */
     /* set once the server runs (for /healthz and /metrics); NULL before */
     _Atomic(struct http_server *) http;
     atomic_bool draining; /* api_drain() was called */

@@ -89,9 +89,7 @@ void api_session_files_route(struct api *api, const char *id, const char *tail,
         r = session_files_open(dir, path, api->app->jail->tmp_bytes, uid, gid, &fd, &len);
         if (r == 0) {
             api_reply_ok(reply, API_OK);
-            http_reply_file(reply, fd, len);
-            reply->content_type = "application/octet-stream";
-            http_reply_header(reply, "X-Content-Type-Options", "nosniff");
+            http_reply_download(reply, fd, len);
         }
     } else {
         r = session_files_delete(dir, path, uid, gid);

@@ -101,16 +101,13 @@ static bool policy_open_path(const char *path)
            (strncmp(path, "/ui", 3) == 0 && (path[3] == '\0' || path[3] == '/'));
 }
 
-/* The bearer token of req: the operator's (*ret_op), a tenant's (*ret_tenant), or a refusal. */
-static enum policy_verdict policy_token(const struct policy *p, const struct http_request *req,
-                                        bool *ret_op, struct tenant **ret_tenant)
+/* A key as sent (tok, NULL: none): the operator's (*ret_op), a tenant's (*ret_tenant), or a
+ * refusal. */
+static enum policy_verdict policy_key(const struct policy *p, const char *tok, bool *ret_op,
+                                      struct tenant **ret_tenant)
 {
-    const char *auth = http_header(req, "Authorization");
-    if (!auth)
+    if (!tok)
         return POLICY_NO_TOKEN;
-    if (strncasecmp(auth, "Bearer ", 7) != 0)
-        return POLICY_BAD_TOKEN;
-    const char *tok = auth + 7;
     size_t len = strnlen(tok, TENANT_MAX_TOKEN + 1);
     if (len == 0 || len > TENANT_MAX_TOKEN)
         return POLICY_BAD_TOKEN;
@@ -126,10 +123,20 @@ static enum policy_verdict policy_token(const struct policy *p, const struct htt
     return POLICY_OK;
 }
 
-enum policy_verdict policy_check(const struct policy *p, const struct http_request *req,
-                                 struct tenant **ret_tenant)
+/* The bearer token of req: the operator's (*ret_op), a tenant's (*ret_tenant), or a refusal. */
+static enum policy_verdict policy_token(const struct policy *p, const struct http_request *req,
+                                        bool *ret_op, struct tenant **ret_tenant)
 {
-    *ret_tenant = NULL;
+    const char *auth = http_header(req, "Authorization");
+    if (!auth)
+        return POLICY_NO_TOKEN;
+    if (strncasecmp(auth, "Bearer ", 7) != 0)
+        return POLICY_BAD_TOKEN;
+    return policy_key(p, auth + 7, ret_op, ret_tenant);
+}
+
+enum policy_verdict policy_check_source(const struct policy *p, const struct http_request *req)
+{
     const char *host = http_header(req, "Host");
     const char *origin = http_header(req, "Origin");
     if (p->check_host && (!host || !policy_host_ok(p, host, strlen(host)))) {
@@ -141,31 +148,64 @@ enum policy_verdict policy_check(const struct policy *p, const struct http_reque
         log_warn("refused Origin '%.100s' on %.100s (see --allowed-origin)", origin, req->path);
         return POLICY_BAD_ORIGIN;
     }
-    if ((!p->has_token && !p->tenants) || policy_open_path(req->path))
+    return POLICY_OK;
+}
+
+bool policy_requires_key(const struct policy *p)
+{
+    return p->has_token || p->tenants;
+}
+
+enum policy_verdict policy_check_key(const struct policy *p, const char *tok,
+                                     struct tenant **ret_tenant)
+{
+    *ret_tenant = NULL;
+    if (!policy_requires_key(p))
         return POLICY_OK;
+    bool op;
+    return policy_key(p, tok, &op, ret_tenant);
+}
+
+enum policy_verdict policy_check(const struct policy *p, const struct http_request *req,
+                                 struct tenant **ret_tenant)
+{
+    *ret_tenant = NULL;
+    enum policy_verdict v = policy_check_source(p, req);
+    if (v != POLICY_OK || !policy_requires_key(p) || policy_open_path(req->path))
+        return v;
     bool op;
     return policy_token(p, req, &op, ret_tenant);
 }
 
 bool policy_operator(const struct policy *p, const struct http_request *req)
 {
-    if (!p->has_token && !p->tenants)
+    if (!policy_requires_key(p))
         return true; /* nobody authenticates: every caller is the operator */
     bool op = false;
     struct tenant *t;
     return policy_token(p, req, &op, &t) == POLICY_OK && op;
 }
 
+enum sbx_errkind policy_kind(enum policy_verdict v)
+{
+    return v == POLICY_OK                                   ? SBX_ERR_NONE
+           : v == POLICY_BAD_HOST || v == POLICY_BAD_ORIGIN ? SBX_ERR_FORBIDDEN
+                                                            : SBX_ERR_UNAUTHORIZED;
+}
+
+const char *policy_message(enum policy_verdict v)
+{
+    return v == POLICY_BAD_HOST     ? "Forbidden: Host not allowed (DNS-rebinding protection; see "
+                                      "--allowed-host)"
+           : v == POLICY_BAD_ORIGIN ? "Forbidden: Origin not allowed (see --allowed-origin)"
+           : v == POLICY_NO_TOKEN   ? "Unauthorized: bearer token required"
+                                    : "Unauthorized: invalid bearer token";
+}
+
 void policy_refuse(enum policy_verdict v, bool jsonrpc, struct http_reply *reply)
 {
-    enum sbx_errkind kind =
-        v == POLICY_BAD_HOST || v == POLICY_BAD_ORIGIN ? SBX_ERR_FORBIDDEN : SBX_ERR_UNAUTHORIZED;
-    const char *msg =
-        v == POLICY_BAD_HOST     ? "Forbidden: Host not allowed (DNS-rebinding protection; see "
-                                   "--allowed-host)"
-        : v == POLICY_BAD_ORIGIN ? "Forbidden: Origin not allowed (see --allowed-origin)"
-        : v == POLICY_NO_TOKEN   ? "Unauthorized: bearer token required"
-                                 : "Unauthorized: invalid bearer token";
+    enum sbx_errkind kind = policy_kind(v);
+    const char *msg = policy_message(v);
     if (jsonrpc)
         api_reply_jsonrpc(reply, kind, JSONRPC_INVALID_REQUEST, msg, NULL);
     else

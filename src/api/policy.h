@@ -58,6 +58,19 @@ struct tenants *policy_tenants(const struct policy *p);
 /* Judge a request; on POLICY_OK *ret_tenant is the caller's tenant (NULL: the operator). */
 enum policy_verdict policy_check(const struct policy *p, const struct http_request *req,
                                  struct tenant **ret_tenant);
+/* The two halves of policy_check(), for front ends whose clients send their key otherwise
+ * (E2B's SDKs: X-API-Key, e2b/): rules 1 and 2 (Host, Origin) ... */
+enum policy_verdict policy_check_source(const struct policy *p, const struct http_request *req);
+/* ... and rule 3 for a key given as is (NULL: none sent): POLICY_OK and *ret_tenant when it is
+ * the operator's or a tenant's, or when no key is required. */
+enum policy_verdict policy_check_key(const struct policy *p, const char *key,
+                                     struct tenant **ret_tenant);
+/* Whether keys are required at all (--api-token or --tenants). */
+bool policy_requires_key(const struct policy *p);
+/* The kind of a refusal (FORBIDDEN: Host or Origin; UNAUTHORIZED: the token) and what it says
+ * (static). */
+enum sbx_errkind policy_kind(enum policy_verdict v);
+const char *policy_message(enum policy_verdict v);
 /* Does req come from the operator: its --api-token, or anyone when neither a token nor tenants
  * are configured? (A tenant is not the operator.) For the open paths, which policy_check()
  * lets through unauthenticated. */

@@ -11,6 +11,7 @@
  *                                       error when it cannot run)
  *   GET    /v1/sessions/{id}/approvals  the tool calls waiting for a person's decision
  *   POST   /v1/sessions/{id}/approvals/{approvalId}  {"approve": bool} decides one
+ *   GET    /v1/approvals                the waiting calls of every session of the caller
  *          /v1/sessions/{id}/files...   api/files.c
  */
 #include "api/sessions.h"
@@ -297,13 +298,15 @@ static void api_session_approvals(struct api *api, const char *id, const char *t
     bool get = strcmp(req->method, "GET") == 0, post = strcmp(req->method, "POST") == 0;
     if (!*tail) {
         json_t *list = NULL;
+        int r = get ? sessions_approvals(api->sessions, id, &list) : 0;
         if (!get) {
             api_reply_method(reply, "GET");
-        } else if (sessions_approvals(api->sessions, id, &list) < 0) {
+        } else if (r == -ENOENT) {
             api_reply_error(reply, SBX_ERR_NOT_FOUND, "NOT_FOUND", NULL, "no session %s", id);
+        } else if (r < 0) {
+            api_reply_error(reply, SBX_ERR_INTERNAL, "INTERNAL", NULL, "out of memory");
         } else {
-            api_reply_ok(reply, API_OK);
-            reply->body = json_pack("{s:o}", "approvals", list);
+            api_reply_json(reply, API_OK, json_pack("{s:o}", "approvals", list));
         }
         return;
     }
@@ -333,6 +336,18 @@ static void api_session_approvals(struct api *api, const char *id, const char *t
         }
     }
     json_decref(body);
+}
+
+void api_approvals_route(struct api *api, struct tenant *tenant, struct http_reply *reply)
+{
+    json_t *list = NULL;
+    struct sbx_error err;
+    if (!api->sessions)
+        api_reply_error(reply, SBX_ERR_NOT_FOUND, "NOT_FOUND", NULL, "sessions are disabled");
+    else if (sessions_approvals_all(api->sessions, tenant, &list, &err) < 0)
+        api_reply_sbx_error(reply, &err);
+    else
+        api_reply_json(reply, API_OK, json_pack("{s:o}", "approvals", list));
 }
 
 void api_sessions_route(struct api *api, const struct http_request *req, const char *rest,

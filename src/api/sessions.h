@@ -14,4 +14,8 @@
 void api_sessions_route(struct api *api, const struct http_request *req, const char *rest,
                         struct tenant *tenant, struct http_reply *reply);
 
+/* GET /v1/approvals: the calls waiting for a person in every session tenant sees (its own;
+ * NULL: the operator, all of them). */
+void api_approvals_route(struct api *api, struct tenant *tenant, struct http_reply *reply);
+
 #endif

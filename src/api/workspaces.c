@@ -27,15 +27,22 @@
 #include "util/log.h"
 #include "util/macros.h"
 
+/* A failed workspace call: its error as the store reported it (UNAVAILABLE for a database that
+ * cannot be reached: 503 STORE_UNAVAILABLE), INTERNAL when it reported none. */
+static void api_ws_fail(struct http_reply *reply, struct sbx_error *err, int r, const char *what)
+{
+    if (err->kind == SBX_ERR_NONE)
+        sbx_error_set(err, SBX_ERR_INTERNAL, "INTERNAL", NULL, "%s: %s", what, strerror(-r));
+    api_reply_sbx_error(reply, err);
+}
+
 static void api_ws_list(struct workspace *w, bool tools, struct http_reply *reply)
 {
     json_t *out = NULL;
-    char *why = NULL;
-    int r = tools ? workspace_tools(w, &out, &why) : workspace_list_memories(w, &out, &why);
+    struct sbx_error err = {0};
+    int r = tools ? workspace_tools(w, &out, &err) : workspace_list_memories(w, &out, &err);
     if (r < 0) {
-        api_reply_error(reply, SBX_ERR_INTERNAL, "INTERNAL", NULL, "%s",
-                        why ? why : "workspace unavailable");
-        free(why);
+        api_ws_fail(reply, &err, r, "workspace unavailable");
         return;
     }
     api_reply_json(reply, API_OK,
@@ -52,16 +59,17 @@ static void api_ws_list(struct workspace *w, bool tools, struct http_reply *repl
 static void api_ws_delete(struct workspace *w, const char *key, bool tools, const char *item,
                           struct http_reply *reply)
 {
-    int r = tools ? workspace_delete_tool(w, item) : workspace_delete_memory(w, item);
+    struct sbx_error err = {0};
+    int r = tools ? workspace_delete_tool(w, item, &err) : workspace_delete_memory(w, item, &err);
     if (r == -ENOENT) {
+        sbx_error_clear(&err);
         api_reply_error(reply, SBX_ERR_NOT_FOUND, "NOT_FOUND", NULL,
                         "workspace %s has no %s %.256s", workspace_name(w),
                         tools ? "tool" : "memory", item);
         return;
     }
     if (r < 0) {
-        api_reply_error(reply, SBX_ERR_INTERNAL, "INTERNAL", NULL, "cannot delete it: %s",
-                        strerror(-r));
+        api_ws_fail(reply, &err, r, "cannot delete it");
         return;
     }
     log_info("workspace %s: %s %.256s deleted over the API", key, tools ? "tool" : "memory", item);
@@ -119,15 +127,16 @@ void api_workspaces_route(struct api *api, const struct http_request *req, const
         return;
     }
     struct workspace *w = NULL;
-    struct workspace_share share = workspace_share_of(tenant);
-    int r = workspace_open(api->wstore, key, &share, false, &w);
+    struct store_share share = workspace_share_of(tenant);
+    struct sbx_error err = {0};
+    int r = workspace_open(api->wstore, key, &share, false, &w, &err);
     if (r == -ENOENT) {
+        sbx_error_clear(&err);
         api_reply_error(reply, SBX_ERR_NOT_FOUND, "NOT_FOUND", NULL, "no workspace %s", name);
         return;
     }
     if (r < 0) {
-        api_reply_error(reply, SBX_ERR_INTERNAL, "INTERNAL", NULL, "workspace %s: %s", name,
-                        strerror(-r));
+        api_ws_fail(reply, &err, r, "workspace unavailable");
         return;
     }
     if (item)

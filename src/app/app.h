@@ -62,6 +62,7 @@ struct app {
     struct pool *pool;          /* NULL: every execution spawns a cold interpreter */
     struct pool *session_pool;  /* sessions' own; NULL: they share pool */
     struct pool *template_pool; /* LLM templates' own; NULL: they share pool */
+    struct pool *network_pool;  /* executions with a network policy; NULL: cold cells */
     struct profiles *profiles;  /* --profile and the built-in ones; NULL: none */
     struct metrics *metrics;
     struct flow_cache *wf_cache; /* validated workflows by content; NULL: none */
@@ -80,7 +81,8 @@ struct app_run {
     const char *const *raw_path;        /* the result's value passed through as text, or NULL */
     struct pool *pool;                  /* NULL: the app's pool */
     uint64_t default_memory_mb;         /* when none is requested; 0: the server's default */
-    const struct egress_policy *egress; /* a network policy: a cold cell with the proxy */
+    const struct egress_policy *egress; /* a network policy: a cell of the network pool (or a
+                                         * cold one) with the proxy */
     struct egress_share *egress_share;  /* the tenant's part of the proxy; NULL: none */
     const char *label;                  /* the request id, for the egress log */
     const char *app_id;                 /* with reuse_key: whose interpreter it is */

@@ -32,17 +32,22 @@ static int64_t app_clamp(int64_t v, int64_t lo, int64_t hi)
     return v < lo ? lo : (v > hi ? hi : v);
 }
 
-/* A cold cell whose network namespace holds the proxy's listener, attached to the proxy with
- * the execution's allow list; the job learns where the proxy is. */
+/* A cell whose network namespace holds the proxy's listener, attached to the proxy with the
+ * execution's allow list; the job learns where the proxy is. The cell is a warm one of the
+ * network pool, or (none, or a profile asked for) a fresh one. */
 static int app_egress_cell(struct app *a, struct app_run *run, const struct jail_limits *lim,
-                           struct cell **ret_cell, struct egress_tap **ret_tap)
+                           int64_t deadline_us, struct cell **ret_cell, struct egress_tap **ret_tap)
 {
     int listener = -1;
     assert(a->egress); /* request_validate() refuses a policy without --egress-allow */
-    int r = cell_spawn_cold_egress(a->jail, lim, a->opt.max_frame, EGRESS_SANDBOX_PORT, ret_cell,
-                                   &listener);
+    int r = a->network_pool && !run->pool
+                ? pool_acquire(a->network_pool, lim, deadline_us, ret_cell, &run->pool_hit)
+                : cell_spawn_cold_egress(a->jail, lim, a->opt.max_frame, EGRESS_SANDBOX_PORT,
+                                         ret_cell, &listener);
     if (r < 0)
         return r;
+    if (listener < 0)
+        listener = TAKE_FD((*ret_cell)->egress_fd);
     const struct egress_owner who = {.label = run->label, .share = run->egress_share};
     r = egress_tap_new(a->egress, run->egress, listener, &who, ret_tap);
     if (r < 0) {
@@ -121,7 +126,7 @@ int app_run_job(struct app *a, struct app_run *run)
     if (kept_key && (cell = reuse_take(a->reuse, kept_key, &uses)))
         run->outcome.verdict.reused = true;
     else if (run->egress)
-        r = app_egress_cell(a, run, &lim, &cell, &tap);
+        r = app_egress_cell(a, run, &lim, start + timeout_ms * 1000, &cell, &tap);
     else if (pool)
         r = pool_acquire(pool, &lim, start + timeout_ms * 1000, &cell, &run->pool_hit);
     else

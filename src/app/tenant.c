@@ -46,6 +46,16 @@ void tenant_token_hash(const char *token, size_t len, unsigned char out[TENANT_H
     crypto_generichash(out, TENANT_HASH_LEN, (const unsigned char *)token, len, NULL, 0);
 }
 
+bool tenant_token_matches(const char *token, const unsigned char hash[TENANT_HASH_LEN])
+{
+    size_t len = token ? strnlen(token, TENANT_MAX_TOKEN + 1) : 0;
+    if (len == 0 || len > TENANT_MAX_TOKEN)
+        return false;
+    unsigned char h[TENANT_HASH_LEN];
+    tenant_token_hash(token, len, h);
+    return sodium_memcmp(h, hash, TENANT_HASH_LEN) == 0;
+}
+
 struct tenant *tenants_find(const struct tenants *t, const unsigned char hash[TENANT_HASH_LEN])
 {
     struct tenant *found = NULL;

@@ -44,6 +44,9 @@ size_t tenants_count(const struct tenants *t);
 
 /* The hash tokens are compared by. */
 void tenant_token_hash(const char *token, size_t len, unsigned char out[TENANT_HASH_LEN]);
+/* Is token (up to TENANT_MAX_TOKEN bytes, else no) the one whose hash is `hash`? Constant
+ * time. */
+bool tenant_token_matches(const char *token, const unsigned char hash[TENANT_HASH_LEN]);
 /* The tenant holding the token with this hash, or NULL; constant time over all tenants. */
 struct tenant *tenants_find(const struct tenants *t, const unsigned char hash[TENANT_HASH_LEN]);
 

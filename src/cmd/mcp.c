@@ -167,9 +167,11 @@ static void mcp_line(struct mcp_stdio *m, const char *line, size_t len)
                            : peek.has_request && !peek.initialize &&
                                  strcmp(json_string_value(json_object_get(msg, "method")) ?: "",
                                         "tools/call") == 0;
-    /* Until the set-up is done, every request but initialize and ping waits for it: on a
-     * worker, so that this thread keeps reading. */
-    if (!slow && !atomic_load(&m->ready) && peek.has_request && !peek.initialize &&
+    /* Until the set-up is done, every valid request but initialize and ping waits for it: on
+     * a worker, so that this thread keeps reading. What is refused for its form (an invalid
+     * message, a batch of a version without batches) needs no set-up and is answered at once,
+     * in the order it came. */
+    if (!slow && !atomic_load(&m->ready) && peek.kind == JSONRPC_REQUEST && !peek.initialize &&
         strcmp(json_string_value(json_object_get(msg, "method")) ?: "", "ping") != 0)
         slow = true;
     pthread_mutex_lock(&m->lock);
@@ -301,6 +303,11 @@ static void *mcp_setup_thread(void *arg)
 {
     struct mcp_setup *b = arg;
     int r = setup_start(b->su, b->o, b->common, "mcp");
+    /* A database is reached in the background: requests wait for its first answer as for the
+     * rest of the set-up (a run_python sent at once opens its workspace); one that does not come
+     * within the store's time leaves them to report STORE_UNAVAILABLE until it does. */
+    if (r == 0)
+        (void)store_wait(b->su->store, (int)b->o->store_timeout);
     if (r == 0 && (r = mcp_server_start(b->srv, b->su->sessions, b->su->mcp)) < 0)
         log_error("mcp: out of memory");
     if (r < 0) {
@@ -311,9 +318,9 @@ static void *mcp_setup_thread(void *arg)
         return NULL;
     }
     atomic_store(&b->m->ready, true);
-    log_pack(LOG_INFO, "sandboxd mcp ready on stdio", "{s:b, s:o, s:o}", "pool",
+    log_pack(LOG_INFO, "sandboxd mcp ready on stdio", "{s:b, s:o, s:o?, s:o}", "pool",
              b->su->pool || b->su->session_pool, "mcpServers", mcp_registry_names(b->su->mcp),
-             "stateDir", log_str(b->su->state_dir));
+             "stateDir", log_str(b->su->state_dir), "stateStore", store_describe(b->su->store));
     (void)mcp_server_conn_prepare(b->m->conn); /* logged; the first run_python starts one */
     return NULL;
 }

@@ -7,6 +7,9 @@
  * written); nothing in the workspace is replaced. user_tools.py is parsed (never run) by the
  * runtime's migrate.py under the host's interpreter, with the rules a session applies to
  * saved tools (docs/SESSIONS.md); the memory files are read here.
+ *
+ * With --from-state-dir or --from-state-store it copies one of sandboxd's own state stores
+ * into another instead (cmd/migrate_store.c).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -24,6 +27,7 @@
 
 #include "cmd/cmd.h"
 #include "cmd/common.h"
+#include "cmd/migrate_store.h"
 #include "cmd/setup.h"
 #include "session/workspace.h"
 #include "util/fdio.h"
@@ -40,10 +44,12 @@
 /*
  * The options of migrate, one row each, generating the enum (MIGRATE_OPT_<ID>), the getopt
  * entries and --help:
- *   X(ID, "name", help)   an option of its own, with an argument
+ *   X(ID, "name", help)   an option of its own, with an argument: the import's
  *   C(ID, "name", help)   common option ID (cmd/common.h) with migrate's words, common_opt()'s
+ *   S(ID, "name", help)   an option of its own, with an argument: the copy between state
+ *                         stores (cmd/migrate_store.c), listed in --help's second part
  */
-#define MIGRATE_OPTIONS(X, C)                                                                      \
+#define MIGRATE_OPTIONS(X, C, S)                                                                   \
     X(FROM, "from",                                                                                \
       "  --from DIR        upstream's state directory: $MCP_BRIDGE_STATE_DIR, else ~/MCPs;\n"      \
       "                    DIR/user_tools.py or DIR/user_tools/user_tools.py, DIR/memory/ or\n"    \
@@ -55,29 +61,56 @@
     X(STATE_DIR, "state-dir",                                                                      \
       "  --state-dir DIR   sandboxd's state directory (default: $MCP_BRIDGE_STATE_DIR as\n"        \
       "                    `sandboxd mcp --compat code-execution-mode` uses it, else the\n"        \
-      "                    usual one, see docs/SESSIONS.md)\n")                                    \
+      "                    usual one, see docs/SESSIONS.md); with --from-state-store, the\n"       \
+      "                    state directory copied into\n")                                         \
     C(PYTHON, "python",                                                                            \
       "  --python PATH     the interpreter that reads user_tools.py (default " JAIL_DEFAULT_PYTHON \
       ")\n")                                                                                       \
     C(RUNTIME_DIR, "runtime-dir",                                                                  \
       "  --runtime-dir DIR sandboxd's Python runtime (default: found next to the binary)\n")       \
-    C(LOG_LEVEL, "log-level", "  --log-level LEVEL debug|info|warn|error\n")
+    C(LOG_LEVEL, "log-level", "  --log-level LEVEL debug|info|warn|error\n")                       \
+    S(FROM_STATE_DIR, "from-state-dir",                                                            \
+      "  --from-state-dir DIR    copy this state directory into --state-store URL\n")              \
+    S(FROM_STATE_STORE, "from-state-store",                                                        \
+      "  --from-state-store URL  copy this PostgreSQL (a libpq connection string) into\n"          \
+      "                          --state-dir DIR\n")                                               \
+    S(STATE_STORE, "state-store",                                                                  \
+      "  --state-store URL       the PostgreSQL copied into (a libpq connection string)\n")        \
+    S(PASSWORD_FILE, "state-store-password-file",                                                  \
+      "  --state-store-password-file FILE  the database's password (else PGPASSWORD or a\n"        \
+      "                          passfile, as libpq finds them)\n")
 
 #define MIGRATE_ENUM_X_(id, name, help) MIGRATE_OPT_##id,
-#define MIGRATE_NONE_C_(id, name, help)
+#define MIGRATE_NONE_(id, name, help)
 #define MIGRATE_LONG_X_(id, name, help) {name, required_argument, NULL, MIGRATE_OPT_##id},
 #define MIGRATE_LONG_C_(id, name, help) {name, required_argument, NULL, COMMON_OPT_##id},
 #define MIGRATE_HELP_(id, name, help)   help
-enum { MIGRATE_OPT_FIRST_ = COMMON_OPT_LAST, MIGRATE_OPTIONS(MIGRATE_ENUM_X_, MIGRATE_NONE_C_) };
+#define MIGRATE_HELP_IMPORT             MIGRATE_OPTIONS(MIGRATE_HELP_, MIGRATE_HELP_, MIGRATE_NONE_)
+#define MIGRATE_HELP_STORES             MIGRATE_OPTIONS(MIGRATE_NONE_, MIGRATE_NONE_, MIGRATE_HELP_)
+#define MIGRATE_LONGOPTS                MIGRATE_OPTIONS(MIGRATE_LONG_X_, MIGRATE_LONG_C_, MIGRATE_LONG_X_)
+enum {
+    MIGRATE_OPT_FIRST_ = COMMON_OPT_LAST,
+    MIGRATE_OPTIONS(MIGRATE_ENUM_X_, MIGRATE_NONE_, MIGRATE_ENUM_X_)
+};
 
 static const char migrate_usage[] =
     "Usage: sandboxd migrate [--from DIR] [--workspace NAME] [--state-dir DIR]\n"
+    "       sandboxd migrate --from-state-dir DIR --state-store URL\n"
+    "       sandboxd migrate --from-state-store URL --state-dir DIR\n"
     "\n"
     "Import the state of mcp-server-code-execution-mode into a sandboxd workspace: the\n"
     "functions of its user_tools.py as saved tools, its memory/*.json files as memories\n"
     "(their times kept). Prints each item imported or skipped, and why. DIR is only read;\n"
     "nothing already in the workspace is replaced.\n"
-    "\n" MIGRATE_OPTIONS(MIGRATE_HELP_, MIGRATE_HELP_) "  -h, --help        this text\n";
+    "\n" MIGRATE_HELP_IMPORT "  -h, --help        this text\n"
+    "\n"
+    "Move sandboxd's own state between its two stores: every workspace of every tenant\n"
+    "(memories with their times, saved tools, files, kept files of execution folders) and the\n"
+    "local framework's runtime values, copied as they are, each item reported copied,\n"
+    "unchanged (the destination has the same) or skipped (it has another: nothing is\n"
+    "replaced). The source is only read; running it again copies only what is new\n"
+    "(docs/DEPLOY.md).\n"
+    "\n" MIGRATE_HELP_STORES;
 
 struct migrate_count {
     unsigned imported, skipped;
@@ -161,10 +194,10 @@ static void migrate_tools(struct workspace *w, const char *python, const char *r
         return;
     }
     json_t *have = NULL;
-    char *err = NULL;
+    struct sbx_error err = {0};
     if (workspace_tools(w, &have, &err) < 0) {
-        migrate_item(n, "file", file, err ? err : "the workspace cannot be read");
-        free(err);
+        migrate_item(n, "file", file, err.message ? err.message : "the workspace cannot be read");
+        sbx_error_clear(&err);
         json_decref(report);
         return;
     }
@@ -193,10 +226,10 @@ static void migrate_tools(struct workspace *w, const char *python, const char *r
                                   : "no source");
             continue;
         }
-        err = NULL;
         int r = workspace_save_tool(w, name, source, &err);
-        migrate_item(n, "tool", label ? label : name, r < 0 ? (err ? err : strerror(-r)) : NULL);
-        free(err);
+        migrate_item(n, "tool", label ? label : name,
+                     r < 0 ? (err.message ? err.message : strerror(-r)) : NULL);
+        sbx_error_clear(&err);
     }
     json_decref(have);
     json_decref(report);
@@ -247,13 +280,14 @@ static void migrate_memory(struct workspace *w, int dirfd, const char *fname,
     _cleanup_free_ char *created = migrate_time(json_object_get(doc, "created_at"));
     _cleanup_free_ char *updated = migrate_time(json_object_get(doc, "updated_at"));
     json_t *meta = json_object_get(doc, "metadata");
-    char *err = NULL;
+    struct sbx_error err = {0};
     r = stem ? workspace_import_memory(w, key ? key : stem, json_object_get(doc, "value"),
                                        json_is_object(meta) ? meta : NULL, created, updated, &err)
              : -ENOMEM;
     _cleanup_free_ char *label = fmt_str("%s (%s)", key ? key : stem ? stem : "?", fname);
-    migrate_item(n, "memory", label ? label : fname, r < 0 ? (err ? err : strerror(-r)) : NULL);
-    free(err);
+    migrate_item(n, "memory", label ? label : fname,
+                 r < 0 ? (err.message ? err.message : strerror(-r)) : NULL);
+    sbx_error_clear(&err);
     json_decref(doc);
 }
 
@@ -301,12 +335,13 @@ static void migrate_memories(struct workspace *w, const char *dir, struct migrat
 int cmd_migrate(int argc, char **argv)
 {
     static const struct option longopts[] = {
-        MIGRATE_OPTIONS(MIGRATE_LONG_X_, MIGRATE_LONG_C_){"help", no_argument, NULL, 'h'},
+        MIGRATE_LONGOPTS{"help", no_argument, NULL, 'h'},
         {0},
     };
     struct common_opts common;
     common_opts_init(&common);
     const char *from = NULL, *workspace = SESSION_WORKSPACE_DEFAULT, *state_opt = NULL;
+    struct migrate_store_opts ms = {0};
     int opt;
     while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         if (opt == 'h') {
@@ -319,10 +354,39 @@ int cmd_migrate(int argc, char **argv)
             workspace = optarg;
         else if (opt == MIGRATE_OPT_STATE_DIR)
             state_opt = optarg;
+        else if (opt == MIGRATE_OPT_FROM_STATE_DIR)
+            ms.from_dir = optarg;
+        else if (opt == MIGRATE_OPT_FROM_STATE_STORE)
+            ms.from_url = optarg;
+        else if (opt == MIGRATE_OPT_STATE_STORE)
+            ms.to_url = optarg;
+        else if (opt == MIGRATE_OPT_PASSWORD_FILE)
+            ms.password_file = optarg;
         else if (common_opt(&common, opt, optarg) != 1) {
             fputs(migrate_usage, stderr);
             return 2;
         }
+    }
+    if (ms.from_dir || ms.from_url || ms.to_url) {
+        /* One store into another: a source and a destination, one of each kind of option. */
+        ms.to_dir = state_opt;
+        const char *why = optind < argc                  ? "unexpected arguments"
+                          : !ms.from_dir == !ms.from_url ? "name one source: "
+                                                           "--from-state-dir or "
+                                                           "--from-state-store"
+                          : !ms.to_dir == !ms.to_url     ? "name one destination: "
+                                                           "--state-dir or --state-store"
+                          : from                         ? "--from is the import of "
+                                                           "mcp-server-code-execution-mode, "
+                                                           "not a state store"
+                                                         : NULL;
+        if (why) {
+            fprintf(stderr, "sandboxd migrate: %s\n", why);
+            return 2;
+        }
+        int status = migrate_stores(&ms);
+        common_done(&common);
+        return status;
     }
     if (optind < argc || workspace_check_name(workspace)) {
         fprintf(stderr, "sandboxd migrate: %s\n",
@@ -356,18 +420,23 @@ int cmd_migrate(int argc, char **argv)
         return 1;
     }
     _cleanup_sbx_error_ struct sbx_error why = {0};
-    struct workspace_store *store = NULL;
+    struct store *store = NULL;
+    struct workspace_store *wstore = NULL;
     struct workspace *w = NULL;
     struct setup_opts defaults; /* the store's limits as serve and mcp have them by default */
     setup_opts_init(&defaults);
-    struct workspace_limits wl = setup_workspace_limits(&defaults);
+    struct store_options sto = setup_store_options(&defaults, state);
+    struct workspace_limits wl = setup_workspace_limits();
+    _cleanup_sbx_error_ struct sbx_error err = {0};
     int r = trust_make_dir(state, &why);
     if (r < 0)
         log_error("migrate: refusing the state directory %s: %s", state,
                   why.message ? why.message : "unsafe");
-    else if ((r = workspace_store_new(state, &wl, &store)) < 0 ||
-             (r = workspace_open(store, workspace, NULL, true, &w)) < 0)
-        log_errno(LOG_ERROR, r, "migrate: the workspace %s in %s is unavailable", workspace, state);
+    else if ((r = store_new(&sto, 0, &store)) < 0 ||
+             (r = workspace_store_new(store, &wl, &wstore)) < 0 ||
+             (r = workspace_open(wstore, workspace, NULL, true, &w, &err)) < 0)
+        log_errno(LOG_ERROR, r, "migrate: the workspace %s in %s is unavailable%s%s", workspace,
+                  state, err.message ? ": " : "", err.message ? err.message : "");
     struct migrate_count n = {0};
     if (r == 0) {
         printf("from %s into workspace %s of %s\n", src, workspace, state);
@@ -379,7 +448,8 @@ int cmd_migrate(int argc, char **argv)
         printf("%u imported, %u skipped\n", n.imported, n.skipped);
     }
     workspace_close(w);
-    workspace_store_free(store);
+    workspace_store_free(wstore);
+    store_free(store);
     common_done(&common);
     return r < 0 ? 1 : 0;
 }

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "api/api.h"
+#include "e2b/e2b.h"
 #include "api/mcp_http.h"
 #include "api/policy.h"
 #include "app/tenant.h"
@@ -178,6 +179,11 @@
     N(MCP_MAX_SESSIONS, "mcp-max-sessions", 1, 1 << 16, mcp_max_sessions,                          \
       API_MCP_MAX_SESSIONS_DEFAULT, "  --mcp-max-sessions N   MCP sessions of /mcp at most (",     \
       "); idle ones end after\n                         --session-idle-s\n")                       \
+    N(E2B_MAX_TIMEOUT, "e2b-max-timeout-s", 1, 86400, e2b_max_timeout_s,                           \
+      E2B_MAX_TIMEOUT_DEFAULT_S,                                                                   \
+      "  --e2b-max-timeout-s N  the longest timeout an E2B sandbox may have, at create or\n"       \
+      "                         setTimeout (",                                                     \
+      "; E2B's API under /e2b, docs/E2B.md)\n")                                                    \
     X(INSTANCE_ID, "instance-id", required_argument,                                               \
       "  --instance-id ID       this instance's name behind a load balancer (default: the host\n"  \
       "                         name): session ids begin with \"ID.\", responses carry\n"          \
@@ -224,7 +230,8 @@ _Static_assert(2 * SERVE_LARGEST_DEFAULT_MB == 128, "--tenant-reply-mb's help");
 static const char serve_usage[] =
     "Usage: sandboxd serve [options]\n"
     "The HTTP server: POST /execute, GET /healthz, /livez, /readyz, /metrics,\n"
-    "POST /_framework/load_code, /v1/sessions, and the MCP endpoint /mcp (docs/MCP.md).\n"
+    "POST /_framework/load_code, /v1/sessions, the MCP endpoint /mcp (docs/MCP.md), and\n"
+    "E2B's API under /e2b (docs/E2B.md).\n"
     "\n" SERVE_HELP(SERVE_OPTIONS_HTTP) SETUP_HELP_POOL SERVE_HELP(SERVE_OPTIONS_LIMITS)
         SERVE_HELP(SERVE_OPTIONS_CALLERS) "\n" SETUP_HELP_SESSIONS SERVE_HELP(
             SERVE_OPTIONS_INSTANCE) "  -h, --help\n"
@@ -249,6 +256,7 @@ struct serve_opts {
     uint64_t reply_budget_mb, tenant_reply_mb; /* 0 until serve_reply_budget() */
     bool def_timeout_set, def_memory_set;
     uint64_t mcp_max_sessions;
+    uint64_t e2b_max_timeout_s;
     const char *warm_reuse; /* NULL: no warm reuse */
     uint64_t reuse_max_executions, reuse_max_idle, reuse_idle_s;
     const char *allowed_hosts[SERVE_MAX_ALLOWED + 1];
@@ -552,6 +560,7 @@ struct serve_run {
     struct pool *template_pool;
     struct policy *policy;
     struct reuse *reuse;
+    struct e2b *e2b;
     struct app app;
     struct api api;
 };
@@ -603,6 +612,7 @@ static int serve_executors(struct serve_opts *o, struct serve_run *v)
         .llm_timeout_ms = (int64_t)o->llm_timeout,
         .max_response = 32u << 20,
         .allow = &o->framework_allow,
+        .store = v->su.store,
     };
     struct defs_options dopt = {
         .max_entries = 4096, .max_bytes = 256u << 20, .max_file = FRAMEWORK_MAX_DEFINITION};
@@ -644,6 +654,24 @@ static int serve_mcp(struct serve_opts *o, struct serve_run *v)
     return mcp_http_new(&mho, v->mcps, &v->mcph) < 0 ? -1 : 0;
 }
 
+/* E2B's API (docs/E2B.md): its sandboxes are sessions. The default timeout is E2B's documented
+ * one (5 minutes). 0, or -1. */
+static int serve_e2b(struct serve_opts *o, struct serve_run *v)
+{
+    struct e2b_options eo = {
+        .sessions = v->su.sessions,
+        .profiles = v->su.profiles,
+        .default_timeout_s = o->e2b_max_timeout_s < E2B_TIMEOUT_DEFAULT_S
+                                 ? (int64_t)o->e2b_max_timeout_s
+                                 : E2B_TIMEOUT_DEFAULT_S,
+        .max_timeout_s = (int64_t)o->e2b_max_timeout_s,
+        .idle_s = (int64_t)o->setup.session_idle,
+        .file_max = v->su.jail.tmp_bytes,
+        .max_sandboxes = (unsigned)o->setup.max_sessions,
+    };
+    return e2b_new(&eo, &v->e2b) < 0 ? -1 : 0;
+}
+
 /* The app every /execute handler runs in, and the API over everything. */
 static void serve_app(struct serve_opts *o, struct serve_run *v)
 {
@@ -669,6 +697,7 @@ static void serve_app(struct serve_opts *o, struct serve_run *v)
         .pool = v->su.pool,
         .session_pool = v->su.session_pool,
         .template_pool = v->template_pool,
+        .network_pool = v->su.network_pool,
         .profiles = v->su.profiles,
         .metrics = v->su.metrics,
         .wf_cache = v->wf_cache,
@@ -682,7 +711,9 @@ static void serve_app(struct serve_opts *o, struct serve_run *v)
                           .sessions = v->su.sessions,
                           .mcp = v->mcph,
                           .wstore = v->su.wstore,
-                          .registry = v->su.mcp};
+                          .registry = v->su.mcp,
+                          .e2b = v->e2b,
+                          .store = v->su.store};
 }
 
 /* The HTTP server, listening. 0, or -1. */
@@ -711,13 +742,13 @@ static int serve_listen(struct serve_opts *o, struct serve_run *v)
     atomic_store(&v->api.http, v->http);
     /* The state directory is a path (any bytes) and the instance id optional: as "s" either
      * would have cost the line every field. */
-    log_pack(LOG_INFO, "sandboxd listening", "{s:o, s:i, s:O, s:b, s:I, s:o, s:o, s:b, s:I, s:o?}",
-             "host", log_str(o->host), "port", (int)http_server_port(v->http), "isolation",
-             v->app.isolation, "pool", v->su.pool != NULL, "maxRunning", (json_int_t)o->max_running,
-             "mcpServers", mcp_registry_names(v->su.mcp), "stateDir", log_str(v->su.state_dir),
-             "apiToken", o->api_token != NULL, "tenants",
-             (json_int_t)tenants_count(policy_tenants(v->policy)), "instance",
-             log_str(o->instance_id));
+    log_pack(
+        LOG_INFO, "sandboxd listening", "{s:o, s:i, s:O, s:b, s:I, s:o, s:o?, s:o, s:b, s:I, s:o?}",
+        "host", log_str(o->host), "port", (int)http_server_port(v->http), "isolation",
+        v->app.isolation, "pool", v->su.pool != NULL, "maxRunning", (json_int_t)o->max_running,
+        "mcpServers", mcp_registry_names(v->su.mcp), "stateDir", log_str(v->su.state_dir),
+        "stateStore", store_describe(v->su.store), "apiToken", o->api_token != NULL, "tenants",
+        (json_int_t)tenants_count(policy_tenants(v->policy)), "instance", log_str(o->instance_id));
     return 0;
 }
 
@@ -747,8 +778,10 @@ static void serve_wait(struct serve_opts *o, struct serve_run *v, const sigset_t
 static void serve_stop(struct serve_run *v)
 {
     mcp_http_shutdown(v->mcph);
+    e2b_shutdown(v->e2b); /* no new sandbox; those that live end with their sessions */
     sessions_shutdown(v->su.sessions);
     http_server_stop(v->http);
+    e2b_free(v->e2b); /* after the routes and streams that used it */
     mcp_http_free(v->mcph);
     mcp_server_free(v->mcps);
     manager_free(v->mgr);
@@ -783,7 +816,7 @@ int cmd_serve(int argc, char **argv)
          * imported, as the sessions' pool has asyncio; setup_start() starts it with the others. */
         o.setup.template_pool_size = o.template_pool_size;
         if (serve_callers(&o, &v) == 0 && setup_start(&v.su, &o.setup, &common, "serve") == 0 &&
-            serve_executors(&o, &v) == 0 && serve_mcp(&o, &v) == 0) {
+            serve_executors(&o, &v) == 0 && serve_mcp(&o, &v) == 0 && serve_e2b(&o, &v) == 0) {
             serve_app(&o, &v);
             if (serve_listen(&o, &v) == 0) {
                 serve_wait(&o, &v, &sigs);

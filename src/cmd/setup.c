@@ -41,6 +41,22 @@ void setup_opts_init(struct setup_opts *o)
     };
 }
 
+struct store_options setup_store_options(const struct setup_opts *o, const char *state_dir)
+{
+    struct workspace_limits wl = setup_workspace_limits();
+    size_t tenant_mb = o->tenant_quota ? o->tenant_quota : 4 * o->workspace_quota;
+    /* A tenant may open any number of workspace names: its total is capped apart. */
+    return (struct store_options){
+        .url = o->state_store,
+        .state_dir = state_dir,
+        .password_file = o->state_store_password,
+        .connections = (unsigned)o->store_connections,
+        .timeout_ms = (unsigned)o->store_timeout,
+        .lim = workspace_store_limits(&wl, (size_t)o->workspace_quota << 20, 10000, tenant_mb << 20,
+                                      16),
+    };
+}
+
 void setup_opts_done(struct setup_opts *o)
 {
     for (size_t i = 0; i < o->n_profiles; i++)
@@ -48,17 +64,9 @@ void setup_opts_done(struct setup_opts *o)
     o->n_profiles = 0;
 }
 
-struct workspace_limits setup_workspace_limits(const struct setup_opts *o)
+struct workspace_limits setup_workspace_limits(void)
 {
-    return (struct workspace_limits){
-        .max_value = 1u << 20,
-        .max_bytes = (size_t)o->workspace_quota << 20,
-        .max_entries = 10000,
-        .max_file = 16u << 20,
-        /* A tenant may open any number of workspace names: its total is capped apart. */
-        .tenant_bytes = (size_t)(o->tenant_quota ? o->tenant_quota : 4 * o->workspace_quota) << 20,
-        .tenant_workspaces = 16,
-    };
+    return (struct workspace_limits){.max_value = 1u << 20, .max_file = 16u << 20};
 }
 
 struct artifact_caps setup_artifact_caps(const struct setup_opts *o)
@@ -139,6 +147,12 @@ int setup_opt(struct setup_opts *o, int opt, const char *arg)
     case SETUP_OPT_STATE_DIR:
         o->state_dir = arg;
         return 1;
+    case SETUP_OPT_STATE_STORE:
+        o->state_store = arg;
+        return 1;
+    case SETUP_OPT_STATE_STORE_PASSWORD:
+        o->state_store_password = arg;
+        return 1;
     case SETUP_OPT_MCP_TOOLS:
         if (strcmp(arg, "lean") != 0 && strcmp(arg, "full") != 0) {
             fprintf(stderr, "sandboxd: --mcp-tools: lean or full, not '%s'\n", arg);
@@ -176,6 +190,9 @@ int setup_opt(struct setup_opts *o, int opt, const char *arg)
 
 void setup_opts_finish(struct setup_opts *o)
 {
+    const char *env = getenv("SANDBOXD_STATE_STORE");
+    if (!o->state_store && env && *env)
+        o->state_store = env;
     if (o->session_idle > o->session_max_idle)
         o->session_idle = o->session_max_idle;
     if (o->session_timeout > o->session_max_timeout)
@@ -236,9 +253,10 @@ int setup_mcp_config(const struct setup_opts *o, struct mcp_config *ret)
     return r;
 }
 
-int setup_pool(struct setup *s, const struct setup_opts *o, unsigned size, unsigned max_size,
-               unsigned zygotes, const char *extra, struct pool **ret)
+int setup_pool(struct setup *s, const struct setup_opts *o, const struct setup_pool_kind *k,
+               struct pool **ret)
 {
+    const char *extra = k->extra;
     if (!s->jopt.cell_lib) {
         log_error("libsbxcell.so not found next to the binary (use --cell-lib, or set the "
                   "warm pools' sizes to 0 to run without them)");
@@ -248,13 +266,16 @@ int setup_pool(struct setup *s, const struct setup_opts *o, unsigned size, unsig
     if (asprintf(&modules, "%s%s%s", o->preimport, extra ? "," : "", extra ? extra : "") < 0)
         return -ENOMEM;
     struct pool_options po = {
-        .size = size,
-        .max_size = max_size,
-        .zygotes = zygotes,
+        .size = k->size,
+        .max_size = k->max_size,
+        .zygotes = k->zygotes,
         .max_frame = (size_t)o->max_result_mb << 20,
         .nproc = o->procs,
         .nofile = JAIL_DEFAULT_NOFILE,
         .preimport = modules,
+        .prepare = k->prepare,
+        .egress_port = k->egress_port,
+        .refill_delay_us = k->refill_delay_us,
     };
     int r = pool_new(&s->jail, &po, ret);
     free(modules);
@@ -284,8 +305,7 @@ static int setup_egress_probe(struct setup *s, const char *cmd)
 struct setup_pool_job {
     struct setup *s;
     const struct setup_opts *o;
-    unsigned size, max, zygotes;
-    const char *extra;  /* modules besides --preimport */
+    struct setup_pool_kind kind;
     struct pool **ret;  /* where the pool goes */
     const char *what;   /* its name in the error message */
     const char *option; /* the option that turns it off */
@@ -297,7 +317,7 @@ struct setup_pool_job {
 static void *setup_pool_thread(void *arg)
 {
     struct setup_pool_job *j = arg;
-    j->r = setup_pool(j->s, j->o, j->size, j->max, j->zygotes, j->extra, j->ret);
+    j->r = setup_pool(j->s, j->o, &j->kind, j->ret);
     return NULL;
 }
 
@@ -402,31 +422,47 @@ static int setup_pools(struct setup *s, const struct setup_opts *o, const char *
      * a session is ready in a few milliseconds without making every JIT interpreter's fork and
      * exit dearer; so do templates. */
     struct setup_pool_job jobs[] = {
-        {.size = (unsigned)o->pool_size,
-         .max = (unsigned)(o->pool_max ? o->pool_max : 2 * o->pool_size),
-         .zygotes = (unsigned)o->zygotes,
+        {.kind = {.size = (unsigned)o->pool_size,
+                  .max_size = (unsigned)(o->pool_max ? o->pool_max : 2 * o->pool_size),
+                  .zygotes = (unsigned)o->zygotes},
          .ret = &s->pool,
          .what = "warm pool",
          .option = "pool-size"},
-        {.size = (unsigned)o->session_pool_size,
-         .zygotes = 1,
-         .extra = "sandboxd_runtime.session",
+        /* Its cells prepare a session while they wait (the event loop, the mcp package), and
+         * a session's start is over before its replacement begins (~2 ms: docs/internals/
+         * session.md). */
+        {.kind = {.size = (unsigned)o->session_pool_size,
+                  .zygotes = 1,
+                  .extra = "sandboxd_runtime.session",
+                  .prepare = "session",
+                  .refill_delay_us = 5000},
          .ret = &s->session_pool,
          .what = "session pool",
          .option = "session-pool-size"},
-        {.size = (unsigned)o->template_pool_size,
-         .zygotes = 1,
-         .extra = "jinja2,jinja2.sandbox,jsonschema,sandboxd_runtime.template",
+        {.kind = {.size = (unsigned)o->template_pool_size,
+                  .zygotes = 1,
+                  .extra = "jinja2,jinja2.sandbox,jsonschema,sandboxd_runtime.template"},
          .ret = &s->template_pool,
          .what = "template pool",
          .option = "template-pool-size"},
+        /* Executions and sessions with a network policy: each cell in a network namespace of
+         * its own with the proxy's listener, and the filter's TCP variant (docs/NETWORK.md). */
+        {.kind = {.size = s->jopt.egress ? (unsigned)o->network_pool_size : 0,
+                  .max_size = 2 * (unsigned)o->network_pool_size,
+                  .zygotes = 1,
+                  .extra = "sandboxd_runtime.session",
+                  .egress_port = EGRESS_SANDBOX_PORT},
+         .ret = &s->network_pool,
+         .what = "network pool",
+         .option = "network-pool-size"},
     };
     for (size_t i = 0; i < ARRAY_SIZE(jobs); i++) {
         jobs[i].s = s;
         jobs[i].o = o;
-        if (jobs[i].size && pthread_create(&jobs[i].thread, NULL, setup_pool_thread, &jobs[i]) == 0)
+        unsigned size = jobs[i].kind.size;
+        if (size && pthread_create(&jobs[i].thread, NULL, setup_pool_thread, &jobs[i]) == 0)
             jobs[i].started = true;
-        else if (jobs[i].size)
+        else if (size)
             setup_pool_thread(&jobs[i]); /* no thread to be had: here, in turn */
     }
     struct profiles_options pro = {
@@ -459,8 +495,8 @@ static int setup_pools(struct setup *s, const struct setup_opts *o, const char *
     return r;
 }
 
-/* The MCP servers, the workspace store and the sessions on top of them. */
-static int setup_sessions(struct setup *s, const struct setup_opts *o)
+/* The MCP servers, the state store, the workspaces and the sessions on top of them. */
+static int setup_sessions(struct setup *s, const struct setup_opts *o, const char *cmd)
 {
     int r;
     r = setup_mcp_config(o, &s->mcfg);
@@ -469,8 +505,13 @@ static int setup_sessions(struct setup *s, const struct setup_opts *o)
     r = mcp_registry_new(&s->mcfg, &s->mcp);
     if (r < 0)
         return r;
-    struct workspace_limits wl = setup_workspace_limits(o);
-    r = workspace_store_new(s->state_dir, &wl, &s->wstore);
+    struct store_options so = setup_store_options(o, s->state_dir);
+    if ((r = store_new(&so, 0, &s->store)) < 0) {
+        log_error("%s: the state store cannot be used (see above)", cmd);
+        return r;
+    }
+    struct workspace_limits wl = setup_workspace_limits();
+    r = workspace_store_new(s->store, &wl, &s->wstore);
     if (r < 0)
         return r;
     s->so = (struct sessions_options){
@@ -496,6 +537,7 @@ static int setup_sessions(struct setup *s, const struct setup_opts *o)
         .profiles = s->profiles,
         .artifacts = setup_artifact_caps(o),
         .egress = s->egress,
+        .network_pool = s->network_pool,
     };
     return sessions_new(&s->so, &s->jail, s->session_pool ? s->session_pool : s->pool, s->mcp,
                         s->wstore, s->metrics, &s->sessions);
@@ -506,7 +548,10 @@ int setup_start(struct setup *s, const struct setup_opts *o, struct common_opts 
 {
     *s = (struct setup){0};
     /* Saved tools in the state directory run in sessions: a directory someone else made or can
-     * write would run their code with our MCP servers. Checked before anything is built. */
+     * write would run their code with our MCP servers. Checked before anything is built. With
+     * --state-store the workspaces are in the database (docs/SECURITY.md says who may write it
+     * then) and the state directory keeps this instance's caches only (host discovery, the
+     * local copies of kept files): under the same rule, as the first decides what is bound. */
     int r = setup_state(s, o, cmd);
     if (r < 0 || (r = setup_jail(s, o, common, cmd)) < 0)
         return r;
@@ -518,7 +563,7 @@ int setup_start(struct setup *s, const struct setup_opts *o, struct common_opts 
     r = metrics_new(&s->metrics);
     if (r < 0 || (r = setup_egress(s, o, cmd)) < 0 || (r = setup_pools(s, o, cmd)) < 0)
         return r;
-    return setup_sessions(s, o);
+    return setup_sessions(s, o, cmd);
 }
 
 void setup_stop(struct setup *s)
@@ -528,9 +573,11 @@ void setup_stop(struct setup *s)
     profiles_free(s->profiles);
     egress_proxy_free(s->egress); /* after the sessions: they hold taps */
     pool_free(s->template_pool);
+    pool_free(s->network_pool);
     pool_free(s->session_pool);
     pool_free(s->pool);
     workspace_store_free(s->wstore);
+    store_free(s->store);
     mcp_registry_free(s->mcp);
     mcp_config_done(&s->mcfg);
     free(s->state_dir);

@@ -25,6 +25,7 @@
 #include "pool/profile.h"
 #include "session/session.h"
 #include "session/workspace.h"
+#include "store/store.h"
 
 struct pool;
 struct egress_proxy;
@@ -49,6 +50,9 @@ struct setup_opts {
     size_t n_approvals;
     uint64_t approval_timeout; /* --approval-timeout-s */
     const char *state_dir;
+    const char *state_store;          /* --state-store, else $SANDBOXD_STATE_STORE; NULL: dir */
+    const char *state_store_password; /* --state-store-password-file */
+    uint64_t store_connections, store_timeout;
     bool no_discovery;
     bool trust_project; /* --mcp-trust-project */
     uint64_t max_sessions, session_idle, session_max_idle, session_timeout, session_max_timeout;
@@ -79,6 +83,7 @@ struct setup_opts {
     /* the proxy's shares (0: sized by egress_shares_size from max_sessions and executions) */
     uint64_t egress_pool, egress_max_open, egress_session_max_open, egress_tenant_connections;
     uint64_t executions; /* serve's --max-running: executions that may hold proxy connections */
+    uint64_t network_pool_size; /* --network-pool-size: the network pool (with --egress-allow) */
 };
 
 /*
@@ -149,9 +154,25 @@ struct setup_opts {
       "                         only when it is listed in ~/.config/sandboxd/trusted-projects);\n" \
       "                         `sandboxd servers` shows what was found and skipped\n")            \
     X(STATE_DIR, "state-dir", required_argument,                                                   \
-      "  --state-dir DIR        workspaces (memories, saved tools, files); default\n"              \
-      "                         $XDG_STATE_HOME/sandboxd, ~/.local/state/sandboxd,\n"              \
-      "                         $XDG_RUNTIME_DIR/sandboxd; it must be ours and private\n")         \
+      "  --state-dir DIR        workspaces (memories, saved tools, files, kept files) and the\n"   \
+      "                         local framework's runtime values (with --state-store: only\n"      \
+      "                         this instance's caches); default $XDG_STATE_HOME/sandboxd,\n"      \
+      "                         ~/.local/state/sandboxd, $XDG_RUNTIME_DIR/sandboxd; it must be\n"  \
+      "                         ours and private\n")                                               \
+    X(STATE_STORE, "state-store", required_argument,                                               \
+      "  --state-store URL      keep them in PostgreSQL instead, shared by every instance that\n"  \
+      "                         names it (a libpq connection string, postgresql://...; or\n"       \
+      "                         $SANDBOXD_STATE_STORE); the password from PGPASSWORD, a "          \
+      "passfile\n"                                                                                 \
+      "                         or --state-store-password-file, never in the URL\n")               \
+    X(STATE_STORE_PASSWORD, "state-store-password-file", required_argument,                        \
+      "  --state-store-password-file FILE  the database password: the file's first line\n")        \
+    N(STATE_STORE_CONNS, "state-store-connections", 1, STORE_MAX_CONNECTS, store_connections,      \
+      STORE_CONNECTIONS, "  --state-store-connections N  connections to the database at most (",   \
+      ")\n")                                                                                       \
+    N(STATE_STORE_TIMEOUT, "state-store-timeout-ms", 100, 600000, store_timeout, STORE_TIMEOUT_MS, \
+      "  --state-store-timeout-ms N  one statement, or a wait for a connection, at most (",        \
+      ");\n                         past it the call fails with STORE_UNAVAILABLE\n")              \
     N(MAX_SESSIONS, "max-sessions", 0, 1 << 20, max_sessions, 64,                                  \
       "  --max-sessions N       live sessions at most (", "); more is 503\n")                      \
     N(SESSION_POOL, "session-pool-size", 0, 1024, session_pool_size, SETUP_SESSION_POOL_DEFAULT,   \
@@ -230,6 +251,10 @@ struct setup_opts {
       "                         the proxy, so a secret never enters the sandbox (repeatable)\n")   \
     X(EGRESS_CA_FILE, "egress-ca-file", required_argument,                                         \
       "  --egress-ca-file FILE  PEM certificates sandboxes trust besides the host's\n")            \
+    N(NETWORK_POOL, "network-pool-size", 0, 1024, network_pool_size, 2,                            \
+      "  --network-pool-size N  interpreters kept ready for executions and sessions with a\n"      \
+      "                         network policy, each in a network namespace of its own (",         \
+      "; 0:\n                         each of them starts a fresh sandbox, ~15 x slower)\n")       \
     N(EGRESS_MAX_MB, "egress-max-mb", 1, 1 << 20, egress_max_mb, 256,                              \
       "  --egress-max-mb N      bytes up and down per execution, in MiB (", ")\n")                 \
     N(EGRESS_MAX_CONNECTIONS, "egress-max-connections", 1, 4096, egress_max_connections, 64,       \
@@ -298,6 +323,8 @@ enum {
 
 /* The defaults: the numeric rows' and the few others of setup.c, the rest zero (not given). */
 void setup_opts_init(struct setup_opts *o);
+/* The store's options that o gives (limits included); state_dir: the state directory. */
+struct store_options setup_store_options(const struct setup_opts *o, const char *state_dir);
 /* 1 when opt was a setup option (consumed), 0 when not, -1 on a bad value (printed). */
 int setup_opt(struct setup_opts *o, int opt, const char *arg);
 /* Reconcile related limits once every option is read: a maximum below a default lowers the
@@ -307,9 +334,10 @@ void setup_opts_finish(struct setup_opts *o);
 void setup_opts_done(struct setup_opts *o);
 /* The artifact caps the options give. */
 struct artifact_caps setup_artifact_caps(const struct setup_opts *o);
-/* The limits of the workspace store: --workspace-quota-mb, serve's --tenant-quota-mb, and the
- * fixed ones, written here alone (cmd/migrate.c opens the store with them too). */
-struct workspace_limits setup_workspace_limits(const struct setup_opts *o);
+/* The caps on one item of a workspace (a memory's value, a file), written here alone: the store's
+ * limits (setup_store_options(), with the quotas the options give) and every workspace store
+ * (serve, mcp, cmd/migrate.c) take them from here. */
+struct workspace_limits setup_workspace_limits(void);
 
 /* Everything setup_start() built; owned by the struct. */
 struct setup {
@@ -320,13 +348,15 @@ struct setup {
     struct pool *pool;          /* NULL with --pool-size 0 */
     struct pool *session_pool;  /* NULL with --session-pool-size 0: sessions use pool */
     struct pool *template_pool; /* serve's; NULL with --template-pool-size 0 (or for mcp) */
+    struct pool *network_pool;  /* NULL without --egress-allow or with --network-pool-size 0 */
     struct profiles *profiles;  /* --profile and the built-in ones (pools started on use) */
     struct mcp_config mcfg;
     struct mcp_registry *mcp;
     char *state_dir;
-    char *cache_dir; /* host discovery's (jail_options.cache_dir); NULL: none */
-    struct workspace_store *wstore;
-    struct egress_proxy *egress; /* NULL without --egress-allow */
+    char *cache_dir;                /* host discovery's (jail_options.cache_dir); NULL: none */
+    struct store *store;            /* workspaces and runtime values (store/store.h) */
+    struct workspace_store *wstore; /* sessions' view of them */
+    struct egress_proxy *egress;    /* NULL without --egress-allow */
     struct sessions_options so;
     struct sessions *sessions;
     bool jail_ok, httpc_ok;
@@ -346,10 +376,17 @@ char *setup_trust_file(void);
  * partly built (call setup_stop()). */
 int setup_start(struct setup *s, const struct setup_opts *o, struct common_opts *common,
                 const char *cmd);
-/* A warm pool of size cells from zygotes zygotes that import --preimport plus extra
- * (comma-separated, may be NULL) before forking; after setup_start() built the jail. */
-int setup_pool(struct setup *s, const struct setup_opts *o, unsigned size, unsigned max_size,
-               unsigned zygotes, const char *extra, struct pool **ret);
+/* What kind of warm pool setup_pool() starts. */
+struct setup_pool_kind {
+    unsigned size, max_size, zygotes; /* pool_options' */
+    const char *extra;    /* modules imported besides --preimport (comma-separated, may be NULL) */
+    const char *prepare;  /* pool_options.prepare (NULL: none) */
+    uint16_t egress_port; /* pool_options.egress_port (0: cells without a network) */
+    int64_t refill_delay_us; /* pool_options.refill_delay_us */
+};
+/* A warm pool of that kind; after setup_start() built the jail. */
+int setup_pool(struct setup *s, const struct setup_opts *o, const struct setup_pool_kind *k,
+               struct pool **ret);
 /* Tear down in reverse order; safe on a zeroed or partly built struct. */
 void setup_stop(struct setup *s);
 

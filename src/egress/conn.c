@@ -92,13 +92,29 @@ static void conn_log(struct egress_conn *c)
                   c->why ? c->why : "nothing sent");
         return;
     }
+    double ms = (double)(clock_mono_us() - c->start_us) / 1000.0;
     /* Every text through log_str: whatever bytes came, the decision is logged whole. */
     log_pack(c->denied ? LOG_WARN : LOG_INFO, "egress",
              "{s:o, s:s, s:o, s:o, s:i, s:s*, s:I, s:I, s:f, s:o*}", "execution", log_str(t->label),
              "decision", decision, "method", log_str(c->method), "host", log_str(c->host.name),
              "port", (int)c->port, "address", c->addr_text[0] ? c->addr_text : NULL, "bytesUp",
-             (json_int_t)c->up, "bytesDown", (json_int_t)c->down, "durationMs",
-             (double)(clock_mono_us() - c->start_us) / 1000.0, "reason", log_str(c->why));
+             (json_int_t)c->up, "bytesDown", (json_int_t)c->down, "durationMs", ms, "reason",
+             log_str(c->why));
+    /* And the same for the operator's /healthz, which copies the texts as valid UTF-8. */
+    const struct egress_decision d = {
+        .time_ms = clock_real_ms() - (int64_t)ms,
+        .duration_ms = ms,
+        .label = t->label,
+        .tenant = t->share ? t->share->name : NULL,
+        .denied = c->denied,
+        .method = c->method,
+        .host = c->host.name,
+        .port = c->port,
+        .reason = c->why,
+        .bytes_up = c->up,
+        .bytes_down = c->down,
+    };
+    egress_recent_add(c->p->recent, &d);
 }
 
 static void conn_close_upstream(struct egress_conn *c)

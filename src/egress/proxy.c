@@ -336,10 +336,15 @@ int egress_proxy_new(const struct egress_options *opt, struct egress_proxy **ret
     p->tenant_open = opt->tenant_open ? opt->tenant_open : EGRESS_TENANT_SHARE(p->pool);
     pthread_mutex_init(&p->lock, NULL);
     pthread_cond_init(&p->cond, NULL);
+    p->recent = egress_recent_new();
     p->epfd = epoll_create1(EPOLL_CLOEXEC);
     p->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     p->w_wake = (struct egress_watch){EW_WAKE, p};
     struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &p->w_wake};
+    if (!p->recent) {
+        r = log_errno(LOG_ERROR, ENOMEM, "egress: cannot start the proxy");
+        goto fail;
+    }
     if (p->epfd < 0 || p->evfd < 0 || epoll_ctl(p->epfd, EPOLL_CTL_ADD, p->evfd, &ev) < 0) {
         r = log_errno(LOG_ERROR, errno, "egress: epoll/eventfd failed");
         goto fail;
@@ -375,6 +380,7 @@ void egress_proxy_free(struct egress_proxy *p)
     thread_group_stop(&p->thread); /* none started: nothing to join */
     thread_group_done(&p->thread);
     egress_resolver_free(p->resolver);
+    egress_recent_free(p->recent);
     fd_closep(&p->epfd);
     fd_closep(&p->evfd);
     egress_config_done(&p->cfg);
@@ -409,13 +415,14 @@ json_t *egress_proxy_describe(const struct egress_proxy *p)
         egress_inject_format(&p->cfg.injects[i], hp, sizeof(hp));
         json_array_append_new(injects, json_string(hp));
     }
-    return json_pack("{s:o, s:o, s:o, s:I, s:i, s:s, s:{s:i, s:i, s:i, s:i, s:i, s:i}}", "allow",
-                     egress_config_ceiling_json(&p->cfg), "resolve", pins, "headersFor", injects,
-                     "maxBytes", (json_int_t)p->max_bytes, "maxConnections", (int)p->max_conns,
-                     "proxy", url, "shares", "pool", (int)p->pool, "execution", (int)p->exec_open,
-                     "session", (int)p->session_open, "tenant", (int)p->tenant_open,
-                     "resolverThreads", EGRESS_RESOLVER_THREADS, "resolverTenantThreads",
-                     EGRESS_RESOLVER_GROUP_THREADS);
+    return json_pack("{s:o, s:o, s:o, s:I, s:i, s:s, s:{s:i, s:i, s:i, s:i, s:i, s:i}, s:o}",
+                     "allow", egress_config_ceiling_json(&p->cfg), "resolve", pins, "headersFor",
+                     injects, "maxBytes", (json_int_t)p->max_bytes, "maxConnections",
+                     (int)p->max_conns, "proxy", url, "shares", "pool", (int)p->pool, "execution",
+                     (int)p->exec_open, "session", (int)p->session_open, "tenant",
+                     (int)p->tenant_open, "resolverThreads", EGRESS_RESOLVER_THREADS,
+                     "resolverTenantThreads", EGRESS_RESOLVER_GROUP_THREADS, "recent",
+                     egress_recent_json(p->recent));
 }
 
 json_t *egress_proxy_job(const char *ca_file)

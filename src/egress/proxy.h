@@ -12,7 +12,8 @@
  * operator's pin), refuses private, loopback, link-local and metadata
  * addresses the operator did not name, checks that a tunnel's TLS
  * ClientHello asks for the same name, and only then connects upstream and
- * relays. Every decision is logged and counted per tap; a tap has a byte
+ * relays. Every decision is logged and counted per tap, and the last ones
+ * are kept for the operator's /healthz (recent.h); a tap has a byte
  * cap and a connection cap per window (an execution, or one execution of a
  * session).
  *
@@ -96,7 +97,8 @@ int egress_proxy_new(const struct egress_options *opt, struct egress_proxy **ret
 /* Stop the loop and close everything. Every tap must have been freed. NULL is a no-op. */
 void egress_proxy_free(struct egress_proxy *p);
 const struct egress_config *egress_proxy_config(const struct egress_proxy *p);
-/* For /healthz: the ceiling, pinned names, hosts that get headers, the caps (new ref). */
+/* For the operator's /healthz: the ceiling, pinned names, hosts that get headers, the caps,
+ * and the last decisions, newest first (recent.h) (new ref; NULL when out of memory). */
 json_t *egress_proxy_describe(const struct egress_proxy *p);
 /* The job's "network" member: {"proxy": "http://127.0.0.1:3128", "caFile": ca_file} (new ref;
  * ca_file: the certificate bundle inside the sandbox, or NULL). */

@@ -47,6 +47,7 @@
 
 #include "egress/head.h"
 #include "egress/proxy.h"
+#include "egress/recent.h"
 #include "egress/resolver.h"
 #include "util/lifecycle.h"
 #include "util/macros.h"
@@ -175,7 +176,8 @@ struct egress_proxy {
     int epfd, evfd;
     struct egress_watch w_wake;
     struct egress_resolver *resolver;
-    struct thread_group thread; /* the loop; its stop is set under lock, wakes evfd */
+    struct egress_recent *recent; /* the last decisions, for /healthz (its own lock) */
+    struct thread_group thread;   /* the loop; its stop is set under lock, wakes evfd */
     pthread_mutex_t lock;
     pthread_cond_t cond;
     /* under lock */

@@ -26,7 +26,7 @@ struct cell *cell_new(const struct cell_ops *ops, size_t max_frame)
         return NULL;
     c->ops = ops;
     c->pid = -1;
-    c->pidfd = c->proto_fd = c->out_fd = c->err_fd = -1;
+    c->pidfd = c->proto_fd = c->out_fd = c->err_fd = c->egress_fd = -1;
     frame_reader_init(&c->reader, max_frame);
     return c;
 }
@@ -69,6 +69,7 @@ void cell_free(struct cell *c)
     fd_closep(&c->proto_fd);
     fd_closep(&c->out_fd);
     fd_closep(&c->err_fd);
+    fd_closep(&c->egress_fd);
     cgroup_cell_free(c->cgroup);
     frame_reader_done(&c->reader);
     free(c);

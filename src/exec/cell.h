@@ -40,9 +40,11 @@ struct cell {
     void *backend; /* the pool's bookkeeping for warm cells */
     pid_t pid;     /* host pid namespace */
     int pidfd;
-    int proto_fd; /* host end of the protocol socket */
-    int out_fd;   /* stdout read end */
-    int err_fd;   /* stderr read end */
+    int proto_fd;  /* host end of the protocol socket */
+    int out_fd;    /* stdout read end */
+    int err_fd;    /* stderr read end */
+    int egress_fd; /* a network pool's cell: the socket listening in its network namespace,
+                    * for the proxy (the acquirer takes it); -1 otherwise */
     struct cgroup_cell *cgroup;
     struct frame_reader reader;
     bool warm;
@@ -56,8 +58,8 @@ int cell_spawn_cold(const struct jail_config *cfg, const struct jail_limits *lim
                     struct cell **ret);
 /* The same, for an execution with a network policy: its loopback is up, it may create TCP
  * sockets (the TCP filter), and *ret_listener gets the socket listening on 127.0.0.1:port in
- * its network namespace (caller closes; docs/NETWORK.md). Never from the warm pool: its cells
- * are confined before anyone knows whether they need the network. */
+ * its network namespace (caller closes; docs/NETWORK.md). When there is no network pool, or a
+ * profile is asked for: that pool's cells come with their listener in egress_fd. */
 int cell_spawn_cold_egress(const struct jail_config *cfg, const struct jail_limits *lim,
                            size_t max_frame, uint16_t port, struct cell **ret, int *ret_listener);
 /* Common constructor for backends; takes ownership of the fds. */

@@ -56,6 +56,9 @@ struct exec_request {
     uint64_t cpu_limit_us;          /* informs the TIMEOUT(cpu) attribution; 0 = none */
     size_t output_limit;            /* stdout + stderr bytes; more is OUTPUT_LIMIT */
     bool keep_alive;                /* sessions: leave the cell running after the final frame */
+    bool no_accounting;             /* what the job costs is nobody's bill (a session's set-up):
+                                     * the final frame's verdict reads no cgroup (no cpu_us,
+                                     * memory_peak, nor a MEMORY_LIMIT found there) */
     int64_t interrupt_grace_us;     /* at the deadline send SIGINT and wait this long for the final
                                      * frame before killing (sessions); 0: kill at once */
     const char *final_type;         /* type of the final frame besides "error"; default "result" */

@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "framework/llm.h"
-#include "framework/state.h"
+#include "store/store.h"
 #include "util/b64.h"
 #include "util/buf.h"
 #include "util/clock.h"
@@ -39,8 +39,6 @@ struct framework {
     int definitions_fd;
     struct llm *llm;
 
-    struct state_store *values; /* the local core.state runtime values */
-
     pthread_mutex_t log_lock;
     pthread_cond_t log_cond;
     struct framework_log_msg log_queue[FRAMEWORK_LOG_QUEUE];
@@ -60,10 +58,7 @@ int framework_new(const struct framework_options *opt, struct framework **ret)
     fw->definitions_fd = -1;
     pthread_mutex_init(&fw->log_lock, NULL);
     pthread_cond_init(&fw->log_cond, NULL);
-    int r = state_store_new(NULL, &fw->values);
-    if (r < 0)
-        goto fail;
-    r = -ENOMEM;
+    int r = -ENOMEM;
     if (opt->definitions_dir) {
         fw->definitions_fd = open(opt->definitions_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (fw->definitions_fd < 0) {
@@ -95,7 +90,6 @@ fail:
     if (fw->definitions_fd >= 0)
         close(fw->definitions_fd);
     free(fw->definitions_dir);
-    state_store_free(fw->values);
     free(fw);
     return r;
 }
@@ -115,7 +109,6 @@ void framework_free(struct framework *fw)
     if (fw->definitions_fd >= 0)
         close(fw->definitions_fd);
     free(fw->definitions_dir);
-    state_store_free(fw->values);
     pthread_mutex_destroy(&fw->log_lock);
     pthread_cond_destroy(&fw->log_cond);
     free(fw);
@@ -189,24 +182,40 @@ static int local_definition(struct framework *fw, const char *app, json_t *param
     return *ret ? 0 : -ENOMEM;
 }
 
+/* A store failure as the tool's error: STORE_UNAVAILABLE (the database is down or slow: retry
+ * later), TOO_LARGE, or INTERNAL. */
+static int local_store_error(int r, const struct sbx_error *e, struct sbx_error *err)
+{
+    sbx_error_upstream(err, SBX_UP_TOOL,
+                       e->kind == SBX_ERR_UNAVAILABLE ? STORE_UNAVAILABLE
+                       : r == -E2BIG                  ? "TOO_LARGE"
+                                                      : "INTERNAL",
+                       "%s", e->message ? e->message : strerror(-r));
+    return r;
+}
+
 static int local_runtime_value(struct framework *fw, const char *app, json_t *params, bool set,
                                json_t **ret, struct sbx_error *err)
 {
     const char *key = framework_param_string(params, "key", err);
     if (!key)
         return -EINVAL;
+    if (!fw->opt.store) {
+        sbx_error_upstream(err, SBX_UP_TOOL, "NOT_FOUND", "this sandboxd keeps no runtime values");
+        return -ENOENT;
+    }
+    _cleanup_sbx_error_ struct sbx_error e = {0};
     if (set) {
         json_t *v = json_object_get(params, "value");
-        _cleanup_free_ char *why = NULL;
-        int r = state_store_set(fw->values, app, key, v ? v : json_null(), clock_mono_us(), &why);
-        if (r < 0) {
-            sbx_error_upstream(err, SBX_UP_TOOL, r == -E2BIG ? "TOO_LARGE" : "INTERNAL", "%s",
-                               why ? why : strerror(-r));
-            return r;
-        }
+        int r = store_run_set(fw->opt.store, app, key, v ? v : json_null(), &e);
+        if (r < 0)
+            return local_store_error(r, &e, err);
         *ret = json_pack("{s:b}", "ok", 1);
     } else {
-        json_t *v = state_store_get(fw->values, app, key, clock_mono_us());
+        json_t *v = NULL;
+        int r = store_run_get(fw->opt.store, app, key, &v, &e);
+        if (r < 0 && r != -ENOENT)
+            return local_store_error(r, &e, err);
         *ret = json_pack("{s:o?, s:b}", "value", v, "found", v != NULL);
     }
     return *ret ? 0 : -ENOMEM;

@@ -4,7 +4,7 @@
  * tools (core.state.*, core.llm.generate, core.framework.*) go to the
  * request's mcp_endpoint with the simple form, or, when the endpoint is the
  * literal "local", to the embedded default implemented here (definitions
- * from --definitions DIR, runtime values in memory (framework/state.h), logs to our
+ * from --definitions DIR, runtime values in memory (store/state.h), logs to our
  * log, LLM through --llm-url or the offline echo model). A call is always on
  * behalf of the request's app: it never reaches another app's definitions or
  * values.
@@ -28,6 +28,7 @@
 #include "framework/simple.h"
 
 struct url_allowlist;
+struct store;
 
 #define FRAMEWORK_LOCAL "local"
 /* Bytes of a definition (a script, template or workflow): what the local framework reads of a
@@ -44,6 +45,8 @@ struct framework_options {
     size_t max_response;
     const struct url_allowlist *allow; /* borrowed, outlives the framework; NULL or empty:
                                           loopback http(s) URLs only */
+    struct store *store; /* the local framework's runtime values (borrowed, outlives it);
+                            NULL: core.state.*RuntimeValue fail */
 };
 
 struct framework_stats {

@@ -99,6 +99,17 @@ const char *http_header(const struct http_request *req, const char *name)
     return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
 }
 
+const char *http_query(const struct http_request *req, const char *name)
+{
+    const char *value = NULL;
+    size_t len = 0;
+    if (MHD_lookup_connection_value_n(req->conn, MHD_GET_ARGUMENT_KIND, name, strlen(name), &value,
+                                      &len) != MHD_YES ||
+        !value)
+        return NULL;
+    return strlen(value) == len ? value : NULL;
+}
+
 void http_reply_header(struct http_reply *r, const char *name, const char *value)
 {
     if (r->n_headers >= ARRAY_SIZE(r->headers))
@@ -121,6 +132,13 @@ void http_reply_file(struct http_reply *r, int fd, uint64_t len)
     r->file = fd;
     r->file_len = len;
     r->has_file = true;
+}
+
+void http_reply_download(struct http_reply *r, int fd, uint64_t len)
+{
+    http_reply_file(r, fd, len);
+    r->content_type = "application/octet-stream";
+    http_reply_header(r, "X-Content-Type-Options", "nosniff");
 }
 
 /* Refuse for the reply budget: what r held goes, its owner stays (lock-free: r is the

@@ -46,6 +46,9 @@ struct http_request {
 
 /* A header of the request (case-insensitive name), or NULL. */
 const char *http_header(const struct http_request *req, const char *name);
+/* A query argument of the request (percent-decoded, '+' as a space), or NULL; also NULL when
+ * the decoded value holds a NUL byte, which no argument may carry. */
+const char *http_query(const struct http_request *req, const char *name);
 
 /* Produces a streamed body with http_stream_write; runs once, on a worker thread. */
 typedef int (*http_stream_fn)(void *userdata, struct http_stream *s);
@@ -91,6 +94,9 @@ void http_reply_header(struct http_reply *r, const char *name, const char *value
  * file may change meanwhile: a body that ends early closes the connection, one that grew is
  * cut at len. */
 void http_reply_file(struct http_reply *r, int fd, uint64_t len);
+/* http_reply_file(fd, len) as application/octet-stream, which a browser must not sniff into
+ * something it would run: a file of a sandbox, downloaded (the route sets the status). */
+void http_reply_download(struct http_reply *r, int fd, uint64_t len);
 /* The reply's bytes count against owner's share of the reply budget (and the total). False,
  * with reply filled as 503 REPLY_BUDGET and Retry-After, when the total or that share is
  * already spent by replies their clients have not read: refuse the work before doing it. A

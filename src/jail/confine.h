@@ -52,8 +52,10 @@
     X(NAMESPACES, "namespaces",                                                                    \
       CONFINE_RUN("unshare the CONFINE_NS_COLD_LATE namespaces (the cgroup one, now rooted at "    \
                   "the cell's cgroup); clone() made the others"),                                  \
-      CONFINE_RUN("setns into the reused network namespace (or a new one), unshare the rest but "  \
-                  "CONFINE_NS_WARM_PREFORK (sbx_cell_prefork) and CONFINE_NS_WARM_LATE"))          \
+      CONFINE_RUN("setns into the network namespace the zygote handed over (a reused one, or "     \
+                  "for a network pool's cell its own, lo up, sbx_netns_egress), or a new one; "    \
+                  "unshare the rest but CONFINE_NS_WARM_PREFORK (sbx_cell_prefork) and "           \
+                  "CONFINE_NS_WARM_LATE"))                                                         \
     X(MOUNT_PRIVATE, "mount(/, MS_REC|MS_PRIVATE)",                                                \
       CONFINE_RUN("make every mount private: nothing propagates between host and jail"),           \
       CONFINE_SKIP("inherited: the zygote's mounts are private (its cold path), and so is the "    \
@@ -112,8 +114,11 @@
     X(EGRESS, "loopback up and egress listener",                                                   \
       CONFINE_RUN("sandbox with a network policy: bring lo up, listen on 127.0.0.1 and hand the "  \
                   "listener to the parent (still holding CAP_NET_ADMIN)"),                         \
-      CONFINE_SKIP("executions with a network policy never take the warm path "                    \
-                   "(cell_spawn_cold_egress): a warm cell has no network"))                        \
+      CONFINE_SKIP("made by the zygote before the fork, which holds CAP_NET_ADMIN in the user "    \
+                   "namespace owning the cell's network namespace (sbx_netns_egress: lo up, the "  \
+                   "listener sent to sandboxd with 'forked'); the cell joins that namespace in "   \
+                   "step 'namespaces' and drops its copy of the listener in step 'file "           \
+                   "descriptors'. A cell of any other pool has no network"))                       \
     X(REMAP_FDS, "file descriptors",                                                               \
       CONFINE_RUN("stdin, stdout, stderr, proto at 0-3, the error pipe next (close-on-exec), "     \
                   "close the rest"),                                                               \
@@ -132,7 +137,8 @@
                    "its cold path; zygote.py resets SIGCHLD and the wakeup fd before the call"))   \
     X(SECCOMP, "seccomp",                                                                          \
       CONFINE_RUN("sandbox role: the filter (its TCP variant with egress), last before execve"),   \
-      CONFINE_RUN("the same filter, handed to the zygote at start-up; last"))                      \
+      CONFINE_RUN("the filter handed to the zygote at start-up (its TCP variant for a network "    \
+                  "pool's zygote, the default one for every other); last"))                        \
     X(EXECVE, "execve", CONFINE_RUN("the interpreter, with the jail's environment"),               \
       CONFINE_SKIP("the cell goes on in the zygote's interpreter, runtime already imported"))
 

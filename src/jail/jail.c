@@ -386,6 +386,9 @@ static int jail_plan_build(struct jail_config *cfg, const struct jail_options *o
     snprintf(opts, sizeof(opts), CONFINE_TMPFS_OPTIONS, (unsigned long long)cfg->tmp_bytes);
     if ((r = mount_plan_tmpfs(&cfg->plan, "/tmp", opts, CONFINE_TMP_FLAGS)) < 0)
         goto out;
+    /* E2B's home (docs/E2B.md): the working directory by the name its SDKs and users give it. */
+    if ((r = mount_plan_symlink(&cfg->plan, "/tmp", JAIL_HOME)) < 0)
+        goto out;
     /* Copied, not bound: a bind shows its host path in /proc/self/mountinfo (the root field
      * is the path within the source filesystem, whatever the bind's own source path), and
      * where sandboxd is installed is none of the sandbox's business. */

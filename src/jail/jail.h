@@ -33,6 +33,7 @@
 #define JAIL_CELL_LIB             "/sandboxd/lib/libsbxcell.so"
 #define JAIL_COPY_MAX             (2u << 20) /* bytes of the runtime (and of the cell library) */
 #define JAIL_HOSTDEPS_MAX_ENTRIES 2000000    /* directory entries walked for symlinks at start-up */
+#define JAIL_HOME                 "/home/user" /* a symlink to /tmp, the working directory */
 /* The certificates sandboxes trust when egress is on: the host's bundle plus --egress-ca-file */
 #define JAIL_CA_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
 #define JAIL_CA_MAX    (2u << 20) /* bytes of each source of the bundle */

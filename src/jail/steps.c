@@ -138,7 +138,7 @@ int steps_bind_remount(const char *path, unsigned long flags)
     return steps_mount(NULL, path, NULL, MS_REMOUNT | MS_BIND | flags, NULL);
 }
 
-int steps_egress_listener(uint16_t port, int send_fd)
+int steps_egress_listen(uint16_t port)
 {
     int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (s < 0)
@@ -151,6 +151,26 @@ int steps_egress_listener(uint16_t port, int send_fd)
         .sin_port = htons(port),
         .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
     };
+    int r = 0;
+    if (ioctl(s, SIOCGIFFLAGS, &ifr) < 0)
+        r = -errno;
+    ifr.ifr_flags |= IFF_UP;
+    if (r == 0 && ioctl(s, SIOCSIFFLAGS, &ifr) < 0)
+        r = -errno;
+    if (r == 0 && (bind(s, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(s, 64) < 0))
+        r = -errno;
+    if (r < 0) {
+        close(s);
+        return r;
+    }
+    return s;
+}
+
+int steps_egress_listener(uint16_t port, int send_fd)
+{
+    int s = steps_egress_listen(port);
+    if (s < 0)
+        return s;
     union {
         char buf[CMSG_SPACE(sizeof(int))];
         struct cmsghdr align;
@@ -163,20 +183,9 @@ int steps_egress_listener(uint16_t port, int send_fd)
     cm->cmsg_level = SOL_SOCKET;
     cm->cmsg_type = SCM_RIGHTS;
     cm->cmsg_len = CMSG_LEN(sizeof(int));
-    int r = 0;
-    if (ioctl(s, SIOCGIFFLAGS, &ifr) < 0)
-        r = -errno;
-    ifr.ifr_flags |= IFF_UP;
-    if (r == 0 && ioctl(s, SIOCSIFFLAGS, &ifr) < 0)
-        r = -errno;
-    if (r == 0 && (bind(s, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(s, 64) < 0))
-        r = -errno;
-    if (r == 0) {
-        for (size_t i = 0; i < sizeof(int); i++)
-            CMSG_DATA(cm)[i] = ((const unsigned char *)&s)[i];
-        if (sendmsg(send_fd, &mh, MSG_NOSIGNAL) != 1)
-            r = -errno;
-    }
+    for (size_t i = 0; i < sizeof(int); i++)
+        CMSG_DATA(cm)[i] = ((const unsigned char *)&s)[i];
+    int r = sendmsg(send_fd, &mh, MSG_NOSIGNAL) != 1 ? -errno : 0;
     close(s);
     return r;
 }

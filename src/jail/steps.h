@@ -44,9 +44,11 @@ int steps_mount(const char *src, const char *dst, const char *type, unsigned lon
 /* A read-only view of path (a bind of it on itself, submounts included) remounted with flags
  * (MS_RDONLY and the like). */
 int steps_bind_remount(const char *path, unsigned long flags);
-/* In the caller's own network namespace (it needs CAP_NET_ADMIN there): bring lo up, listen
- * on 127.0.0.1:port, and send the listening socket over the unix socket send_fd (then close
- * our copy): the caller keeps no socket it could accept on. */
+/* In the caller's own network namespace (it needs CAP_NET_ADMIN there): bring lo up and listen
+ * on 127.0.0.1:port. The listening socket (close-on-exec), or -errno. */
+int steps_egress_listen(uint16_t port);
+/* steps_egress_listen(), then send the listening socket over the unix socket send_fd and close
+ * our copy: the caller keeps no socket it could accept on (the cold path). */
 int steps_egress_listener(uint16_t port, int send_fd);
 
 #endif

@@ -235,26 +235,33 @@ static struct cell *pool_cell_readable(struct pool *p, struct pool_cell *pc)
 
 /* "forked": the cell exists; it still needs its cgroup (attached by the pool thread after
  * dropping the lock, see pool_attach). Lock held. */
-static struct cell *pool_on_forked(struct pool *p, json_t *msg, int pidfd,
+static struct cell *pool_on_forked(struct pool *p, json_t *msg, int fds[POOL_RECV_FDS],
                                    struct pool_attachlist *al)
 {
     uint64_t token = (uint64_t)json_integer_value(json_object_get(msg, "token"));
     struct pool_cell *pc = NULL;
     HASH_FIND(hh, p->cells, &token, sizeof(token), pc);
     if (!pc || (pc->state != PC_FORKING && pc->state != PC_FORKING_SAID_READY)) {
-        if (pidfd >= 0)
-            close(pidfd);
+        pool_close_fds(fds);
         return NULL;
     }
     if (pc->z->pending)
         pc->z->pending--;
     struct cell *c = pc->cell;
-    c->pidfd = pidfd;
-    c->pid = pidfd >= 0 ? pool_pidfd_pid(pidfd) : -1;
+    c->pidfd = TAKE_FD(fds[0]);
+    c->egress_fd = TAKE_FD(fds[1]); /* a network pool's cell's listener; nothing otherwise */
+    c->pid = c->pidfd >= 0 ? pool_pidfd_pid(c->pidfd) : -1;
     pool_cell_set_state(pc, pc->state == PC_FORKING ? PC_STARTING : PC_STARTING_SAID_READY);
     pc->t_forked = clock_mono_us();
     if (c->pid <= 0) {
         log_error("pool: zygote %d sent no usable pidfd", pc->z->index);
+        return pool_cell_discard(p, pc, PC_TAKEN);
+    }
+    if ((c->egress_fd >= 0) != (p->opt.egress_port != 0)) {
+        /* A network pool's cell is never handed out without its listener (its execution's
+         * requests would go nowhere), nor any other cell with one. */
+        log_error("pool: zygote %d sent a cell %s an egress listener", pc->z->index,
+                  c->egress_fd >= 0 ? "with" : "without");
         return pool_cell_discard(p, pc, PC_TAKEN);
     }
     if (al->n < ARRAY_SIZE(al->items)) {
@@ -357,8 +364,8 @@ static void pool_handle_zctl(struct pool *p, struct zygote *z, struct pool_freel
 {
     for (;;) {
         json_t *msg;
-        int fd;
-        int r = pool_recv(z->ctl_fd, &msg, &fd);
+        int fds[POOL_RECV_FDS];
+        int r = pool_recv(z->ctl_fd, &msg, fds);
         if (r == -EAGAIN || r == 0)
             return; /* EOF is handled when the pidfd fires */
         if (r < 0) {
@@ -367,13 +374,11 @@ static void pool_handle_zctl(struct pool *p, struct zygote *z, struct pool_freel
         }
         const char *op = json_string_value(json_object_get(msg, "op"));
         if (!op) {
-            if (fd >= 0)
-                close(fd);
+            pool_close_fds(fds);
         } else if (strcmp(op, "forked") == 0) {
-            pool_defer_free(fl, pool_on_forked(p, msg, fd, al));
+            pool_defer_free(fl, pool_on_forked(p, msg, fds, al));
         } else {
-            if (fd >= 0)
-                close(fd);
+            pool_close_fds(fds);
             if (strcmp(op, "exit") == 0) {
                 pool_defer_free(fl, pool_on_exit(p, msg));
             } else if (strcmp(op, "fork_failed") == 0) {
@@ -408,6 +413,10 @@ static void pool_refill(struct pool *p)
             z->restart_at_us = 0;
         }
     }
+    /* An acquirer that left cells ready is served first (pool_options.refill_delay_us). */
+    if (p->refill_at_us > now && p->n_ready > 0)
+        return;
+    p->refill_at_us = 0;
     while (p->n_ready + p->n_starting < p->target) {
         struct zygote *best = NULL;
         for (unsigned i = 0; i < p->opt.zygotes; i++) {
@@ -453,8 +462,12 @@ static void *pool_thread(void *arg)
         }
         pool_shrink(p, &fl);
         pool_refill(p);
+        int64_t wait_us = p->refill_at_us ? p->refill_at_us - clock_mono_us() : 1000000;
         pthread_mutex_unlock(&p->lock);
-        int n = epoll_wait(p->epfd, evs, (int)ARRAY_SIZE(evs), 1000);
+        int n = epoll_wait(p->epfd, evs, (int)ARRAY_SIZE(evs),
+                           wait_us <= 0         ? 0
+                           : wait_us >= 1000000 ? 1000
+                                                : (int)(wait_us + 999) / 1000);
         pthread_mutex_lock(&p->lock);
         for (int i = 0; i < n; i++) {
             struct pool_watch *w = evs[i].data.ptr;
@@ -491,15 +504,17 @@ static void *pool_thread(void *arg)
 
 /* ---- public ----------------------------------------------------------------------------- */
 
-static int pool_filter_memfd(const struct jail_config *jail)
+/* The filter the zygotes load into every cell: the default one, or its TCP variant for a
+ * network pool (jail->filter_tcp, built when the jail has egress). */
+static int pool_filter_memfd(const struct sock_fprog *filter)
 {
-    if (!jail->filter.len)
+    if (!filter->len)
         return -1;
     int fd = memfd_create("sandboxd-filter", MFD_CLOEXEC);
     if (fd < 0)
         return -1;
-    size_t len = jail->filter.len * sizeof(struct sock_filter);
-    if (fd_write_all(fd, jail->filter.filter, len, 0) < 0) {
+    size_t len = filter->len * sizeof(struct sock_filter);
+    if (fd_write_all(fd, filter->filter, len, 0) < 0) {
         close(fd);
         return -1;
     }
@@ -556,7 +571,12 @@ int pool_new(const struct jail_config *jail, const struct pool_options *opt, str
                                         .proc = {.pid = -1, .pidfd = -1}};
         buf_init(&p->zygotes[i].logbuf, 4096);
     }
-    if (jail->filter.len && (p->filter_fd = pool_filter_memfd(jail)) < 0) {
+    const struct sock_fprog *filter = opt->egress_port ? &jail->filter_tcp : &jail->filter;
+    if (opt->egress_port && !filter->len && jail->filter.len) {
+        r = log_errno(LOG_ERROR, EINVAL, "pool: a network pool needs a jail with egress");
+        goto fail;
+    }
+    if (filter->len && (p->filter_fd = pool_filter_memfd(filter)) < 0) {
         r = log_errno(LOG_ERROR, errno ? errno : EIO, "pool: cannot hand the filter over");
         goto fail;
     }
@@ -691,6 +711,8 @@ int pool_acquire(struct pool *p, const struct jail_limits *lim, int64_t deadline
     p->n_ready--;
     pool_cell_set_state(pc, PC_TAKEN);
     struct cell *c = TAKE_PTR(pc->cell);
+    if (p->opt.refill_delay_us && p->n_ready > 0 && !p->refill_at_us)
+        p->refill_at_us = clock_mono_us() + p->opt.refill_delay_us;
     pthread_mutex_unlock(&p->lock);
     pool_wake(p);
     int r = cgroup_cell_set_limits(c->cgroup, lim->memory, lim->nproc);

@@ -122,10 +122,11 @@ struct pool {
     struct pool_watch w_wake;
     struct thread_group thread; /* its stop also ends pool_acquire()'s waits */
     int filter_fd;
-    json_t *preimport; /* array of module names for the zygotes' config */
-    char *warmup;      /* code the zygotes run before forking, or NULL */
-    bool started;      /* false while a lazy pool waits for its first acquire */
-    unsigned target;   /* ready + starting cells wanted now: opt.size .. opt.max_size */
+    json_t *preimport;    /* array of module names for the zygotes' config */
+    char *warmup;         /* code the zygotes run before forking, or NULL */
+    bool started;         /* false while a lazy pool waits for its first acquire */
+    unsigned target;      /* ready + starting cells wanted now: opt.size .. opt.max_size */
+    int64_t refill_at_us; /* no replacement is forked before (opt.refill_delay_us); 0: none */
     int64_t last_miss_us, last_shrink_us;
     uint64_t hits, misses, created, failed, died_idle, retired;
     uint64_t exits, exit_minflt; /* cells reaped, and their minor faults from fork to exit */
@@ -183,9 +184,14 @@ void pool_pids_done(struct pool_pids *pp);
 
 /* Send msg (and fds, SCM_RIGHTS) on a zygote's control socket: 0 or -errno. */
 int pool_send(int fd, json_t *msg, const int *fds, size_t nfds);
-/* One message from a zygote's control socket, with the fd it carries (or -1): 1, 0 at EOF,
- * -EAGAIN when there is nothing yet, or -errno. */
-int pool_recv(int fd, json_t **ret, int *ret_fd);
+/* The most fds a zygote's message carries: "forked" has the cell's pidfd, and a network
+ * pool's cell's listener. */
+#define POOL_RECV_FDS 2
+/* One message from a zygote's control socket, with the fds it carries in ret_fds (-1 for the
+ * rest; more are closed): 1, 0 at EOF, -EAGAIN when there is nothing yet, or -errno. */
+int pool_recv(int fd, json_t **ret, int ret_fds[POOL_RECV_FDS]);
+/* Close what pool_recv() gave (and set them to -1). */
+void pool_close_fds(int fds[POOL_RECV_FDS]);
 /* The pid behind a pidfd (from /proc/self/fdinfo), or -1. */
 pid_t pool_pidfd_pid(int pidfd);
 /* Watch fd in the pool thread's epoll set. */

@@ -41,6 +41,44 @@ static const char profile_ds_warmup[] =
  * frame of a few hundred thousand rows little room for its groupby copies. */
 #define PROFILE_DS_MEMORY_MB 512
 
+/* The built-in code-interpreter profile: the data-science stack, IPython's display formatter
+ * (the text/plain, HTML and PNG of a value, as Jupyter shows it) and the E2B agent, whose
+ * sandboxes (docs/E2B.md) are its sessions. Its warm-up formats a frame and a figure too. */
+static const char profile_ci_modules[] =
+    "numpy,pandas,matplotlib,matplotlib.pyplot,IPython.core.formatters,"
+    "IPython.core.display_functions,sandboxd_runtime.e2b";
+static const char *const profile_ci_requires[] = {"numpy", "pandas", "matplotlib", "IPython"};
+static const char profile_ci_warmup[] =
+    "import io\n"
+    "import numpy as np\n"
+    "import pandas as pd\n"
+    "import matplotlib.pyplot as plt\n"
+    "from sandboxd_runtime import e2b_kernel\n"
+    "df = pd.DataFrame({'k': np.arange(12) % 3, 'v': np.linspace(0.0, 1.0, 12)})\n"
+    "df.groupby('k').agg(total=('v', 'sum')).reset_index()\n"
+    "fmt = e2b_kernel.make_formatter()\n"
+    "fmt.format(df)\n"
+    "fmt.format([1, 2.5, 'x', None])\n"
+    "fig, ax = plt.subplots()\n"
+    "ax.plot(df['v'], label='v')\n"
+    "ax.legend()\n"
+    "fmt.format(fig)\n"
+    "plt.close('all')\n";
+
+static const struct profile_builtin {
+    const char *name;
+    const char *modules;
+    const char *const *requires; /* top-level packages that must be installed */
+    size_t n_requires;
+    const char *warmup;
+    uint64_t memory_mb;
+} profile_builtins[] = {
+    {PROFILE_DATASCIENCE, profile_ds_modules, profile_ds_requires, ARRAY_SIZE(profile_ds_requires),
+     profile_ds_warmup, PROFILE_DS_MEMORY_MB},
+    {PROFILE_CODE_INTERPRETER, profile_ci_modules, profile_ci_requires,
+     ARRAY_SIZE(profile_ci_requires), profile_ci_warmup, PROFILE_DS_MEMORY_MB},
+};
+
 struct profile {
     struct profile_spec spec;
     const char *warmup; /* static */
@@ -192,14 +230,15 @@ int profiles_new(const struct jail_config *jail, const struct profile_spec *spec
     int r = 0;
     for (size_t i = 0; i < n && r == 0; i++)
         r = profile_add(ps, &specs[i], NULL, false);
-    bool ds = true;
-    for (size_t i = 0; i < ARRAY_SIZE(profile_ds_requires); i++)
-        ds = ds && profile_installed(jail, profile_ds_requires[i]);
-    if (r == 0 && ds) {
-        struct profile_spec s = {.name = (char *)PROFILE_DATASCIENCE,
-                                 .modules = (char *)profile_ds_modules,
-                                 .memory_mb = PROFILE_DS_MEMORY_MB};
-        r = profile_add(ps, &s, profile_ds_warmup, true); /* a --profile of that name wins */
+    for (size_t b = 0; b < ARRAY_SIZE(profile_builtins) && r == 0; b++) {
+        const struct profile_builtin *pb = &profile_builtins[b];
+        bool installed = true;
+        for (size_t i = 0; i < pb->n_requires; i++)
+            installed = installed && profile_installed(jail, pb->requires[i]);
+        struct profile_spec s = {
+            .name = (char *)pb->name, .modules = (char *)pb->modules, .memory_mb = pb->memory_mb};
+        if (installed)
+            r = profile_add(ps, &s, pb->warmup, true); /* a --profile of that name wins */
     }
     for (size_t i = 0; i < ps->n && r == 0; i++) {
         struct profile *p = &ps->items[i];

@@ -5,7 +5,9 @@
  * and the built-in "datascience" (numpy, pandas, matplotlib.pyplot on the
  * sandbox's Agg backend, warmed up by building a frame and drawing a
  * figure) when numpy, pandas and matplotlib are installed in a site
- * directory. A request picks one with taskDetails.profile, a session with
+ * directory, and "code-interpreter-v1" (the same with IPython's display
+ * formatter and the E2B agent: E2B's code-interpreter template) when
+ * IPython is too. A request picks one with taskDetails.profile, a session with
  * "profile"; the name "default" is the main pool.
  *
  * Each profile has a pool of its own, started on its first use (a
@@ -28,6 +30,8 @@ struct pool;
 #define PROFILE_NAME_MAX    64
 #define PROFILE_MAX         16 /* profiles per server */
 #define PROFILE_DATASCIENCE "datascience"
+/* The data-science stack with IPython's formatters and the E2B agent (docs/E2B.md). */
+#define PROFILE_CODE_INTERPRETER "code-interpreter-v1"
 
 struct profile_spec {
     char *name;         /* [A-Za-z0-9_-], 1 to PROFILE_NAME_MAX, not "default" */

@@ -54,8 +54,8 @@ int pool_send(int fd, json_t *msg, const int *fds, size_t nfds)
     return n < 0 ? -errno : 0;
 }
 
-/* One message; *ret_fd gets a passed fd (or -1). 0 on EOF. */
-int pool_recv(int fd, json_t **ret, int *ret_fd)
+/* One message; ret_fds get the fds it carries (-1 for those it does not). 0 on EOF. */
+int pool_recv(int fd, json_t **ret, int ret_fds[POOL_RECV_FDS])
 {
     char data[65536];
     union {
@@ -69,7 +69,9 @@ int pool_recv(int fd, json_t **ret, int *ret_fd)
     do
         n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
     while (n < 0 && errno == EINTR);
-    *ret_fd = -1;
+    size_t got = 0;
+    for (size_t i = 0; i < POOL_RECV_FDS; i++)
+        ret_fds[i] = -1;
     *ret = NULL;
     if (n < 0)
         return -errno;
@@ -80,8 +82,8 @@ int pool_recv(int fd, json_t **ret, int *ret_fd)
         int fds[4];
         memcpy(fds, CMSG_DATA(cm), sizeof(int) * (k < 4 ? k : 4));
         for (size_t i = 0; i < k && i < 4; i++) {
-            if (*ret_fd < 0)
-                *ret_fd = fds[i];
+            if (got < POOL_RECV_FDS)
+                ret_fds[got++] = fds[i];
             else
                 close(fds[i]);
         }
@@ -91,12 +93,16 @@ int pool_recv(int fd, json_t **ret, int *ret_fd)
     json_error_t err;
     *ret = json_loadb(data, (size_t)n, 0, &err);
     if (!*ret) {
-        if (*ret_fd >= 0)
-            close(*ret_fd);
-        *ret_fd = -1;
+        pool_close_fds(ret_fds);
         return -EBADMSG;
     }
     return 1;
+}
+
+void pool_close_fds(int fds[POOL_RECV_FDS])
+{
+    for (size_t i = 0; i < POOL_RECV_FDS; i++)
+        fd_closep(&fds[i]);
 }
 
 pid_t pool_pidfd_pid(int pidfd)
@@ -162,10 +168,15 @@ int pool_zygote_start(struct pool *p, struct zygote *z)
     z->ctl_fd = sv[0];
     z->log_fd = lp[0];
     json_t *cfg =
-        json_pack("{s:s, s:I, s:I, s:I, s:I, s:O, s:s?}", "op", "config", "tmpBytes",
+        json_pack("{s:s, s:I, s:I, s:I, s:I, s:O, s:s?, s:s?}", "op", "config", "tmpBytes",
                   (json_int_t)p->jail->tmp_bytes, "nofile", (json_int_t)p->opt.nofile, "nproc",
                   (json_int_t)p->opt.nproc, "fsize", (json_int_t)p->jail->tmp_bytes, "preimport",
-                  p->preimport, "warmup", p->warmup);
+                  p->preimport, "warmup", p->warmup, "prepare", p->opt.prepare);
+    if (cfg && p->opt.egress_port &&
+        json_object_set_new(cfg, "egressPort", json_integer(p->opt.egress_port)) < 0) {
+        json_decref(cfg); /* a network pool's zygote without its port would fork plain cells */
+        cfg = NULL;
+    }
     r = cfg ? pool_send(z->ctl_fd, cfg, &p->filter_fd, p->filter_fd >= 0 ? 1 : 0) : -ENOMEM;
     json_decref(cfg);
     if (r < 0) {
@@ -210,12 +221,11 @@ int pool_zygote_wait_ready(struct zygote *z, int64_t timeout_ms)
             return log_errno(LOG_ERROR, ETIMEDOUT, "pool: zygote %d did not become ready",
                              z->index);
         json_t *msg;
-        int fd;
-        int r = pool_recv(z->ctl_fd, &msg, &fd);
+        int fds[POOL_RECV_FDS];
+        int r = pool_recv(z->ctl_fd, &msg, fds);
         if (r == -EAGAIN)
             continue;
-        if (fd >= 0)
-            close(fd);
+        pool_close_fds(fds);
         if (r <= 0)
             return log_errno(LOG_ERROR, r ? r : EPIPE, "pool: zygote %d died while starting",
                              z->index);

@@ -5,7 +5,7 @@
  * side: the sandbox sends an ordinary call_tool request and simply gets no
  * answer until the call is decided, so sandboxed code can neither word the
  * question nor answer it. The decision comes from GET/POST
- * /v1/sessions/{id}/approvals (api/sessions.c) or an MCP client's
+ * /v1/sessions/{id}/approvals and GET /v1/approvals (api/sessions.c) or an MCP client's
  * elicitation answer (mcp/server/), through sessions_approval_decide(); a
  * call nobody decides within --approval-timeout-s is refused. While a call
  * waits the execution is held: exec_run's held() hook moves its deadline, so
@@ -13,7 +13,8 @@
  * refuses the calls still waiting.
  *
  * Called by bridge.c (a call whose policy is ask), session.c (an execution's
- * start and end, the held hook) and the front ends (list, decide, prompt).
+ * start and end, the held hook) and the front ends (list one session's or all
+ * of a caller's, decide, prompt).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -40,8 +41,9 @@
 struct session_approval {
     struct session_approval *next;
     char id[2 * APPROVAL_ID_BYTES + 1];
-    json_t *rpc_id;  /* the request's id (owned reference) */
-    json_t *payload; /* {type, server, tool, arguments} as the sandbox sent it (owned) */
+    json_t *rpc_id;   /* the request's id (owned reference) */
+    json_t *payload;  /* {type, server, tool, arguments} as the sandbox sent it (owned) */
+    int64_t asked_us; /* when it began to wait: the lists are oldest first */
     int64_t deadline_us;
 };
 
@@ -110,6 +112,7 @@ int session_approval_add(struct session *s, json_t *id, json_t *payload)
     a->rpc_id = json_incref(id);
     a->payload = json_incref(payload);
     int64_t now = clock_mono_us();
+    a->asked_us = now;
     a->deadline_us = now + s->owner->opt.approval_timeout_ms * 1000;
     json_t *shown = approval_json(a);
     char aid[sizeof(a->id)];
@@ -212,24 +215,123 @@ void session_notify_rpc(struct session *s, json_t *summary)
     pthread_mutex_unlock(&s->approvals_lock);
 }
 
+/* ---- the lists of waiting calls ----------------------------------------------------------- */
+
+/* A waiting call as a list shows it, and when it was asked. */
+struct approval_row {
+    int64_t asked_us;
+    json_t *shown;
+};
+
+struct approval_rows {
+    struct approval_row *v;
+    size_t n, cap;
+};
+
+static void approval_rows_free(struct approval_rows *rows)
+{
+    for (size_t i = 0; i < rows->n; i++)
+        json_decref(rows->v[i].shown);
+    free(rows->v);
+    *rows = (struct approval_rows){0};
+}
+
+/* Append the calls waiting in s to rows, each with its sessionId when with_session. 0, or
+ * -ENOMEM (rows keeps what it had; the caller frees it). */
+static int approvals_collect(struct session *s, bool with_session, struct approval_rows *rows)
+{
+    int r = 0;
+    pthread_mutex_lock(&s->approvals_lock);
+    for (const struct session_approval *a = s->approvals; a && r == 0; a = a->next) {
+        if (rows->n == rows->cap) {
+            size_t cap = rows->cap ? 2 * rows->cap : 16;
+            struct approval_row *v = realloc(rows->v, cap * sizeof(*v));
+            if (!v) {
+                r = -ENOMEM;
+                break;
+            }
+            rows->v = v;
+            rows->cap = cap;
+        }
+        json_t *shown = approval_json(a);
+        if (!shown ||
+            (with_session && json_object_set_new(shown, "sessionId", json_string(s->id)) < 0)) {
+            json_decref(shown);
+            r = -ENOMEM;
+            break;
+        }
+        rows->v[rows->n++] = (struct approval_row){a->asked_us, shown};
+    }
+    pthread_mutex_unlock(&s->approvals_lock);
+    return r;
+}
+
+static int approval_row_cmp(const void *x, const void *y)
+{
+    const struct approval_row *a = x, *b = y;
+    return (a->asked_us > b->asked_us) - (a->asked_us < b->asked_us);
+}
+
+/* The rows oldest first, as a JSON array (new reference; NULL when out of memory); rows is
+ * emptied either way. */
+static json_t *approvals_sorted(struct approval_rows *rows)
+{
+    if (rows->n)
+        qsort(rows->v, rows->n, sizeof(rows->v[0]), approval_row_cmp);
+    json_t *list = json_array();
+    for (size_t i = 0; list && i < rows->n; i++)
+        if (json_array_append(list, rows->v[i].shown) < 0) {
+            json_decref(list); /* not a list that leaves a call out */
+            list = NULL;
+        }
+    approval_rows_free(rows);
+    return list;
+}
+
 int sessions_approvals(struct sessions *ss, const char *id, json_t **ret)
 {
     struct session *s = sessions_lookup(ss, id);
     if (!s)
         return -ENOENT;
-    json_t *list = json_array();
-    pthread_mutex_lock(&s->approvals_lock);
-    for (const struct session_approval *a = s->approvals; a; a = a->next)
-        json_array_append_new(list, approval_json(a));
-    pthread_mutex_unlock(&s->approvals_lock);
+    struct approval_rows rows = {0};
+    int r = approvals_collect(s, false, &rows);
     session_unref(s);
-    /* Oldest first, as they were asked. */
-    size_t n = json_array_size(list);
-    for (size_t i = 0; i < n / 2; i++) {
-        json_t *x = json_incref(json_array_get(list, i));
-        json_array_set(list, i, json_array_get(list, n - 1 - i));
-        json_array_set_new(list, n - 1 - i, x);
+    json_t *list = r < 0 ? NULL : approvals_sorted(&rows);
+    approval_rows_free(&rows);
+    if (!list)
+        return -ENOMEM;
+    *ret = list;
+    return 0;
+}
+
+int sessions_approvals_all(struct sessions *ss, const struct tenant *tenant, json_t **ret,
+                           struct sbx_error *err)
+{
+    *err = (struct sbx_error){0};
+    /* The caller's sessions, held, so that their calls are read without the table's lock (a
+     * session's unref takes it). */
+    pthread_mutex_lock(&ss->lock);
+    size_t n = 0, count = HASH_COUNT(ss->table);
+    struct session **held = calloc(count ? count : 1, sizeof(*held));
+    for (struct session *s = ss->table; held && s; s = s->hh.next)
+        if (!tenant || s->tenant == tenant) {
+            session_ref(s);
+            held[n++] = s;
+        }
+    pthread_mutex_unlock(&ss->lock);
+    struct approval_rows rows = {0};
+    int r = held ? 0 : -ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        if (r == 0)
+            r = approvals_collect(held[i], true, &rows);
+        session_unref(held[i]);
     }
+    free(held);
+    json_t *list = r < 0 ? NULL : approvals_sorted(&rows);
+    approval_rows_free(&rows);
+    if (!list)
+        return sbx_error_errno(err, ENOMEM, SBX_ERR_INTERNAL, "INTERNAL", NULL,
+                               "out of memory: the list of waiting calls could not be built");
     *ret = list;
     return 0;
 }

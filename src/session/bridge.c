@@ -285,11 +285,18 @@ static void bridge_submit_call(struct session *s, json_t *id, json_t *payload, b
 
 /* ---- memory, saved tools, files: answered here -------------------------------------------- */
 
-/* Errors of the state directory's file system reach the code as OSError with their errno
- * (kind "os"); refusals by sandboxd's own rules (bad name, too large) as MCPError. */
-static const char *bridge_ws_kind(int r)
+/* How a workspace call's failure reaches the code: the store unavailable (the database is
+ * down or slow) as MCPError kind "store_unavailable", a refusal by sandboxd's own rules (bad
+ * name, too large, a quota) or a database that refused a statement as MCPError, and a failure
+ * of the state directory's file system as OSError with its errno (kind "os"). */
+static const char *bridge_ws_kind(int r, const struct sbx_error *err)
 {
-    return r == -EINVAL || r == -EFBIG || r == -EDQUOT || r == -ENOMEM ? "workspace" : "os";
+    if (err->kind == SBX_ERR_UNAVAILABLE)
+        return "store_unavailable";
+    if (r == -EPROTO)
+        return "store";
+    return r == -EINVAL || r == -EFBIG || r == -EDQUOT || r == -ENOMEM || r == -EEXIST ? "workspace"
+                                                                                       : "os";
 }
 
 static uint64_t bridge_thread_cpu_ns(void)
@@ -306,17 +313,22 @@ static uint64_t bridge_thread_cpu_ns(void)
  * failure (those before it are kept). */
 #define BRIDGE_MAX_KEEP 256
 
-static int bridge_keep_files(struct session *s, json_t *files, json_t **ret, char **ret_error)
+static int bridge_keep_files(struct session *s, json_t *files, json_t **ret, struct sbx_error *err)
 {
-    if (!json_is_array(files) || json_array_size(files) > BRIDGE_MAX_KEEP)
-        return fmt_error(ret_error, EINVAL, "keep_files: at most %d files", BRIDGE_MAX_KEEP);
+    if (!json_is_array(files) || json_array_size(files) > BRIDGE_MAX_KEEP) {
+        sbx_error_set(err, SBX_ERR_INVALID, "INVALID_REQUEST", "files",
+                      "keep_files: at most %d files", BRIDGE_MAX_KEEP);
+        return -EINVAL;
+    }
     size_t idl = strlen(s->id);
     json_t *kept = json_array();
     size_t i;
     json_t *f;
-    int r = 0;
+    int r = kept ? 0 : -ENOMEM;
     json_array_foreach(files, i, f)
     {
+        if (r < 0)
+            break;
         const char *path = json_string_value(json_object_get(f, "path"));
         const char *b64 = json_string_value(json_object_get(f, "content"));
         char *data = NULL;
@@ -325,27 +337,29 @@ static int bridge_keep_files(struct session *s, json_t *files, json_t **ret, cha
         r = path && b64 ? defs_decode(b64, &data, &len) : -EINVAL;
         if (r == 0)
             r = workspace_keep_file(s->wsh, s->id + (idl > 8 ? idl - 8 : 0), path, data, len, &one,
-                                    ret_error);
+                                    err);
         else
-            r = fmt_error(ret_error, EINVAL, "keep_files: files[%zu] needs path and content", i);
+            sbx_error_set(err, SBX_ERR_INVALID, "INVALID_REQUEST", "files",
+                          "keep_files: files[%zu] needs path and content", i);
         free(data);
-        if (r < 0)
-            break;
-        json_array_append_new(kept, one);
+        if (r == 0 && json_array_append_new(kept, one) < 0)
+            r = -ENOMEM; /* kept, but the answer would leave it out */
     }
+    if (r == -ENOMEM && !err->message)
+        sbx_error_set(err, SBX_ERR_INTERNAL, "INTERNAL", NULL, "out of memory");
     if (r < 0) {
         json_decref(kept);
         return r;
     }
     *ret = json_pack("{s:o}", "files", kept);
-    return *ret ? 0 : -ENOMEM;
+    return 0; /* NULL *ret: the caller answers out of memory */
 }
 
 static void bridge_workspace(struct session *s, json_t *id, json_t *payload, const char *type)
 {
     struct workspace *ws = s->wsh;
     json_t *result = NULL;
-    char *error = NULL;
+    _cleanup_sbx_error_ struct sbx_error error = {0};
     int r = 0;
     /* The store bounds each call's work; this bounds their number: what sandboxd spends on one
      * execution's workspace calls is counted, and capped. */
@@ -365,10 +379,8 @@ static void bridge_workspace(struct session *s, json_t *id, json_t *payload, con
         const char *name = json_string_value(json_object_get(payload, "name"));
         const char *src = json_string_value(json_object_get(payload, "source"));
         r = name && src ? workspace_save_tool(ws, name, src, &error) : -EINVAL;
-        if (r == 0 && !(result = json_pack("{s:b}", "saved", 1))) {
-            r = -ENOMEM; /* saved, but the answer cannot say so */
-            error = strdup("out of memory");
-        }
+        if (r == 0)
+            result = json_pack("{s:b}", "saved", 1); /* NULL: saved, the answer lost (below) */
     } else if (strcmp(type, "save_file") == 0) {
         const char *name = json_string_value(json_object_get(payload, "name"));
         const char *b64 = json_string_value(json_object_get(payload, "content"));
@@ -388,14 +400,24 @@ static void bridge_workspace(struct session *s, json_t *id, json_t *payload, con
     atomic_fetch_add(&s->host_cpu_ns, bridge_thread_cpu_ns() - start);
     if (r == 0 && !result) { /* the workspace's answer (json_pack) could not be built */
         r = -ENOMEM;
-        free(error);
-        error = strdup("out of memory");
+        sbx_error_clear(&error);
+        sbx_error_set(&error, SBX_ERR_INTERNAL, "INTERNAL", NULL, "out of memory");
     }
-    if (r < 0)
-        bridge_reply(s, id, NULL, error ? error : "invalid request", bridge_ws_kind(r), -r);
-    else
+    if (r < 0) {
+        const char *kind = bridge_ws_kind(r, &error);
+        /* The code's message names the store's failure as the API does (STORE_UNAVAILABLE). */
+        char *msg = error.kind == SBX_ERR_UNAVAILABLE && error.message
+                        ? fmt_str("%s: %s", STORE_UNAVAILABLE, error.message)
+                        : NULL;
+        bridge_reply(s, id, NULL,
+                     msg             ? msg
+                     : error.message ? error.message
+                                     : "invalid request",
+                     kind, -r);
+        free(msg);
+    } else {
         bridge_reply(s, id, result, NULL, NULL, 0);
-    free(error);
+    }
 }
 
 int session_on_message(void *userdata, struct cell *c, json_t *msg)

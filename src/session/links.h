@@ -6,7 +6,7 @@
  * friends, for clients on the same host), but telling the sandbox that path
  * would tell it its host PID, which it has no need of. Instead each session
  * gets a symlink with a random name, in a directory of this process's own
- * (mode 0700, under $TMPDIR or /tmp), pointing there; the sandbox learns
+ * (mode 0700, on a tmpfs where there is one: see links.c), pointing there; the sandbox learns
  * only the link's path, the client opens it on the host as before.
  *
  * The link dies with its session (session_links_remove); a crash leaves a

@@ -97,11 +97,13 @@ json_t *session_init_job(struct sessions *ss, json_t *names, struct workspace *w
     }
     json_decref(described);
     json_t *tools = NULL;
-    char *why = NULL;
-    if (workspace_tools(wsh, &tools, &why) < 0) {
-        sbx_error_set(err, SBX_ERR_INTERNAL, "INTERNAL", NULL, "%s",
-                      why ? why : "the workspace is unavailable");
-        free(why);
+    _cleanup_sbx_error_ struct sbx_error werr = {0};
+    if (workspace_tools(wsh, &tools, &werr) < 0) {
+        bool down = werr.kind == SBX_ERR_UNAVAILABLE;
+        sbx_error_set(err, down ? SBX_ERR_UNAVAILABLE : SBX_ERR_INTERNAL,
+                      down ? STORE_UNAVAILABLE : "INTERNAL", "workspace",
+                      "the workspace's saved tools cannot be read: %s",
+                      werr.message ? werr.message : "the workspace is unavailable");
         json_decref(servers);
         json_decref(discovered);
         return NULL;
@@ -143,6 +145,12 @@ int sessions_add_servers(struct sessions *ss, const char *id, json_t *names, str
     if (!s) {
         sbx_error_set(err, SBX_ERR_NOT_FOUND, "SESSION_NOT_FOUND", NULL, "no session %s", id);
         return -ENOENT;
+    }
+    if (s->agent) {
+        sbx_error_set(err, SBX_ERR_INVALID, "AGENT_SESSION", NULL,
+                      "session %s serves the %s protocol; it loads no MCP servers", id, s->agent);
+        session_unref(s);
+        return -EINVAL;
     }
     /* One loader at a time per session (exec_lock is not taken: a running execution may go on,
      * and sees the proxies appear): two callers cannot both send the same server. */

@@ -174,18 +174,23 @@ json_t *session_describe(struct session *s, const struct sessions *ss)
     return d;
 }
 
-/* A session with a network policy: a cold cell whose listener the proxy takes over (never a
- * warm one, see cell_spawn_cold_egress; nor a profile's), and the init job learns where the
- * proxy is. */
+/* A session with a network policy: a cell whose listener the proxy takes over (a warm one of
+ * the network pool; a fresh one without it or for a profile, whose pool has no network), and
+ * the init job learns where the proxy is. */
 static int session_egress_cell(struct sessions *ss, struct session *s,
                                const struct egress_policy *pol, const struct jail_limits *lim,
-                               json_t *job, struct cell **ret_cell)
+                               bool profile, json_t *job, struct cell **ret_cell, bool *ret_hit)
 {
     int listener = -1;
-    int r = cell_spawn_cold_egress(ss->jail, lim, ss->opt.max_frame, EGRESS_SANDBOX_PORT, ret_cell,
-                                   &listener);
+    int r = ss->opt.network_pool && !profile
+                ? pool_acquire(ss->opt.network_pool, lim,
+                               clock_mono_us() + SESSION_READY_TIMEOUT_US, ret_cell, ret_hit)
+                : cell_spawn_cold_egress(ss->jail, lim, ss->opt.max_frame, EGRESS_SANDBOX_PORT,
+                                         ret_cell, &listener);
     if (r < 0)
         return r;
+    if (listener < 0)
+        listener = TAKE_FD((*ret_cell)->egress_fd);
     char label[SESSION_ID_MAX + 16];
     snprintf(label, sizeof(label), "session %s", s->id);
     const struct egress_owner who = {
@@ -207,6 +212,32 @@ static void session_all_add(struct sessions *ss, struct session *s)
         ss->all->all_prev = s;
     ss->all = s;
     ss->allocated++;
+}
+
+/* Open s's workspace (made when new) into s->wsh: 0, or -errno and *err (a tenant at its
+ * maxWorkspaces is QUOTA_EXCEEDED; a store that cannot be reached stays STORE_UNAVAILABLE, 503,
+ * retry later). */
+static int session_open_workspace(struct sessions *ss, struct session *s,
+                                  const struct session_create *c, const char *workspace,
+                                  struct sbx_error *err)
+{
+    struct store_share share = workspace_share_of(c->tenant);
+    _cleanup_sbx_error_ struct sbx_error werr = {0};
+    int r = workspace_open(ss->ws, s->workspace, &share, true, &s->wsh, &werr);
+    if (r == -EDQUOT)
+        sbx_error_set(err, SBX_ERR_TOO_LARGE, "QUOTA_EXCEEDED", "workspace",
+                      "workspace %s: tenant '%s' has %zu workspaces, its maxWorkspaces; use one "
+                      "of them",
+                      workspace, tenant_name(c->tenant), workspace_max_workspaces(ss->ws, &share));
+    else if (r < 0 && werr.kind == SBX_ERR_UNAVAILABLE)
+        sbx_error_set(err, SBX_ERR_UNAVAILABLE, STORE_UNAVAILABLE, "workspace",
+                      "workspace %s is unavailable: %s", workspace,
+                      werr.message ? werr.message : strerror(-r));
+    else if (r < 0)
+        sbx_error_set(err, SBX_ERR_INTERNAL, "INTERNAL", "workspace",
+                      "workspace %s is unavailable: %s", workspace,
+                      werr.message ? werr.message : strerror(-r));
+    return r;
 }
 
 /* What sessions_create() made of a request once it is checked, before anything is reserved. */
@@ -350,20 +381,8 @@ static int session_prepare(struct sessions *ss, struct session *s, const struct 
         sbx_error_set(err, SBX_ERR_INTERNAL, "INTERNAL", NULL, "cannot draw a random session id");
         return r;
     }
-    struct workspace_share share = workspace_share_of(c->tenant);
-    if ((r = workspace_open(ss->ws, s->workspace, &share, true, &s->wsh)) == -EDQUOT) {
-        sbx_error_set(err, SBX_ERR_TOO_LARGE, "QUOTA_EXCEEDED", "workspace",
-                      "workspace %s: tenant '%s' has %zu workspaces, its maxWorkspaces; use one "
-                      "of them",
-                      p->workspace, tenant_name(c->tenant),
-                      workspace_max_workspaces(ss->ws, &share));
+    if ((r = session_open_workspace(ss, s, c, p->workspace, err)) < 0)
         return r;
-    }
-    if (r < 0) {
-        sbx_error_set(err, SBX_ERR_INTERNAL, "INTERNAL", "workspace",
-                      "workspace %s is unavailable: %s", p->workspace, strerror(-r));
-        return r;
-    }
     json_t *job = session_init_job(ss, s->servers, s->wsh, err);
     if (!job)
         return -EIO;
@@ -379,6 +398,12 @@ static int session_prepare(struct sessions *ss, struct session *s, const struct 
     }
     if (c->compat)
         json_object_set_new(job, "compat", json_string(c->compat));
+    if (c->agent) { /* the runtime mode it serves instead of a Python session */
+        s->agent = c->agent;
+        json_object_set_new(job, "type", json_string(c->agent));
+        if (json_is_object(c->agent_init))
+            json_object_update(job, c->agent_init);
+    }
     return 0;
 }
 
@@ -396,7 +421,7 @@ static int session_boot(struct sessions *ss, struct session *s, const struct ses
     if (p->pol && !(s->network = egress_policy_json(p->pol)))
         r = -ENOMEM;
     else if (p->pol)
-        r = session_egress_cell(ss, s, p->pol, &lim, job, &cell);
+        r = session_egress_cell(ss, s, p->pol, &lim, p->named, job, &cell, ret_hit);
     else
         r = p->pool ? pool_acquire(p->pool, &lim, deadline, &cell, ret_hit)
                     : cell_spawn_cold(ss->jail, &lim, ss->opt.max_frame, &cell);
@@ -428,6 +453,7 @@ static int session_boot(struct sessions *ss, struct session *s, const struct ses
         .timeout_us = SESSION_READY_TIMEOUT_US,
         .output_limit = ss->opt.output_limit,
         .keep_alive = true,
+        .no_accounting = true, /* the session's executions are billed, not its set-up */
         .final_type = "session_ready",
     };
     r = exec_run(s->cell, &req, o);
@@ -448,9 +474,11 @@ static int session_publish(struct sessions *ss, struct session *s, const struct 
                            const struct exec_outcome *o, bool hit, json_t **ret_info,
                            struct sbx_error *err)
 {
-    int r =
-        session_cpu_init(&s->cpu, ss->cpuw, s->cell->pid, s->cell->pidfd, s->serial, ss->opt.nproc);
-    if (r < 0)
+    /* An agent's work lives between requests by design: no CPU rule (see session.h). */
+    int r = s->agent ? -EOPNOTSUPP
+                     : session_cpu_init(&s->cpu, ss->cpuw, s->cell->pid, s->cell->pidfd, s->serial,
+                                        ss->opt.nproc);
+    if (r < 0 && !s->agent)
         log_errno(LOG_WARN, r, "session %s: the CPU budget between executions cannot be enforced",
                   s->id);
     s->cpu_rule = r == 0;
@@ -654,6 +682,13 @@ static int session_run_begin(struct sessions *ss, const char *id, struct session
                           "no session %s (it may have ended or been reaped)", id);
         pthread_mutex_unlock(&ss->lock);
         return down ? -ESHUTDOWN : -ENOENT;
+    }
+    if (s->agent) {
+        sbx_error_set(err, SBX_ERR_INVALID, "AGENT_SESSION", NULL,
+                      "session %s serves the %s protocol (docs/E2B.md); it runs no /execute", id,
+                      s->agent);
+        session_unref(s);
+        return -EINVAL;
     }
     pthread_mutex_lock(&s->exec_lock);
     if (!tenant_run_begin(s->tenant, "session")) {
@@ -889,7 +924,7 @@ int sessions_interrupt(struct sessions *ss, const char *id)
     HASH_FIND_STR(ss->table, id, s);
     /* Signalled under the lock: the table's reference keeps the cell alive, and RUNNING
      * cannot end (the execution end) without the lock. */
-    int r = !s ? -ENOENT : s->state != SESSION_RUNNING || !s->cell ? -EALREADY : 0;
+    int r = !s ? -ENOENT : s->agent || s->state != SESSION_RUNNING || !s->cell ? -EALREADY : 0;
     if (r == 0 && syscall(SYS_pidfd_send_signal, s->cell->pidfd, SIGINT, NULL, 0) < 0)
         r = -errno;
     pthread_mutex_unlock(&ss->lock);

@@ -68,6 +68,8 @@ struct sessions_options {
     struct profiles *profiles;      /* pools a session may ask for by name; borrowed, may be NULL */
     struct artifact_caps artifacts; /* per execution */
     struct egress_proxy *egress;    /* borrowed; NULL: sessions get no network */
+    struct pool *network_pool;      /* warm cells for sessions with a network policy (borrowed;
+                                     * NULL: such a session starts a fresh sandbox) */
 };
 
 #define SESSION_WORKSPACE_DEFAULT "default" /* the workspace of a session that names none */
@@ -85,6 +87,11 @@ struct session_create {
     json_t *network;        /* borrowed {"allow": [patterns]} (docs/NETWORK.md), may be NULL */
     const char *compat;     /* NULL, or "code-execution-mode": the runtime answers as the
                              * upstream bridge does (its init job says so); static */
+    /* NULL: a Python session (CONTRACT §9). Else an agent session: its interpreter serves this
+     * runtime mode instead ("e2b": runtime/sandboxd_runtime/e2b.py), a protocol of its own that
+     * sessions_serve() and sessions_send() carry; the init job has this type. Static. */
+    const char *agent;
+    json_t *agent_init; /* borrowed object merged into an agent's init job, may be NULL */
 };
 
 /* Streaming of one execution; callbacks run on the executing thread. */
@@ -165,8 +172,14 @@ int sessions_execute(struct sessions *s, const char *id, const char *code, int64
                      const struct session_stream *stream, json_t **ret_result,
                      struct sbx_error *err);
 /* The tool calls of session id that wait for a person's decision (policy ask), oldest first:
- * [{id, server, tool, arguments}] in *ret (new reference); -ENOENT for an unknown session. */
+ * [{id, server, tool, arguments}] in *ret (new reference); -ENOENT for an unknown session,
+ * -ENOMEM. */
 int sessions_approvals(struct sessions *s, const char *id, json_t **ret);
+/* The same over every session tenant may see (its own; NULL: the operator, all of them), oldest
+ * first, each with its sessionId: [{id, sessionId, server, tool, arguments}] in *ret (new
+ * reference). 0, or -ENOMEM with *err (INTERNAL). */
+int sessions_approvals_all(struct sessions *s, const struct tenant *tenant, json_t **ret,
+                           struct sbx_error *err);
 /* Decide the waiting call aid of session id: approve sends it to its server, refuse answers the
  * code with ApprovalDenied. 0; -ENOENT with *err (NOT_FOUND: no such session; or
  * APPROVAL_NOT_FOUND: no such call waits, it was decided, timed out, or its execution ended). */
@@ -188,6 +201,31 @@ int sessions_tool_docs(struct sessions *s, json_t *servers, const char *detail, 
  * the code, so a caller that must stop an execution repeats it and finally deletes the session.
  * 0 when sent, -ENOENT for an unknown id, -EALREADY when no execution is running. */
 int sessions_interrupt(struct sessions *s, const char *id);
+/* ---- agent sessions (session_create.agent) ----
+ * An agent session's interpreter is not driven one execution at a time: it serves a protocol of
+ * its own, and what it runs (commands, interpreters) lives as long as the session. So the CPU
+ * rule between executions (cpu.h) does not apply; its owner bounds its life instead (the E2B
+ * layer: its timeout, sessions_end()). It counts as busy while it is served, and the idle
+ * reaper leaves it alone; /execute, interrupt and add_servers refuse it. */
+struct session_agent {
+    void *userdata;
+    /* A frame of the interpreter (borrowed; untrusted: the sandbox wrote it). Runs on the
+     * serving thread and must not block. */
+    void (*on_frame)(void *userdata, json_t *msg);
+    /* What the interpreter itself wrote on stdout or stderr (1, 2); may be NULL. */
+    void (*on_output)(void *userdata, int stream, const char *data, size_t len);
+};
+
+/* Carry agent session id's frames on the calling thread until the session ends: every frame the
+ * interpreter sends goes to a->on_frame, and what sessions_send() queued is written as the
+ * interpreter reads. Returns 0 once the session ended (deleted, reaped by its owner, shut down,
+ * or its interpreter died), with why in *err (GONE); <0 with *err when it cannot be served
+ * (NOT_FOUND: unknown; INVALID: not an agent session, or served already). */
+int sessions_serve(struct sessions *s, const char *id, const struct session_agent *a,
+                   struct sbx_error *err);
+/* Queue one frame for agent session id's interpreter; never blocks (session_send()). 0,
+ * -ENOENT (no such live session), -EPIPE (its interpreter is gone), -ENOBUFS, -ENOMEM. */
+int sessions_send(struct sessions *s, const char *id, const json_t *msg);
 /* ---- one call of a front end: get or create a session, then execute ----------------------
  * A front end that keeps sessions of its own naming (the MCP server: a connection's automatic
  * and named sessions) runs code with sessions_call(): the session is got or created, made ready,

@@ -90,6 +90,7 @@ struct session {
     json_t *network;        /* its allow list, for the description; NULL: no network */
     uint64_t memory_mb;
     char profile[PROFILE_NAME_MAX + 1]; /* "default" or the profile it came from */
+    const char *agent;                  /* NULL, or the protocol it serves (session.h); static */
     pthread_mutex_t exec_lock;          /* one execution at a time */
     atomic_int refs;
     atomic_uint mcp_calls;

@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: MIT
 /*
  * wsmemory — the memories of a workspace (see workspace.h). Keys are free
- * text (up to 256 bytes); on disk each is "<readable part>-<hash>.json", so
- * two keys never share a file and no key can name a path. A file is one
- * compact JSON object {key, value, metadata, createdAt, updatedAt}. What a
- * listing shows (key, metadata, times) is cached in the index the first time
- * a file is read; a value is read from its file each time.
+ * text (up to 256 bytes), a memory one compact JSON document {key, value,
+ * metadata, createdAt, updatedAt}, made here inside the store's write (its
+ * lock, or its transaction) from the memory as it is then: createdAt and
+ * metadata are kept from it, and a save that names the revision it read is
+ * refused (-ESTALE) when the memory changed since. What a listing shows
+ * (key, metadata, times) is the document without its value, which the store
+ * never parses; a value is parsed only when it is loaded.
  */
 #include <errno.h>
-#include <fcntl.h>
-#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,13 +17,9 @@
 
 #include "proto/jsonscan.h"
 #include "session/workspace_int.h"
-#include "util/fdio.h"
 #include "util/buf.h"
-#include "util/fmt.h"
 #include "util/jdump.h"
 #include "util/macros.h"
-
-#define WSM_OVERHEAD 8192 /* a file's bytes besides value and metadata (key, times, names) */
 
 /* The current time, ISO 8601 UTC with milliseconds ("2026-11-23T19:53:12.123Z"): two saves
  * of one second keep their order in createdAt and updatedAt. */
@@ -35,79 +31,6 @@ static void wsm_now(char out[40])
     gmtime_r(&ts.tv_sec, &tm);
     size_t n = strftime(out, 40, "%Y-%m-%dT%H:%M:%S", &tm);
     snprintf(out + n, 40 - n, ".%03ldZ", ts.tv_nsec / 1000000);
-}
-
-/* "<up to 40 safe chars>-<16 hex of BLAKE2b(key)>.json" */
-static void wsm_key_file(const char *key, char out[96])
-{
-    unsigned char h[8];
-    crypto_generichash(h, sizeof(h), (const unsigned char *)key, strlen(key), NULL, 0);
-    size_t k = 0;
-    for (const char *p = key; *p && k < 40; p++) {
-        char c = *p;
-        bool safe = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                    c == '_' || c == '-';
-        out[k++] = safe ? c : '_';
-    }
-    out[k++] = '-';
-    sodium_bin2hex(out + k, 2 * sizeof(h) + 1, h, sizeof(h));
-    strcpy(out + k + 2 * sizeof(h), ".json");
-}
-
-static size_t wsm_max_file(const struct workspace *w)
-{
-    return ws_limits(w)->max_value + WORKSPACE_MAX_METADATA + WSM_OVERHEAD;
-}
-
-/* The file's object without its value (value null) and the value's span: the value is never
- * parsed for a listing. */
-static int wsm_read(struct workspace *w, const char *file, char **ret_text, size_t *ret_len,
-                    json_t **ret_head, size_t *ret_start, size_t *ret_end)
-{
-    static const char *const value_path[] = {"value", NULL};
-    char *text = NULL;
-    size_t len = 0;
-    int r = fd_read_file_flags(w->dirfd[WS_MEMORY], file, O_NOFOLLOW, wsm_max_file(w), &text, &len);
-    if (r < 0)
-        return r;
-    struct jsonscan_result sr;
-    const char *why;
-    json_t *head = NULL;
-    if (jsonscan(text, len, WORKSPACE_MAX_DEPTH + 2, value_path, &sr, &why) == 0 && sr.found)
-        head = jsonscan_load_without(text, len, sr.start, sr.end);
-    if (!json_is_object(head) || !json_is_string(json_object_get(head, "key"))) {
-        json_decref(head);
-        free(text);
-        return -EBADMSG;
-    }
-    *ret_head = head;
-    *ret_start = sr.start;
-    *ret_end = sr.end;
-    if (ret_text) {
-        *ret_text = text;
-        *ret_len = len;
-    } else {
-        free(text);
-    }
-    return 0;
-}
-
-/* {key, metadata, createdAt, updatedAt} of entry e, read once (borrowed; NULL: unreadable). */
-static json_t *wsm_info(struct workspace *w, struct ws_entry *e)
-{
-    if (e->info)
-        return e->info;
-    json_t *head = NULL;
-    size_t start, end;
-    if (wsm_read(w, e->file, NULL, NULL, &head, &start, &end) < 0)
-        return NULL;
-    json_t *meta = json_object_get(head, "metadata");
-    e->info = json_pack("{s:O, s:O, s:O?, s:O?}", "key", json_object_get(head, "key"), "metadata",
-                        json_is_object(meta) ? meta : json_object(), "createdAt",
-                        json_object_get(head, "createdAt"), "updatedAt",
-                        json_object_get(head, "updatedAt"));
-    json_decref(head);
-    return e->info;
 }
 
 /* v nests at most `left` levels deep. */
@@ -148,205 +71,262 @@ static int wsm_fits(const json_t *v, size_t cap)
     return r;
 }
 
-/* Save value under key; created and updated (ISO 8601 strings) are the times to record, NULL:
- * now, and the first save's time kept as createdAt. */
-static int wsm_save(struct workspace *w, const char *key, const char *file, json_t *value,
-                    json_t *meta, const char *created_at, const char *updated_at,
-                    json_t **ret_payload, char **ret_error)
+static int wsm_invalid(struct sbx_error *err, int r, const char *field, const char *msg)
 {
-    const struct workspace_limits *lim = ws_limits(w);
-    if (!value)
-        value = json_null();
-    if (!wsm_depth_ok(value, WORKSPACE_MAX_DEPTH))
-        return fmt_error(ret_error, EINVAL, "memory: the value of %s nests deeper than %d levels",
-                         key, WORKSPACE_MAX_DEPTH);
-    int r = wsm_fits(value, lim->max_value);
-    if (r == -E2BIG)
-        return fmt_error(ret_error, EFBIG, "memory: the value of %s is over %zu bytes", key,
-                         lim->max_value);
-    if (r < 0)
-        return fmt_error(ret_error, ENOMEM, "memory: out of memory");
-    if (meta && !json_is_null(meta)) {
-        if (!json_is_object(meta) || !wsm_depth_ok(meta, WORKSPACE_MAX_DEPTH))
-            return fmt_error(ret_error, EINVAL,
-                             "memory: metadata must be an object nested at most %d levels",
-                             WORKSPACE_MAX_DEPTH);
-        r = wsm_fits(meta, WORKSPACE_MAX_METADATA);
-        if (r == -E2BIG)
-            return fmt_error(ret_error, EFBIG, "memory: the metadata of %s is over %d bytes", key,
-                             WORKSPACE_MAX_METADATA);
-        if (r < 0)
-            return fmt_error(ret_error, ENOMEM, "memory: out of memory");
-    }
-    char now[40];
-    wsm_now(now);
-    struct ws_entry *e = ws_find(w, WS_MEMORY, file);
-    json_t *old = e ? wsm_info(w, e) : NULL;
-    json_t *created = json_object_get(old, "createdAt");
-    if (!meta || json_is_null(meta))
-        meta = json_object_get(old, "metadata"); /* kept unless replaced */
-    json_t *doc = json_pack("{s:s, s:O, s:o, s:o, s:s}", "key", key, "value", value, "metadata",
-                            json_is_object(meta) ? json_incref(meta) : json_object(), "createdAt",
-                            created_at ? json_string(created_at)
-                            : created  ? json_incref(created)
-                                       : json_string(now),
-                            "updatedAt", updated_at ? updated_at : now);
-    size_t tlen = 0;
-    char *text = doc ? jdump(doc, JSON_COMPACT, &tlen) : NULL;
-    if (!text) {
-        json_decref(doc);
-        return fmt_error(ret_error, ENOMEM, "memory: out of memory");
-    }
-    r = ws_store(w, WS_MEMORY, file, text, tlen, "memory", &e, ret_error);
-    free(text);
-    if (r == 0) {
-        json_object_del(doc, "value");
-        e->info = doc; /* the listing's view of it, without reading the file again */
-        *ret_payload = json_pack("{s:b}", "saved", 1);
-    } else {
-        json_decref(doc);
-    }
+    sbx_error_set(err, r == -EFBIG ? SBX_ERR_TOO_LARGE : SBX_ERR_INVALID,
+                  r == -EFBIG ? "TOO_LARGE" : "INVALID_REQUEST", field, "%s", msg);
     return r;
 }
 
-/* The value stored under key (new reference), or -ENOENT. */
-static int wsm_load(struct workspace *w, const char *key, const char *file, json_t **ret)
+/* What a save checks before the store sees it: the value and metadata's nesting and size. */
+static int wsm_check(struct workspace *w, const char *key, json_t *value, json_t *meta,
+                     struct sbx_error *err)
 {
-    char *text = NULL;
-    size_t len = 0, start, end;
-    json_t *head = NULL;
-    int r = wsm_read(w, file, &text, &len, &head, &start, &end);
+    char msg[512];
+    size_t max = w->ws->lim.max_value;
+    if (!wsm_depth_ok(value, WORKSPACE_MAX_DEPTH)) {
+        snprintf(msg, sizeof(msg), "memory: the value of %.256s nests deeper than %d levels", key,
+                 WORKSPACE_MAX_DEPTH);
+        return wsm_invalid(err, -EINVAL, "value", msg);
+    }
+    int r = wsm_fits(value, max);
+    if (r == -E2BIG) {
+        snprintf(msg, sizeof(msg), "memory: the value of %.256s is over %zu bytes", key, max);
+        return wsm_invalid(err, -EFBIG, "value", msg);
+    }
+    if (r == 0 && meta && !json_is_null(meta)) {
+        if (!json_is_object(meta) || !wsm_depth_ok(meta, WORKSPACE_MAX_DEPTH)) {
+            snprintf(msg, sizeof(msg),
+                     "memory: metadata must be an object nested at most %d levels",
+                     WORKSPACE_MAX_DEPTH);
+            return wsm_invalid(err, -EINVAL, "metadata", msg);
+        }
+        r = wsm_fits(meta, WORKSPACE_MAX_METADATA);
+        if (r == -E2BIG) {
+            snprintf(msg, sizeof(msg), "memory: the metadata of %.256s is over %d bytes", key,
+                     WORKSPACE_MAX_METADATA);
+            return wsm_invalid(err, -EFBIG, "metadata", msg);
+        }
+    }
     if (r < 0)
-        return r == -EBADMSG ? -ENOENT : r; /* a file we cannot read is no memory */
-    bool same = strcmp(json_string_value(json_object_get(head, "key")), key) == 0;
-    json_decref(head);
+        sbx_error_set(err, SBX_ERR_INTERNAL, "INTERNAL", NULL, "memory: out of memory");
+    return r;
+}
+
+/* A save, made into a document inside the store's write. */
+struct wsm_save {
+    const char *key;
+    json_t *value, *meta;                /* borrowed; meta NULL or null: kept */
+    const char *created_at, *updated_at; /* NULL: kept or now */
+    bool only_new;                       /* an import: never over another */
+    bool if_rev;                         /* only over revision rev (0: only when there is none) */
+    uint64_t rev;
+};
+
+static int wsm_compose(void *userdata, const struct store_item *old, char **ret_data,
+                       size_t *ret_len, struct sbx_error *err)
+{
+    struct wsm_save *x = userdata;
+    if (old && x->only_new) {
+        sbx_error_set(err, SBX_ERR_CONFLICT, "EXISTS", "key",
+                      "the workspace has a memory %.256s already", x->key);
+        return -EEXIST;
+    }
+    if (x->if_rev && (old ? old->rev != x->rev : x->rev != 0)) {
+        sbx_error_set(err, SBX_ERR_CONFLICT, "CONFLICT", "ifRev",
+                      "memory %.256s changed since it was read", x->key);
+        return -ESTALE;
+    }
+    char now[40];
+    wsm_now(now);
+    json_t *created = json_object_get(old ? old->info : NULL, "createdAt");
+    json_t *meta = x->meta && !json_is_null(x->meta)
+                       ? x->meta
+                       : json_object_get(old ? old->info : NULL, "metadata"); /* kept */
+    json_t *doc = json_pack("{s:s, s:O, s:o, s:o, s:s}", "key", x->key, "value",
+                            x->value ? x->value : json_null(), "metadata",
+                            json_is_object(meta) ? json_incref(meta) : json_object(), "createdAt",
+                            x->created_at             ? json_string(x->created_at)
+                            : json_is_string(created) ? json_incref(created)
+                                                      : json_string(now),
+                            "updatedAt", x->updated_at ? x->updated_at : now);
+    size_t len = 0;
+    char *text = doc ? jdump(doc, JSON_COMPACT, &len) : NULL;
+    json_decref(doc);
+    if (!text) {
+        sbx_error_set(err, SBX_ERR_INTERNAL, "INTERNAL", NULL, "memory: out of memory");
+        return -ENOMEM;
+    }
+    *ret_data = text;
+    *ret_len = len;
+    return 0;
+}
+
+static int wsm_save(struct workspace *w, struct wsm_save *x, struct sbx_error *err)
+{
+    int r = wsm_check(w, x->key, x->value ? x->value : json_null(), x->meta, err);
+    return r < 0 ? r : store_put(w->sw, STORE_MEMORY, x->key, wsm_compose, x, "memory", err);
+}
+
+/* The value stored under key (new reference) and its revision, or -ENOENT. */
+static int wsm_load(struct workspace *w, const char *key, json_t **ret, uint64_t *ret_rev,
+                    struct sbx_error *err)
+{
+    struct store_item *it = NULL;
+    int r = store_get(w->sw, STORE_MEMORY, key, true, &it, err);
+    if (r < 0)
+        return r;
+    static const char *const value_path[] = {"value", NULL};
+    struct jsonscan_result sr;
+    const char *why;
     json_error_t jerr;
-    json_t *v = same
-                    ? json_loadb(text + start, end - start, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr)
-                    : NULL;
-    free(text);
+    json_t *v = NULL;
+    if (jsonscan(it->data, it->len, WORKSPACE_MAX_DEPTH + 2, value_path, &sr, &why) == 0 &&
+        sr.found)
+        v = json_loadb(it->data + sr.start, sr.end - sr.start, JSON_DECODE_ANY | JSON_ALLOW_NUL,
+                       &jerr);
+    *ret_rev = it->rev;
+    store_item_free(it);
     if (!v)
-        return -ENOENT;
+        return -ENOENT; /* a document we cannot read is no memory */
     *ret = v;
     return 0;
 }
 
-static int wsm_cmp_key(const struct ws_entry *a, const struct ws_entry *b)
+/* {key, metadata, createdAt, updatedAt} of an item's info (new reference). */
+static json_t *wsm_info(const struct store_item *it)
 {
-    const char *ka = json_string_value(json_object_get(a->info, "key"));
-    const char *kb = json_string_value(json_object_get(b->info, "key"));
-    return strcmp(ka ? ka : "", kb ? kb : "");
+    json_t *meta = json_object_get(it->info, "metadata");
+    return json_pack("{s:O, s:O, s:O?, s:O?}", "key", json_object_get(it->info, "key"), "metadata",
+                     json_is_object(meta) ? meta : json_object(), "createdAt",
+                     json_object_get(it->info, "createdAt"), "updatedAt",
+                     json_object_get(it->info, "updatedAt"));
 }
 
-int workspace_list_memories(struct workspace *w, json_t **ret_payload, char **ret_error)
+int workspace_list_memories(struct workspace *w, json_t **ret_payload, struct sbx_error *err)
 {
     *ret_payload = NULL;
-    *ret_error = NULL;
+    struct store_item *items = NULL;
+    size_t n = 0;
+    int r = store_list(w->sw, STORE_MEMORY, false, &items, &n, err);
+    if (r < 0)
+        return r;
     json_t *list = json_array();
-    pthread_mutex_lock(&w->lock);
-    int r = ws_index(w);
-    if (r == 0) {
-        for (struct ws_entry *e = w->entries[WS_MEMORY]; e; e = e->hh.next)
-            (void)wsm_info(w, e); /* an unreadable file is listed without a key: skipped */
-        HASH_SORT(w->entries[WS_MEMORY], wsm_cmp_key);
-        for (struct ws_entry *e = w->entries[WS_MEMORY]; e; e = e->hh.next) {
-            if (!e->info)
-                continue;
-            json_t *item = json_deep_copy(e->info);
-            json_object_set_new(item, "size", json_integer((json_int_t)e->size));
-            json_array_append_new(list, item);
-        }
+    for (size_t i = 0; i < n; i++) {
+        json_t *item = wsm_info(&items[i]);
+        json_object_set_new(item, "size", json_integer((json_int_t)items[i].size));
+        json_array_append_new(list, item);
     }
-    pthread_mutex_unlock(&w->lock);
-    if (r < 0) {
-        json_decref(list);
-        return fmt_error(ret_error, -r, "memory: workspace unavailable: %s", strerror(-r));
-    }
+    store_items_free(items, n);
     *ret_payload = json_pack("{s:o}", "memories", list);
     return 0;
 }
 
-int workspace_delete_memory(struct workspace *w, const char *key)
+int workspace_delete_memory(struct workspace *w, const char *key, struct sbx_error *err)
 {
     if (!*key || strlen(key) > WORKSPACE_MAX_KEY)
         return -ENOENT;
-    char file[96];
-    wsm_key_file(key, file);
-    return ws_delete(w, WS_MEMORY, file);
+    return store_delete(w->sw, STORE_MEMORY, key, err);
 }
 
-int workspace_memory(struct workspace *w, json_t *req, json_t **ret_payload, char **ret_error)
+/* A save's "ifRev": absent (no condition), null (only when there is none), or a revision. */
+static int wsm_if_rev(json_t *req, struct wsm_save *x, struct sbx_error *err)
+{
+    json_t *v = json_object_get(req, "ifRev");
+    if (!v)
+        return 0;
+    x->if_rev = true;
+    if (json_is_null(v))
+        return 0;
+    if (!json_is_integer(v) || json_integer_value(v) <= 0) {
+        sbx_error_set(err, SBX_ERR_INVALID, "INVALID_REQUEST", "ifRev",
+                      "memory: ifRev is a revision from a load, or null");
+        return -EINVAL;
+    }
+    x->rev = (uint64_t)json_integer_value(v);
+    return 0;
+}
+
+int workspace_memory(struct workspace *w, json_t *req, json_t **ret_payload, struct sbx_error *err)
 {
     *ret_payload = NULL;
-    *ret_error = NULL;
     const char *op = json_string_value(json_object_get(req, "op"));
-    if (!op)
-        return fmt_error(ret_error, EINVAL, "memory: no operation");
+    if (!op) {
+        sbx_error_set(err, SBX_ERR_INVALID, "INVALID_REQUEST", "op", "memory: no operation");
+        return -EINVAL;
+    }
     if (strcmp(op, "list") == 0)
-        return workspace_list_memories(w, ret_payload, ret_error);
+        return workspace_list_memories(w, ret_payload, err);
     const char *key = json_string_value(json_object_get(req, "key"));
-    if (!key || !*key || strlen(key) > WORKSPACE_MAX_KEY)
-        return fmt_error(ret_error, EINVAL, "memory: the key must be a string of 1-%d bytes",
-                         WORKSPACE_MAX_KEY);
-    char file[96];
-    wsm_key_file(key, file);
+    if (!key || !*key || strlen(key) > WORKSPACE_MAX_KEY) {
+        sbx_error_set(err, SBX_ERR_INVALID, "INVALID_REQUEST", "key",
+                      "memory: the key must be a string of 1-%d bytes", WORKSPACE_MAX_KEY);
+        return -EINVAL;
+    }
+    int r = 0;
     if (strcmp(op, "load") == 0) {
-        /* From the file, not the index: another process's write is seen too. */
         json_t *v = NULL;
-        int r = wsm_load(w, key, file, &v);
+        uint64_t rev = 0;
+        r = wsm_load(w, key, &v, &rev, err);
         if (r < 0 && r != -ENOENT)
-            return fmt_error(ret_error, -r, "memory: cannot read %s: %s", key, strerror(-r));
-        *ret_payload = json_pack("{s:b, s:o?}", "found", r == 0, "value", v);
+            return r;
+        *ret_payload =
+            r == 0 ? json_pack("{s:b, s:o, s:I}", "found", 1, "value", v, "rev", (json_int_t)rev)
+                   : json_pack("{s:b}", "found", 0);
         return 0;
     }
-    pthread_mutex_lock(&w->lock);
-    int r = ws_index(w);
-    if (r < 0) {
-        pthread_mutex_unlock(&w->lock);
-        return fmt_error(ret_error, -r, "memory: workspace unavailable: %s", strerror(-r));
-    }
-    struct ws_entry *e = ws_find(w, WS_MEMORY, file);
     if (strcmp(op, "save") == 0) {
-        r = wsm_save(w, key, file, json_object_get(req, "value"), json_object_get(req, "metadata"),
-                     NULL, NULL, ret_payload, ret_error);
-    } else if (strcmp(op, "info") == 0) {
-        json_t *info = e ? wsm_info(w, e) : NULL;
-        *ret_payload = json_pack("{s:b, s:o?}", "found", info != NULL, "info",
-                                 info ? json_deep_copy(info) : NULL);
-    } else if (strcmp(op, "delete") == 0) {
-        r = e ? ws_remove(w, WS_MEMORY, file) : -ENOENT;
-        if (r < 0 && r != -ENOENT)
-            r = fmt_error(ret_error, -r, "memory: cannot delete %s: %s", key, strerror(-r));
-        else {
-            *ret_payload = json_pack("{s:b}", "deleted", r == 0);
+        struct wsm_save x = {.key = key,
+                             .value = json_object_get(req, "value"),
+                             .meta = json_object_get(req, "metadata")};
+        r = wsm_if_rev(req, &x, err);
+        if (r == 0)
+            r = wsm_save(w, &x, err);
+        if (r == -ESTALE) { /* not a failure: the caller reads again and retries */
+            sbx_error_clear(err);
             r = 0;
+            *ret_payload = json_pack("{s:b, s:b}", "saved", 0, "conflict", 1);
+        } else if (r == 0) {
+            *ret_payload = json_pack("{s:b}", "saved", 1);
         }
-    } else {
-        r = fmt_error(ret_error, EINVAL, "memory: unknown operation '%s'", op);
+        return r;
     }
-    pthread_mutex_unlock(&w->lock);
-    return r;
+    if (strcmp(op, "info") == 0) {
+        struct store_item *it = NULL;
+        r = store_get(w->sw, STORE_MEMORY, key, false, &it, err);
+        if (r < 0 && r != -ENOENT)
+            return r;
+        *ret_payload =
+            json_pack("{s:b, s:o?}", "found", r == 0, "info", r == 0 ? wsm_info(it) : NULL);
+        store_item_free(it);
+        return 0;
+    }
+    if (strcmp(op, "delete") == 0) {
+        r = store_delete(w->sw, STORE_MEMORY, key, err);
+        if (r < 0 && r != -ENOENT)
+            return r;
+        sbx_error_clear(err);
+        *ret_payload = json_pack("{s:b}", "deleted", r == 0);
+        return 0;
+    }
+    sbx_error_set(err, SBX_ERR_INVALID, "INVALID_REQUEST", "op",
+                  "memory: unknown operation '%.64s'", op);
+    return -EINVAL;
 }
 
 int workspace_import_memory(struct workspace *w, const char *key, json_t *value, json_t *metadata,
-                            const char *created_at, const char *updated_at, char **ret_error)
+                            const char *created_at, const char *updated_at, struct sbx_error *err)
 {
-    *ret_error = NULL;
-    if (!*key || strlen(key) > WORKSPACE_MAX_KEY)
-        return fmt_error(ret_error, EINVAL, "memory: the key must be a string of 1-%d bytes",
-                         WORKSPACE_MAX_KEY);
-    char file[96];
-    wsm_key_file(key, file);
-    pthread_mutex_lock(&w->lock);
-    int r = ws_index(w);
-    json_t *payload = NULL;
-    if (r < 0)
-        r = fmt_error(ret_error, -r, "memory: workspace unavailable: %s", strerror(-r));
-    else if (ws_find(w, WS_MEMORY, file))
-        r = fmt_error(ret_error, EEXIST, "the workspace has a memory %s already", key);
-    else
-        r = wsm_save(w, key, file, value, metadata, created_at, updated_at, &payload, ret_error);
-    pthread_mutex_unlock(&w->lock);
-    json_decref(payload);
-    return r;
+    if (!*key || strlen(key) > WORKSPACE_MAX_KEY) {
+        sbx_error_set(err, SBX_ERR_INVALID, "INVALID_REQUEST", "key",
+                      "memory: the key must be a string of 1-%d bytes", WORKSPACE_MAX_KEY);
+        return -EINVAL;
+    }
+    struct wsm_save x = {.key = key,
+                         .value = value,
+                         .meta = metadata,
+                         .created_at = created_at,
+                         .updated_at = updated_at,
+                         .only_new = true};
+    return wsm_save(w, &x, err);
 }

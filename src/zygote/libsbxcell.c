@@ -8,7 +8,9 @@
  * mount, net, ipc, uts, cgroup and user namespaces, with a fresh /tmp,
  * /dev/shm and /proc, its fds placed, rlimits set, no capabilities,
  * no_new_privs and the seccomp filter loaded: from then on it may run
- * untrusted code. The network namespace may be one the zygote reuses (sbx_netns_create).
+ * untrusted code. The network namespace may be one the zygote reuses (sbx_netns_create), or,
+ * in a network pool, one the zygote made for this cell alone with its egress listener
+ * (sbx_netns_egress).
  *
  * Plain C ABI (no Python headers) so any Python 3 can load it. The forked
  * child is single-threaded (the zygote never starts threads), but the steps
@@ -35,6 +37,7 @@
 SBX_EXPORT int sbx_cell_prefork(void);
 SBX_EXPORT int sbx_cell_postfork(int pidns_fd);
 SBX_EXPORT int sbx_netns_create(int self_netns_fd);
+SBX_EXPORT int sbx_netns_egress(int self_netns_fd, int port, int *ret_listener);
 SBX_EXPORT int sbx_cell_enter(uint64_t tmp_bytes, int proto_fd, int out_fd, int err_fd,
                               int netns_fd, const void *filter, size_t filter_len, uint64_t nofile,
                               uint64_t nproc, uint64_t fsize, int *ret_step);
@@ -93,6 +96,38 @@ int sbx_netns_create(int self_netns_fd)
         return -errno;
     }
     return fd < 0 ? -err : fd;
+}
+
+/* The network namespace of one cell of a network pool (its zygote's config has an egressPort):
+ * a new one, never reused, with lo up and a socket listening on 127.0.0.1:port in it
+ * (*ret_listener), which the zygote hands to sandboxd with "forked" and closes. The zygote
+ * makes it, not the cell: the zygote holds CAP_NET_ADMIN in the user namespace that owns the
+ * new network namespace, and the cell's own user namespace, made later (step 'unshare(user)'),
+ * owns none of its namespaces. The cell joins it in step 'namespaces' and closes its copy of
+ * the listener in step 'file descriptors', before any code of a job runs. Returns the
+ * namespace's fd, or -errno (the zygote back in its own namespace either way). */
+int sbx_netns_egress(int self_netns_fd, int port, int *ret_listener)
+{
+    if (port <= 0 || port > 65535)
+        return -EINVAL;
+    if (unshare(CLONE_NEWNET) < 0)
+        return -errno;
+    int fd = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+    int r = fd < 0 ? -errno : 0;
+    int listener = r == 0 ? steps_egress_listen((uint16_t)port) : -1;
+    if (r == 0 && listener < 0)
+        r = listener;
+    if (setns(self_netns_fd, CLONE_NEWNET) < 0)
+        r = -errno; /* the zygote would stay in the new namespace: unusable for further cells */
+    if (r < 0) {
+        if (fd >= 0)
+            close(fd);
+        if (listener >= 0)
+            close(listener);
+        return r;
+    }
+    *ret_listener = listener;
+    return fd;
 }
 
 /* What sbx_cell_enter was given. */

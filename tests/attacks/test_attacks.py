@@ -108,10 +108,12 @@ def test_host_files_are_not_visible(attack, tmp_path):
     secret.chmod(0o600)
     code = f"""
 import os
-[os.path.exists(p) for p in ["/etc/shadow", "/root", "/home", "{secret}", "/var/log",
-                             "/usr/bin/sudo", "/etc/ssh"]]
+([os.path.exists(p) for p in ["/etc/shadow", "/root", "{secret}", "/var/log",
+                              "/usr/bin/sudo", "/etc/ssh"]],
+ os.listdir("/home"), os.readlink("/home/user"))
 """
-    assert result(attack(code)) == [False] * 7
+    # /home is the sandbox's own: only E2B's home, a link to the working directory.
+    assert result(attack(code)) == [[False] * 6, ["user"], "/tmp"]
 
 
 def test_host_file_with_mode_600_cannot_be_read(attack):
@@ -136,11 +138,13 @@ def test_symlinks_do_not_lead_out(attack):
 import os
 os.symlink("/", "/tmp/root")
 os.symlink("/proc/1/root", "/tmp/pid1root")
-sorted(os.listdir("/tmp/root")) == sorted(os.listdir("/")), sorted(os.listdir("/tmp/pid1root/"))
+sorted(os.listdir("/tmp/root")) == sorted(os.listdir("/")), sorted(os.listdir("/tmp/pid1root/")), \
+    os.listdir("/tmp/pid1root/home")
 """
-    same, listing = result(attack(code))
+    same, listing, home = result(attack(code))
     assert same is True
-    assert "home" not in listing and "root" not in listing and "var" not in listing
+    assert "root" not in listing and "var" not in listing
+    assert home == ["user"]  # the sandbox's own /home (E2B's /home/user), not the host's
 
 
 def test_disk_fill_stops_at_the_tmpfs_size(attack):

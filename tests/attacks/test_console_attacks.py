@@ -2,8 +2,9 @@
 """Attacks on the console (/ui), in headless Chromium (tests/node/console.mjs): a page of
 another origin frames it (frame-ancestors 'none' must keep it out); an artifact's HTML tries
 to run script in the console's origin, read the token and send it away (the sandboxed iframe
-and the CSP must stop all of it); and the token must never appear in a URL, a cookie,
-localStorage or sandboxd's log.
+and the CSP must stop all of it); a request id and a host name carrying HTML reach the
+Operate part's table of egress decisions (they must stay text); and the token must never
+appear in a URL, a cookie, localStorage or sandboxd's log.
 
 The browser and its driver live in tests/node, which the rootless pass of the attack suite
 (tests/rootless.sh) does not copy: these attacks are on the HTTP front and the page, not on
@@ -16,7 +17,7 @@ import pytest
 TESTS = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS))
 import browser  # noqa: E402
-from harness import Server  # noqa: E402
+from harness import Server, executor_request  # noqa: E402
 from origins import Origin  # noqa: E402
 
 TOKEN = "console-attack-token-9c2b7d"
@@ -91,6 +92,50 @@ def test_artifact_html_cannot_script_the_console(srv, evil):
     assert not r["seen"]["pageErrors"], r["seen"]["pageErrors"]
     # The console still holds its token, in its own tab's storage only.
     assert r["storage"]["session"] == {"sandboxd.token": TOKEN}
+
+
+# Markup in what a client and a sandbox choose: the request id (the execution's label in the
+# egress log and table) and the host of a proxy request.
+LABEL = '<img src="x" onerror="window.pwned=\'label\';document.body.dataset.pwned=1"><b>bold</b>'
+HOST = '<img/src="x"/onerror="window.pwned=1">'  # no space: it stays one URL
+
+
+def test_markup_in_egress_decisions_stays_text(evil):
+    allowed = "api.test:%d" % evil.port
+    s = Server("--pool-size", "1", "--api-token", TOKEN, "--egress-allow", allowed,
+               "--egress-resolve", allowed + ":127.0.0.1")
+    code = ("import socket, urllib.error, urllib.request\n"
+            "try:\n    urllib.request.urlopen('http://evil.test:%d/', timeout=10)\n"
+            "    a = 200\n"
+            "except urllib.error.HTTPError as e:\n    a = e.code\n"
+            "c = socket.create_connection(('127.0.0.1', 3128), timeout=10)\n"
+            "c.sendall(b'GET http://%s/ HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n')\n"
+            "[a, c.recv(100).split(b' ')[1].decode()]\n" % (evil.port, HOST))
+
+    def requests(msg):
+        r = s.execute(executor_request(code, request_id=LABEL, network={"allow": [allowed]}),
+                      headers={"Authorization": "Bearer " + TOKEN}, fresh=True)
+        assert r.status == 200 and r.json["data"]["result"] == [403, "400"], r.json
+        return True
+
+    try:
+        r = browser.drive("egress", {"base": base(s), "token": TOKEN,
+                                     "expect": [LABEL, "evil.test:%d" % evil.port]},
+                          {"requests": requests})
+    finally:
+        s.stop()
+    rows = [x["cells"] for x in r["rows"]]
+    # The texts are there, character for character, as text: no element was made of them.
+    assert [x[1] for x in rows] == [LABEL, LABEL], rows
+    # The host is refused before it is kept (a host name is letters, digits, '-', '_', '.').
+    assert rows[0][2:4] == ["denied", "—"] and rows[0][4], rows
+    assert rows[1][2:4] == ["denied", "evil.test:%d" % evil.port], rows
+    assert set(r["elements"]) <= {"tr", "td", "code", "span"}, r["elements"]
+    assert r["top"] == {"pwned": None, "title": "sandboxd console", "marker": None}, r["top"]
+    assert not r["seen"]["dialogs"] and not r["seen"]["pageErrors"], r["seen"]
+    assert not browser.console_errors(r["seen"]), r["seen"]["console"]  # no handler even tried
+    assert not [q for q in r["seen"]["requests"] if q["url"].endswith("/x")], r["seen"]["requests"]
+    assert evil.seen == []  # the denied request never left
 
 
 def test_token_never_in_a_url_a_cookie_or_the_log(srv):

@@ -67,14 +67,15 @@ def srv():
     os.unlink(f.name)
 
 
-def unread(port, method, path, token, body=b""):
+def unread(port, method, path, token, body=b"", headers=None):
     """Send one request on a fresh connection whose client reads (almost) nothing."""
     c = socket.socket()
     c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     c.connect(("127.0.0.1", port))
-    head = ("%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer %s\r\n"
-            "Content-Type: application/json\r\nContent-Length: %d\r\n\r\n"
-            % (method, path, token, len(body)))
+    fields = dict(headers if headers is not None else auth(token))
+    head = ("%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\n%sContent-Type: application/json\r\n"
+            "Content-Length: %d\r\n\r\n"
+            % (method, path, "".join("%s: %s\r\n" % kv for kv in fields.items()), len(body)))
     c.sendall(head.encode() + body)
     return c
 
@@ -171,6 +172,43 @@ def test_unread_results_stay_within_the_tenant_share(srv):
         assert all(h.get("retry-after") for h in refused), refused
         stats = srv.request("GET", "/healthz", headers=auth(OPERATOR), fresh=True).json["http"]
         assert stats["replyBytes"] <= SHARE and stats["replyRefused"] >= len(refused), stats
+    finally:
+        for c in socks:
+            c.close()
+
+
+def e2b_sandbox_with_file(srv, token, size):
+    """An E2B sandbox of token's tenant (docs/E2B.md) holding /home/user/big.bin; the headers
+    of its data plane, which carry the sandbox's own token and no key."""
+    r = srv.request("POST", "/e2b/v2/sandboxes", body={"templateID": "base"},
+                    headers={"X-API-Key": token}, fresh=True)
+    assert r.status == 201, r
+    sandbox = {"E2b-Sandbox-Id": r.json["sandboxID"], "X-Access-Token": r.json["envdAccessToken"]}
+    r = srv.request("POST", "/e2b/execute", fresh=True,
+                    body={"code": "open('/home/user/big.bin', 'wb').write(b'z' * %d)" % size},
+                    headers=dict(sandbox, **{"E2b-Sandbox-Port": "49999"}))
+    assert r.status == 200 and b'"error"' not in r.raw, r.raw[:2000]
+    return dict(sandbox, **{"E2b-Sandbox-Port": "49983"})
+
+
+def test_unread_e2b_downloads_count_against_the_sandbox_owner(srv):
+    """E2B's /files with only the sandbox's token: the replies are its owner's, so alpha's
+    unread downloads fill alpha's share, not only the total (which would hold five), and beta is
+    still served."""
+    alpha = e2b_sandbox_with_file(srv, ALPHA, 48 * MB)
+    beta = e2b_sandbox_with_file(srv, BETA, 48 * MB)
+    path = "/e2b/files?path=/home/user/big.bin"
+    socks = [unread(srv.port, "GET", path, None, headers=alpha) for _ in range(8)]
+    try:
+        time.sleep(1.0)
+        heads = [head_of(c) for c in socks]
+        ok = [h for st, h in heads if st == 200]
+        refused = [h for st, h in heads if st == 503]
+        # 48 MiB each against alpha's 128 MiB share (the total is 256 MiB): two fit.
+        assert len(ok) == 2 and len(refused) == 6, [st for st, _ in heads]
+        assert all(h.get("retry-after") for h in refused), refused
+        r = srv.request("GET", path, headers=beta, fresh=True)
+        assert r.status == 200 and r.raw == b"z" * (48 * MB), r.status
     finally:
         for c in socks:
             c.close()

@@ -123,6 +123,14 @@ def test_manifests_agree_with_sandboxd_and_each_other():
         if m["type"] == "Pods":
             assert '"%s' % m["pods"]["metric"]["name"] in api, m
     assert find("Service", "sandboxd-pods")["spec"]["clusterIP"] == "None"
+    # The state store: the URL and the password from the Secret docs/DEPLOY.md makes, both
+    # optional (without it, the state directory), never a literal in the manifest.
+    env = {e["name"]: e for e in c["env"]}
+    for name, key in [("SANDBOXD_STATE_STORE", "url"), ("PGPASSWORD", "password")]:
+        assert env[name]["valueFrom"]["secretKeyRef"] == {"name": "sandboxd-state-store",
+                                                          "key": key, "optional": True}
+    docs_md = (ROOT / "docs" / "DEPLOY.md").read_text()
+    assert "create secret generic sandboxd-state-store" in docs_md
     # The mounted --mcp-config is the ConfigMap's file.
     assert args["mcp-config"] == "/etc/sandboxd/mcp.json"
     assert "mcp.json" in find("ConfigMap", "sandboxd-config")["data"]

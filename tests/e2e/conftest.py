@@ -8,10 +8,13 @@ import tempfile
 import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from harness import Server  # noqa: E402
 
 from framework import Framework  # noqa: E402
 from mcp_peers import config  # noqa: E402
+from pg import Postgres  # noqa: E402
+import stores  # noqa: E402
 
 APPS = pathlib.Path(__file__).resolve().parent / "apps"
 
@@ -60,3 +63,20 @@ def mcp_config():
     cfg.close()
     yield cfg.name
     os.unlink(cfg.name)
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """One PostgreSQL server for the whole run (tests/pg.py); each module takes a database."""
+    pg = Postgres()
+    yield pg
+    pg.close()
+
+
+@pytest.fixture(scope="module", params=["dir", "postgresql"])
+def store(request):
+    """A module that uses it runs once with the state directory, once with PostgreSQL."""
+    s = stores.make(request.param,
+                    request.getfixturevalue("postgres") if request.param != "dir" else None)
+    yield s
+    s.close()

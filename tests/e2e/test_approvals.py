@@ -176,6 +176,76 @@ def test_approval_requests_are_checked(srv):
     t.join(30)
 
 
+def test_one_list_of_every_session_of_the_caller(cfg, tmp_path):
+    """GET /v1/approvals: the calls waiting in all of a caller's sessions, oldest first, each
+    with its sessionId. Two sessions of tenant a wait, one of tenant b: a sees its two, b its
+    one, the operator all three; nobody decides another tenant's."""
+    op, ta, tb = "approvals-operator-token", "approvals-tenant-a-token", "approvals-tenant-b-tok"
+    tenants = tmp_path / "tenants.json"
+    tenants.write_text(json.dumps({"tenants": {"a": {"token": ta}, "b": {"token": tb}}}))
+    s = Server("--pool-size", "1", "--mcp-config", cfg["path"], "--no-mcp-discovery",
+               "--api-token", op, "--tenants", str(tenants), *RULES)
+
+    def req(tok, method, path, body=None):
+        return s.request(method, path, body=body, headers={"Authorization": "Bearer " + tok},
+                         fresh=True)
+
+    def listed(tok, n=None):
+        deadline = time.time() + 30
+        while True:
+            r = req(tok, "GET", "/v1/approvals")
+            assert r.status == 200, r
+            if n is None or len(r.json["approvals"]) >= n or time.time() > deadline:
+                return r.json["approvals"]
+            time.sleep(0.05)
+
+    def start(tok, path):
+        sid = req(tok, "POST", "/v1/sessions", {"servers": ["rec", "other"]}).json["sessionId"]
+        code = CATCH % ("await mcp_rec.write_note(path=%r, text='x')" % path)
+        t, box = in_background(lambda: req(tok, "POST", "/v1/sessions/%s/execute" % sid,
+                                           {"code": code}).json)
+        return sid, t, box
+
+    runs = []
+    try:
+        assert listed(ta) == [] and listed(op) == []
+        assert s.request("GET", "/v1/approvals", fresh=True).status == 401
+        assert req(ta, "POST", "/v1/approvals", {}).status == 405
+        runs.append(start(ta, "/a1"))
+        assert len(listed(ta, 1)) == 1  # the first waits before the second is asked
+        runs.append(start(ta, "/a2"))
+        runs.append(start(tb, "/b1"))
+        (a1, _, _), (a2, _, _), (b1, _, _) = runs
+        mine = listed(ta, 2)
+        assert [(x["sessionId"], x["arguments"]["path"]) for x in mine] == \
+            [(a1, "/a1"), (a2, "/a2")], mine
+        assert all(set(x) == {"id", "sessionId", "server", "tool", "arguments"} and
+                   (x["server"], x["tool"]) == ("rec", "write_note") for x in mine), mine
+        theirs = listed(tb, 1)
+        assert [(x["sessionId"], x["arguments"]["path"]) for x in theirs] == [(b1, "/b1")]
+        every = listed(op, 3)
+        assert sorted(x["id"] for x in every) == sorted(x["id"] for x in mine + theirs), every
+        assert {x["sessionId"] for x in every} == {a1, a2, b1}
+        # b neither sees a's calls nor decides them: a's session does not exist for b.
+        r = req(tb, "POST", "/v1/sessions/%s/approvals/%s" % (a1, mine[0]["id"]),
+                {"approve": True})
+        assert r.status == 404, r
+        assert len(listed(ta)) == 2
+        # Each is decided in its session, by its tenant and by the operator.
+        for tok, sid, x in ((ta, a1, mine[0]), (ta, a2, mine[1]), (op, b1, theirs[0])):
+            r = req(tok, "POST", "/v1/sessions/%s/approvals/%s" % (sid, x["id"]),
+                    {"approve": False})
+            assert r.status == 200, r
+        for _, t, box in runs:
+            t.join(60)
+            assert box["value"]["stdout"].startswith("DENIED True rec write_note"), box
+        assert listed(op) == [] and listed(ta) == [] and listed(tb) == []
+    finally:
+        for _, t, _ in runs:
+            t.join(60)
+        s.stop()
+
+
 def test_sse_carries_approval_required(srv):
     sid = session(srv)
     c = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=30)

@@ -4,80 +4,16 @@ deploy/local-cluster.sh: stateless work spreads over the instances, sessions and
 stay with the instance that holds them, killing one instance leaves the others serving and
 its sessions answer a clear error at once, and SIGTERM stops everything the script started."""
 import os
-import pathlib
-import queue
-import re
 import shutil
 import signal
 import subprocess
 import tempfile
-import threading
 import time
 
 import pytest
 
-from harness import BIN, CELL_LIB, SANITIZER_MARKERS, Endpoint, McpHttp, executor_request, free_port
-
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-APPS = pathlib.Path(__file__).resolve().parent / "apps"
-INSTANCES = ["i1", "i2", "i3"]
-
-
-class Cluster:
-    def __init__(self):
-        self.port = free_port()
-        self.log_dir = tempfile.mkdtemp(prefix="sandboxd-cluster-logs-")
-        args = [str(ROOT / "deploy" / "local-cluster.sh"), "--instances", str(len(INSTANCES)),
-                "--port", str(self.port), "--bin", BIN, "--log-dir", self.log_dir, "--",
-                "--definitions", str(APPS), "--no-mcp-discovery", "--pool-size", "1",
-                "--zygotes", "1", "--session-pool-size", "1", "--template-pool-size", "0"]
-        if CELL_LIB:
-            args += ["--cell-lib", CELL_LIB]
-        env = dict(os.environ)
-        env.setdefault("ASAN_OPTIONS", "detect_leaks=1")
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     text=True, env=env)
-        self.lines = queue.Queue()
-        self.output = []
-        threading.Thread(target=self._read, daemon=True).start()
-        self.instances = {}  # id -> (pid, port)
-        deadline = time.time() + 240
-        while True:
-            line = self.next_line(deadline)
-            m = re.match(r"local-cluster: instance (\S+) pid (\d+) port (\d+)", line)
-            if m:
-                self.instances[m.group(1)] = (int(m.group(2)), int(m.group(3)))
-            if line.startswith("local-cluster: ready on"):
-                break
-        assert sorted(self.instances) == INSTANCES, self.output
-        self.proxy = Endpoint(self.port)  # HAProxy
-
-    def _read(self):
-        for line in self.proc.stdout:
-            self.output.append(line)
-            self.lines.put(line)
-        self.lines.put(None)
-
-    def next_line(self, deadline):
-        try:
-            line = self.lines.get(timeout=max(0.1, deadline - time.time()))
-        except queue.Empty:
-            raise AssertionError("local-cluster.sh said nothing more:\n" + "".join(self.output))
-        assert line is not None, "local-cluster.sh ended:\n" + "".join(self.output) + self.logs()
-        return line
-
-    def logs(self):
-        out = []
-        for name in sorted(os.listdir(self.log_dir)):
-            with open(os.path.join(self.log_dir, name), errors="replace") as f:
-                out.append("--- %s\n%s" % (name, f.read()[-3000:]))
-        return "\n".join(out)
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            self.proc.wait(timeout=120)
-        shutil.rmtree(self.log_dir, ignore_errors=True)
+from cluster import INSTANCES, ROOT, Cluster
+from harness import SANITIZER_MARKERS, McpHttp, executor_request
 
 
 @pytest.fixture(scope="module")

@@ -17,6 +17,7 @@ import pytest
 import browser
 import harness
 from harness import Server, session_create
+from origins import Origin
 
 TOKEN = "console-operator-token-5f1e"
 AUTH = {"Authorization": "Bearer " + TOKEN}
@@ -198,6 +199,49 @@ def test_approvals_are_decided_in_the_page(mcp_config):
     assert ok["status"] == "ok" and "5" in ok["stdout"], ok
     assert denied["status"] == "error" and denied["error"]["type"] == "ApprovalDenied", denied
     assert "No tool call is waiting" in r["approvalsAfter"]
+
+
+def test_operate_shows_the_recent_egress_decisions():
+    """A session's requests through the egress proxy, one allowed and one denied, made while
+    the page is open: the Operate part's table shows both (time, who, decision, host:port,
+    reason) after the health poll, without a reload, newest first."""
+    web = Origin("web")
+    allowed = "api.test:%d" % web.port
+    srv = Server("--pool-size", "1", "--api-token", TOKEN, "--egress-allow", allowed,
+                 "--egress-resolve", allowed + ":127.0.0.1")
+    try:
+        sid = srv.request("POST", "/v1/sessions", {"network": {"allow": [allowed]}}, AUTH,
+                          fresh=True).json["sessionId"]
+        code = ("import urllib.error, urllib.request\n"
+                "print(urllib.request.urlopen('http://%s/from-console', timeout=10).status)\n"
+                "try:\n    urllib.request.urlopen('http://evil.test:%d/', timeout=10)\n"
+                "except urllib.error.HTTPError as e:\n    print(e.code)\n" % (allowed, web.port))
+
+        def requests(msg):
+            r = srv.request("POST", "/v1/sessions/%s/execute" % sid, {"code": code}, AUTH,
+                            fresh=True)
+            assert r.status == 200 and r.json["stdout"] == "200\n403\n", r.json
+            return True
+
+        r = browser.drive("egress", {"base": base(srv), "token": TOKEN,
+                                     "expect": [allowed, "evil.test:%d" % web.port]},
+                          {"requests": requests})
+    finally:
+        srv.stop()
+        web.close()
+    assert "no egress decision yet" in r["before"], r["before"]
+    assert r["headers"] == ["time", "who", "decision", "host:port", "reason"], r["headers"]
+    rows = [x["cells"] for x in r["rows"]]
+    assert len(rows) == 2, rows
+    denied, ok = rows  # newest first
+    assert denied[1:4] == ["session " + sid, "denied", "evil.test:%d" % web.port], denied
+    assert "is not in this execution's network allow list" in denied[4], denied
+    assert ok[1:4] == ["session " + sid, "allowed", allowed] and ok[4] == "", ok
+    assert re.fullmatch(r"\d{1,2}:\d{2}:\d{2}(\s?[AP]M)?", ok[0]), ok
+    assert [x["cls"] for x in r["rows"]] == ["egress-denied", "egress-allowed"]
+    assert [q["path"] for q in web.seen] == ["/from-console"]  # the denied one never left
+    assert not browser.console_errors(r["seen"]), r["seen"]["console"]
+    assert not r["seen"]["pageErrors"], r["seen"]["pageErrors"]
 
 
 def test_console_is_served_without_a_token_under_the_policy(console_server):

@@ -276,7 +276,7 @@ def test_a_server_without_egress_refuses_every_policy(make_server):
     assert r.status == 400, r
     assert r.json["error"]["code"] == "NETWORK_NOT_ALLOWED"
     assert "no --egress-allow" in r.json["error"]["message"]
-    assert s.health()["egress"] == {"allow": []}
+    assert s.health()["egress"] == {"allow": [], "recent": []}
     r = s.request("POST", "/v1/sessions", body={"network": allow("example.com")})
     assert r.status == 400 and r.json["error"]["code"] == "NETWORK_NOT_ALLOWED", r
 
@@ -330,6 +330,39 @@ except OSError:
     denied = [x for x in mine if x["decision"] == "denied" and x["host"] == "logged-denied.test"]
     assert allowed and allowed[-1]["bytesDown"] > 0 and allowed[-1]["address"] == "127.0.0.1"
     assert denied and "not in this execution's network allow list" in denied[-1]["reason"]
+
+
+def test_healthz_keeps_the_last_64_decisions_newest_first(srv, web):
+    """The operator's /healthz lists the proxy's last 64 decisions (docs/NETWORK.md "The last
+    decisions"): 64 of one execution, then 6 of another push the oldest 6 out."""
+    code = f"""
+import urllib.error, urllib.request
+urllib.request.urlopen("http://api.test:{web.port}/recent", timeout=10).read()
+for i in range(N):
+    try:
+        urllib.request.urlopen("http://recent-denied.test:{web.port}/%d" % i, timeout=10)
+    except urllib.error.HTTPError as e:
+        assert e.code == 403, e
+"""
+    run(srv, "N = 63\n" + code, allow("api.test:%d" % web.port), request_id="r-recent-1")
+    recent = srv.health()["egress"]["recent"]
+    assert len(recent) == 64 and recent[-1]["decision"] == "allowed", recent[-1]
+    run(srv, "N = 5\n" + code, allow("api.test:%d" % web.port), request_id="r-recent-2")
+    recent = srv.health()["egress"]["recent"]
+    assert len(recent) == 64, len(recent)
+    assert [x["execution"] for x in recent] == ["r-recent-2"] * 6 + ["r-recent-1"] * 58
+    assert [x["decision"] for x in recent] == ["denied"] * 5 + ["allowed"] + ["denied"] * 58
+    assert min(x["time"] for x in recent[:6]) >= max(x["time"] for x in recent[6:])
+    ok, no = recent[5], recent[0]
+    assert (ok["method"], ok["host"], ok["port"], ok["tenant"], ok["reason"]) == \
+        ("GET", "api.test", web.port, None, None), ok
+    assert ok["bytesUp"] > 50 and ok["bytesDown"] > 0 and ok["durationMs"] >= 0, ok
+    assert (no["host"], no["port"], no["bytesUp"], no["bytesDown"]) == \
+        ("recent-denied.test", web.port, 0, 0), no
+    assert no["reason"] == "recent-denied.test:%d is not in this execution's network allow " \
+        "list" % web.port, no
+    assert set(no) == {"time", "execution", "tenant", "decision", "method", "host", "port",
+                       "reason", "bytesUp", "bytesDown", "durationMs"}, no
 
 
 def test_caps_on_bytes_and_connections(make_server, web, tls, certs):

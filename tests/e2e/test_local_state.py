@@ -1,15 +1,17 @@
 # SPDX-License-Identifier: MIT
-"""The embedded "local" framework's core.state (docs/WORKFLOWS.md "Step by step", docs/SECURITY.md):
-every call works on the request's own app — a workflow of one app cannot read another app's
-definitions or saved step state, nor overwrite them — and the store is bounded: run ids,
-keys and values are capped, an app keeps a bounded number of values and sandboxd's memory
-stays flat under a flood of run ids."""
+"""The embedded "local" framework's core.state (docs/WORKFLOWS.md "Step by step", docs/SECURITY.md),
+with each backend of the state store (conftest.py's `store`): every call works on the
+request's own app — a workflow of one app cannot read another app's definitions or saved step
+state, nor overwrite them — the store is bounded: run ids, keys and values are capped, an app
+keeps a bounded number of values and sandboxd's memory stays flat under a flood of run ids —
+and a run's saved steps outlive the sandboxd that saved them."""
 import pathlib
 import shutil
 import tempfile
 
 import pytest
 
+import stores
 from harness import Server
 
 STEP_FLOW = """\
@@ -57,9 +59,9 @@ def apps():
 
 
 @pytest.fixture(scope="module")
-def srv(apps):
+def srv(apps, store):
     # A small ASan quarantine, so that freed memory is given back and RSS tells growth apart.
-    s = Server("--pool-size", "1", definitions=apps,
+    s = Server("--pool-size", "1", *store.args(), definitions=apps,
                env={"ASAN_OPTIONS": "detect_leaks=1:quarantine_size_mb=4"})
     yield s
     s.stop()
@@ -120,3 +122,26 @@ def test_the_store_stays_bounded(srv):
                              stepId="first", runId="too-big"))
     r = srv.execute(workflow("demo", "flows/steps.yaml", stepId="second", runId="too-big"))
     assert r.json["data"]["output"] is None
+
+
+def test_saved_steps_outlive_the_sandboxd_that_saved_them(apps, store):
+    """Step one on one sandboxd, step two on the next one of the same store: the state
+    directory keeps runtime values across a restart, PostgreSQL for every instance."""
+    # A state directory is one process's: this test's own (a database is everyone's).
+    own = stores.DirStore() if store.name == "dir" else store
+    first = Server("--pool-size", "1", *own.args(), definitions=apps)
+    try:
+        r = first.execute(workflow("demo", "flows/steps.yaml", {"secret": "kept"},
+                                   stepId="first", runId="restart-1"))
+        assert r.json["data"]["status"] == "completed", r
+    finally:
+        first.stop()
+    second = Server("--pool-size", "1", *own.args(), definitions=apps)
+    try:
+        r = second.execute(workflow("demo", "flows/steps.yaml", stepId="second",
+                                    runId="restart-1"))
+        assert r.json["data"]["output"] == {"secret": "kept"}, r
+    finally:
+        second.stop()
+        if own is not store:
+            own.close()

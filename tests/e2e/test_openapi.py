@@ -29,6 +29,7 @@ AUTH = {"Authorization": "Bearer " + TOKEN}
 # Offline and quiet: no telemetry, no update check.
 NODE_ENV = {"REDOCLY_TELEMETRY": "off", "REDOCLY_SUPPRESS_UPDATE_NOTICE": "true",
             "PATH": "/usr/bin:/bin"}
+EGRESS_HOST = "api.test:9"  # discard: nothing listens there
 
 
 class Loader(yaml.SafeLoader):
@@ -68,9 +69,11 @@ def check(doc, records):
 @pytest.fixture(scope="module")
 def served(mcp_config):
     """The server, and the document it serves (without a token). Every tool of "everything"
-    waits for a person (the approvals routes)."""
+    waits for a person (the approvals routes); the egress proxy allows one host (pinned to a
+    port of the loopback where nothing listens), so that /healthz has decisions to show."""
     s = Server("--pool-size", "2", "--api-token", TOKEN, "--mcp-config", mcp_config,
-               "--approval", "everything.*=ask",
+               "--approval", "everything.*=ask", "--egress-allow", EGRESS_HOST,
+               "--egress-resolve", EGRESS_HOST + ":127.0.0.1",
                definitions=pathlib.Path(__file__).resolve().parent / "apps")
     r = s.request("GET", "/openapi.json", fresh=True)
     assert r.status == 200 and r.header("Content-Type") == "application/json", r
@@ -176,8 +179,16 @@ def answers(srv):
         headers={"Authorization": "Bearer wrong"})
     rec("POST", "/execute", jit_request("handlers/basic.py", "add"), headers={"Host": "evil.example"})
     rec("GET", "/execute")
-    # probes, health, metrics, definitions
-    rec("GET", "/healthz")
+    # probes, health (with egress decisions: one allowed whose connection failed, one denied),
+    # metrics, definitions
+    egress = ("import urllib.request\nfor url in ('http://%s/', 'http://evil.test:9/'):\n"
+              "    try:\n        urllib.request.urlopen(url, timeout=10)\n"
+              "    except Exception as e:\n        print(e)\n" % EGRESS_HOST)
+    rec("POST", "/execute", executor_request(egress, network={"allow": [EGRESS_HOST]}))
+    health = rec("GET", "/healthz")
+    recent = health["body"]["egress"]["recent"]
+    assert [(d["decision"], d["host"]) for d in recent[:2]] == \
+        [("denied", "evil.test"), ("allowed", "api.test")], recent
     rec("GET", "/healthz", auth=False)
     rec("GET", "/livez", auth=False)
     rec("GET", "/readyz", auth=False)
@@ -253,6 +264,7 @@ def answers(srv):
     rec("DELETE", "/mcp")
     rec("POST", "/mcp", {"jsonrpc": "2.0", "id": 1, "method": "ping"}, auth=False)
     rec("GET", "/mcp")
+    e2b(rec)
     # the console and this document
     ui = rec("GET", "/ui", auth=False)
     etag = srv.request("GET", "/ui", fresh=True).header("ETag")
@@ -273,12 +285,49 @@ def answers(srv):
     return out
 
 
+def e2b(rec):
+    """E2B's API under /e2b (docs/E2B.md): its control plane with the key, a sandbox's envd,
+    Connect calls and code interpreter with the sandbox's own token, and the refusals."""
+    made = rec("POST", "/e2b/v2/sandboxes", {"templateID": "base", "timeout": 60})
+    assert made["status"] == 201, made
+    sid, token = made["body"]["sandboxID"], made["body"]["envdAccessToken"]
+    envd = {"E2b-Sandbox-Id": sid, "E2b-Sandbox-Port": "49983", "X-Access-Token": token}
+    interp = dict(envd, **{"E2b-Sandbox-Port": "49999"})
+    rec("GET", "/e2b/v2/sandboxes")
+    rec("GET", "/e2b/sandboxes/" + sid)
+    rec("POST", "/e2b/sandboxes/%s/timeout" % sid, {"timeout": 120})
+    rec("POST", "/e2b/v2/sandboxes", {"templateID": "no-such-template"})
+    rec("POST", "/e2b/v2/sandboxes", {"templateID": "base"}, auth=False)
+    rec("GET", "/e2b/sandboxes/vm.00000000000000000000000000000000")
+    rec("PUT", "/e2b/sandboxes/%s/network" % sid, {"allowOut": []})
+    rec("GET", "/e2b/health", headers=envd, auth=False)
+    rec("POST", "/e2b/files?path=/home/user/a.txt", b"hello",
+        headers=dict(envd, **{"Content-Type": "application/octet-stream"}), auth=False, raw=True)
+    got = rec("GET", "/e2b/files?path=/home/user/a.txt", headers=envd, auth=False)
+    assert got["status"] == 200 and got["raw"] == "hello", got
+    rec("GET", "/e2b/files?path=/etc/passwd", headers=envd, auth=False)
+    rec("POST", "/e2b/filesystem.Filesystem/Stat", {"path": "/home/user/none"},
+        headers=envd, auth=False)
+    ran = rec("POST", "/e2b/execute", {"code": "6*7"}, headers=interp, auth=False)
+    assert ran["contentType"] == "application/x-ndjson" and '"42"' in ran["raw"], ran
+    rec("GET", "/e2b/contexts", headers=interp, auth=False)
+    rec("DELETE", "/e2b/contexts/00000000-0000-0000-0000-000000000000", headers=interp,
+        auth=False)
+    rec("GET", "/e2b/health", headers=dict(envd, **{"X-Access-Token": "0" * 64}), auth=False)
+    rec("DELETE", "/e2b/sandboxes/" + sid)
+    rec("DELETE", "/e2b/sandboxes/" + sid)
+    rec("PATCH", "/e2b/sandboxes/" + sid)  # not a method of the route table: 405
+    rec("GET", "/e2b")
+
+
 def approvals(srv, rec):
     """A tool call that waits for a person, listed, refused a bad body, approved, and
     approved again (gone)."""
     sid = rec("POST", "/v1/sessions", {"servers": ["everything"]})["body"]["sessionId"]
     base = "/v1/sessions/%s/approvals" % sid
     rec("GET", base)
+    rec("GET", "/v1/approvals", auth=False)
+    rec("POST", "/v1/approvals", {})
     done = {}
     t = threading.Thread(target=lambda: done.update(r=srv.request(
         "POST", "/v1/sessions/%s/execute" % sid, json.dumps(
@@ -292,6 +341,8 @@ def approvals(srv, rec):
             break
         time.sleep(0.1)
     assert waiting, "no call waited for approval"
+    every = rec("GET", "/v1/approvals")["body"]["approvals"]
+    assert [(a["id"], a["sessionId"]) for a in every] == [(waiting[0]["id"], sid)], every
     one = base + "/" + waiting[0]["id"]
     rec("POST", one, {"approve": "yes"})
     rec("POST", one, "x", headers={"Content-Type": "text/plain"}, raw=True)

@@ -1,36 +1,31 @@
 # SPDX-License-Identifier: MIT
-"""Workspaces under attack: stored bytes are counted and compact, nesting is capped, saved tools
-cannot break or spy on later sessions and can be listed and deleted over the API, workspace
-calls cost sandboxd little CPU and are capped, the quota holds under concurrent sessions, and a
-full state disk is an OSError(ENOSPC) in Python."""
+"""Workspaces under attack, with each backend of the state store (the state directory and
+PostgreSQL: conftest.py's `store`): stored bytes are counted and compact, nesting is capped,
+saved tools cannot break or spy on later sessions and can be listed and deleted over the API,
+workspace calls cost sandboxd little CPU and are capped, the quota holds under concurrent
+sessions, update_memory is atomic under concurrent sessions, and a full state disk is an
+OSError(ENOSPC) in Python."""
 import errno
+import http.client
 import json
 import os
-import pathlib
 import subprocess
 import tempfile
 import threading
+import time
 import urllib.parse
 
 import pytest
 
+import stores
 from harness import Server, session_create, session_run
 
 
 @pytest.fixture(scope="module")
-def state_dir():
-    return pathlib.Path(tempfile.mkdtemp(prefix="sandboxd-state-"))
-
-
-@pytest.fixture(scope="module")
-def srv(state_dir):
-    s = Server("--pool-size", "2", "--state-dir", str(state_dir))
+def srv(store):
+    s = Server("--pool-size", "2", *store.args())
     yield s
     s.stop()
-
-
-
-
 
 
 def ok(srv, sid, code, **extra):
@@ -39,21 +34,16 @@ def ok(srv, sid, code, **extra):
     return out
 
 
-def files_size(path):
-    return sum(p.stat().st_size for p in path.iterdir() if not p.name.startswith("."))
-
-
 # ---- what is stored is what is counted ------------------------------------------------------
 
-def test_memories_are_compact_counted_and_capped(srv, state_dir):
+def test_memories_are_compact_counted_and_capped(srv, store):
     sid = session_create(srv, workspace="amp")["sessionId"]
     # 2000 zeros 60 lists deep: ~4 KB of JSON, which indented files made ~250 KB.
     ok(srv, sid, "v = [0] * 2000\nfor _ in range(60):\n    v = [v]\n"
                  "save_memory('deep', v, metadata={'by': 'test'})")
-    mem = state_dir / "workspaces" / "amp" / "memory"
-    (path,) = list(mem.glob("deep-*.json"))
-    compact = len(json.dumps(json.loads(path.read_text())["value"], separators=(",", ":")))
-    assert path.stat().st_size <= compact + 512, (path.stat().st_size, compact)
+    doc = store.memory_doc("amp", "deep")
+    compact = len(json.dumps(json.loads(doc)["value"], separators=(",", ":")))
+    assert len(doc) <= compact + 512, (len(doc), compact)
     assert ok(srv, sid, "load_memory('deep') == v")["result"] == "True"
     # Nesting and metadata are capped; metadata is stored and counted.
     out = session_run(srv, sid, "w = 0\nfor _ in range(70):\n    w = [w]\nsave_memory('deeper', w)")
@@ -64,7 +54,7 @@ def test_memories_are_compact_counted_and_capped(srv, state_dir):
     r = srv.request("GET", "/v1/workspaces/amp/memories")
     assert r.status == 200, r
     usage = r.json["usage"]
-    assert usage["bytes"] == files_size(mem), (usage, files_size(mem))
+    assert usage["bytes"] == store.bytes("amp", "memory"), (usage, store.bytes("amp", "memory"))
     assert {m["key"]: m["size"] for m in r.json["memories"]}["m"] > 3000
 
 
@@ -132,6 +122,18 @@ def test_memories_can_be_listed_and_deleted_over_the_api(srv):
     assert srv.request("POST", "/v1/workspaces/mem-api/memories").status == 405
 
 
+def test_nul_in_values_and_metadata_comes_back(srv):
+    """U+0000 in a memory's value and metadata (JSON writes it \\u0000) is kept and listed as it
+    was, in either store (docs/API.md "Strings")."""
+    sid = session_create(srv, workspace="nul")["sessionId"]
+    out = ok(srv, sid, "save_memory('k', {'v': 'a\\x00b'}, metadata={'m': 'x\\x00y'})\n"
+                       "(load_memory('k'), get_memory_info('k')['metadata'], "
+                       "[m['metadata'] for m in list_memories()])")
+    assert out["result"] == repr(({"v": "a\x00b"}, {"m": "x\x00y"}, [{"m": "x\x00y"}])), out
+    r = srv.request("GET", "/v1/workspaces/nul/memories")
+    assert r.status == 200 and r.json["memories"][0]["metadata"] == {"m": "x\x00y"}, r
+
+
 # ---- host work ---------------------------------------------------------------------------------
 
 def cpu_seconds(pid):
@@ -140,7 +142,7 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def test_workspace_calls_cost_sandboxd_little_cpu_and_are_capped(srv, state_dir):
+def test_workspace_calls_cost_sandboxd_little_cpu_and_are_capped(srv, store):
     sid = session_create(srv, workspace="host-cpu")["sessionId"]
     ok(srv, sid, "for i in range(20):\n    save_memory('big%d' % i, 'x' * (500 << 10))")
     before = cpu_seconds(srv.proc.pid)
@@ -150,8 +152,7 @@ def test_workspace_calls_cost_sandboxd_little_cpu_and_are_capped(srv, state_dir)
     assert spent < 3, "300 listings of 10 MB of memories took %.1f s of sandboxd's CPU" % spent
     assert out["hostCpuMs"] > 0
     assert session_create(srv)["sessionId"]  # nothing else is starved meanwhile
-    capped = Server("--pool-size", "1", "--session-host-cpu-ms", "20", "--state-dir",
-                    str(state_dir))
+    capped = Server("--pool-size", "1", "--session-host-cpu-ms", "20", *store.args())
     try:
         sid = session_create(capped, workspace="host-cpu")["sessionId"]
         out = session_run(capped, sid, "n = 0\ntry:\n    while True:\n        list_memories()\n"
@@ -163,8 +164,8 @@ def test_workspace_calls_cost_sandboxd_little_cpu_and_are_capped(srv, state_dir)
         capped.stop()
 
 
-def test_the_quota_holds_under_concurrent_sessions(state_dir):
-    s = Server("--pool-size", "4", "--workspace-quota-mb", "8", "--state-dir", str(state_dir))
+def test_the_quota_holds_under_concurrent_sessions(store):
+    s = Server("--pool-size", "4", "--workspace-quota-mb", "8", *store.args())
     try:
         sids = [session_create(s, workspace="race")["sessionId"] for _ in range(8)]
         results = [None] * 8
@@ -182,10 +183,31 @@ def test_the_quota_holds_under_concurrent_sessions(state_dir):
         saved = [r for r in results if r["result"] == "'saved'"]
         assert len(saved) == 2, results
         assert all("workspace is full" in r["result"] for r in results if r not in saved)
-        total = files_size(state_dir / "workspaces" / "race" / "files")
+        total = store.bytes("race", "files")
         assert total <= 8 << 20, total
+        assert s.request("GET", "/v1/workspaces/race/tools").json["usage"]["bytes"] == total
     finally:
         s.stop()
+
+
+def test_update_memory_is_atomic_under_concurrent_sessions(srv):
+    """Six sessions of one workspace each add 1 to a counter 15 times with update_memory, and
+    no increment is lost (a load and a save each made apart would lose many)."""
+    sids = [session_create(srv, workspace="counter")["sessionId"] for _ in range(6)]
+    results = [None] * len(sids)
+
+    def add(i):
+        results[i] = session_run(srv, sids[i], "for _ in range(15):\n"
+                                 "    update_memory('n', lambda v: v + 1, default=0)\n"
+                                 "load_memory('n') >= 15")
+
+    threads = [threading.Thread(target=add, args=(i,)) for i in range(len(sids))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert all(r["status"] == "ok" and r["result"] == "True" for r in results), results
+    assert ok(srv, sids[0], "load_memory('n')")["result"] == str(6 * 15)
 
 
 def test_a_full_state_disk_is_an_oserror_enospc():
@@ -206,3 +228,43 @@ def test_a_full_state_disk_is_an_oserror_enospc():
     finally:
         subprocess.run(["umount", d], check=True)
         os.rmdir(d)
+
+
+def test_a_sigkill_in_the_middle_of_writes_leaves_nothing_torn(store):
+    """sandboxd killed while a session rewrites memories as fast as it can: the next sandboxd
+    of the store reads every memory whole (a body and the checksum of that very body), and the
+    workspace's usage is what it holds."""
+    own = stores.DirStore() if store.name == "dir" else store  # a state directory is one's
+    s = Server("--pool-size", "1", *own.args())
+    try:
+        sid = session_create(s, workspace="killed")["sessionId"]
+
+        def write():
+            try:
+                s.request("POST", "/v1/sessions/%s/execute" % sid,
+                          body={"code": stores.WRITER, "timeoutMs": 60000}, fresh=True)
+            except (OSError, http.client.HTTPException):
+                pass  # the server is killed under it
+
+        t = threading.Thread(target=write, daemon=True)
+        t.start()
+        deadline = time.time() + 60
+        while len(own.items("killed", "memory")) < 10:
+            assert time.time() < deadline, s.logs()[-3000:]
+            time.sleep(0.05)
+        s.proc.kill()
+        s.proc.wait()
+        t.join(30)
+    finally:
+        s.stop(check=False)
+    again = Server("--pool-size", "1", *own.args())
+    try:
+        sid = session_create(again, workspace="killed")["sessionId"]
+        count, bad = eval(ok(again, sid, stores.CHECK)["result"])
+        assert count >= 10 and bad == [], (count, bad)
+        usage = again.request("GET", "/v1/workspaces/killed/memories").json["usage"]
+        assert usage["bytes"] == own.bytes("killed", "memory") and usage["memories"] == count
+    finally:
+        again.stop()
+        if own is not store:
+            own.close()

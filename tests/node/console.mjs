@@ -233,6 +233,31 @@ const scenarios = {
     return r;
   },
 
+  // The Operate part's table of the egress proxy's last decisions. The test makes requests
+  // through the proxy once the page is open (step "requests"); the health poll brings them in
+  // without a reload. config.expect: texts the table must come to hold.
+  async egress(page) {
+    const r = {};
+    await loggedIn(page);
+    await page.waitForSelector("#egress-recent-body tr", { visible: true, timeout: TIMEOUT });
+    r.before = await textOf(page, "#egress-recent");
+    await step("requests", {});
+    await page.waitForFunction((want) => {
+      const text = document.getElementById("egress-recent").innerText;
+      return want.every((w) => text.includes(w));
+    }, { timeout: TIMEOUT }, config.expect);
+    await new Promise((res) => setTimeout(res, 1000)); // time for anything that would run
+    r.headers = await page.$$eval("#egress-recent th", (th) => th.map((x) => x.textContent));
+    r.rows = await page.$$eval("#egress-recent-body tr", (trs) => trs.map((tr) => ({
+      cls: tr.className, cells: [...tr.cells].map((c) => c.textContent) })));
+    r.elements = await page.$$eval("#egress-recent-body *", (all) => [...new Set(all.map(
+      (e) => e.tagName.toLowerCase()))]);
+    r.top = await page.evaluate(() => ({ pwned: window.pwned || null, title: document.title,
+      marker: document.body.dataset.pwned || null }));
+    await shot(page, "egress");
+    return r;
+  },
+
   // Failures a person must understand: a refused token, a session that ended, a server that
   // went away and came back.
   async failures(page) {

@@ -151,6 +151,12 @@ static void lookup_matches_templates(void **state)
         {"/ui/a/b.js", NULL}, /* {asset} is one segment */
         {"/uix", NULL},
         {"/openapi.json", "/openapi.json"},
+        {"/e2b/v2/sandboxes", "/e2b/{path}"}, /* E2B's paths, whatever their depth */
+        {"/e2b/process.Process/Start", "/e2b/{path}"},
+        {"/e2b/files", "/e2b/{path}"},
+        {"/e2b", NULL},
+        {"/e2b/", NULL},
+        {"/e2bx/files", NULL},
         {"/", NULL},
         {"", NULL},
     };

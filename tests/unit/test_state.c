@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "framework/state.h"
+#include "store/state.h"
 
 static void set_int(struct state_store *s, const char *app, const char *key, int v, int64_t now)
 {

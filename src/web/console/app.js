@@ -15,7 +15,7 @@ const $ = (id) => document.getElementById(id);
 const POLL_MS = 1500;
 const HEALTH_MS = 5000;
 
-const state = { current: null, sessions: [], operator: false, uptime: null, running: false };
+const state = { current: null, sessions: [], operator: false, startedAt: null, running: false };
 const banners = new Map(); // source -> message
 
 function say(source, message) {
@@ -161,7 +161,7 @@ async function refreshSessions() {
   }
   renderSessions($("sessions-body"), $("sessions-empty"), list, sessionsUi);
   if (state.operator) operate.showTenants(list);
-  await approvals.refresh(list);
+  await approvals.refresh();
 }
 
 async function refreshHealth() {
@@ -175,10 +175,13 @@ async function refreshHealth() {
   }
   $("health").textContent = healthLine(h);
   if (h.version) {
-    if (state.uptime !== null && h.uptimeS < state.uptime) {
+    // When this sandboxd started, by our clock: a later start is a restart, however long the
+    // page went without an answer (comparing uptimes misses a restart seen late).
+    const startedAt = Date.now() / 1000 - h.uptimeS;
+    if (state.startedAt !== null && startedAt > state.startedAt + 1) {
       say("restart", "sandboxd restarted: the sessions it held are gone.");
     }
-    state.uptime = h.uptimeS;
+    state.startedAt = startedAt;
     state.operator = true;
     $("operate").hidden = false;
     operate.showHealth(h);
@@ -239,7 +242,7 @@ function every(ms, fn) {
 async function loadContract() {
   try {
     const doc = await call("GET", "/openapi.json");
-    approvals.setSupported("/v1/sessions/{id}/approvals" in (doc.paths || {}));
+    approvals.setSupported("/v1/approvals" in (doc.paths || {}));
   } catch (e) {
     failed("options", e);
   }
@@ -264,7 +267,7 @@ async function enter() {
 
 const approvals = new Approvals($("approvals-list"), $("approvals-empty"), (m) => say("approvals", m));
 const operate = new Operate({ chart: $("chart"), pool: $("pool"), tenants: $("tenants"),
-  egress: $("egress"), egressLog: $("egress-log") });
+  egress: $("egress"), egressRecent: $("egress-recent-body") });
 const editor = setupEditor($("code"), $("code-view"), run);
 
 $("token-save").addEventListener("click", login);

@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Tool calls waiting for a person (the "ask" approvals of CONTRACT §16), in every session of
-// the caller: the sessions list says which sessions run an execution (a call can wait only
-// while one runs), and each of those is asked for its waiting calls
-// (GET /v1/sessions/{id}/approvals). Approve sends the call, Deny makes it raise
-// ApprovalDenied in the session's code.
+// the caller, in one request (GET /v1/approvals: a tenant's own sessions, every session for
+// the operator). Approve sends the call, Deny makes it raise ApprovalDenied in the session's
+// code.
 import { call, seg } from "./api.js";
 import { button, el } from "./dom.js";
 
@@ -17,28 +16,28 @@ export class Approvals {
   }
 
   // Does this sandboxd have approvals? Its OpenAPI document (/openapi.json) says.
-  setSupported(yes) {
+  setSupported(yes, why) {
     this.supported = yes;
     this.empty.textContent = yes ? "No tool call is waiting for a decision."
-      : "This sandboxd has no approvals (its /openapi.json has no approvals routes).";
+      : why || "This sandboxd has no approvals (its /openapi.json has no GET /v1/approvals).";
   }
 
-  // Ask each running session of sessions for its waiting calls; show new ones, drop decided.
-  async refresh(sessions) {
+  // Read every waiting call of the caller; show new ones, drop those decided or gone.
+  async refresh() {
     if (!this.supported) return;
+    let answer;
+    try {
+      answer = await call("GET", "/v1/approvals");
+    } catch (e) {
+      // 404: this sandboxd runs without sessions, so no call can wait
+      if (e.status === 404) this.setSupported(false, "This sandboxd runs without sessions.");
+      else this.onError(e.message);
+      return;
+    }
     const seen = new Set();
-    for (const s of sessions.filter((x) => x.busy)) {
-      let answer;
-      try {
-        answer = await call("GET", `/v1/sessions/${seg(s.sessionId)}/approvals`);
-      } catch (e) {
-        if (e.status !== 404) this.onError(e.message); // 404: the session just ended
-        continue;
-      }
-      for (const a of answer.approvals) {
-        seen.add(a.id);
-        this.add(s.sessionId, a);
-      }
+    for (const a of answer.approvals) {
+      seen.add(a.id);
+      this.add(a.sessionId, a);
     }
     for (const [id, item] of this.items) if (!seen.has(id)) this.remove(id, item);
     this.empty.hidden = this.items.size > 0;

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 // What an operator watches: health and pool state (GET /healthz with the operator's token),
 // executions per second and their latency over the last minutes (samples of GET /metrics,
-// kept in this tab while it is open), sessions per tenant (GET /v1/sessions) and recent
-// egress decisions (the egress proxy's counters from /metrics, and /healthz's egress report).
+// kept in this tab while it is open), sessions per tenant (GET /v1/sessions) and the egress
+// proxy's recent decisions (/healthz's egress.recent, refreshed with the health poll). Every
+// text of a decision (a request id, a host a sandbox asked for) is set as text, never markup.
 import { drawChart } from "./chart.js";
 import { el } from "./dom.js";
 
@@ -24,15 +25,14 @@ export function parseMetrics(textBody) {
 
 // One sample of the counters the charts need, at time t.
 function sampleOf(metrics, t) {
-  const s = { t, count: 0, sum: 0, buckets: new Map(), allowed: 0, denied: {} };
+  const s = { t, count: 0, sum: 0, buckets: new Map() };
   for (const { name, labels, value } of metrics) {
     if (name === "sandboxd_request_duration_seconds_count") s.count += value;
     else if (name === "sandboxd_request_duration_seconds_sum") s.sum += value;
     else if (name === "sandboxd_request_duration_seconds_bucket") {
       const le = labels.le === "+Inf" ? Infinity : Number(labels.le);
       s.buckets.set(le, (s.buckets.get(le) || 0) + value);
-    } else if (name === "sandboxd_egress_requests_total") s.allowed += value;
-    else if (name === "sandboxd_egress_denied_total") s.denied[labels.reason] = value;
+    }
   }
   return s;
 }
@@ -52,32 +52,17 @@ function quantileMs(a, b, q) {
 
 export class Operate {
   constructor(nodes) {
-    this.nodes = nodes; // {chart, pool, tenants, egress, egressLog}
+    this.nodes = nodes; // {chart, pool, tenants, egress, egressRecent}
     this.samples = [];
-    this.egressEvents = [];
   }
 
   addMetrics(textBody, t = Date.now()) {
     const s = sampleOf(parseMetrics(textBody), t);
     const prev = this.samples[this.samples.length - 1];
     if (prev && s.count < prev.count) this.samples = []; // the server restarted: start over
-    else if (prev) this.noteEgress(prev, s);
     this.samples.push(s);
     while (this.samples.length && this.samples[0].t < t - WINDOW_MS - 10000) this.samples.shift();
     this.draw(t);
-  }
-
-  noteEgress(a, b) {
-    const allowed = b.allowed - a.allowed;
-    const denied = Object.entries(b.denied)
-      .map(([reason, v]) => [reason, v - (a.denied[reason] || 0)]).filter(([, d]) => d > 0);
-    if (allowed <= 0 && !denied.length) return;
-    const when = new Date(b.t).toLocaleTimeString();
-    const parts = [];
-    if (allowed > 0) parts.push(`${allowed} allowed`);
-    for (const [reason, d] of denied) parts.push(`${d} denied (${reason})`);
-    this.egressEvents.unshift(`${when}: ${parts.join(", ")}`);
-    this.egressEvents.length = Math.min(this.egressEvents.length, 50);
   }
 
   draw(now = Date.now()) {
@@ -102,9 +87,6 @@ export class Operate {
       { name: "mean latency", unit: "ms", cls: "s-mean", points: mean },
       { name: "p95 latency (bucket bound)", unit: "ms", cls: "s-p95", points: p95 },
     ], WINDOW_MS, now);
-    const log = this.nodes.egressLog;
-    log.replaceChildren(...this.egressEvents.map((e) => el("li", null, e)));
-    if (!this.egressEvents.length) log.append(el("li", "muted", "no egress since this page opened"));
   }
 
   // /healthz of the operator: pool, executions and egress.
@@ -138,6 +120,26 @@ export class Operate {
     this.nodes.egress.textContent = allow
       ? `Allowed at most (--egress-allow): ${allow}`
       : "No egress is allowed (no --egress-allow).";
+    this.showEgress(Array.isArray(eg.recent) ? eg.recent : []);
+  }
+
+  // The proxy's last decisions, newest first: time, who, decision, host:port, reason.
+  showEgress(recent) {
+    const body = this.nodes.egressRecent;
+    body.replaceChildren(...recent.map((d) => {
+      const tr = el("tr", `egress-${d.decision}`);
+      const decision = el("td", "decision", d.decision);
+      decision.title = `${d.method ?? "?"}; ${d.bytesUp} bytes up, ${d.bytesDown} down, ` +
+        `${Math.round(d.durationMs)} ms`;
+      // who: the request id or "session ID", and whose tenant it was (none: the operator's)
+      const who = el("td");
+      who.append(el("code", "id", d.execution ?? "?"));
+      if (d.tenant) who.append(el("span", "muted", ` (tenant ${d.tenant})`));
+      tr.append(el("td", "time", new Date(d.time).toLocaleTimeString()), who, decision,
+        el("td", "host", hostPort(d)), el("td", "reason", d.reason ?? ""));
+      return tr;
+    }));
+    if (!recent.length) body.append(emptyRow("no egress decision yet", 5));
   }
 
   // Sessions per tenant (the operator's list holds every tenant's).
@@ -157,14 +159,24 @@ export class Operate {
       tr.append(el("td", null, k), el("td", "num", String(c.live)), el("td", "num", String(c.running)));
       body.append(tr);
     }
-    if (!counts.size) {
-      const tr = el("tr");
-      const td = el("td", "muted", "no sessions");
-      td.colSpan = 3;
-      tr.append(td);
-      body.append(tr);
-    }
+    if (!counts.size) body.append(emptyRow("no sessions", 3));
   }
+}
+
+// The one row of an empty table: text across its cols columns.
+function emptyRow(text, cols) {
+  const tr = el("tr");
+  const td = el("td", "muted", text);
+  td.colSpan = cols;
+  tr.append(td);
+  return tr;
+}
+
+// "host:port" of a decision ("[::1]:443" for an IPv6 address; "—" when the request named none).
+function hostPort(d) {
+  if (!d.host) return "—";
+  const host = d.host.includes(":") ? `[${d.host}]` : d.host;
+  return d.port ? `${host}:${d.port}` : host;
 }
 
 // One line for the health part: everyone's status, the operator's details.

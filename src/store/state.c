@@ -8,7 +8,7 @@
  * each entry counts its text, its key and a fixed overhead against
  * max_bytes: the cap is close to what is really held.
  */
-#include "framework/state.h"
+#include "store/state.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -19,8 +19,6 @@
 
 #include "util/fmt.h"
 #include "util/jdump.h"
-
-#define STATE_ENTRY_OVERHEAD 160 /* the entry, its hash handle and allocator slack */
 
 struct state_app;
 
@@ -45,6 +43,8 @@ struct state_app {
 
 struct state_store {
     struct state_limits lim;
+    state_drop_fn on_drop; /* told of every value evicted or expired */
+    void *drop_userdata;
     pthread_mutex_t lock;
     struct state_entry *entries;
     struct state_app *apps;
@@ -77,8 +77,11 @@ static struct state_app *state_app_of(struct state_store *s, const char *app, si
     return a;
 }
 
-static void state_drop(struct state_store *s, struct state_entry *e)
+/* Remove e; told tells on_drop (an eviction or expiry, not a replacement). */
+static void state_drop(struct state_store *s, struct state_entry *e, bool told)
 {
+    if (told && s->on_drop)
+        s->on_drop(s->drop_userdata, e->id, e->id + e->app_len + 1);
     struct state_app *a = e->app;
     DL_DELETE2(a->list, e, app_prev, app_next);
     if (--a->values == 0) {
@@ -98,7 +101,7 @@ void state_store_free(struct state_store *s)
     if (!s)
         return;
     while (s->entries)
-        state_drop(s, s->entries);
+        state_drop(s, s->entries, false);
     pthread_mutex_destroy(&s->lock);
     free(s);
 }
@@ -106,7 +109,7 @@ void state_store_free(struct state_store *s)
 static void state_expire(struct state_store *s, int64_t now_us)
 {
     while (s->entries && now_us - s->entries->written_us > s->lim.ttl_us) {
-        state_drop(s, s->entries);
+        state_drop(s, s->entries, true);
         s->expired++;
     }
 }
@@ -125,35 +128,65 @@ static char *state_id(const char *app, const char *key, size_t *ret_len, size_t 
     return id;
 }
 
+void state_store_on_drop(struct state_store *s, state_drop_fn fn, void *userdata)
+{
+    s->on_drop = fn;
+    s->drop_userdata = userdata;
+}
+
 int state_store_set(struct state_store *s, const char *app, const char *key, json_t *value,
                     int64_t now_us, char **ret_error)
 {
     *ret_error = NULL;
-    if (strlen(key) > s->lim.max_key)
+    char *text = NULL;
+    size_t len = 0;
+    int r = state_store_text(&s->lim, key, value, &text, &len, ret_error);
+    return r < 0 ? r : state_store_put_text(s, app, key, text, len, now_us, false, ret_error);
+}
+
+int state_store_text(const struct state_limits *lim, const char *key, json_t *value,
+                     char **ret_text, size_t *ret_len, char **ret_error)
+{
+    *ret_error = NULL;
+    size_t max_key = lim->max_key ? lim->max_key : STATE_MAX_KEY;
+    size_t max_value = lim->max_value ? lim->max_value : STATE_MAX_VALUE;
+    if (strlen(key) > max_key)
         return fmt_error(ret_error, E2BIG, "the key is %zu bytes, at most %zu", strlen(key),
-                         s->lim.max_key);
+                         max_key);
     struct buf b;
-    buf_init(&b, s->lim.max_value);
+    buf_init(&b, max_value);
     int r = jdump_buf(value, JSON_COMPACT, &b);
     if (r < 0) {
         buf_free(&b);
-        return r == -E2BIG ? fmt_error(ret_error, E2BIG, "the value is over %zu bytes of JSON",
-                                       s->lim.max_value)
-                           : r;
+        return r == -E2BIG
+                   ? fmt_error(ret_error, E2BIG, "the value is over %zu bytes of JSON", max_value)
+                   : r;
+    }
+    *ret_text = buf_take(&b, ret_len);
+    return *ret_text ? 0 : -ENOMEM;
+}
+
+size_t state_entry_size(const char *app, const char *key, size_t text_len)
+{
+    return text_len + strlen(app) + 1 + strlen(key) + STATE_ENTRY_OVERHEAD;
+}
+
+int state_store_put_text(struct state_store *s, const char *app, const char *key, char *text,
+                         size_t len, int64_t now_us, bool only_new, char **ret_error)
+{
+    *ret_error = NULL;
+    if (strlen(key) > s->lim.max_key || len > s->lim.max_value) {
+        free(text);
+        return fmt_error(ret_error, E2BIG, "the key or the value is over its cap");
     }
     struct state_entry *e = calloc(1, sizeof(*e));
     if (!e || !(e->id = state_id(app, key, &e->id_len, &e->app_len))) {
         free(e);
-        buf_free(&b);
+        free(text);
         return -ENOMEM;
     }
-    e->text = buf_take(&b, &e->size);
-    if (!e->text) {
-        free(e->id);
-        free(e);
-        return -ENOMEM;
-    }
-    e->size += e->id_len + STATE_ENTRY_OVERHEAD;
+    e->text = text;
+    e->size = state_entry_size(app, key, len);
     if (e->size > s->lim.max_bytes) { /* it would not fit even in an empty store */
         size_t size = e->size;
         free(e->id);
@@ -167,16 +200,23 @@ int state_store_set(struct state_store *s, const char *app, const char *key, jso
     state_expire(s, now_us);
     struct state_entry *old = NULL;
     HASH_FIND(hh, s->entries, e->id, e->id_len, old);
+    if (old && only_new) {
+        pthread_mutex_unlock(&s->lock);
+        free(e->id);
+        free(e->text);
+        free(e);
+        return fmt_error(ret_error, EEXIST, "there is a value of that key already");
+    }
     if (old)
-        state_drop(s, old);
+        state_drop(s, old, false);
     struct state_app *a = state_app_of(s, app, e->app_len);
     if (a && a->values >= s->lim.max_per_app) { /* the app's least recently written goes */
-        state_drop(s, a->list);
+        state_drop(s, a->list, true);
         s->evicted++;
         a = state_app_of(s, app, e->app_len);
     }
     while (s->entries && s->bytes + e->size > s->lim.max_bytes) { /* and across apps */
-        state_drop(s, s->entries);
+        state_drop(s, s->entries, true);
         s->evicted++;
         a = state_app_of(s, app, e->app_len);
     }
@@ -201,22 +241,77 @@ int state_store_set(struct state_store *s, const char *app, const char *key, jso
     return 0;
 }
 
-json_t *state_store_get(struct state_store *s, const char *app, const char *key, int64_t now_us)
+int state_store_remove(struct state_store *s, const char *app, const char *key)
 {
     size_t len, app_len;
     char *id = state_id(app, key, &len, &app_len);
     if (!id)
-        return NULL;
+        return -ENOMEM;
     pthread_mutex_lock(&s->lock);
+    struct state_entry *e = NULL;
+    HASH_FIND(hh, s->entries, id, len, e);
+    if (e)
+        state_drop(s, e, false);
+    pthread_mutex_unlock(&s->lock);
+    free(id);
+    return e ? 0 : -ENOENT;
+}
+
+int state_store_each(struct state_store *s, int64_t now_us, state_each_fn fn, void *userdata)
+{
+    int r = 0;
+    pthread_mutex_lock(&s->lock);
+    state_expire(s, now_us);
+    for (struct state_entry *e = s->entries; e && r == 0; e = e->hh.next)
+        r = fn(userdata, e->id, e->id + e->app_len + 1, e->text, e->written_us);
+    pthread_mutex_unlock(&s->lock);
+    return r;
+}
+
+/* The entry of (app, key) after expiring what is due (lock held), or NULL. */
+static struct state_entry *state_find(struct state_store *s, const char *app, const char *key,
+                                      int64_t now_us, bool *ret_oom)
+{
+    size_t len, app_len;
+    char *id = state_id(app, key, &len, &app_len);
+    *ret_oom = !id;
+    if (!id)
+        return NULL;
     state_expire(s, now_us);
     struct state_entry *e = NULL;
     HASH_FIND(hh, s->entries, id, len, e);
+    free(id);
+    return e;
+}
+
+json_t *state_store_get(struct state_store *s, const char *app, const char *key, int64_t now_us)
+{
+    bool oom;
+    pthread_mutex_lock(&s->lock);
+    struct state_entry *e = state_find(s, app, key, now_us, &oom);
     json_error_t jerr;
     /* The text is jdump's: \u0000 in a string is written escaped and must read back. */
     json_t *v = e ? json_loads(e->text, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr) : NULL;
     pthread_mutex_unlock(&s->lock);
-    free(id);
     return v;
+}
+
+int state_store_get_text(struct state_store *s, const char *app, const char *key, int64_t now_us,
+                         char **ret_text, size_t *ret_len)
+{
+    bool oom;
+    pthread_mutex_lock(&s->lock);
+    struct state_entry *e = state_find(s, app, key, now_us, &oom);
+    size_t len = e ? strlen(e->text) : 0;
+    char *text = e ? strndup(e->text, len) : NULL;
+    pthread_mutex_unlock(&s->lock);
+    if (oom || (e && !text))
+        return -ENOMEM;
+    if (!e)
+        return -ENOENT;
+    *ret_text = text;
+    *ret_len = len;
+    return 0;
 }
 
 json_t *state_store_stats(struct state_store *s)

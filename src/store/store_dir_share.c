@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
- * wsshare — a tenant's share of the workspace store (see workspace.h): what
- * all its workspaces hold together and how many there are, against the
- * tenant's quotaMb and maxWorkspaces. The one place that counts per tenant:
- * workspace.c asks it before it makes a workspace and before every write
- * that grows one, and tells it every removal, so a store of another kind
- * (a database) keeps the same rules by moving these functions.
+ * store_dir_share — a tenant's share of the state directory (see store.h):
+ * what all its workspaces hold together and how many there are, against the
+ * tenant's quotaMb and maxWorkspaces. The one place of this backend that
+ * counts per tenant: store_dir.c asks it before it makes a workspace and
+ * before every write that grows one, and tells it every removal (the
+ * PostgreSQL backend keeps the same rules in a row per tenant).
  *
  * An account is made the first time one of the tenant's workspaces is
  * opened, by reading what the tenant's directory holds (every workspace,
@@ -25,32 +25,32 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "session/workspace_int.h"
-#include "util/fmt.h"
+#include "store/store_dir_int.h"
+#include "util/path.h"
 #include "util/macros.h"
 
-struct ws_space {
-    char name[WORKSPACE_MAX_KEY_LEN + 1];
+struct store_dir_space {
+    char name[STORE_MAX_KEY_LEN + 1];
     size_t bytes;
     UT_hash_handle hh;
 };
 
-struct ws_account {
-    char tenant[WORKSPACE_MAX_KEY_LEN + 1];
+struct store_dir_account {
+    char tenant[STORE_MAX_KEY_LEN + 1];
     /* Everything below; taken under a workspace's lock or the store's, never the other way. */
     pthread_mutex_t lock;
     size_t max_bytes, max_spaces;
     size_t bytes;
-    struct ws_space *spaces; /* added under the store's lock too */
+    struct store_dir_space *spaces; /* added under the store's lock too */
     size_t n_spaces;
     UT_hash_handle hh;
 };
 
-static void ws_limits_of(struct ws_account *a, const struct workspace_limits *lim,
-                         const struct workspace_share *share)
+static void ws_limits_of(struct store_dir_account *a, const struct store_limits *lim,
+                         const struct store_share *share)
 {
-    a->max_bytes = share && share->max_bytes ? share->max_bytes : lim->tenant_bytes;
-    a->max_spaces = share && share->max_workspaces ? share->max_workspaces : lim->tenant_workspaces;
+    a->max_bytes = store_tenant_bytes(lim, share);
+    a->max_spaces = store_tenant_workspaces(lim, share);
 }
 
 static int ws_sum_entry(void *userdata, const char *name, const struct stat *st)
@@ -61,23 +61,24 @@ static int ws_sum_entry(void *userdata, const char *name, const struct stat *st)
 }
 
 /* The bytes workspace name (below parent) holds, as its index would count them. */
-static size_t ws_space_bytes(int parent, const char *name, const struct workspace_limits *lim)
+static size_t ws_space_bytes(int parent, const char *name, const struct store_limits *lim)
 {
     _cleanup_close_ int wfd = openat(parent, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     size_t bytes = 0;
-    for (int k = 0; wfd >= 0 && k < WS_KINDS; k++) {
+    for (int k = 0; wfd >= 0 && k < STORE_KINDS; k++) {
         _cleanup_close_ int fd =
-            openat(wfd, ws_kind_name(k), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            openat(wfd, store_kind_name(k), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         /* A kind missing or unreadable holds nothing the index would count either. */
         if (fd >= 0)
-            (void)ws_scan(fd, k, 2 * lim->max_entries, ws_sum_entry, &bytes);
+            (void)store_dir_scan(fd, k, 2 * lim->max_entries, ws_sum_entry, &bytes);
     }
     return bytes;
 }
 
-static int ws_space_new(struct ws_account *a, const char *name, size_t bytes, struct ws_space **ret)
+static int ws_space_new(struct store_dir_account *a, const char *name, size_t bytes,
+                        struct store_dir_space **ret)
 {
-    struct ws_space *sp = calloc(1, sizeof(*sp));
+    struct store_dir_space *sp = calloc(1, sizeof(*sp));
     if (!sp)
         return -ENOMEM;
     snprintf(sp->name, sizeof(sp->name), "%s", name);
@@ -91,17 +92,17 @@ static int ws_space_new(struct ws_account *a, const char *name, size_t bytes, st
 
 /* Count what parent (the tenant's workspaces directory) holds into a fresh account. A
  * directory filled behind our back is read only so far: twice the cap of workspaces. */
-static int ws_account_count(struct ws_account *a, int parent, const struct workspace_limits *lim)
+static int ws_account_count(struct store_dir_account *a, int parent, const struct store_limits *lim)
 {
-    DIR *d = ws_opendir(parent);
+    DIR *d = store_dir_opendir(parent);
     if (!d)
         return -errno;
     int r = 0;
     struct dirent *e;
     while (r == 0 && (e = readdir(d)) && a->n_spaces < 2 * a->max_spaces) {
         struct stat st;
-        struct ws_space *sp;
-        if (workspace_check_name(e->d_name) ||
+        struct store_dir_space *sp;
+        if (path_check_name(e->d_name) ||
             fstatat(parent, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
             continue;
         r = ws_space_new(a, e->d_name, ws_space_bytes(parent, e->d_name, lim), &sp);
@@ -110,9 +111,9 @@ static int ws_account_count(struct ws_account *a, int parent, const struct works
     return r;
 }
 
-static void ws_account_free(struct ws_account *a)
+static void ws_account_free(struct store_dir_account *a)
 {
-    struct ws_space *sp, *tmp;
+    struct store_dir_space *sp, *tmp;
     HASH_ITER(hh, a->spaces, sp, tmp)
     {
         HASH_DEL(a->spaces, sp);
@@ -122,11 +123,12 @@ static void ws_account_free(struct ws_account *a)
     free(a);
 }
 
-int ws_account_get(struct ws_account **table, const char *tenant, int parent,
-                   const struct workspace_limits *lim, const struct workspace_share *share,
-                   struct ws_account **ret)
+int store_dir_account_get(struct store_dir *ds, const char *tenant, int parent,
+                          const struct store_share *share, struct store_dir_account **ret)
 {
-    struct ws_account *a = NULL;
+    struct store_dir_account **table = &ds->accounts;
+    const struct store_limits *lim = &ds->base.lim;
+    struct store_dir_account *a = NULL;
     HASH_FIND_STR(*table, tenant, a);
     if (a) {
         if (share) { /* a tenant's share is fixed, but an open without one took the defaults */
@@ -153,9 +155,10 @@ int ws_account_get(struct ws_account **table, const char *tenant, int parent,
     return 0;
 }
 
-void ws_account_free_all(struct ws_account **table)
+void store_dir_account_free_all(struct store_dir *ds)
 {
-    struct ws_account *a, *tmp;
+    struct store_dir_account **table = &ds->accounts;
+    struct store_dir_account *a, *tmp;
     HASH_ITER(hh, *table, a, tmp)
     {
         HASH_DEL(*table, a);
@@ -163,9 +166,10 @@ void ws_account_free_all(struct ws_account **table)
     }
 }
 
-int ws_account_space(struct ws_account *a, const char *name, bool create, struct ws_space **ret)
+int store_dir_account_space(struct store_dir_account *a, const char *name, bool create,
+                            struct store_dir_space **ret)
 {
-    struct ws_space *sp = NULL;
+    struct store_dir_space *sp = NULL;
     pthread_mutex_lock(&a->lock);
     HASH_FIND_STR(a->spaces, name, sp);
     int r = sp ? 0 : create && a->n_spaces >= a->max_spaces ? -EDQUOT : -ENOENT;
@@ -174,7 +178,8 @@ int ws_account_space(struct ws_account *a, const char *name, bool create, struct
     return r;
 }
 
-int ws_account_add(struct ws_account *a, const char *name, struct ws_space **ret)
+int store_dir_account_add(struct store_dir_account *a, const char *name,
+                          struct store_dir_space **ret)
 {
     pthread_mutex_lock(&a->lock);
     int r = ws_space_new(a, name, 0, ret);
@@ -182,8 +187,8 @@ int ws_account_add(struct ws_account *a, const char *name, struct ws_space **ret
     return r;
 }
 
-int ws_account_reserve(struct ws_account *a, struct ws_space *sp, size_t n, const char *what,
-                       char **ret_error)
+int store_dir_account_reserve(struct store_dir_account *a, struct store_dir_space *sp, size_t n,
+                              const char *what, struct sbx_error *err)
 {
     if (!a || !n)
         return 0;
@@ -197,13 +202,17 @@ int ws_account_reserve(struct ws_account *a, struct ws_space *sp, size_t n, cons
     pthread_mutex_unlock(&a->lock);
     if (fits)
         return 0;
-    return fmt_error(ret_error, EDQUOT,
-                     "%s: tenant '%s' has stored what its quota allows, all its workspaces "
-                     "together (%zu of %zu bytes used; this needs %zu more)",
-                     what, a->tenant, used, max, n);
+    struct store_room room = {.what = what,
+                              .exists = true,
+                              .new_size = n,
+                              .tenant = a->tenant,
+                              .tenant_bytes = used,
+                              .tenant_max = max};
+    struct store_limits unbounded = {.max_bytes = SIZE_MAX, .max_entries = SIZE_MAX};
+    return store_check_room(&unbounded, &room, err);
 }
 
-void ws_account_refund(struct ws_account *a, struct ws_space *sp, size_t n)
+void store_dir_account_refund(struct store_dir_account *a, struct store_dir_space *sp, size_t n)
 {
     if (!a)
         return;
@@ -216,7 +225,8 @@ void ws_account_refund(struct ws_account *a, struct ws_space *sp, size_t n)
     pthread_mutex_unlock(&a->lock);
 }
 
-void ws_account_recount(struct ws_account *a, struct ws_space *sp, size_t bytes)
+void store_dir_account_recount(struct store_dir_account *a, struct store_dir_space *sp,
+                               size_t bytes)
 {
     if (!a)
         return;
@@ -226,7 +236,7 @@ void ws_account_recount(struct ws_account *a, struct ws_space *sp, size_t bytes)
     pthread_mutex_unlock(&a->lock);
 }
 
-json_t *ws_account_usage(struct ws_account *a)
+json_t *store_dir_account_usage(struct store_dir_account *a)
 {
     pthread_mutex_lock(&a->lock);
     json_t *o = json_pack("{s:I, s:I, s:I, s:I}", "bytes", (json_int_t)a->bytes, "maxBytes",
