@@ -332,6 +332,27 @@ static void migrate_memories(struct workspace *w, const char *dir, struct migrat
     free(names);
 }
 
+/* One state store into another (ms: its options, to_dir set): a source and a destination, one
+ * of each kind of option; from: --from, which is the import's. The exit status. */
+static int migrate_copy(const struct migrate_store_opts *ms, const char *from, bool extra_args)
+{
+    const char *why = extra_args                       ? "unexpected arguments"
+                      : !ms->from_dir == !ms->from_url ? "name one source: "
+                                                         "--from-state-dir or "
+                                                         "--from-state-store"
+                      : !ms->to_dir == !ms->to_url     ? "name one destination: "
+                                                         "--state-dir or --state-store"
+                      : from                           ? "--from is the import of "
+                                                         "mcp-server-code-execution-mode, "
+                                                         "not a state store"
+                                                       : NULL;
+    if (why) {
+        fprintf(stderr, "sandboxd migrate: %s\n", why);
+        return 2;
+    }
+    return migrate_stores(ms);
+}
+
 int cmd_migrate(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -368,23 +389,8 @@ int cmd_migrate(int argc, char **argv)
         }
     }
     if (ms.from_dir || ms.from_url || ms.to_url) {
-        /* One store into another: a source and a destination, one of each kind of option. */
         ms.to_dir = state_opt;
-        const char *why = optind < argc                  ? "unexpected arguments"
-                          : !ms.from_dir == !ms.from_url ? "name one source: "
-                                                           "--from-state-dir or "
-                                                           "--from-state-store"
-                          : !ms.to_dir == !ms.to_url     ? "name one destination: "
-                                                           "--state-dir or --state-store"
-                          : from                         ? "--from is the import of "
-                                                           "mcp-server-code-execution-mode, "
-                                                           "not a state store"
-                                                         : NULL;
-        if (why) {
-            fprintf(stderr, "sandboxd migrate: %s\n", why);
-            return 2;
-        }
-        int status = migrate_stores(&ms);
+        int status = migrate_copy(&ms, from, optind < argc);
         common_done(&common);
         return status;
     }
