@@ -31,7 +31,6 @@
 #include "util/log.h"
 #include "util/macros.h"
 #include "flow/cache.h"
-#include "util/url.h"
 
 bool api_is_json_type(const char *ct)
 {
@@ -123,34 +122,16 @@ static void api_execute(struct api *api, const struct http_request *req, struct 
         metrics_request(api->app->metrics, "JIT", "bad_request", 0);
         return;
     }
-    struct request_spec spec;
+    /* The one validation of the request (app/request.c): its form and what this server can give
+     * it, before anything runs; the handlers trust the spec. */
+    struct request_spec spec = {0};
     struct sbx_error err = {0};
-    if (request_parse(body, &spec, &err) < 0) {
+    if (request_validate(api->app, body, &spec, &err) < 0) {
         api_reply_sbx_error(reply, &err);
+        request_done(&spec);
         json_decref(body);
         return;
     }
-    /* Checked before anything runs, and no connection is made: an endpoint is where sandboxd
-     * fetches code and sends results, and a request must not aim it anywhere. */
-    if (!framework_endpoint_allowed(api->app->fw, spec.endpoint)) {
-        char *shown = url_redact(spec.endpoint);
-        api_reply_error(reply, SBX_ERR_FORBIDDEN, "FRAMEWORK_NOT_ALLOWED", "context.mcp_endpoint",
-                        "context.mcp_endpoint: %s is not an allowed framework endpoint (see "
-                        "--framework-allow)",
-                        shown ? shown : "the endpoint");
-        free(shown);
-        json_decref(body);
-        return;
-    }
-    struct egress_policy *egress = NULL;
-    if (spec.network &&
-        egress_network_parse(api->app->egress ? egress_proxy_config(api->app->egress) : NULL,
-                             spec.network, "context.taskDetails.network", &egress, &err) < 0) {
-        api_reply_sbx_error(reply, &err);
-        json_decref(body);
-        return;
-    }
-    spec.egress = egress;
     spec.tenant = tenant_name(tenant);
     spec.egress_share = tenant_egress_share(tenant);
     if (!tenant_run_begin(tenant, spec.handler_name)) {
@@ -158,14 +139,14 @@ static void api_execute(struct api *api, const struct http_request *req, struct 
                         "tenant '%s' runs %u executions, its maxRunning; retry later",
                         tenant_name(tenant), tenant_max_running(tenant));
         http_reply_header(reply, "Retry-After", "1");
-        egress_policy_free(egress);
+        request_done(&spec);
         json_decref(body);
         return;
     }
     struct app_reply ar;
     handlers_execute(api->app, &spec, &ar);
     tenant_run_end(tenant);
-    egress_policy_free(egress);
+    request_done(&spec);
     reply->status = api_status_of(ar.kind);
     if (ar.raw.text) {
         /* The result's value passes through as the sandbox sent it (validated, never parsed). */

@@ -475,7 +475,7 @@ int mcp_http_new(const struct mcp_http_options *opt, struct mcp_server *core, st
     if (!h)
         return -ENOMEM;
     h->core = core;
-    h->max_sessions = opt->max_sessions ? opt->max_sessions : 64;
+    h->max_sessions = opt->max_sessions ? opt->max_sessions : API_MCP_MAX_SESSIONS_DEFAULT;
     h->idle_us = (opt->idle_s > 0 ? opt->idle_s : 600) * 1000000;
     pthread_mutex_init(&h->lock, NULL);
     pthread_cond_init(&h->cond, NULL);

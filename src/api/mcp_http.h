@@ -25,8 +25,10 @@
 struct mcp_server;
 struct tenant;
 
+#define API_MCP_MAX_SESSIONS_DEFAULT 64 /* serve's --mcp-max-sessions */
+
 struct mcp_http_options {
-    unsigned max_sessions;
+    unsigned max_sessions; /* 0: API_MCP_MAX_SESSIONS_DEFAULT */
     int64_t idle_s;        /* a session unused this long ends */
     const char *id_prefix; /* NULL, or session ids are "PREFIX." + 32 hex digits (an instance
                             * id, util/instance.h: at most 31 characters); copied */

@@ -227,6 +227,9 @@ static int api_sse_run(void *userdata, struct http_stream *st)
     return 0;
 }
 
+/* POST .../execute: the body as this API takes it, the code by the session layer's one check
+ * (sessions_code_check(), before a stream starts), then one session-layer operation,
+ * sessions_execute(), which finds the session (visible to the caller: the route checked). */
 static void api_session_execute(struct api *api, const char *id, const struct http_request *req,
                                 struct http_reply *reply)
 {
@@ -250,10 +253,8 @@ static void api_session_execute(struct api *api, const char *id, const struct ht
     const char *accept = http_header(req, "Accept");
     bool sse = accept && strstr(accept, "text/event-stream");
     if (sse) {
-        if (!sessions_exists(api->sessions, id)) {
-            api_reply_error(reply, SBX_ERR_NOT_FOUND, "NOT_FOUND", NULL, "no session %s", id);
-            goto out;
-        }
+        /* The route found the session (api_sessions_route()); one that ends before the stream
+         * runs is told as its error event, by sessions_execute(). */
         struct api_sse *j = calloc(1, sizeof(*j));
         if (!j || !(j->id = strdup(id)) || !(j->code = strdup(json_string_value(code)))) {
             if (j)
@@ -375,11 +376,11 @@ void api_sessions_route(struct api *api, const struct http_request *req, const c
         api_reply_error(reply, SBX_ERR_NOT_FOUND, "NOT_FOUND", NULL, "no route %s", req->path);
         return;
     }
-    char id[65];
+    char id[SESSION_ID_MAX + 1];
     size_t n = strcspn(rest + 1, "/");
     if (n == 0 || n >= sizeof(id)) {
         api_reply_error(reply, SBX_ERR_NOT_FOUND, "NOT_FOUND", NULL, "no session %.*s",
-                        (int)(n > 64 ? 64 : n), rest + 1);
+                        (int)(n > SESSION_ID_MAX ? SESSION_ID_MAX : n), rest + 1);
         return;
     }
     memcpy(id, rest + 1, n);

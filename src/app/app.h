@@ -31,6 +31,13 @@ struct pool;
 struct profiles;
 struct reuse;
 
+/* An execution's limits when its request names none: serve's --default-timeout-ms,
+ * --default-memory-mb and --output-limit-kb, run's --timeout-ms, --memory-mb and
+ * --output-limit-kb (cmd/ spells them in --help: plain literals). */
+#define APP_DEFAULT_TIMEOUT_MS 10000
+#define APP_DEFAULT_MEMORY_MB  256
+#define APP_DEFAULT_OUTPUT_KB  1024
+
 struct app_options {
     int64_t default_timeout_ms;
     int64_t max_timeout_ms;
@@ -99,9 +106,9 @@ void app_run_done(struct app_run *run);
 
 /* The /execute handlers fill an app_reply: the response body, and what kind of failure it
  * reports, if the request itself failed (util/error.h; api/ chooses the HTTP status): NONE for
- * an answer (whatever the execution's verdict), INVALID or TOO_LARGE for a request refused
- * before anything ran, UNAVAILABLE when the server is full or shutting down, INTERNAL when no
- * sandbox could be had. */
+ * an answer (whatever the execution's verdict), UNAVAILABLE when the server is full or shutting
+ * down, INTERNAL when no sandbox could be had. A request that asks for what cannot be is
+ * refused before it reaches them (request_validate()). */
 struct app_reply {
     enum sbx_errkind kind;
     json_t *body;
@@ -111,10 +118,8 @@ struct app_reply {
     struct frame_raw raw;
     enum response_kind raw_kind;
 };
-/* The JIT and EXECUTOR handlers; handlers_execute() (handlers/dispatch.h) picks one after
- * app_check_data_work(), which is false (and *ret filled: INVALID unknown profile, TOO_LARGE
- * files over the sandbox's /tmp) when the request asks for what cannot be had. */
-bool app_check_data_work(struct app *a, const struct request_spec *s, struct app_reply *ret);
+/* The JIT and EXECUTOR handlers of a validated request (request_validate());
+ * handlers_execute() (handlers/dispatch.h) picks one. */
 void app_jit(struct app *a, const struct request_spec *s, struct app_reply *ret);
 void app_executor(struct app *a, const struct request_spec *s, struct app_reply *ret);
 /* Make *ret an INTERNAL error saying why (a reply that could not be built: out of memory). Its

@@ -3,6 +3,7 @@
  * execute — the JIT and EXECUTOR handlers of /execute and the common path
  * from a job to a verdict (see app.h); handlers/dispatch.c picks the handler.
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,7 +13,6 @@
 #include "exec/cell.h"
 #include "egress/proxy.h"
 #include "pool/pool.h"
-#include "pool/profile.h"
 #include "pool/reuse.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -39,8 +39,7 @@ static int app_egress_cell(struct app *a, struct app_run *run, const struct jail
                            int64_t deadline_us, struct cell **ret_cell, struct egress_tap **ret_tap)
 {
     int listener = -1;
-    if (!a->egress)
-        return -EINVAL; /* the API refuses a policy first */
+    assert(a->egress); /* request_validate() refuses a policy without --egress-allow */
     int r = a->network_pool && !run->pool
                 ? pool_acquire(a->network_pool, lim, deadline_us, ret_cell, &run->pool_hit)
                 : cell_spawn_cold_egress(a->jail, lim, a->opt.max_frame, EGRESS_SANDBOX_PORT,
@@ -296,40 +295,12 @@ void app_reply_from_run(struct app *a, const struct request_spec *s, struct app_
     run->outcome.raw = (struct frame_raw){0};
 }
 
-static bool app_refuse(struct app_reply *ret, enum sbx_errkind kind, const char *code,
-                       const char *field, const char *message)
-{
-    ret->kind = kind;
-    ret->body =
-        json_pack("{s:{s:s, s:s, s:s}}", "error", "code", code, "field", field, "message", message);
-    return false;
-}
-
-/* Refuse what the request asks of the data work (CONTRACT §12) that cannot be had, before
- * anything runs: INVALID for an unknown profile, TOO_LARGE for files over the sandbox's /tmp. */
-bool app_check_data_work(struct app *a, const struct request_spec *s, struct app_reply *ret)
-{
-    struct pool *pool;
-    uint64_t mb;
-    if (s->profile && strcmp(s->profile, "default") != 0 &&
-        profiles_lookup(a->profiles, s->profile, &pool, &mb) < 0)
-        return app_refuse(ret, SBX_ERR_INVALID, "INVALID_REQUEST", "context.taskDetails.profile",
-                          "context.taskDetails.profile: no such profile (GET /healthz lists "
-                          "them under \"profiles\")");
-    if (s->files_bytes > a->jail->tmp_bytes)
-        return app_refuse(ret, SBX_ERR_TOO_LARGE, "FILES_TOO_LARGE", "context.taskDetails.files",
-                          "context.taskDetails.files: the files do not fit in the sandbox's "
-                          "/tmp (--tmp-size-mb)");
-    return true;
-}
-
 /* The request's profile (its pool, its default memory), files and collect globs onto run and
- * job; checked by app_check_data_work() already. */
-static void app_data_work(struct app *a, const struct request_spec *s, json_t *job,
-                          struct app_run *run)
+ * job, as request_validate() found them. */
+static void app_data_work(const struct request_spec *s, json_t *job, struct app_run *run)
 {
-    if (s->profile && strcmp(s->profile, "default") != 0)
-        (void)profiles_lookup(a->profiles, s->profile, &run->pool, &run->default_memory_mb);
+    run->pool = s->pool;
+    run->default_memory_mb = s->profile_memory_mb;
     if (s->files)
         json_object_set(job, "files", s->files);
     if (s->collect)
@@ -382,7 +353,7 @@ static void app_jit_run(struct app *a, const struct request_spec *s, const char 
         .reuse_key = reuse,
     };
     if (job)
-        app_data_work(a, s, job, &run);
+        app_data_work(s, job, &run);
     int r = job ? app_run_job(a, &run) : -ENOMEM;
     app_reply_from_run(a, s, &run, r, RESPONSE_JIT, fst, ret);
     app_run_done(&run);
@@ -429,7 +400,7 @@ void app_executor(struct app *a, const struct request_spec *s, struct app_reply 
         .label = s->request_id,
     };
     if (job)
-        app_data_work(a, s, job, &run);
+        app_data_work(s, job, &run);
     int r = job ? app_run_job(a, &run) : -ENOMEM;
     app_reply_from_run(a, s, &run, r, RESPONSE_EXECUTOR, NULL, ret);
     app_run_done(&run);

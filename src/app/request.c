@@ -7,12 +7,17 @@
 #include <ctype.h>
 #include <errno.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "app/app.h"
+#include "egress/proxy.h"
 #include "exec/run.h"
 #include "pool/profile.h"
 #include "util/b64.h"
+#include "util/macros.h"
 #include "util/path.h"
+#include "util/url.h"
 
 const char *handler_name(enum handler_type h)
 {
@@ -321,4 +326,49 @@ int request_parse(json_t *body, struct request_spec *s, struct sbx_error *err)
         s->workflow_state = st && json_is_object(st) ? st : NULL;
     }
     return request_task(s, err);
+}
+
+/* What this server can give: a framework endpoint it may call, a network policy within its
+ * ceiling, a profile it has, files that fit in a sandbox's /tmp. */
+static int request_check_server(struct app *a, struct request_spec *s, struct sbx_error *err)
+{
+    /* No connection is made: an endpoint is where sandboxd fetches code and sends results, and
+     * a request must not aim it anywhere. */
+    if (!framework_endpoint_allowed(a->fw, s->endpoint)) {
+        _cleanup_free_ char *shown = url_redact(s->endpoint);
+        return sbx_error_errno(err, EPERM, SBX_ERR_FORBIDDEN, "FRAMEWORK_NOT_ALLOWED",
+                               "context.mcp_endpoint",
+                               "context.mcp_endpoint: %s is not an allowed framework endpoint "
+                               "(see --framework-allow)",
+                               shown ? shown : "the endpoint");
+    }
+    int r;
+    if (s->network &&
+        (r = egress_network_parse(a->egress ? egress_proxy_config(a->egress) : NULL, s->network,
+                                  "context.taskDetails.network", &s->egress, err)) < 0)
+        return r;
+    if (s->profile && strcmp(s->profile, "default") != 0 &&
+        profiles_lookup(a->profiles, s->profile, &s->pool, &s->profile_memory_mb) < 0)
+        return sbx_error_errno(err, EINVAL, SBX_ERR_INVALID, "INVALID_REQUEST",
+                               "context.taskDetails.profile",
+                               "context.taskDetails.profile: no such profile (GET /healthz lists "
+                               "them under \"profiles\")");
+    if (s->files_bytes > a->jail->tmp_bytes)
+        return sbx_error_errno(err, EFBIG, SBX_ERR_TOO_LARGE, "FILES_TOO_LARGE",
+                               "context.taskDetails.files",
+                               "context.taskDetails.files: the files do not fit in the sandbox's "
+                               "/tmp (--tmp-size-mb)");
+    return 0;
+}
+
+int request_validate(struct app *a, json_t *body, struct request_spec *s, struct sbx_error *err)
+{
+    int r = request_parse(body, s, err);
+    return r < 0 ? r : request_check_server(a, s, err);
+}
+
+void request_done(struct request_spec *s)
+{
+    egress_policy_free(s->egress);
+    s->egress = NULL;
 }

@@ -1,9 +1,13 @@
 // SPDX-License-Identifier: MIT
 /*
- * request — validation of the /execute body (CONTRACT §3-5, 8). Everything
- * is checked before anything runs: a missing or mistyped field is reported
- * by its dotted path ("context.taskDetails.script") so the client can fix
- * it. Borrowed pointers only: the spec lives as long as the parsed body.
+ * request — validation of the /execute body (CONTRACT §3-5, 8), in this one
+ * place: its form (request_parse()), then what this server can give it
+ * (request_validate(): the framework endpoint, the network policy, the
+ * profile, the files). Everything is checked before anything runs, and the
+ * handlers trust the spec: a missing or mistyped field is reported by its
+ * dotted path ("context.taskDetails.script") so the client can fix it.
+ * Borrowed pointers only (but the network policy, request_done()): the spec
+ * lives as long as the parsed body.
  */
 #ifndef SANDBOXD_APP_REQUEST_H
 #define SANDBOXD_APP_REQUEST_H
@@ -14,7 +18,9 @@
 
 #include "util/error.h"
 
+struct app;
 struct egress_policy;
+struct pool;
 
 enum handler_type { HANDLER_JIT, HANDLER_EXECUTOR, HANDLER_LLM, HANDLER_WORKFLOW };
 
@@ -50,14 +56,18 @@ struct request_spec {
     int64_t timeout_ms;
     int64_t memory_mb;
     /* data work, JIT and EXECUTOR (CONTRACT §12) */
-    const char *profile; /* NULL: the default pool; checked against the profiles later */
+    const char *profile; /* NULL: the default pool */
     json_t *files;       /* {relative path: base64}, checked; NULL when absent */
     size_t files_bytes;  /* their decoded size */
     json_t *collect;     /* [glob], checked; NULL when absent */
-    /* JIT and EXECUTOR: taskDetails.network, an object (checked against the server's ceiling by
-     * the API, which then sets egress); NULL: no network */
+    /* request_validate(): the profile's pool (NULL: the default one) and the memory an
+     * execution of it gets when the request names none (0: the server's default) */
+    struct pool *pool;
+    uint64_t profile_memory_mb;
+    /* JIT and EXECUTOR: taskDetails.network, an object; NULL: no network. request_validate()
+     * checks it against the server's ceiling into egress (owned: request_done()). */
     json_t *network;
-    const struct egress_policy *egress;
+    struct egress_policy *egress;
     /* the caller's tenant name (NULL: the operator), set by the API after parsing: whose
      * executions may share a kept interpreter (CONTRACT §14) */
     const char *tenant;
@@ -68,9 +78,17 @@ struct request_spec {
 #define REQUEST_MAX_FILES   1000 /* entries of taskDetails.files */
 #define REQUEST_MAX_COLLECT 64   /* globs of taskDetails.collect */
 
-/* 0, or -EINVAL with *err: INVALID, code INVALID_REQUEST, naming the field ("" when the body
- * itself is wrong), the message "FIELD: what is wrong". */
+/* The form of body. 0, or -EINVAL with *err: INVALID, code INVALID_REQUEST, naming the field (""
+ * when the body itself is wrong), the message "FIELD: what is wrong". */
 int request_parse(json_t *body, struct request_spec *ret, struct sbx_error *err);
+/* request_parse(), then what server a can give it: the endpoint in the framework allowlist
+ * (FORBIDDEN FRAMEWORK_NOT_ALLOWED, before any connection), the network policy within the
+ * --egress-allow ceiling (INVALID NETWORK_NOT_ALLOWED), a profile that exists (INVALID), files
+ * that fit in a sandbox's /tmp (TOO_LARGE FILES_TOO_LARGE). 0 with *ret, which the handlers
+ * take as it is; <0 with *err. Call request_done() either way. */
+int request_validate(struct app *a, json_t *body, struct request_spec *ret, struct sbx_error *err);
+/* Free what a validated spec owns (its network policy); safe on a zeroed or failed one. */
+void request_done(struct request_spec *s);
 const char *handler_name(enum handler_type h);
 /* A Python identifier (ASCII subset). */
 bool request_is_identifier(const char *s);

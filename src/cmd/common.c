@@ -83,14 +83,24 @@ static int common_list_add(const char ***list, size_t *n, const char *arg)
 
 /* The range check of a numeric row of COMMON_OPTIONS; the other rows expand to nothing. */
 #define COMMON_OPT_CASE_X_(id, name, has_arg, help)
-#define COMMON_OPT_CASE_N_(id, name, min, max, field, help)                                        \
+#define COMMON_OPT_CASE_Z_(id, name, min, max, field, help)                                        \
     case COMMON_OPT_##id:                                                                          \
         return common_parse_u64(name, arg, min, max, &c->field) < 0 ? -1 : 1;
+#define COMMON_OPT_CASE_N_(id, name, min, max, field, def, before, after)                          \
+    COMMON_OPT_CASE_Z_(id, name, min, max, field, before)
+/* The default of a numeric row with one, as a designated initializer. */
+#define COMMON_OPT_INIT_N_(id, name, min, max, field, def, before, after) .field = def,
+
+void common_opts_init(struct common_opts *c)
+{
+    *c = (struct common_opts){
+        COMMON_OPTIONS(COMMON_OPT_NONE_X_, COMMON_OPT_INIT_N_, COMMON_OPT_NONE_Z_)};
+}
 
 int common_opt(struct common_opts *c, int opt, const char *arg)
 {
     switch (opt) {
-        COMMON_OPTIONS(COMMON_OPT_CASE_X_, COMMON_OPT_CASE_N_)
+        COMMON_OPTIONS(COMMON_OPT_CASE_X_, COMMON_OPT_CASE_N_, COMMON_OPT_CASE_Z_)
     case COMMON_OPT_PYTHON:
         c->python = arg;
         return 1;
@@ -265,11 +275,6 @@ int common_exec_server(char **argv)
     return 127;
 }
 
-uint64_t common_tmp_mb(const struct common_opts *c)
-{
-    return c->tmp_mb ? c->tmp_mb : COMMON_TMP_MB_DEFAULT;
-}
-
 int common_resolve(struct common_opts *c, struct jail_options *ret)
 {
     if (c->no_cgroups && (c->require_cgroups || c->cgroup_root || c->cpus_milli))
@@ -297,7 +302,7 @@ int common_resolve(struct common_opts *c, struct jail_options *ret)
         .cell_lib = c->cell_lib,
         .binds = c->binds,
         .site_packages = c->site_packages,
-        .tmp_bytes = common_tmp_mb(c) << 20,
+        .tmp_bytes = c->tmp_mb << 20,
         .sandbox_uid = (uid_t)c->sandbox_uid,
         .cgroup =
             {

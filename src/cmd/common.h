@@ -39,24 +39,27 @@ struct common_opts {
     char *cell_lib_buf;
 };
 
-/* The defaults of common options that are not a fixed initializer, each written here alone:
- * --help spells it with COMMON_STR(), a field left 0 (not given) means it. */
-#define COMMON_TMP_MB_DEFAULT 64 /* --tmp-size-mb */
-#define COMMON_STR_(x)        #x
-#define COMMON_STR(x)         COMMON_STR_(x)
+#define COMMON_STR_(x) #x
+#define COMMON_STR(x)  COMMON_STR_(x) /* a default's digits, for --help */
 
 /*
  * The table of the common options, one row per option, from which the enum (COMMON_OPT_<ID>),
- * the getopt entries (COMMON_LONG_OPTIONS), the range checks of the numeric ones (in
- * common_opt()) and the lines of --help (COMMON_HELP) are generated, in this order:
+ * the getopt entries (COMMON_LONG_OPTIONS), the defaults (common_opts_init(), COMMON_DEFAULT_<ID>),
+ * the range checks of the numeric ones (in common_opt()) and the lines of --help (COMMON_HELP)
+ * are generated, in this order:
  *   X(ID, "name", has_arg, help)           common_opt() handles it by hand
- *   N(ID, "name", min, max, field, help)   a decimal in [min, max] into common_opts.field
+ *   N(ID, "name", min, max, field, def, before, after)
+ *                                          a decimal in [min, max] into common_opts.field, def
+ *                                          when not given (a plain literal, or a macro of one);
+ *                                          its lines of --help are before, def, after
+ *   Z(ID, "name", min, max, field, help)   the same, 0 when not given: its default follows from
+ *                                          other options or the machine, as help says
  * help is the option's lines of --help as printed: "  --name ARG", the description from
  * column 26, continuation lines indented to it.
  */
-#define COMMON_OPTIONS(X, N)                                                                       \
+#define COMMON_OPTIONS(X, N, Z)                                                                    \
     X(PYTHON, "python", required_argument,                                                         \
-      "  --python PATH          interpreter inside the jail (default /usr/bin/python3)\n")         \
+      "  --python PATH          interpreter inside the jail (default " JAIL_DEFAULT_PYTHON ")\n")  \
     X(RUNTIME_DIR, "runtime-dir", required_argument,                                               \
       "  --runtime-dir DIR      sandboxd's Python runtime (default: found next to the binary)\n")  \
     X(CELL_LIB, "cell-lib", required_argument,                                                     \
@@ -77,12 +80,10 @@ struct common_opts {
       "  --no-host-cache        discover the host at every start (the interpreter's paths, its\n"  \
       "                         packages' data, the toolbox) instead of replaying what the\n"      \
       "                         state directory's cache kept while the host is unchanged\n")       \
-    N(TMP_MB, "tmp-size-mb", 1, 1 << 20, tmp_mb,                                                   \
-      "  --tmp-size-mb N        size of the sandbox's writable /tmp (default " COMMON_STR(         \
-          COMMON_TMP_MB_DEFAULT) ")\n")                                                            \
-    N(SANDBOX_UID, "sandbox-uid", 1, UINT32_MAX - 1, sandbox_uid,                                  \
-      "  --sandbox-uid N        host uid sandboxes run as when sandboxd is root (default "         \
-      "65534)\n")                                                                                  \
+    N(TMP_MB, "tmp-size-mb", 1, 1 << 20, tmp_mb, JAIL_DEFAULT_TMP_MB,                              \
+      "  --tmp-size-mb N        size of the sandbox's writable /tmp (default ", ")\n")             \
+    N(SANDBOX_UID, "sandbox-uid", 1, UINT32_MAX - 1, sandbox_uid, JAIL_DEFAULT_SANDBOX_UID,        \
+      "  --sandbox-uid N        host uid sandboxes run as when sandboxd is root (default ", ")\n") \
     X(NO_CGROUPS, "no-cgroups", no_argument,                                                       \
       "  --no-cgroups           do not use cgroups (rlimits only)\n")                              \
     X(REQUIRE_CGROUPS, "require-cgroups", no_argument,                                             \
@@ -93,7 +94,7 @@ struct common_opts {
       "  --cgroup-root DIR      put the sandboxes' cgroups in DIR, a delegated cgroup v2\n"        \
       "                         directory (default: below sandboxd's own cgroup); implies\n"       \
       "                         --require-cgroups\n")                                              \
-    N(CELLS_MEMORY, "cells-memory-mb", 16, 1 << 24, cells_memory_mb,                               \
+    Z(CELLS_MEMORY, "cells-memory-mb", 16, 1 << 24, cells_memory_mb,                               \
       "  --cells-memory-mb N    memory of all sandboxes together (default: 3/4 of the machine's\n" \
       "                         memory or of the limit of sandboxd's cgroup, if lower)\n")         \
     X(CPUS, "cpus", required_argument,                                                             \
@@ -103,22 +104,36 @@ struct common_opts {
     X(LOG_LEVEL, "log-level", required_argument,                                                   \
       "  --log-level LEVEL      debug|info|warn|error (default info)\n")
 
-#define COMMON_OPT_ENUM_X_(id, name, has_arg, help)         COMMON_OPT_##id,
-#define COMMON_OPT_ENUM_N_(id, name, min, max, field, help) COMMON_OPT_##id,
+#define COMMON_OPT_ENUM_X_(id, name, has_arg, help)                       COMMON_OPT_##id,
+#define COMMON_OPT_ENUM_N_(id, name, min, max, field, def, before, after) COMMON_OPT_##id,
+#define COMMON_OPT_ENUM_Z_(id, name, min, max, field, help)               COMMON_OPT_##id,
 enum {
     COMMON_OPT_FIRST_ = 999,
-    COMMON_OPTIONS(COMMON_OPT_ENUM_X_, COMMON_OPT_ENUM_N_) COMMON_OPT_LAST,
+    COMMON_OPTIONS(COMMON_OPT_ENUM_X_, COMMON_OPT_ENUM_N_, COMMON_OPT_ENUM_Z_) COMMON_OPT_LAST,
 };
+
+/* COMMON_DEFAULT_<ID>: the default of a numeric option, for code that needs it elsewhere. */
+#define COMMON_OPT_NONE_X_(id, name, has_arg, help)
+#define COMMON_OPT_NONE_Z_(id, name, min, max, field, help)
+#define COMMON_OPT_DEFAULT_N_(id, name, min, max, field, def, before, after)                       \
+    COMMON_DEFAULT_##id = def,
+enum { COMMON_OPTIONS(COMMON_OPT_NONE_X_, COMMON_OPT_DEFAULT_N_, COMMON_OPT_NONE_Z_) };
 
 /* The getopt entries, each followed by a comma: put it first in a struct option array. */
 #define COMMON_OPT_LONG_X_(id, name, has_arg, help) {name, has_arg, NULL, COMMON_OPT_##id},
-#define COMMON_OPT_LONG_N_(id, name, min, max, field, help)                                        \
+#define COMMON_OPT_LONG_N_(id, name, min, max, field, def, before, after)                          \
     {name, required_argument, NULL, COMMON_OPT_##id},
-#define COMMON_LONG_OPTIONS COMMON_OPTIONS(COMMON_OPT_LONG_X_, COMMON_OPT_LONG_N_)
+#define COMMON_OPT_LONG_Z_(id, name, min, max, field, help)                                        \
+    {name, required_argument, NULL, COMMON_OPT_##id},
+#define COMMON_LONG_OPTIONS                                                                        \
+    COMMON_OPTIONS(COMMON_OPT_LONG_X_, COMMON_OPT_LONG_N_, COMMON_OPT_LONG_Z_)
 
-#define COMMON_OPT_HELP_X_(id, name, has_arg, help)         help
-#define COMMON_OPT_HELP_N_(id, name, min, max, field, help) help
-#define COMMON_HELP                                         "Sandbox options:\n" COMMON_OPTIONS(COMMON_OPT_HELP_X_, COMMON_OPT_HELP_N_)
+#define COMMON_OPT_HELP_X_(id, name, has_arg, help) help
+#define COMMON_OPT_HELP_N_(id, name, min, max, field, def, before, after)                          \
+    before COMMON_STR(def) after
+#define COMMON_OPT_HELP_Z_(id, name, min, max, field, help) help
+#define COMMON_HELP                                                                                \
+    "Sandbox options:\n" COMMON_OPTIONS(COMMON_OPT_HELP_X_, COMMON_OPT_HELP_N_, COMMON_OPT_HELP_Z_)
 
 /* The binary that holds every command (src/server.c); `sandboxd` (src/main.c) runs `run` itself
  * and execs this one, found next to it, for the others. */
@@ -136,10 +151,10 @@ char *common_front_exe(void);
  * that fails: 127, with the reason printed. */
 int common_exec_server(char **argv);
 
+/* The defaults: what the numeric rows of COMMON_OPTIONS give, the rest zero (not given). */
+void common_opts_init(struct common_opts *c);
 /* 1 when opt was a common option (consumed), 0 when not, -1 on a bad value (printed). */
 int common_opt(struct common_opts *c, int opt, const char *arg);
-/* The size of a sandbox's /tmp in MiB: --tmp-size-mb, else its default. */
-uint64_t common_tmp_mb(const struct common_opts *c);
 /* Locate the runtime and cell library; fills jail options. */
 int common_resolve(struct common_opts *c, struct jail_options *ret);
 /* The state directory: opt (--state-dir) when given, else $XDG_STATE_HOME/sandboxd,

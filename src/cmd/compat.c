@@ -79,9 +79,13 @@ static int compat_memory(const char *v, uint64_t *ret_mb)
             end++; /* "512mb" */
     }
     uint64_t mb = unit >= (1u << 20) ? n * (unit >> 20) : (n * unit + (1u << 20) - 1) >> 20;
-    if (!*v || !isdigit((unsigned char)*v) || *end || errno || n > (1ull << 40) || mb < 16 ||
-        mb > (1u << 20))
-        return compat_bad("MCP_BRIDGE_MEMORY", v, "a size such as 512m or 2g, from 16m to 1024g");
+    if (!*v || !isdigit((unsigned char)*v) || *end || errno || n > (1ull << 40) ||
+        mb < SETUP_MIN_SESSION_MEMORY || mb > SETUP_MAX_SESSION_MEMORY) {
+        char want[96];
+        snprintf(want, sizeof(want), "a size such as 512m or 2g, from %um to %ug",
+                 (unsigned)SETUP_MIN_SESSION_MEMORY, (unsigned)SETUP_MAX_SESSION_MEMORY >> 10);
+        return compat_bad("MCP_BRIDGE_MEMORY", v, want);
+    }
     *ret_mb = mb;
     return 0;
 }
@@ -108,12 +112,13 @@ int compat_env_apply(char **env, struct setup_opts *o, struct common_opts *commo
     const char *v;
     uint64_t n;
     if ((v = compat_getenv(env, "MCP_BRIDGE_TIMEOUT"))) {
-        if (compat_seconds("MCP_BRIDGE_TIMEOUT", v, 1, 86400, &n) < 0)
+        if (compat_seconds("MCP_BRIDGE_TIMEOUT", v, 1, SETUP_MAX_SESSION_TIMEOUT / 1000, &n) < 0)
             return -1;
         o->session_timeout = n * 1000;
     }
     if ((v = compat_getenv(env, "MCP_BRIDGE_MAX_TIMEOUT"))) {
-        if (compat_seconds("MCP_BRIDGE_MAX_TIMEOUT", v, 1, 86400, &n) < 0)
+        if (compat_seconds("MCP_BRIDGE_MAX_TIMEOUT", v, 1, SETUP_MAX_SESSION_MAX_TIMEOUT / 1000,
+                           &n) < 0)
             return -1;
         o->session_max_timeout = n * 1000;
     }
@@ -125,7 +130,7 @@ int compat_env_apply(char **env, struct setup_opts *o, struct common_opts *commo
             o->max_memory = n; /* the user asked for it: the ceiling follows */
     }
     if ((v = compat_getenv(env, "MCP_BRIDGE_PIDS"))) {
-        if (common_parse_u64("MCP_BRIDGE_PIDS", v, 1, 1 << 20, &o->procs) < 0)
+        if (common_parse_u64("MCP_BRIDGE_PIDS", v, SETUP_MIN_PROCS, SETUP_MAX_PROCS, &o->procs) < 0)
             return -1;
     }
     if ((v = compat_getenv(env, "MCP_BRIDGE_CPUS")) && *v) {
@@ -134,7 +139,7 @@ int compat_env_apply(char **env, struct setup_opts *o, struct common_opts *commo
     }
     if ((v = compat_getenv(env, "MCP_BRIDGE_RUNTIME_IDLE_TIMEOUT"))) {
         /* The container runtime's idle shutdown there; a session's idle end here. */
-        if (compat_seconds("MCP_BRIDGE_RUNTIME_IDLE_TIMEOUT", v, 0, 86400 * 365, &n) < 0)
+        if (compat_seconds("MCP_BRIDGE_RUNTIME_IDLE_TIMEOUT", v, 0, SETUP_MAX_SESSION_IDLE, &n) < 0)
             return -1;
         o->session_idle = n ? n : 1;
     }

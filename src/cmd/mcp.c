@@ -70,17 +70,19 @@
 #define MCP_OPT_HELP_X_(id, name, has_arg, help) help
 enum { MCP_OPT_FIRST_ = SETUP_OPT_LAST, MCP_OPTIONS(MCP_OPT_ENUM_X_) };
 
+#define MCP_HELP         MCP_OPTIONS(MCP_OPT_HELP_X_)
+#define MCP_SESSION_POOL COMMON_STR(SETUP_SESSION_POOL_DEFAULT)
+
 static const char mcp_usage[] =
     "Usage: sandboxd mcp [options]\n"
     "An MCP server on stdin/stdout: tools run_python, list_servers, search_tool_docs and\n"
     "reset_session for MCP clients such as Claude Desktop (docs/MCP.md). Logs go to stderr.\n"
-    "\n" SETUP_HELP_POOL "\n" SETUP_HELP_SESSIONS MCP_OPTIONS(
-        MCP_OPT_HELP_X_) "  -h, --help\n"
-                         "\n"
-                         "Here run_python's sessions come from the session pool (2); the JIT pool "
-                         "is off\n"
-                         "(--pool-size 0) unless asked for, as nothing here runs /execute jobs.\n"
-                         "\n" COMMON_HELP;
+    "\n" SETUP_HELP_POOL "\n" SETUP_HELP_SESSIONS MCP_HELP "  -h, --help\n"
+    "\n"
+    "Here run_python's sessions come from the session pool (" MCP_SESSION_POOL "); the JIT pool "
+    "is off\n"
+    "(--pool-size 0) unless asked for, as nothing here runs /execute jobs.\n"
+    "\n" COMMON_HELP;
 
 struct mcp_stdio {
     struct mcp_server_conn *conn;
@@ -412,7 +414,8 @@ static int mcp_take_stdio(int *ret_in, int *ret_out)
 int cmd_mcp(int argc, char **argv)
 {
     struct setup_opts o;
-    struct common_opts common = {0};
+    struct common_opts common;
+    common_opts_init(&common);
     struct compat_env compat = {0};
     bool compat_mode = false;
     int status = mcp_parse(argc, argv, &o, &common, &compat, &compat_mode);

@@ -55,7 +55,8 @@
       "                    DIR/user_tools.py or DIR/user_tools/user_tools.py, DIR/memory/ or\n"    \
       "                    DIR/user_tools/memory/\n")                                              \
     X(WORKSPACE, "workspace",                                                                      \
-      "  --workspace NAME  the workspace to import into (default: default, the one\n"              \
+      "  --workspace NAME  the workspace to import into (default: " SESSION_WORKSPACE_DEFAULT      \
+      ", the one\n"                                                                                \
       "                    `sandboxd mcp` uses)\n")                                                \
     X(STATE_DIR, "state-dir",                                                                      \
       "  --state-dir DIR   sandboxd's state directory (default: $MCP_BRIDGE_STATE_DIR as\n"        \
@@ -63,8 +64,8 @@
       "                    usual one, see docs/SESSIONS.md); with --from-state-store, the\n"       \
       "                    state directory copied into\n")                                         \
     C(PYTHON, "python",                                                                            \
-      "  --python PATH     the interpreter that reads user_tools.py (default "                     \
-      "/usr/bin/python3)\n")                                                                       \
+      "  --python PATH     the interpreter that reads user_tools.py (default " JAIL_DEFAULT_PYTHON \
+      ")\n")                                                                                       \
     C(RUNTIME_DIR, "runtime-dir",                                                                  \
       "  --runtime-dir DIR sandboxd's Python runtime (default: found next to the binary)\n")       \
     C(LOG_LEVEL, "log-level", "  --log-level LEVEL debug|info|warn|error\n")                       \
@@ -331,14 +332,36 @@ static void migrate_memories(struct workspace *w, const char *dir, struct migrat
     free(names);
 }
 
+/* One state store into another (ms: its options, to_dir set): a source and a destination, one
+ * of each kind of option; from: --from, which is the import's. The exit status. */
+static int migrate_copy(const struct migrate_store_opts *ms, const char *from, bool extra_args)
+{
+    const char *why = extra_args                       ? "unexpected arguments"
+                      : !ms->from_dir == !ms->from_url ? "name one source: "
+                                                         "--from-state-dir or "
+                                                         "--from-state-store"
+                      : !ms->to_dir == !ms->to_url     ? "name one destination: "
+                                                         "--state-dir or --state-store"
+                      : from                           ? "--from is the import of "
+                                                         "mcp-server-code-execution-mode, "
+                                                         "not a state store"
+                                                       : NULL;
+    if (why) {
+        fprintf(stderr, "sandboxd migrate: %s\n", why);
+        return 2;
+    }
+    return migrate_stores(ms);
+}
+
 int cmd_migrate(int argc, char **argv)
 {
     static const struct option longopts[] = {
         MIGRATE_LONGOPTS{"help", no_argument, NULL, 'h'},
         {0},
     };
-    struct common_opts common = {0};
-    const char *from = NULL, *workspace = "default", *state_opt = NULL;
+    struct common_opts common;
+    common_opts_init(&common);
+    const char *from = NULL, *workspace = SESSION_WORKSPACE_DEFAULT, *state_opt = NULL;
     struct migrate_store_opts ms = {0};
     int opt;
     while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
@@ -366,23 +389,8 @@ int cmd_migrate(int argc, char **argv)
         }
     }
     if (ms.from_dir || ms.from_url || ms.to_url) {
-        /* One store into another: a source and a destination, one of each kind of option. */
         ms.to_dir = state_opt;
-        const char *why = optind < argc                  ? "unexpected arguments"
-                          : !ms.from_dir == !ms.from_url ? "name one source: "
-                                                           "--from-state-dir or "
-                                                           "--from-state-store"
-                          : !ms.to_dir == !ms.to_url     ? "name one destination: "
-                                                           "--state-dir or --state-store"
-                          : from                         ? "--from is the import of "
-                                                           "mcp-server-code-execution-mode, "
-                                                           "not a state store"
-                                                         : NULL;
-        if (why) {
-            fprintf(stderr, "sandboxd migrate: %s\n", why);
-            return 2;
-        }
-        int status = migrate_stores(&ms);
+        int status = migrate_copy(&ms, from, optind < argc);
         common_done(&common);
         return status;
     }
@@ -421,10 +429,10 @@ int cmd_migrate(int argc, char **argv)
     struct store *store = NULL;
     struct workspace_store *wstore = NULL;
     struct workspace *w = NULL;
-    struct setup_opts so;
-    setup_opts_init(&so);
-    struct store_options sto = setup_store_options(&so, state);
-    struct workspace_limits wl = {.max_value = 1u << 20, .max_file = 16u << 20};
+    struct setup_opts defaults; /* the store's limits as serve and mcp have them by default */
+    setup_opts_init(&defaults);
+    struct store_options sto = setup_store_options(&defaults, state);
+    struct workspace_limits wl = setup_workspace_limits();
     _cleanup_sbx_error_ struct sbx_error err = {0};
     int r = trust_make_dir(state, &why);
     if (r < 0)
@@ -439,7 +447,8 @@ int cmd_migrate(int argc, char **argv)
     if (r == 0) {
         printf("from %s into workspace %s of %s\n", src, workspace, state);
         if (tools)
-            migrate_tools(w, jo.python ? jo.python : "/usr/bin/python3", jo.runtime_dir, tools, &n);
+            migrate_tools(w, jo.python ? jo.python : JAIL_DEFAULT_PYTHON, jo.runtime_dir, tools,
+                          &n);
         if (memdir)
             migrate_memories(w, memdir, &n);
         printf("%u imported, %u skipped\n", n.imported, n.skipped);

@@ -16,6 +16,7 @@
 #include "app/response.h"
 #include "cmd/cmd.h"
 #include "cmd/common.h"
+#include "cmd/setup.h"
 #include "exec/cell.h"
 #include "exec/run.h"
 #include "jail/jail.h"
@@ -29,9 +30,11 @@
 
 /*
  * The options of run besides the common ones (cmd/common.h), one row per option, generating
- * the enum, the getopt entries, the range checks and --help:
+ * the enum, the getopt entries, the defaults, the range checks and --help:
  *   X(ID, "name", has_arg, help)           cmd_run() handles it by hand
- *   N(ID, "name", min, max, field, help)   a decimal in [min, max] into run_spec.field
+ *   N(ID, "name", min, max, field, def, before, after)
+ *                                          a decimal in [min, max] into run_spec.field, def when
+ *                                          not given (/execute's); --help: before, def, after
  */
 #define RUN_OPTIONS(X, N)                                                                          \
     X(FUNCTION, "function", required_argument,                                                     \
@@ -41,32 +44,35 @@
     X(METHOD, "method", required_argument, "")                                                     \
     X(INPUT, "input", required_argument,                                                           \
       "  --input JSON|@FILE  the request data / method parameters (default {})\n")                 \
-    N(TIMEOUT, "timeout-ms", 1, 24 * 3600 * 1000, timeout_ms,                                      \
-      "  --timeout-ms N      wall-clock limit (default 10000)\n")                                  \
-    N(MEMORY, "memory-mb", 8, 1 << 20, memory_mb,                                                  \
-      "  --memory-mb N       memory limit (default 256)\n")                                        \
-    N(PROCS, "max-procs", 1, 1 << 20, procs,                                                       \
-      "  --max-procs N       processes and threads (default 64)\n")                                \
-    N(OUTPUT, "output-limit-kb", 1, 1 << 20, output_kb,                                            \
-      "  --output-limit-kb N stdout+stderr limit (default 1024)\n")                                \
+    N(TIMEOUT, "timeout-ms", 1, 24 * 3600 * 1000, timeout_ms, APP_DEFAULT_TIMEOUT_MS,              \
+      "  --timeout-ms N      wall-clock limit (default ", ")\n")                                   \
+    N(MEMORY, "memory-mb", 8, 1 << 20, memory_mb, APP_DEFAULT_MEMORY_MB,                           \
+      "  --memory-mb N       memory limit (default ", ")\n")                                       \
+    N(PROCS, "max-procs", 1, 1 << 20, procs, JAIL_DEFAULT_NPROC,                                   \
+      "  --max-procs N       processes and threads (default ", ")\n")                              \
+    N(OUTPUT, "output-limit-kb", 1, 1 << 20, output_kb, APP_DEFAULT_OUTPUT_KB,                     \
+      "  --output-limit-kb N stdout+stderr limit (default ", ")\n")                                \
     X(FULL, "full", no_argument,                                                                   \
       "  --full              print the whole response (resultType, data, metrics, verdict)\n")     \
     X(STATE_DIR, "state-dir", required_argument,                                                   \
       "  --state-dir DIR     where what host discovery found is cached (as for serve: default\n"   \
       "                      $XDG_STATE_HOME/sandboxd, ~/.local/state/sandboxd, ...)\n")
 
-#define RUN_OPT_ENUM_X_(id, name, has_arg, help)         RUN_OPT_##id,
-#define RUN_OPT_ENUM_N_(id, name, min, max, field, help) RUN_OPT_##id,
+#define RUN_OPT_ENUM_X_(id, name, has_arg, help)                       RUN_OPT_##id,
+#define RUN_OPT_ENUM_N_(id, name, min, max, field, def, before, after) RUN_OPT_##id,
 enum { RUN_OPT_FIRST_ = COMMON_OPT_LAST, RUN_OPTIONS(RUN_OPT_ENUM_X_, RUN_OPT_ENUM_N_) };
 
 #define RUN_OPT_LONG_X_(id, name, has_arg, help) {name, has_arg, NULL, RUN_OPT_##id},
-#define RUN_OPT_LONG_N_(id, name, min, max, field, help)                                           \
+#define RUN_OPT_LONG_N_(id, name, min, max, field, def, before, after)                             \
     {name, required_argument, NULL, RUN_OPT_##id},
-#define RUN_OPT_HELP_X_(id, name, has_arg, help)         help
-#define RUN_OPT_HELP_N_(id, name, min, max, field, help) help
+#define RUN_OPT_HELP_X_(id, name, has_arg, help)                       help
+#define RUN_OPT_HELP_N_(id, name, min, max, field, def, before, after) before COMMON_STR(def) after
+/* The default of a numeric row, as a designated initializer; the other rows expand to nothing. */
+#define RUN_OPT_NONE_X_(id, name, has_arg, help)
+#define RUN_OPT_INIT_N_(id, name, min, max, field, def, before, after) .field = def,
 /* The range check of a numeric row; the other rows expand to nothing. */
 #define RUN_OPT_CASE_X_(id, name, has_arg, help)
-#define RUN_OPT_CASE_N_(id, name, min, max, field, help)                                           \
+#define RUN_OPT_CASE_N_(id, name, min, max, field, def, before, after)                             \
     case RUN_OPT_##id:                                                                             \
         if (common_parse_u64(name, optarg, min, max, &spec.field) < 0)                             \
             goto out;                                                                              \
@@ -195,7 +201,8 @@ static int run_file(const struct run_spec *spec, struct common_opts *common)
     lim.memory = spec->memory_mb << 20;
     struct cell *cell = NULL;
     struct exec_outcome o = {0};
-    if (cell_spawn_cold(&cfg, &lim, 64u << 20, &cell) < 0)
+    /* The largest result serve takes by default (--max-result-mb). */
+    if (cell_spawn_cold(&cfg, &lim, (size_t)SETUP_DEFAULT_MAX_RESULT << 20, &cell) < 0)
         goto done;
     enum response_kind kind =
         spec->class_name || !spec->function ? RESPONSE_EXECUTOR : RESPONSE_JIT;
@@ -246,8 +253,9 @@ int cmd_run(int argc, char **argv)
                                                                           'h'},
         {NULL, 0, NULL, 0},
     };
-    struct common_opts common = {0};
-    struct run_spec spec = {.timeout_ms = 10000, .memory_mb = 256, .procs = 64, .output_kb = 1024};
+    struct common_opts common;
+    common_opts_init(&common);
+    struct run_spec spec = {RUN_OPTIONS(RUN_OPT_NONE_X_, RUN_OPT_INIT_N_)};
     int status = 2;
     int c;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {

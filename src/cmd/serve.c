@@ -29,8 +29,10 @@
 #include "cmd/common.h"
 #include "cmd/setup.h"
 #include "flow/cache.h"
+#include "flow/workflow.h"
 #include "http/server.h"
 #include "framework/framework.h"
+#include "framework/llm.h"
 #include "mcp/client/registry.h"
 #include "mcp/server/server.h"
 #include "pool/pool.h"
@@ -42,20 +44,27 @@
 #include "util/macros.h"
 #include "util/url.h"
 
+#define SERVE_HOST_DEFAULT "127.0.0.1" /* --host */
+
 /*
  * The options of serve besides the common (cmd/common.h) and setup (cmd/setup.h) ones, one row
- * per option, generating the enum, the getopt entries, the range checks and --help:
+ * per option, generating the enum, the getopt entries, the defaults (serve_opts_init()), the
+ * range checks and --help:
  *   X(ID, "name", has_arg, help)           serve_parse() handles it by hand
- *   N(ID, "name", min, max, field, help)   a decimal in [min, max] into serve_opts.field
+ *   N(ID, "name", min, max, field, def, before, after)
+ *                                          a decimal in [min, max] into serve_opts.field, def
+ *                                          when not given; --help: before, def, after
+ *   Z(ID, "name", min, max, field, help)   the same, 0 when not given (a default that follows
+ *                                          from other options or the machine, as help says)
  *   H(text)                                a heading of --help, no option
  *   A(ID, "name")                          another name of option ID (its help says so)
  * Four tables, for where their lines go in --help around the setup options'.
  */
-#define SERVE_OPTIONS_HTTP(X, N, H, A)                                                             \
-    N(PORT, "port", 0, 65535, port,                                                                \
-      "  --port N               listen port (default: $UHLP_SANDBOX_PORT, else 8080)\n")           \
+#define SERVE_OPTIONS_HTTP(X, N, Z, H, A)                                                          \
+    N(PORT, "port", 0, 65535, port, 8080,                                                          \
+      "  --port N               listen port (default: $UHLP_SANDBOX_PORT, else ", ")\n")           \
     X(HOST, "host", required_argument,                                                             \
-      "  --host ADDR            listen address (default 127.0.0.1)\n")                             \
+      "  --host ADDR            listen address (default " SERVE_HOST_DEFAULT ")\n")                \
     X(DEFINITIONS, "definitions", required_argument,                                               \
       "  --definitions DIR      serve DIR/<appId>/<path> to requests whose mcp_endpoint is "       \
       "\"local\"\n")                                                                               \
@@ -65,65 +74,73 @@
       "$SANDBOXD_LLM_API_KEY\n")                                                                   \
     X(LLM_MODEL, "llm-model", required_argument,                                                   \
       "  --llm-model NAME       default model for --llm-url\n")                                    \
-    N(LLM_TIMEOUT, "llm-timeout-ms", 1, 86400000, llm_timeout,                                     \
-      "  --llm-timeout-ms N     one core.llm.generate call of an LLM handler or step (60000)\n")   \
+    N(LLM_TIMEOUT, "llm-timeout-ms", 1, 86400000, llm_timeout, LLM_DEFAULT_TIMEOUT_MS,             \
+      "  --llm-timeout-ms N     one core.llm.generate call of an LLM handler or step (", ")\n")    \
     N(MAX_WORKFLOW_STEPS, "max-workflow-steps", 1, 100000, max_workflow_steps,                     \
-      "  --max-workflow-steps N steps a workflow execution may run when the workflow sets\n"       \
-      "                         no maxSteps of its own (100)\n")                                   \
-    N(TEMPLATE_POOL, "template-pool-size", 0, 1024, template_pool_size,                            \
-      "  --template-pool-size N template interpreters kept ready, with jinja2 and\n"               \
-      "                         jsonschema imported, by a zygote of their own (2; 0: templates\n"  \
-      "                         take interpreters from the main pool and import on start)\n")
+      WORKFLOW_DEFAULT_MAX_STEPS,                                                                  \
+      "  --max-workflow-steps N steps a workflow execution may run when the workflow sets\n      " \
+      "                   no maxSteps of its own (",                                               \
+      ")\n")                                                                                       \
+    N(TEMPLATE_POOL, "template-pool-size", 0, 1024, template_pool_size, 2,                         \
+      "  --template-pool-size N template interpreters kept ready, with jinja2 and\n              " \
+      "           jsonschema imported, by a zygote of their own (",                                \
+      "; 0: templates\n                         take interpreters from the main pool and import "  \
+      "on start)\n")
 
-#define SERVE_OPTIONS_LIMITS(X, N, H, A)                                                           \
-    N(MAX_RUNNING, "max-running", 1, 65536, max_running,                                           \
+#define SERVE_OPTIONS_LIMITS(X, N, Z, H, A)                                                        \
+    Z(MAX_RUNNING, "max-running", 1, 65536, max_running,                                           \
       "  --max-running N        executions at once (default 4 x cores)\n")                         \
-    N(MAX_QUEUE, "max-queue", 0, 1 << 20, max_queue,                                               \
-      "  --max-queue N          executions waiting before 503 (default 256)\n")                    \
-    N(DEF_TIMEOUT, "default-timeout-ms", 1, 86400000, def_timeout,                                 \
-      "  --default-timeout-ms N timeout when a request names none and has no history (10000)\n")   \
-    N(MAX_TIMEOUT, "max-timeout-ms", 1, 86400000, max_timeout,                                     \
-      "  --max-timeout-ms N     largest timeout a request may ask for (60000)\n")                  \
-    N(DEF_MEMORY, "default-memory-mb", 16, 1 << 20, def_memory,                                    \
-      "  --default-memory-mb N  memory limit when a request names none (256)\n")                   \
-    N(MAX_BODY, "max-body-kb", 1, 1 << 20, max_body_kb,                                            \
-      "  --max-body-kb N        largest request body (10240); a larger one is refused with 413\n"  \
-      "                         as soon as that is known (a declared Content-Length: at once)\n")  \
+    N(MAX_QUEUE, "max-queue", 0, 1 << 20, max_queue, 256,                                          \
+      "  --max-queue N          executions waiting before 503 (default ", ")\n")                   \
+    N(DEF_TIMEOUT, "default-timeout-ms", 1, 86400000, def_timeout, APP_DEFAULT_TIMEOUT_MS,         \
+      "  --default-timeout-ms N timeout when a request names none and has no history (", ")\n")    \
+    N(MAX_TIMEOUT, "max-timeout-ms", 1, 86400000, max_timeout, 60000,                              \
+      "  --max-timeout-ms N     largest timeout a request may ask for (", ")\n")                   \
+    N(DEF_MEMORY, "default-memory-mb", 16, 1 << 20, def_memory, APP_DEFAULT_MEMORY_MB,             \
+      "  --default-memory-mb N  memory limit when a request names none (", ")\n")                  \
+    N(MAX_BODY, "max-body-kb", 1, 1 << 20, max_body_kb, 10240,                                     \
+      "  --max-body-kb N        largest request body (",                                           \
+      "); a larger one is refused with 413\n                         as soon as that is known (a " \
+      "declared Content-Length: at once)\n")                                                       \
     N(MAX_CONNECTIONS, "max-connections", 1, 1000000, max_connections,                             \
-      "  --max-connections N    open HTTP connections at most (10000); RLIMIT_NOFILE's soft\n"     \
-      "                         limit is raised to the hard limit to make room for them\n")        \
-    N(REPLY_BUDGET, "reply-budget-mb", 1, 1 << 20, reply_budget_mb,                                \
-      "  --reply-budget-mb N    MiB of replies held for clients that have not read them yet,\n"    \
-      "                         all together (default 4 x the larger of --max-result-mb and\n"     \
-      "                         --tmp-size-mb: 256); a reply beyond it is 503 REPLY_BUDGET\n")     \
-    N(TENANT_REPLY, "tenant-reply-mb", 1, 1 << 20, tenant_reply_mb,                                \
-      "  --tenant-reply-mb N    the same for one tenant (default 2 x that larger: 128); at\n"      \
-      "                         least that larger, at most --reply-budget-mb\n")                   \
+      HTTP_DEFAULT_MAX_CONNECTIONS, "  --max-connections N    open HTTP connections at most (",    \
+      "); RLIMIT_NOFILE's soft\n                         limit is raised to the hard limit to "    \
+      "make room for them\n")                                                                      \
+    Z(REPLY_BUDGET, "reply-budget-mb", 1, 1 << 20, reply_budget_mb,                                \
+      "  --reply-budget-mb N    MiB of replies held for clients that have not read them yet,\n   " \
+      "                      all together (default 4 x the larger of --max-result-mb and\n       " \
+      "                  --tmp-size-mb: 256); a reply beyond it is 503 REPLY_BUDGET\n")            \
+    Z(TENANT_REPLY, "tenant-reply-mb", 1, 1 << 20, tenant_reply_mb,                                \
+      "  --tenant-reply-mb N    the same for one tenant (default 2 x that larger: 128); at\n     " \
+      "                    least that larger, at most --reply-budget-mb\n")                        \
     N(HEADER_TIMEOUT, "header-timeout-s", 1, 3600, header_timeout_s,                               \
-      "  --header-timeout-s N   a request's line and headers must arrive within N s of their\n"    \
-      "                         first byte, else 408 and the connection closes (10)\n")            \
-    N(BODY_TIMEOUT, "body-timeout-s", 1, 86400, body_timeout_s,                                    \
-      "  --body-timeout-s N     a request's body must arrive within N s of its headers (30)\n")    \
-    N(IDLE_TIMEOUT, "idle-timeout-s", 1, 86400, idle_timeout_s,                                    \
-      "  --idle-timeout-s N     a connection without traffic (keep-alive, or a client that\n"      \
-      "                         does not read its response) closes after N s (120)\n")             \
-    N(DRAIN_TIMEOUT, "drain-timeout-s", 0, 3600, drain_timeout_s,                                  \
+      HTTP_DEFAULT_HEADER_TIMEOUT_S,                                                               \
+      "  --header-timeout-s N   a request's line and headers must arrive within N s of their\n   " \
+      "                      first byte, else 408 and the connection closes (",                    \
+      ")\n")                                                                                       \
+    N(BODY_TIMEOUT, "body-timeout-s", 1, 86400, body_timeout_s, HTTP_DEFAULT_BODY_TIMEOUT_S,       \
+      "  --body-timeout-s N     a request's body must arrive within N s of its headers (", ")\n")  \
+    N(IDLE_TIMEOUT, "idle-timeout-s", 1, 86400, idle_timeout_s, HTTP_DEFAULT_IDLE_TIMEOUT_S,       \
+      "  --idle-timeout-s N     a connection without traffic (keep-alive, or a client that\n     " \
+      "                    does not read its response) closes after N s (",                        \
+      ")\n")                                                                                       \
+    N(DRAIN_TIMEOUT, "drain-timeout-s", 0, 3600, drain_timeout_s, 30,                              \
       "  --drain-timeout-s N    on SIGTERM/SIGINT: no new work (503 SHUTTING_DOWN), /readyz "      \
-      "503,\n"                                                                                     \
-      "                         and what runs gets up to N s to finish before it is ended; a\n"    \
-      "                         second signal ends it at once (30)\n")                             \
+      "503,\n                         and what runs gets up to N s to finish before it is ended; " \
+      "a\n                         second signal ends it at once (",                               \
+      ")\n")                                                                                       \
     X(WARM_REUSE, "warm-reuse", required_argument,                                                 \
       "  --warm-reuse APPS      JIT executions of these apps (comma-separated appIds, or *)\n"     \
       "                         may run in an interpreter that already ran the same app,\n"        \
       "                         script and definition: module globals persist (docs/API.md)\n")    \
-    N(REUSE_MAX_EXECUTIONS, "reuse-max-executions", 1, 1000000, reuse_max_executions,              \
-      "  --reuse-max-executions N  executions one kept interpreter serves at most (1000)\n")       \
-    N(REUSE_MAX_IDLE, "reuse-max-idle", 0, 4096, reuse_max_idle,                                   \
-      "  --reuse-max-idle N     kept interpreters at most, least recently used retired (64)\n")    \
-    N(REUSE_IDLE, "reuse-idle-s", 1, 86400, reuse_idle_s,                                          \
-      "  --reuse-idle-s N       a kept interpreter unused for N s is retired (60)\n")              \
-    N(FW_TIMEOUT, "framework-timeout-ms", 1, 3600000, fw_timeout,                                  \
-      "  --framework-timeout-ms N  timeout of framework MCP calls (10000)\n")                      \
+    N(REUSE_MAX_EXECUTIONS, "reuse-max-executions", 1, 1000000, reuse_max_executions, 1000,        \
+      "  --reuse-max-executions N  executions one kept interpreter serves at most (", ")\n")       \
+    N(REUSE_MAX_IDLE, "reuse-max-idle", 0, 4096, reuse_max_idle, 64,                               \
+      "  --reuse-max-idle N     kept interpreters at most, least recently used retired (", ")\n")  \
+    N(REUSE_IDLE, "reuse-idle-s", 1, 86400, reuse_idle_s, 60,                                      \
+      "  --reuse-idle-s N       a kept interpreter unused for N s is retired (", ")\n")            \
+    N(FW_TIMEOUT, "framework-timeout-ms", 1, 3600000, fw_timeout, 10000,                           \
+      "  --framework-timeout-ms N  timeout of framework MCP calls (", ")\n")                       \
     X(FRAMEWORK_ALLOW, "framework-allow", required_argument,                                       \
       "  --framework-allow URL  a request's mcp_endpoint must be \"local\" or start with one of\n" \
       "                         these scheme://host[:port][/path] prefixes (repeatable; "          \
@@ -131,7 +148,7 @@
       "                         loopback http(s) URLs only); otherwise 403 "                       \
       "FRAMEWORK_NOT_ALLOWED\n")
 
-#define SERVE_OPTIONS_CALLERS(X, N, H, A)                                                          \
+#define SERVE_OPTIONS_CALLERS(X, N, Z, H, A)                                                       \
     H("\nWho may call (docs/SECURITY.md):\n")                                                      \
     X(API_TOKEN, "api-token", required_argument,                                                   \
       "  --api-token TOKEN      every endpoint but /healthz, /livez, /readyz requires\n"           \
@@ -143,9 +160,9 @@
       "                         {\"token\": \"...\", \"maxSessions\": n, \"maxRunning\": n}}}\n"   \
       "                         (also maxMcpSessions, quotaMb, maxWorkspaces; "                    \
       "docs/SECURITY.md)\n")                                                                       \
-    N(TENANT_QUOTA, "tenant-quota-mb", 1, 1 << 20, tenant_quota,                                   \
-      "  --tenant-quota-mb N    MiB one tenant stores in all its workspaces together, when its\n"  \
-      "                         quotaMb does not say (4 x --workspace-quota-mb)\n")                \
+    Z(TENANT_QUOTA, "tenant-quota-mb", 1, 1 << 20, tenant_quota,                                   \
+      "  --tenant-quota-mb N    MiB one tenant stores in all its workspaces together, when its\n " \
+      "                        quotaMb does not say (4 x --workspace-quota-mb)\n")                 \
     X(ALLOWED_HOST, "allowed-host", required_argument,                                             \
       "  --allowed-host H       also accept Host H (a name, or name:port; repeatable; loopback\n"  \
       "                         names and addresses always are); alias --mcp-allowed-host\n")      \
@@ -158,40 +175,57 @@
       "  --insecure-no-auth     listen on a non-loopback --host without --api-token or\n"          \
       "                         --tenants (only behind a layer that authenticates)\n")
 
-#define SERVE_OPTIONS_INSTANCE(X, N, H, A)                                                         \
+#define SERVE_OPTIONS_INSTANCE(X, N, Z, H, A)                                                      \
     N(MCP_MAX_SESSIONS, "mcp-max-sessions", 1, 1 << 16, mcp_max_sessions,                          \
-      "  --mcp-max-sessions N   MCP sessions of /mcp at most (64); idle ones end after\n"          \
-      "                         --session-idle-s\n")                                               \
+      API_MCP_MAX_SESSIONS_DEFAULT, "  --mcp-max-sessions N   MCP sessions of /mcp at most (",     \
+      "); idle ones end after\n                         --session-idle-s\n")                       \
     N(E2B_MAX_TIMEOUT, "e2b-max-timeout-s", 1, 86400, e2b_max_timeout_s,                           \
+      E2B_MAX_TIMEOUT_DEFAULT_S,                                                                   \
       "  --e2b-max-timeout-s N  the longest timeout an E2B sandbox may have, at create or\n"       \
-      "                         setTimeout (3600; E2B's API under /e2b, docs/E2B.md)\n")           \
+      "                         setTimeout (",                                                     \
+      "; E2B's API under /e2b, docs/E2B.md)\n")                                                    \
     X(INSTANCE_ID, "instance-id", required_argument,                                               \
       "  --instance-id ID       this instance's name behind a load balancer (default: the host\n"  \
       "                         name): session ids begin with \"ID.\", responses carry\n"          \
       "                         X-Sandboxd-Instance; 1 to 31 letters, digits and '-'\n")
 
-#define SERVE_OPTIONS(X, N, H, A)                                                                  \
-    SERVE_OPTIONS_HTTP(X, N, H, A)                                                                 \
-    SERVE_OPTIONS_LIMITS(X, N, H, A)                                                               \
-    SERVE_OPTIONS_CALLERS(X, N, H, A) SERVE_OPTIONS_INSTANCE(X, N, H, A)
+#define SERVE_OPTIONS(X, N, Z, H, A)                                                               \
+    SERVE_OPTIONS_HTTP(X, N, Z, H, A)                                                              \
+    SERVE_OPTIONS_LIMITS(X, N, Z, H, A)                                                            \
+    SERVE_OPTIONS_CALLERS(X, N, Z, H, A) SERVE_OPTIONS_INSTANCE(X, N, Z, H, A)
 
-#define SERVE_ENUM_X_(id, name, has_arg, help)         SERVE_##id,
-#define SERVE_ENUM_N_(id, name, min, max, field, help) SERVE_##id,
+#define SERVE_ENUM_X_(id, name, has_arg, help)                       SERVE_##id,
+#define SERVE_ENUM_N_(id, name, min, max, field, def, before, after) SERVE_##id,
+#define SERVE_ENUM_Z_(id, name, min, max, field, help)               SERVE_##id,
+#define SERVE_NONE_X_(id, name, has_arg, help)
+#define SERVE_NONE_Z_(id, name, min, max, field, help)
 #define SERVE_NONE_H_(text)
 #define SERVE_NONE_A_(id, name)
 enum {
     SERVE_FIRST_ = SETUP_OPT_LAST,
-    SERVE_OPTIONS(SERVE_ENUM_X_, SERVE_ENUM_N_, SERVE_NONE_H_, SERVE_NONE_A_)
+    SERVE_OPTIONS(SERVE_ENUM_X_, SERVE_ENUM_N_, SERVE_ENUM_Z_, SERVE_NONE_H_, SERVE_NONE_A_)
 };
 
-#define SERVE_LONG_X_(id, name, has_arg, help)         {name, has_arg, NULL, SERVE_##id},
-#define SERVE_LONG_N_(id, name, min, max, field, help) {name, required_argument, NULL, SERVE_##id},
+#define SERVE_LONG_X_(id, name, has_arg, help) {name, has_arg, NULL, SERVE_##id},
+#define SERVE_LONG_N_(id, name, min, max, field, def, before, after)                               \
+    {name, required_argument, NULL, SERVE_##id},
+#define SERVE_LONG_Z_(id, name, min, max, field, help) {name, required_argument, NULL, SERVE_##id},
 #define SERVE_LONG_A_(id, name)                        {name, required_argument, NULL, SERVE_##id},
 
-#define SERVE_HELP_X_(id, name, has_arg, help)         help
-#define SERVE_HELP_N_(id, name, min, max, field, help) help
-#define SERVE_HELP_H_(text)                            text
-#define SERVE_HELP(table)                              table(SERVE_HELP_X_, SERVE_HELP_N_, SERVE_HELP_H_, SERVE_NONE_A_)
+#define SERVE_HELP_X_(id, name, has_arg, help)                       help
+#define SERVE_HELP_N_(id, name, min, max, field, def, before, after) before COMMON_STR(def) after
+#define SERVE_HELP_Z_(id, name, min, max, field, help)               help
+#define SERVE_HELP_H_(text)                                          text
+#define SERVE_HELP(table)                                                                          \
+    table(SERVE_HELP_X_, SERVE_HELP_N_, SERVE_HELP_Z_, SERVE_HELP_H_, SERVE_NONE_A_)
+
+/* The reply budgets' defaults follow other options' (serve_reply_budget()): --help shows what
+ * the defaults of those make of them. */
+#define SERVE_LARGEST_DEFAULT_MB                                                                   \
+    ((int)SETUP_DEFAULT_MAX_RESULT > (int)COMMON_DEFAULT_TMP_MB ? (int)SETUP_DEFAULT_MAX_RESULT    \
+                                                                : (int)COMMON_DEFAULT_TMP_MB)
+_Static_assert(4 * SERVE_LARGEST_DEFAULT_MB == 256, "--reply-budget-mb's help");
+_Static_assert(2 * SERVE_LARGEST_DEFAULT_MB == 128, "--tenant-reply-mb's help");
 
 static const char serve_usage[] =
     "Usage: sandboxd serve [options]\n"
@@ -267,17 +301,21 @@ static bool serve_token_ok(const char *t)
 
 /* The range check of a numeric row of SERVE_OPTIONS; the other rows expand to nothing. */
 #define SERVE_CASE_X_(id, name, has_arg, help)
-#define SERVE_CASE_N_(id, name, min, max, field, help)                                             \
+#define SERVE_CASE_Z_(id, name, min, max, field, help)                                             \
     case SERVE_##id:                                                                               \
         if (common_parse_u64(name, optarg, min, max, &o->field) < 0)                               \
             return 2;                                                                              \
         break;
+#define SERVE_CASE_N_(id, name, min, max, field, def, before, after)                               \
+    SERVE_CASE_Z_(id, name, min, max, field, before)
+/* The default of a numeric row with one, as a designated initializer. */
+#define SERVE_INIT_N_(id, name, min, max, field, def, before, after) .field = def,
 
 /* The reply budget's defaults follow the largest single reply (a result, a session file), which
  * a tenant's share must always hold; 0 on success, else 2 after saying why. */
 static int serve_reply_budget(struct serve_opts *o, const struct common_opts *common)
 {
-    uint64_t tmp_mb = common_tmp_mb(common);
+    uint64_t tmp_mb = common->tmp_mb;
     uint64_t largest = o->setup.max_result_mb > tmp_mb ? o->setup.max_result_mb : tmp_mb;
     if (!o->tenant_reply_mb)
         o->tenant_reply_mb = 2 * largest;
@@ -357,35 +395,16 @@ static int serve_opt(struct serve_opts *o, int c, const char *arg)
     return 0;
 }
 
-/* The defaults. */
+/* The defaults: the numeric rows' (the tables above), the others here. */
 static void serve_opts_init(struct serve_opts *o)
 {
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     *o = (struct serve_opts){
-        .port = 8080,
-        .host = "127.0.0.1",
+        SERVE_OPTIONS(SERVE_NONE_X_, SERVE_INIT_N_, SERVE_NONE_Z_, SERVE_NONE_H_, SERVE_NONE_A_)
+            .host = SERVE_HOST_DEFAULT,
         .max_running = (uint64_t)(ncpu > 0 ? ncpu : 1) * 4,
-        .max_queue = 256,
-        .def_timeout = 10000,
-        .max_timeout = 60000,
-        .def_memory = 256,
-        .max_body_kb = 10240,
-        .fw_timeout = 10000,
-        .llm_timeout = 60000,
-        .max_workflow_steps = 100,
-        .template_pool_size = 2,
-        .mcp_max_sessions = 64,
-        .e2b_max_timeout_s = 3600,
         .api_token = getenv("SANDBOXD_API_TOKEN") ? getenv("SANDBOXD_API_TOKEN")
                                                   : getenv("SANDBOXD_MCP_TOKEN"),
-        .max_connections = HTTP_DEFAULT_MAX_CONNECTIONS,
-        .header_timeout_s = HTTP_DEFAULT_HEADER_TIMEOUT_S,
-        .body_timeout_s = HTTP_DEFAULT_BODY_TIMEOUT_S,
-        .idle_timeout_s = HTTP_DEFAULT_IDLE_TIMEOUT_S,
-        .drain_timeout_s = 30,
-        .reuse_max_executions = 1000,
-        .reuse_max_idle = 64,
-        .reuse_idle_s = 60,
     };
     setup_opts_init(&o->setup);
 }
@@ -432,8 +451,8 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o, struct commo
 {
     static const struct option opts[] = {
         COMMON_LONG_OPTIONS SETUP_LONG_OPTIONS SERVE_OPTIONS(
-            SERVE_LONG_X_, SERVE_LONG_N_, SERVE_NONE_H_, SERVE_LONG_A_){"help", no_argument, NULL,
-                                                                        'h'},
+            SERVE_LONG_X_, SERVE_LONG_N_, SERVE_LONG_Z_, SERVE_NONE_H_,
+            SERVE_LONG_A_){"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     serve_opts_init(o);
@@ -452,7 +471,7 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o, struct commo
         o->def_timeout_set |= c == SERVE_DEF_TIMEOUT;
         o->def_memory_set |= c == SERVE_DEF_MEMORY;
         switch (c) {
-            SERVE_OPTIONS(SERVE_CASE_X_, SERVE_CASE_N_, SERVE_NONE_H_, SERVE_NONE_A_)
+            SERVE_OPTIONS(SERVE_CASE_X_, SERVE_CASE_N_, SERVE_CASE_Z_, SERVE_NONE_H_, SERVE_NONE_A_)
         case 'h':
             fputs(serve_usage, stdout);
             return 0;
@@ -596,7 +615,7 @@ static int serve_executors(struct serve_opts *o, struct serve_run *v)
         .store = v->su.store,
     };
     struct defs_options dopt = {
-        .max_entries = 4096, .max_bytes = 256u << 20, .max_file = 16u << 20};
+        .max_entries = 4096, .max_bytes = 256u << 20, .max_file = FRAMEWORK_MAX_DEFINITION};
     struct manager_options mo = {
         .max_running = (unsigned)o->max_running,
         .max_queued = (unsigned)o->max_queue,
@@ -642,7 +661,9 @@ static int serve_e2b(struct serve_opts *o, struct serve_run *v)
     struct e2b_options eo = {
         .sessions = v->su.sessions,
         .profiles = v->su.profiles,
-        .default_timeout_s = o->e2b_max_timeout_s < 300 ? (int64_t)o->e2b_max_timeout_s : 300,
+        .default_timeout_s = o->e2b_max_timeout_s < E2B_TIMEOUT_DEFAULT_S
+                                 ? (int64_t)o->e2b_max_timeout_s
+                                 : E2B_TIMEOUT_DEFAULT_S,
         .max_timeout_s = (int64_t)o->e2b_max_timeout_s,
         .idle_s = (int64_t)o->setup.session_idle,
         .file_max = v->su.jail.tmp_bytes,
@@ -664,7 +685,7 @@ static void serve_app(struct serve_opts *o, struct serve_run *v)
                 .output_limit = (size_t)o->setup.output_kb << 10,
                 .max_frame = (size_t)o->setup.max_result_mb << 20,
                 .nproc = o->setup.procs,
-                .nofile = 256,
+                .nofile = JAIL_DEFAULT_NOFILE,
                 .artifacts = setup_artifact_caps(&o->setup),
                 .llm_timeout_ms = (int64_t)o->llm_timeout,
                 .max_workflow_steps = (unsigned)o->max_workflow_steps,
@@ -775,7 +796,8 @@ static void serve_stop(struct serve_run *v)
 int cmd_serve(int argc, char **argv)
 {
     struct serve_opts o;
-    struct common_opts common = {0};
+    struct common_opts common;
+    common_opts_init(&common);
     int status = serve_parse(argc, argv, &o, &common);
     if (status < 0) {
         status = 1;

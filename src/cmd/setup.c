@@ -26,49 +26,24 @@
 #include "util/macros.h"
 #include "util/trust.h"
 
+/* The default of a numeric row with one, as a designated initializer. */
+#define SETUP_OPT_INIT_N_(id, name, min, max, field, def, before, after) .field = def,
+#define SETUP_OPT_NONE_Z_(id, name, min, max, field, help)
+
 void setup_opts_init(struct setup_opts *o)
 {
     *o = (struct setup_opts){
-        .pool_size = 16,
-        .zygotes = 2,
-        .session_pool_size = 2,
-        .network_pool_size = 2,
-        .preimport = "datetime,math,random",
-        .max_memory = 2048,
-        .output_kb = 1024,
-        .procs = 64,
-        .max_result_mb = 64,
-        .max_sessions = 64,
-        .session_idle = 600,
-        .session_max_idle = 86400,
-        .session_timeout = 30000,
-        .session_max_timeout = 600000,
-        .session_memory = 512,
-        .tool_timeout = 60000,
-        .session_cpu_budget = 2000,
-        .tool_workers = 16,
-        .max_tool_calls = 1024,
-        .session_tool_calls = 64,
-        .session_host_cpu = 5000,
-        .workspace_quota = 64,
+        SETUP_OPTIONS(SETUP_OPT_NONE_X_, SETUP_OPT_INIT_N_, SETUP_OPT_NONE_Z_, SETUP_OPT_NONE_H_)
+            .preimport = SETUP_PREIMPORT_DEFAULT,
         .mcp_output = "text",
         .mcp_tools = "lean",
-        .mcp_workspace = "default",
-        .mcp_page_size = 100,
-        .profile_pool_size = 2,
-        .max_artifacts = ARTIFACT_DEFAULT_COUNT,
-        .max_artifacts_mb = ARTIFACT_DEFAULT_MB,
-        .egress_max_mb = 256,
-        .egress_max_connections = 64,
-        .approval_timeout = 300,
-        .store_connections = STORE_CONNECTIONS,
-        .store_timeout = STORE_TIMEOUT_MS,
+        .mcp_workspace = SESSION_WORKSPACE_DEFAULT,
     };
 }
 
 struct store_options setup_store_options(const struct setup_opts *o, const char *state_dir)
 {
-    struct workspace_limits wl = {.max_value = 1u << 20, .max_file = 16u << 20};
+    struct workspace_limits wl = setup_workspace_limits();
     size_t tenant_mb = o->tenant_quota ? o->tenant_quota : 4 * o->workspace_quota;
     /* A tenant may open any number of workspace names: its total is capped apart. */
     return (struct store_options){
@@ -87,6 +62,11 @@ void setup_opts_done(struct setup_opts *o)
     for (size_t i = 0; i < o->n_profiles; i++)
         profile_spec_done(&o->profiles[i]);
     o->n_profiles = 0;
+}
+
+struct workspace_limits setup_workspace_limits(void)
+{
+    return (struct workspace_limits){.max_value = 1u << 20, .max_file = 16u << 20};
 }
 
 struct artifact_caps setup_artifact_caps(const struct setup_opts *o)
@@ -108,14 +88,16 @@ static int setup_list_add(const char **list, size_t *n, const char *name, const 
 
 /* The range check of a numeric row of SETUP_OPTIONS; the other rows expand to nothing. */
 #define SETUP_OPT_CASE_X_(id, name, has_arg, help)
-#define SETUP_OPT_CASE_N_(id, name, min, max, field, help)                                         \
+#define SETUP_OPT_CASE_Z_(id, name, min, max, field, help)                                         \
     case SETUP_OPT_##id:                                                                           \
         return common_parse_u64(name, arg, min, max, &o->field) < 0 ? -1 : 1;
+#define SETUP_OPT_CASE_N_(id, name, min, max, field, def, before, after)                           \
+    SETUP_OPT_CASE_Z_(id, name, min, max, field, before)
 
 int setup_opt(struct setup_opts *o, int opt, const char *arg)
 {
     switch (opt) {
-        SETUP_OPTIONS(SETUP_OPT_CASE_X_, SETUP_OPT_CASE_N_, SETUP_OPT_NONE_H_)
+        SETUP_OPTIONS(SETUP_OPT_CASE_X_, SETUP_OPT_CASE_N_, SETUP_OPT_CASE_Z_, SETUP_OPT_NONE_H_)
     case SETUP_OPT_PREIMPORT:
         o->preimport = arg;
         return 1;
@@ -289,7 +271,7 @@ int setup_pool(struct setup *s, const struct setup_opts *o, const struct setup_p
         .zygotes = k->zygotes,
         .max_frame = (size_t)o->max_result_mb << 20,
         .nproc = o->procs,
-        .nofile = 256,
+        .nofile = JAIL_DEFAULT_NOFILE,
         .preimport = modules,
         .prepare = k->prepare,
         .egress_port = k->egress_port,
@@ -487,7 +469,7 @@ static int setup_pools(struct setup *s, const struct setup_opts *o, const char *
         .default_size = (unsigned)o->profile_pool_size,
         .preimport = o->preimport,
         .nproc = o->procs,
-        .nofile = 256,
+        .nofile = JAIL_DEFAULT_NOFILE,
         .max_frame = (size_t)o->max_result_mb << 20,
         .max_memory_mb = o->max_memory,
     };
@@ -528,7 +510,7 @@ static int setup_sessions(struct setup *s, const struct setup_opts *o, const cha
         log_error("%s: the state store cannot be used (see above)", cmd);
         return r;
     }
-    struct workspace_limits wl = {.max_value = 1u << 20, .max_file = 16u << 20};
+    struct workspace_limits wl = setup_workspace_limits();
     r = workspace_store_new(s->store, &wl, &s->wstore);
     if (r < 0)
         return r;

@@ -14,13 +14,17 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "app/app.h"
 #include "cmd/common.h"
 #include "egress/policy.h"
+#include "egress/proxy.h"
 #include "jail/jail.h"
 #include "exec/artifact.h"
+#include "mcp/server/server.h"
 #include "mcp/client/config.h"
 #include "pool/profile.h"
 #include "session/session.h"
+#include "session/workspace.h"
 #include "store/store.h"
 
 struct pool;
@@ -29,8 +33,10 @@ struct mcp_registry;
 struct workspace_store;
 struct metrics;
 
-#define SETUP_MAX_MCP_CONFIGS 32  /* --mcp-config given more often is refused */
-#define SETUP_MAX_APPROVALS   256 /* --approval rules */
+#define SETUP_MAX_MCP_CONFIGS      32  /* --mcp-config given more often is refused */
+#define SETUP_MAX_APPROVALS        256 /* --approval rules */
+#define SETUP_PREIMPORT_DEFAULT    "datetime,math,random" /* --preimport */
+#define SETUP_SESSION_POOL_DEFAULT 2 /* --session-pool-size, which mcp's --help names too */
 
 /* The options of setup; filled by setup_opts_init() and setup_opt(). */
 struct setup_opts {
@@ -82,51 +88,57 @@ struct setup_opts {
 
 /*
  * The tables of the setup options (shared by serve and mcp), one row per option, from which the
- * enum (SETUP_OPT_<ID>), the getopt entries (SETUP_LONG_OPTIONS), the range checks of the
- * numeric ones (in setup_opt()) and the lines of --help (SETUP_HELP_POOL, SETUP_HELP_SESSIONS)
- * are generated, as in cmd/common.h:
+ * enum (SETUP_OPT_<ID>), the getopt entries (SETUP_LONG_OPTIONS), the defaults (setup_opts_init(),
+ * SETUP_DEFAULT_<ID>), the range checks of the numeric ones (in setup_opt()) and the lines of
+ * --help (SETUP_HELP_POOL, SETUP_HELP_SESSIONS) are generated, as in cmd/common.h:
  *   X(ID, "name", has_arg, help)           setup_opt() handles it by hand
- *   N(ID, "name", min, max, field, help)   a decimal in [min, max] into setup_opts.field
+ *   N(ID, "name", min, max, field, def, before, after)
+ *                                          a decimal in [min, max] into setup_opts.field, def
+ *                                          when not given; --help: before, def, after
+ *   Z(ID, "name", min, max, field, help)   the same, 0 when not given (a default that follows
+ *                                          from other options, as help says)
  *   H(text)                                a heading of --help, no option
- * A help of "" is an option the previous row's lines describe with it.
+ * A row's lines may end mid-line where the next row's default follows (--session-idle-s and
+ * --session-max-idle-s share their lines).
  */
-#define SETUP_POOL_OPTIONS(X, N, H)                                                                \
-    N(POOL, "pool-size", 0, 4096, pool_size,                                                       \
-      "  --pool-size N          warm interpreters kept ready (default 16; 0 disables the pool)\n") \
-    N(POOL_MAX, "pool-max", 1, 4096, pool_max,                                                     \
+#define SETUP_POOL_OPTIONS(X, N, Z, H)                                                             \
+    N(POOL, "pool-size", 0, 4096, pool_size, 16,                                                   \
+      "  --pool-size N          warm interpreters kept ready (default ",                           \
+      "; 0 disables the pool)\n")                                                                  \
+    Z(POOL_MAX, "pool-max", 1, 4096, pool_max,                                                     \
       "  --pool-max N           the pool grows on misses (doubling) up to N ready interpreters "   \
-      "and\n"                                                                                      \
-      "                         shrinks back to --pool-size after 5 s without one (2 x "           \
+      "and\n                         shrinks back to --pool-size after 5 s without one (2 x "      \
       "pool-size)\n")                                                                              \
-    N(ZYGOTES, "zygotes", 1, 64, zygotes,                                                          \
-      "  --zygotes N            processes forking warm interpreters (default 2)\n")                \
+    N(ZYGOTES, "zygotes", 1, 64, zygotes, 2,                                                       \
+      "  --zygotes N            processes forking warm interpreters (default ", ")\n")             \
     X(PREIMPORT, "preimport", required_argument,                                                   \
       "  --preimport MODS       comma-separated modules every warm interpreter starts with\n"      \
-      "                         (default datetime,math,random)\n")                                 \
-    N(MAX_MEMORY, "max-memory-mb", 16, 1 << 20, max_memory,                                        \
-      "  --max-memory-mb N      largest memory limit an execution or session may have (2048)\n")   \
-    N(OUTPUT, "output-limit-kb", 1, 1 << 20, output_kb,                                            \
-      "  --output-limit-kb N    stdout+stderr kept per execution (1024)\n")                        \
-    N(PROCS, "max-procs", 1, 1 << 20, procs,                                                       \
-      "  --max-procs N          processes/threads per sandbox (64)\n")                             \
-    N(MAX_RESULT, "max-result-mb", 1, 1024, max_result_mb,                                         \
-      "  --max-result-mb N      largest result (protocol frame) a sandbox may send (64); larger\n" \
-      "                         is INVALID_RESULT\n")                                              \
+      "                         (default " SETUP_PREIMPORT_DEFAULT ")\n")                          \
+    N(MAX_MEMORY, "max-memory-mb", 16, 1 << 20, max_memory, 2048,                                  \
+      "  --max-memory-mb N      largest memory limit an execution or session may have (", ")\n")   \
+    N(OUTPUT, "output-limit-kb", 1, 1 << 20, output_kb, APP_DEFAULT_OUTPUT_KB,                     \
+      "  --output-limit-kb N    stdout+stderr kept per execution (", ")\n")                        \
+    N(PROCS, "max-procs", 1, 1 << 20, procs, JAIL_DEFAULT_NPROC,                                   \
+      "  --max-procs N          processes/threads per sandbox (", ")\n")                           \
+    N(MAX_RESULT, "max-result-mb", 1, 1024, max_result_mb, 64,                                     \
+      "  --max-result-mb N      largest result (protocol frame) a sandbox may send (",             \
+      "); larger\n                         is INVALID_RESULT\n")                                   \
     X(PROFILE, "profile", required_argument,                                                       \
       "  --profile NAME=MODS[:size=N][:memory=MB]\n"                                               \
       "                         a warm pool whose interpreters start with the comma-separated\n"   \
       "                         modules imported, chosen by taskDetails.profile or a session's\n"  \
       "                         profile; started on first use (repeatable; built in when numpy,\n" \
       "                         pandas and matplotlib are installed: datascience)\n")              \
-    N(PROFILE_POOL, "profile-pool-size", 1, 1024, profile_pool_size,                               \
-      "  --profile-pool-size N  ready interpreters per profile (2)\n")                             \
-    N(MAX_ARTIFACTS, "max-artifacts", 0, 1024, max_artifacts,                                      \
-      "  --max-artifacts N      figures, displayed objects and collected files returned per\n"     \
-      "                         execution (32)\n")                                                 \
-    N(MAX_ARTIFACTS_MB, "max-artifacts-mb", 0, 1024, max_artifacts_mb,                             \
-      "  --max-artifacts-mb N   bytes of them per execution (16)\n")
+    N(PROFILE_POOL, "profile-pool-size", 1, 1024, profile_pool_size, 2,                            \
+      "  --profile-pool-size N  ready interpreters per profile (", ")\n")                          \
+    N(MAX_ARTIFACTS, "max-artifacts", 0, 1024, max_artifacts, ARTIFACT_DEFAULT_COUNT,              \
+      "  --max-artifacts N      figures, displayed objects and collected files returned per\n    " \
+      "                     execution (",                                                          \
+      ")\n")                                                                                       \
+    N(MAX_ARTIFACTS_MB, "max-artifacts-mb", 0, 1024, max_artifacts_mb, ARTIFACT_DEFAULT_MB,        \
+      "  --max-artifacts-mb N   bytes of them per execution (", ")\n")
 
-#define SETUP_SESSION_OPTIONS(X, N, H)                                                             \
+#define SETUP_SESSION_OPTIONS(X, N, Z, H)                                                          \
     H("Sessions and MCP servers:\n")                                                               \
     X(MCP_CONFIG, "mcp-config", required_argument,                                                 \
       "  --mcp-config FILE      MCP servers, Claude Desktop format ({\"mcpServers\": {...}});\n"   \
@@ -156,53 +168,60 @@ struct setup_opts {
     X(STATE_STORE_PASSWORD, "state-store-password-file", required_argument,                        \
       "  --state-store-password-file FILE  the database password: the file's first line\n")        \
     N(STATE_STORE_CONNS, "state-store-connections", 1, STORE_MAX_CONNECTS, store_connections,      \
-      "  --state-store-connections N  connections to the database at most (4)\n")                  \
-    N(STATE_STORE_TIMEOUT, "state-store-timeout-ms", 100, 600000, store_timeout,                   \
-      "  --state-store-timeout-ms N  one statement, or a wait for a connection, at most (5000);\n" \
-      "                         past it the call fails with STORE_UNAVAILABLE\n")                  \
-    N(MAX_SESSIONS, "max-sessions", 0, 1 << 20, max_sessions,                                      \
-      "  --max-sessions N       live sessions at most (64); more is 503\n")                        \
-    N(SESSION_POOL, "session-pool-size", 0, 1024, session_pool_size,                               \
-      "  --session-pool-size N  session interpreters kept ready, with asyncio and the session\n"   \
-      "                         runtime imported, by a zygote of their own (2; 0: sessions\n"      \
-      "                         take interpreters from the main pool and import on start)\n")      \
-    N(SESSION_IDLE, "session-idle-s", 1, 86400 * 365, session_idle,                                \
-      "  --session-idle-s N     idle sessions are ended after N s (600; a session may ask for\n"   \
-      "                         up to --session-max-idle-s, 86400)\n")                             \
-    N(SESSION_MAX_IDLE, "session-max-idle-s", 1, 86400 * 365, session_max_idle, "")                \
-    N(SESSION_TIMEOUT, "session-timeout-ms", 1, 86400000, session_timeout,                         \
-      "  --session-timeout-ms N default / --session-max-timeout-ms N largest time limit of one\n"  \
-      "                         session execution (30000 / 600000)\n")                             \
-    N(SESSION_MAX_TIMEOUT, "session-max-timeout-ms", 1, 86400000, session_max_timeout, "")         \
-    N(SESSION_MEMORY, "session-memory-mb", 16, 1 << 20, session_memory,                            \
-      "  --session-memory-mb N  memory of a session (512; at most --max-memory-mb)\n")             \
-    N(TOOL_TIMEOUT, "tool-timeout-ms", 1, 86400000, tool_timeout,                                  \
-      "  --tool-timeout-ms N    one MCP tool call made from a session (60000)\n")                  \
-    N(TOOL_WORKERS, "tool-workers", 1, 1024, tool_workers,                                         \
-      "  --tool-workers N       threads running sessions' tool calls, all sessions together "      \
-      "(16)\n")                                                                                    \
-    N(MAX_TOOL_CALLS, "max-tool-calls", 1, 1 << 20, max_tool_calls,                                \
-      "  --max-tool-calls N     tool calls queued or running, all sessions together (1024)\n")     \
-    N(SESSION_TOOL_CALLS, "session-max-tool-calls", 1, 1 << 16, session_tool_calls,                \
-      "  --session-max-tool-calls N  tool calls one session may have queued or running (64);\n"    \
-      "                         more are refused at once (MCPError)\n")                            \
-    N(SESSION_CPU_BUDGET, "session-cpu-budget-ms", 0, 3600000, session_cpu_budget,                 \
-      "  --session-cpu-budget-ms N  CPU time what an execution leaves running may use before\n"    \
-      "                         the session is stopped until its next execution (2000)\n")         \
-    N(SESSION_HOST_CPU, "session-host-cpu-ms", 1, 3600000, session_host_cpu,                       \
-      "  --session-host-cpu-ms N  sandboxd CPU time one execution's memory/tool/file calls may\n"  \
-      "                         use (5000); later calls of that execution are refused\n")          \
-    N(WORKSPACE_QUOTA, "workspace-quota-mb", 1, 1 << 20, workspace_quota,                          \
-      "  --workspace-quota-mb N bytes a workspace may hold: memories, tools and files (64)\n")     \
+      STORE_CONNECTIONS, "  --state-store-connections N  connections to the database at most (",   \
+      ")\n")                                                                                       \
+    N(STATE_STORE_TIMEOUT, "state-store-timeout-ms", 100, 600000, store_timeout, STORE_TIMEOUT_MS, \
+      "  --state-store-timeout-ms N  one statement, or a wait for a connection, at most (",        \
+      ");\n                         past it the call fails with STORE_UNAVAILABLE\n")              \
+    N(MAX_SESSIONS, "max-sessions", 0, 1 << 20, max_sessions, 64,                                  \
+      "  --max-sessions N       live sessions at most (", "); more is 503\n")                      \
+    N(SESSION_POOL, "session-pool-size", 0, 1024, session_pool_size, SETUP_SESSION_POOL_DEFAULT,   \
+      "  --session-pool-size N  session interpreters kept ready, with asyncio and the session\n  " \
+      "                       runtime imported, by a zygote of their own (",                       \
+      "; 0: sessions\n                         take interpreters from the main pool and import "   \
+      "on start)\n")                                                                               \
+    N(SESSION_IDLE, "session-idle-s", 1, 86400 * 365, session_idle, 600,                           \
+      "  --session-idle-s N     idle sessions are ended after N s (",                              \
+      "; a session may ask for\n                         up to --session-max-idle-s, ")            \
+    N(SESSION_MAX_IDLE, "session-max-idle-s", 1, 86400 * 365, session_max_idle, 86400, "", ")\n")  \
+    N(SESSION_TIMEOUT, "session-timeout-ms", 1, 86400000, session_timeout, 30000,                  \
+      "  --session-timeout-ms N default / --session-max-timeout-ms N largest time limit of one\n " \
+      "                        session execution (",                                               \
+      " / ")                                                                                       \
+    N(SESSION_MAX_TIMEOUT, "session-max-timeout-ms", 1, 86400000, session_max_timeout, 600000, "", \
+      ")\n")                                                                                       \
+    N(SESSION_MEMORY, "session-memory-mb", 16, 1 << 20, session_memory, 512,                       \
+      "  --session-memory-mb N  memory of a session (", "; at most --max-memory-mb)\n")            \
+    N(TOOL_TIMEOUT, "tool-timeout-ms", 1, 86400000, tool_timeout, 60000,                           \
+      "  --tool-timeout-ms N    one MCP tool call made from a session (", ")\n")                   \
+    N(TOOL_WORKERS, "tool-workers", 1, 1024, tool_workers, 16,                                     \
+      "  --tool-workers N       threads running sessions' tool calls, all sessions together (",    \
+      ")\n")                                                                                       \
+    N(MAX_TOOL_CALLS, "max-tool-calls", 1, 1 << 20, max_tool_calls, 1024,                          \
+      "  --max-tool-calls N     tool calls queued or running, all sessions together (", ")\n")     \
+    N(SESSION_TOOL_CALLS, "session-max-tool-calls", 1, 1 << 16, session_tool_calls, 64,            \
+      "  --session-max-tool-calls N  tool calls one session may have queued or running (",         \
+      ");\n                         more are refused at once (MCPError)\n")                        \
+    N(SESSION_CPU_BUDGET, "session-cpu-budget-ms", 0, 3600000, session_cpu_budget, 2000,           \
+      "  --session-cpu-budget-ms N  CPU time what an execution leaves running may use before\n   " \
+      "                      the session is stopped until its next execution (",                   \
+      ")\n")                                                                                       \
+    N(SESSION_HOST_CPU, "session-host-cpu-ms", 1, 3600000, session_host_cpu, 5000,                 \
+      "  --session-host-cpu-ms N  sandboxd CPU time one execution's memory/tool/file calls may\n " \
+      "                        use (",                                                             \
+      "); later calls of that execution are refused\n")                                            \
+    N(WORKSPACE_QUOTA, "workspace-quota-mb", 1, 1 << 20, workspace_quota, 64,                      \
+      "  --workspace-quota-mb N bytes a workspace may hold: memories, tools and files (", ")\n")   \
     X(APPROVAL, "approval", required_argument,                                                     \
       "  --approval SERVER.TOOL=POLICY  who decides a tool call made from code: auto (it goes),\n" \
       "                         ask (a person: GET/POST /v1/sessions/ID/approvals, or MCP\n"       \
       "                         elicitation), deny (ApprovalDenied); SERVER.* for all its "        \
       "tools;\n"                                                                                   \
       "                         repeatable, before a config entry's \"approvals\" (auto)\n")       \
-    N(APPROVAL_TIMEOUT, "approval-timeout-s", 1, 86400, approval_timeout,                          \
-      "  --approval-timeout-s N a call waits this long for its decision, then ApprovalDenied\n"    \
-      "                         (300; the wait does not count against the time limit)\n")          \
+    N(APPROVAL_TIMEOUT, "approval-timeout-s", 1, 86400, approval_timeout, 300,                     \
+      "  --approval-timeout-s N a call waits this long for its decision, then ApprovalDenied\n   " \
+      "                      (",                                                                   \
+      "; the wait does not count against the time limit)\n")                                       \
     H("\nsandboxd as an MCP server (docs/MCP.md):\n")                                              \
     X(MCP_TOOLS, "mcp-tools", required_argument,                                                   \
       "  --mcp-tools SURFACE    lean (default): run_python alone (and approve_call with\n"         \
@@ -212,12 +231,13 @@ struct setup_opts {
       "  --mcp-output MODE      text (compact, default) or json: how tool results are written\n"   \
       "                         (run_python's \"output\" argument overrides it per call)\n")       \
     X(MCP_WORKSPACE, "mcp-workspace", required_argument,                                           \
-      "  --mcp-workspace NAME   workspace of the sessions run_python creates (default)\n")         \
+      "  --mcp-workspace NAME   workspace of the sessions run_python creates "                     \
+      "(" SESSION_WORKSPACE_DEFAULT ")\n")                                                         \
     X(MCP_PROFILE, "mcp-profile", required_argument,                                               \
       "  --mcp-profile NAME     profile of the sessions run_python creates (e.g. datascience:\n"   \
       "                         numpy, pandas and matplotlib already imported; default: none)\n")  \
-    N(MCP_PAGE_SIZE, "mcp-page-size", 1, 1000, mcp_page_size,                                      \
-      "  --mcp-page-size N      tools per tools/list page (100)\n")                                \
+    N(MCP_PAGE_SIZE, "mcp-page-size", 1, 1000, mcp_page_size, MCP_SERVER_PAGE_SIZE_DEFAULT,        \
+      "  --mcp-page-size N      tools per tools/list page (", ")\n")                               \
     H("\nNetwork egress (docs/NETWORK.md; without --egress-allow sandboxes have no network):\n")   \
     X(EGRESS_ALLOW, "egress-allow", required_argument,                                             \
       "  --egress-allow PATTERN the most an execution or session may ask to reach (repeatable):\n" \
@@ -231,55 +251,77 @@ struct setup_opts {
       "                         the proxy, so a secret never enters the sandbox (repeatable)\n")   \
     X(EGRESS_CA_FILE, "egress-ca-file", required_argument,                                         \
       "  --egress-ca-file FILE  PEM certificates sandboxes trust besides the host's\n")            \
-    N(NETWORK_POOL, "network-pool-size", 0, 1024, network_pool_size,                               \
+    N(NETWORK_POOL, "network-pool-size", 0, 1024, network_pool_size, 2,                            \
       "  --network-pool-size N  interpreters kept ready for executions and sessions with a\n"      \
-      "                         network policy, each in a network namespace of its own (2; 0:\n"   \
-      "                         each of them starts a fresh sandbox, ~15 x slower)\n")             \
-    N(EGRESS_MAX_MB, "egress-max-mb", 1, 1 << 20, egress_max_mb,                                   \
-      "  --egress-max-mb N      bytes up and down per execution, in MiB (256)\n")                  \
-    N(EGRESS_MAX_CONNECTIONS, "egress-max-connections", 1, 4096, egress_max_connections,           \
-      "  --egress-max-connections N  proxied connections per execution (64)\n")                    \
-    N(EGRESS_POOL, "egress-pool", 16, 65536, egress_pool,                                          \
-      "  --egress-pool N        connections through the proxy at once, everyone together (1024;\n" \
-      "                         two descriptors each); sessions and executions may hold half\n"    \
-      "                         each\n")                                                           \
-    N(EGRESS_MAX_OPEN, "egress-max-open", 1, 65536, egress_max_open,                               \
-      "  --egress-max-open N    connections one execution holds through the proxy at once\n"       \
-      "                         (16, at most half the pool over the executions running at\n"       \
-      "                         once); more: 429\n")                                               \
-    N(EGRESS_SESSION_MAX_OPEN, "egress-session-max-open", 1, 65536, egress_session_max_open,       \
-      "  --egress-session-max-open N  the same for a session, its executions and what they\n"      \
-      "                         leave running together (8, at most half the pool /\n"              \
-      "                         --max-sessions)\n")                                                \
-    N(EGRESS_TENANT_CONNECTIONS, "egress-tenant-connections", 1, 65536, egress_tenant_connections, \
-      "  --egress-tenant-connections N  a tenant's share: connections of all its executions\n"     \
-      "                         and sessions at once (a quarter of the pool; the tenants file's\n" \
-      "                         egressConnections sets one tenant's)\n")
+      "                         network policy, each in a network namespace of its own (",         \
+      "; 0:\n                         each of them starts a fresh sandbox, ~15 x slower)\n")       \
+    N(EGRESS_MAX_MB, "egress-max-mb", 1, 1 << 20, egress_max_mb, 256,                              \
+      "  --egress-max-mb N      bytes up and down per execution, in MiB (", ")\n")                 \
+    N(EGRESS_MAX_CONNECTIONS, "egress-max-connections", 1, 4096, egress_max_connections, 64,       \
+      "  --egress-max-connections N  proxied connections per execution (", ")\n")                  \
+    N(EGRESS_POOL, "egress-pool", 16, 65536, egress_pool, EGRESS_POOL_DEFAULT,                     \
+      "  --egress-pool N        connections through the proxy at once, everyone together (",       \
+      ";\n                         two descriptors each); sessions and executions may hold "       \
+      "half\n                         each\n")                                                     \
+    Z(EGRESS_MAX_OPEN, "egress-max-open", 1, 65536, egress_max_open,                               \
+      "  --egress-max-open N    connections one execution holds through the proxy at once\n      " \
+      "                   (" COMMON_STR(                                                           \
+          EGRESS_EXEC_OPEN_DEFAULT) ", at most half the pool over the executions running at\n    " \
+                                    "                     once); more: 429\n")                     \
+    Z(EGRESS_SESSION_MAX_OPEN, "egress-session-max-open", 1, 65536, egress_session_max_open,       \
+      "  --egress-session-max-open N  the same for a session, its executions and what they\n     " \
+      "                    leave running together (" COMMON_STR(                                   \
+          EGRESS_SESSION_OPEN_DEFAULT) ", at most half the pool /\n                         "      \
+                                       "--max-sessions)\n")                                        \
+    Z(EGRESS_TENANT_CONNECTIONS, "egress-tenant-connections", 1, 65536, egress_tenant_connections, \
+      "  --egress-tenant-connections N  a tenant's share: connections of all its executions\n    " \
+      "                     and sessions at once (a quarter of the pool; the tenants file's\n    " \
+      "                     egressConnections sets one tenant's)\n")
 
-#define SETUP_OPTIONS(X, N, H) SETUP_POOL_OPTIONS(X, N, H) SETUP_SESSION_OPTIONS(X, N, H)
+#define SETUP_OPTIONS(X, N, Z, H) SETUP_POOL_OPTIONS(X, N, Z, H) SETUP_SESSION_OPTIONS(X, N, Z, H)
 
-#define SETUP_OPT_ENUM_X_(id, name, has_arg, help)         SETUP_OPT_##id,
-#define SETUP_OPT_ENUM_N_(id, name, min, max, field, help) SETUP_OPT_##id,
+#define SETUP_OPT_ENUM_X_(id, name, has_arg, help)                       SETUP_OPT_##id,
+#define SETUP_OPT_ENUM_N_(id, name, min, max, field, def, before, after) SETUP_OPT_##id,
+#define SETUP_OPT_ENUM_Z_(id, name, min, max, field, help)               SETUP_OPT_##id,
 #define SETUP_OPT_NONE_H_(text)
 enum {
     SETUP_OPT_FIRST_ = COMMON_OPT_LAST + 99,
-    SETUP_OPTIONS(SETUP_OPT_ENUM_X_, SETUP_OPT_ENUM_N_, SETUP_OPT_NONE_H_) SETUP_OPT_LAST,
+    SETUP_OPTIONS(SETUP_OPT_ENUM_X_, SETUP_OPT_ENUM_N_, SETUP_OPT_ENUM_Z_, SETUP_OPT_NONE_H_)
+        SETUP_OPT_LAST,
+};
+
+/* SETUP_DEFAULT_<ID>, SETUP_MIN_<ID>, SETUP_MAX_<ID>: the default and range of a numeric option,
+ * for code that needs them elsewhere (the compat variables of cmd/compat.c). */
+#define SETUP_OPT_NONE_X_(id, name, has_arg, help)
+#define SETUP_OPT_RANGE_Z_(id, name, min, max, field, help)                                        \
+    SETUP_MIN_##id = min, SETUP_MAX_##id = max,
+#define SETUP_OPT_RANGE_N_(id, name, min, max, field, def, before, after)                          \
+    SETUP_OPT_RANGE_Z_(id, name, min, max, field, before) SETUP_DEFAULT_##id = def,
+enum {
+    SETUP_OPTIONS(SETUP_OPT_NONE_X_, SETUP_OPT_RANGE_N_, SETUP_OPT_RANGE_Z_, SETUP_OPT_NONE_H_)
 };
 
 /* The getopt entries, each followed by a comma (after COMMON_LONG_OPTIONS in an array). */
 #define SETUP_OPT_LONG_X_(id, name, has_arg, help) {name, has_arg, NULL, SETUP_OPT_##id},
-#define SETUP_OPT_LONG_N_(id, name, min, max, field, help)                                         \
+#define SETUP_OPT_LONG_N_(id, name, min, max, field, def, before, after)                           \
     {name, required_argument, NULL, SETUP_OPT_##id},
-#define SETUP_LONG_OPTIONS SETUP_OPTIONS(SETUP_OPT_LONG_X_, SETUP_OPT_LONG_N_, SETUP_OPT_NONE_H_)
+#define SETUP_OPT_LONG_Z_(id, name, min, max, field, help)                                         \
+    {name, required_argument, NULL, SETUP_OPT_##id},
+#define SETUP_LONG_OPTIONS                                                                         \
+    SETUP_OPTIONS(SETUP_OPT_LONG_X_, SETUP_OPT_LONG_N_, SETUP_OPT_LONG_Z_, SETUP_OPT_NONE_H_)
 
-#define SETUP_OPT_HELP_X_(id, name, has_arg, help)         help
-#define SETUP_OPT_HELP_N_(id, name, min, max, field, help) help
+#define SETUP_OPT_HELP_X_(id, name, has_arg, help) help
+#define SETUP_OPT_HELP_N_(id, name, min, max, field, def, before, after)                           \
+    before COMMON_STR(def) after
+#define SETUP_OPT_HELP_Z_(id, name, min, max, field, help) help
 #define SETUP_OPT_HELP_H_(text)                            text
-#define SETUP_HELP_POOL                                    SETUP_POOL_OPTIONS(SETUP_OPT_HELP_X_, SETUP_OPT_HELP_N_, SETUP_OPT_HELP_H_)
+#define SETUP_HELP_POOL                                                                            \
+    SETUP_POOL_OPTIONS(SETUP_OPT_HELP_X_, SETUP_OPT_HELP_N_, SETUP_OPT_HELP_Z_, SETUP_OPT_HELP_H_)
 #define SETUP_HELP_SESSIONS                                                                        \
-    SETUP_SESSION_OPTIONS(SETUP_OPT_HELP_X_, SETUP_OPT_HELP_N_, SETUP_OPT_HELP_H_)
+    SETUP_SESSION_OPTIONS(SETUP_OPT_HELP_X_, SETUP_OPT_HELP_N_, SETUP_OPT_HELP_Z_,                 \
+                          SETUP_OPT_HELP_H_)
 
-/* Defaults. */
+/* The defaults: the numeric rows' and the few others of setup.c, the rest zero (not given). */
 void setup_opts_init(struct setup_opts *o);
 /* The store's options that o gives (limits included); state_dir: the state directory. */
 struct store_options setup_store_options(const struct setup_opts *o, const char *state_dir);
@@ -292,6 +334,10 @@ void setup_opts_finish(struct setup_opts *o);
 void setup_opts_done(struct setup_opts *o);
 /* The artifact caps the options give. */
 struct artifact_caps setup_artifact_caps(const struct setup_opts *o);
+/* The caps on one item of a workspace (a memory's value, a file), written here alone: the store's
+ * limits (setup_store_options(), with the quotas the options give) and every workspace store
+ * (serve, mcp, cmd/migrate.c) take them from here. */
+struct workspace_limits setup_workspace_limits(void);
 
 /* Everything setup_start() built; owned by the struct. */
 struct setup {

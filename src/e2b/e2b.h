@@ -37,10 +37,13 @@ struct e2b;
 #define E2B_ENVD_PORT   49983
 #define E2B_INTERP_PORT 49999
 
+#define E2B_TIMEOUT_DEFAULT_S     300  /* a sandbox created without "timeout" (E2B's docs) */
+#define E2B_MAX_TIMEOUT_DEFAULT_S 3600 /* the longest timeout (serve's --e2b-max-timeout-s) */
+
 struct e2b_options {
     struct sessions *sessions; /* borrowed; must outlive e2b_free() */
     struct profiles *profiles; /* borrowed, may be NULL: the templates that are profiles */
-    int64_t default_timeout_s; /* a sandbox created without "timeout" (E2B's docs: 300) */
+    int64_t default_timeout_s; /* a sandbox created without "timeout" (E2B_TIMEOUT_DEFAULT_S) */
     int64_t max_timeout_s;     /* the longest timeout a sandbox may get */
     int64_t idle_s;            /* a sandbox nobody used this long ends (sessions' idle time) */
     uint64_t file_max;         /* largest file /files reads (the sandbox's /tmp size) */

@@ -67,7 +67,7 @@ int egress_shares_size(struct egress_options *o, unsigned sessions, unsigned exe
                 kinds[i].count_opt, n, kinds[i].holder, pool);
     }
     if (!o->tenant_open)
-        o->tenant_open = pool / 4;
+        o->tenant_open = EGRESS_TENANT_SHARE(pool);
     if (o->tenant_open > pool)
         return sbx_error_errno(err, EINVAL, SBX_ERR_INVALID, "INVALID_OPTION", NULL,
                                "--egress-tenant-connections %u is more than --egress-pool %u",
@@ -333,7 +333,7 @@ int egress_proxy_new(const struct egress_options *opt, struct egress_proxy **ret
     p->pool = opt->pool ? opt->pool : EGRESS_POOL_DEFAULT;
     p->exec_open = opt->exec_open ? opt->exec_open : EGRESS_EXEC_OPEN_DEFAULT;
     p->session_open = opt->session_open ? opt->session_open : EGRESS_SESSION_OPEN_DEFAULT;
-    p->tenant_open = opt->tenant_open ? opt->tenant_open : p->pool / 4;
+    p->tenant_open = opt->tenant_open ? opt->tenant_open : EGRESS_TENANT_SHARE(p->pool);
     pthread_mutex_init(&p->lock, NULL);
     pthread_cond_init(&p->cond, NULL);
     p->recent = egress_recent_new();

@@ -34,7 +34,8 @@
 
 #define EGRESS_SANDBOX_PORT 3128 /* where the proxy listens inside a sandbox (its own lo) */
 
-#define EGRESS_POOL_DEFAULT 1024 /* connections through the proxy at once, everyone together */
+#define EGRESS_POOL_DEFAULT       1024 /* connections through the proxy at once, everyone together */
+#define EGRESS_TENANT_SHARE(pool) ((pool) / 4) /* a tenant's share by default: a quarter */
 
 struct egress_options {
     const char *const *allow;   /* --egress-allow (NULL-terminated; may be NULL) */

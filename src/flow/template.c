@@ -11,6 +11,7 @@
 
 #include "app/response.h"
 #include "exec/cell.h"
+#include "framework/llm.h"
 #include "proto/frame.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -18,12 +19,10 @@
 #include "util/macros.h"
 #include "flow/yaml.h"
 
-#define FLOW_MAX_LLM_CALLS          4 /* per template job: the runtime makes one */
-#define FLOW_DEFAULT_LLM_TIMEOUT_MS 60000
-
+#define FLOW_MAX_LLM_CALLS 4 /* per template job: the runtime makes one */
 int64_t flow_llm_timeout_ms(const struct app *a)
 {
-    return a->opt.llm_timeout_ms > 0 ? a->opt.llm_timeout_ms : FLOW_DEFAULT_LLM_TIMEOUT_MS;
+    return a->opt.llm_timeout_ms > 0 ? a->opt.llm_timeout_ms : LLM_DEFAULT_TIMEOUT_MS;
 }
 
 struct flow_llm_ctx {

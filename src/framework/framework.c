@@ -26,8 +26,7 @@
 #include "util/thread.h"
 #include "util/url.h"
 
-#define FRAMEWORK_LOG_QUEUE      256
-#define FRAMEWORK_MAX_DEFINITION (16u << 20)
+#define FRAMEWORK_LOG_QUEUE 256
 
 struct framework_log_msg {
     char *endpoint;
@@ -74,7 +73,7 @@ int framework_new(const struct framework_options *opt, struct framework **ret)
         .url = opt->llm_url,
         .model = opt->llm_model,
         .api_key = opt->llm_api_key,
-        .timeout_ms = opt->llm_timeout_ms ? opt->llm_timeout_ms : 60000,
+        .timeout_ms = opt->llm_timeout_ms,
         .max_response = opt->max_response,
     };
     if ((r = llm_new(&lo, &fw->llm)) < 0)

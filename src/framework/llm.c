@@ -31,7 +31,7 @@ int llm_new(const struct llm_options *opt, struct llm **ret)
     struct llm *l = calloc(1, sizeof(*l));
     if (!l)
         return -ENOMEM;
-    l->timeout_ms = opt->timeout_ms;
+    l->timeout_ms = opt->timeout_ms ? opt->timeout_ms : LLM_DEFAULT_TIMEOUT_MS;
     l->max_response = opt->max_response;
     if (opt->url) {
         size_t n = strlen(opt->url);

@@ -16,11 +16,13 @@
 
 #include "framework/simple.h"
 
+#define LLM_DEFAULT_TIMEOUT_MS 60000 /* one call (serve's --llm-timeout-ms) */
+
 struct llm_options {
     const char *url;     /* base URL, e.g. http://127.0.0.1:8000/v1; NULL: echo */
     const char *model;   /* default model name */
     const char *api_key; /* bearer token, may be NULL */
-    int64_t timeout_ms;
+    int64_t timeout_ms;  /* 0: LLM_DEFAULT_TIMEOUT_MS */
     size_t max_response;
 };
 

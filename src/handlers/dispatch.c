@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * dispatch — /execute's one entry: refuse what cannot be had, then hand the
- * request to its handler (JIT and EXECUTOR in app/execute.c, LLM and WORKFLOW
- * in flow/), and do the metrics and log bookkeeping every handler shares.
+ * dispatch — /execute's one entry: hand the request, validated already
+ * (request_validate(), app/request.c), to its handler (JIT and EXECUTOR in
+ * app/execute.c, LLM and WORKFLOW in flow/), and do the metrics and log
+ * bookkeeping every handler shares.
  */
 #include "handlers/dispatch.h"
 #include "flow/template.h"
@@ -15,21 +16,19 @@ void handlers_execute(struct app *a, const struct request_spec *s, struct app_re
     *ret = (struct app_reply){0};
     int64_t start = clock_mono_us();
     log_context_set(s->request_id, s->app_id);
-    if (app_check_data_work(a, s, ret)) {
-        switch (s->handler) {
-        case HANDLER_JIT:
-            app_jit(a, s, ret);
-            break;
-        case HANDLER_EXECUTOR:
-            app_executor(a, s, ret);
-            break;
-        case HANDLER_LLM:
-            flow_llm_execute(a, s, ret);
-            break;
-        case HANDLER_WORKFLOW:
-            flow_workflow_execute(a, s, ret);
-            break;
-        }
+    switch (s->handler) {
+    case HANDLER_JIT:
+        app_jit(a, s, ret);
+        break;
+    case HANDLER_EXECUTOR:
+        app_executor(a, s, ret);
+        break;
+    case HANDLER_LLM:
+        flow_llm_execute(a, s, ret);
+        break;
+    case HANDLER_WORKFLOW:
+        flow_workflow_execute(a, s, ret);
+        break;
     }
     /* Every handler's reply is built with json_pack: one that came back without a body could
      * not be built (out of memory), and is answered as that rather than as an empty 200. */

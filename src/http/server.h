@@ -116,11 +116,12 @@ typedef void (*http_route_fn)(void *userdata, const struct http_request *req,
  * stream. */
 typedef bool (*http_inline_fn)(void *userdata, const char *method, const char *path);
 
-/* Defaults of http_server_options (used for zeros). */
-#define HTTP_DEFAULT_MAX_CONNECTIONS   10000u
-#define HTTP_DEFAULT_IDLE_TIMEOUT_S    120u
-#define HTTP_DEFAULT_HEADER_TIMEOUT_S  10u
-#define HTTP_DEFAULT_BODY_TIMEOUT_S    30u
+/* Defaults of http_server_options (used for zeros). The first four are serve's too, which
+ * --help spells: plain literals. */
+#define HTTP_DEFAULT_MAX_CONNECTIONS   10000
+#define HTTP_DEFAULT_IDLE_TIMEOUT_S    120
+#define HTTP_DEFAULT_HEADER_TIMEOUT_S  10
+#define HTTP_DEFAULT_BODY_TIMEOUT_S    30
 #define HTTP_DEFAULT_MAX_WORKERS       256u
 #define HTTP_DEFAULT_STREAM_BUFFER     (1u << 20)
 #define HTTP_DEFAULT_STREAM_TIMEOUT_MS 1000u

@@ -594,17 +594,17 @@ int jail_config_init(struct jail_config *cfg, const struct jail_options *opt)
     *cfg = (struct jail_config){0};
     mount_plan_init(&cfg->plan);
     mount_plan_init(&cfg->plan_sandbox);
-    cfg->tmp_bytes = opt->tmp_bytes ? opt->tmp_bytes : 64ull << 20;
+    cfg->tmp_bytes = opt->tmp_bytes ? opt->tmp_bytes : (uint64_t)JAIL_DEFAULT_TMP_MB << 20;
     cfg->insecure = opt->insecure;
     cfg->rootless = geteuid() != 0;
     if (cfg->rootless) {
         cfg->host_uid = geteuid();
         cfg->host_gid = getegid();
     } else {
-        cfg->host_uid = opt->sandbox_uid ? opt->sandbox_uid : 65534;
+        cfg->host_uid = opt->sandbox_uid ? opt->sandbox_uid : JAIL_DEFAULT_SANDBOX_UID;
         cfg->host_gid = cfg->host_uid;
     }
-    const char *python = opt->python ? opt->python : "/usr/bin/python3";
+    const char *python = opt->python ? opt->python : JAIL_DEFAULT_PYTHON;
     if (!opt->runtime_dir)
         return log_errno(LOG_ERROR, EINVAL, "jail: no runtime directory configured");
 
@@ -682,8 +682,8 @@ void jail_config_done(struct jail_config *cfg)
 struct jail_limits jail_limits_default(const struct jail_config *cfg)
 {
     return (struct jail_limits){
-        .nofile = 256,
-        .nproc = 64,
+        .nofile = JAIL_DEFAULT_NOFILE,
+        .nproc = JAIL_DEFAULT_NPROC,
         .fsize = cfg->tmp_bytes,
         .cpu_s = 0,
         .memory = 0,

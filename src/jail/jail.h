@@ -38,20 +38,30 @@
 #define JAIL_CA_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
 #define JAIL_CA_MAX    (2u << 20) /* bytes of each source of the bundle */
 
+/* What a sandbox gets when nobody says otherwise: jail_config_init() for options left 0 (NULL),
+ * jail_limits_default(), and the command line's defaults (cmd/common.h spells them in --help,
+ * so each is a plain literal). */
+#define JAIL_DEFAULT_PYTHON      "/usr/bin/python3" /* --python */
+#define JAIL_DEFAULT_TMP_MB      64                 /* --tmp-size-mb: the writable /tmp */
+#define JAIL_DEFAULT_SANDBOX_UID 65534              /* --sandbox-uid: "nobody" */
+#define JAIL_DEFAULT_NOFILE      256                /* open files of a sandbox */
+#define JAIL_DEFAULT_NPROC       64                 /* --max-procs: processes and threads */
+
 enum jail_insecure {
     JAIL_INSECURE_NO_SECCOMP = 1u << 0,
 };
 
 struct jail_options {
-    const char *python;         /* interpreter on the host; default /usr/bin/python3 */
+    const char *python;         /* interpreter on the host; NULL: JAIL_DEFAULT_PYTHON */
     const char *runtime_dir;    /* host path of runtime/ */
     const char *cell_lib;       /* host path of libsbxcell.so */
     const char **binds;         /* extra read-only binds "SRC[:DST]", NULL-terminated */
     const char **site_packages; /* extra site directories (a virtualenv's), bound at their own
                                  * path and first on sys.path; NULL-terminated, may be NULL */
     const char *dpkg_dir;       /* package database for jail/dpkg.h; NULL: /var/lib/dpkg */
-    uint64_t tmp_bytes;         /* size of the writable /tmp */
-    uid_t sandbox_uid;          /* host uid sandboxes run as when sandboxd is root */
+    uint64_t tmp_bytes;         /* size of the writable /tmp; 0: JAIL_DEFAULT_TMP_MB */
+    uid_t sandbox_uid;          /* host uid sandboxes run as when sandboxd is root; 0: the
+                                 * default */
     /* cgroup limits: wanted, required, --cgroup-root, the cells' budget, --cpus */
     struct cgroup_options cgroup;
     unsigned insecure; /* enum jail_insecure */

@@ -262,7 +262,7 @@ static void session_plan_done(struct session_plan *p)
 static int session_plan(struct sessions *ss, const struct session_create *c, struct session_plan *p,
                         struct sbx_error *err)
 {
-    *p = (struct session_plan){.workspace = c->workspace ? c->workspace : "default",
+    *p = (struct session_plan){.workspace = c->workspace ? c->workspace : SESSION_WORKSPACE_DEFAULT,
                                .pool = ss->pool};
     const char *why = workspace_check_name(p->workspace);
     if (why) {

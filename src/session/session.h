@@ -72,9 +72,14 @@ struct sessions_options {
                                      * NULL: such a session starts a fresh sandbox) */
 };
 
+#define SESSION_WORKSPACE_DEFAULT "default" /* the workspace of a session that names none */
+/* Bytes of a session id: "ID." (an instance id, util/instance.h: at most 31 + 1) and 32 hex
+ * digits. */
+#define SESSION_ID_MAX 64
+
 struct session_create {
     json_t *servers;        /* borrowed array of server names, may be NULL */
-    const char *workspace;  /* may be NULL: "default" */
+    const char *workspace;  /* may be NULL: SESSION_WORKSPACE_DEFAULT */
     int64_t idle_timeout_s; /* 0: default */
     int64_t memory_mb;      /* 0: default (the profile's, else the server's) */
     struct tenant *tenant;  /* the owner (borrowed, outlives the session); NULL: the operator */
@@ -221,6 +226,43 @@ int sessions_serve(struct sessions *s, const char *id, const struct session_agen
 /* Queue one frame for agent session id's interpreter; never blocks (session_send()). 0,
  * -ENOENT (no such live session), -EPIPE (its interpreter is gone), -ENOBUFS, -ENOMEM. */
 int sessions_send(struct sessions *s, const char *id, const json_t *msg);
+/* ---- one call of a front end: get or create a session, then execute ----------------------
+ * A front end that keeps sessions of its own naming (the MCP server: a connection's automatic
+ * and named sessions) runs code with sessions_call(): the session is got or created, made ready,
+ * and the code runs in it; when the session ended before the code could run in it (reaped,
+ * ended by a concurrent call, its interpreter died), the front end is told to forget it and the
+ * call is made once more, in the session got next. What is the front end's own comes as hooks,
+ * each called on the calling thread. */
+struct session_call {
+    void *userdata;
+    /* The session to run in: the front end's, found, or created (sessions_create()) when it has
+     * none. 0 with ret_id; <0 with *err (a -ENOENT: it ended meanwhile, try again). Required. */
+    int (*get)(void *userdata, char ret_id[SESSION_ID_MAX + 1], struct sbx_error *err);
+    /* Make session id ready for the code, e.g. put files in; may be NULL. 0; -ENOENT when the
+     * session ended (try again); <0 with *err. */
+    int (*prepare)(void *userdata, const char *id, struct sbx_error *err);
+    /* The call executes in session id from now on (NULL: no longer), for the front end's
+     * cancellation to find it; false when the call was cancelled (before: nothing runs; while
+     * it ran: its session's end is no reason to try again). May be NULL. */
+    bool (*executing)(void *userdata, const char *id);
+    /* Run the execution: sessions_execute() on this thread when NULL; a front end that runs it
+     * on a thread of its own (approvals that wait for a person) returns as sessions_execute()
+     * does, or a value > 0 of its own, which sessions_call() passes on. */
+    int (*execute)(void *userdata, const char *id, const char *code, int64_t timeout_ms,
+                   json_t **ret_result, struct sbx_error *err);
+    /* Session id (perhaps "": none was got) ended before the code could run in it: the front
+     * end forgets it, and the next get() finds or makes another. May be NULL. */
+    void (*ended)(void *userdata, const char *id);
+};
+
+/* Run code (passed by sessions_code_check()) in the session call->get() gives, as described
+ * above; stream is sessions_execute()'s (unused with call->execute). What call->execute
+ * returns, or sessions_execute()'s 0 and *ret_result; -ECANCELED (call->executing said so: no
+ * answer is due); -ENOENT with *err when the session ended before the code ran in it twice;
+ * another -errno with *err from a hook or the execution. */
+int sessions_call(struct sessions *s, const struct session_call *call, const char *code,
+                  int64_t timeout_ms, const struct session_stream *stream, json_t **ret_result,
+                  struct sbx_error *err);
 
 /* The working directory (/tmp) of session id as the host reaches it: an O_PATH directory fd
  * opened through /proc/PID/root of the live interpreter (caller closes; session/files.h works

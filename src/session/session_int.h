@@ -58,7 +58,6 @@
 struct workspace;
 
 #define SESSION_ID_LEN      32          /* hex digits, after the instance prefix */
-#define SESSION_ID_MAX      64          /* "ID." (instance.h: at most 31 + 1) + SESSION_ID_LEN */
 #define SESSION_ENDED_KEPT  64          /* why the last sessions ended, for late callers */
 #define SESSION_OUTBOX_MAX  (64u << 20) /* answers the interpreter has not read yet, at most */
 #define SESSION_OUTBOX_FULL (1u << 20)  /* read no more requests while this much waits */

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests: api/request (validation of /execute bodies) and the HTTP header helpers. */
+/* Unit tests: app/request (validation of /execute bodies: their form, then what the server can
+ * give them) and the HTTP header helpers. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -10,7 +11,9 @@
 #include <cmocka.h>
 
 #include "api/api.h"
+#include "app/app.h"
 #include "app/request.h"
+#include "framework/framework.h"
 
 static json_t *base(const char *handler)
 {
@@ -135,6 +138,76 @@ static void content_type_and_accept(void **state)
     assert_true(api_accepts("text/event-stream", "text/event-stream"));
 }
 
+/* What request_validate() says of body against a server with the default framework allowlist
+ * (loopback and "local"), no --egress-allow, no profiles and a /tmp of 1 KiB: 0, or the error's
+ * code and field in *ret_code and *ret_field (static). */
+static int validate(json_t *body, const char **ret_code, const char **ret_field,
+                    enum sbx_errkind *ret_kind)
+{
+    struct framework_options fo = {.timeout_ms = 1000, .max_response = 1000};
+    struct jail_config jail = {.tmp_bytes = 1024};
+    struct app a = {.jail = &jail};
+    assert_int_equal(framework_new(&fo, &a.fw), 0);
+    struct request_spec s = {0};
+    struct sbx_error err = {0};
+    int r = request_validate(&a, body, &s, &err);
+    *ret_code = err.code;
+    *ret_field = err.field;
+    *ret_kind = err.kind;
+    if (r < 0) /* the message names the field first, as the API answers it */
+        assert_true(strncmp(err.message, err.field, strlen(err.field)) == 0);
+    request_done(&s);
+    sbx_error_clear(&err);
+    framework_free(a.fw);
+    json_decref(body);
+    return r;
+}
+
+static void what_the_server_cannot_give_is_refused(void **state)
+{
+    (void)state;
+    const char *code, *field;
+    enum sbx_errkind kind;
+    assert_int_equal(validate(base("JIT"), &code, &field, &kind), 0);
+
+    json_t *b = base("JIT");
+    json_object_set_new(ctx(b), "mcp_endpoint", json_string("http://192.0.2.1:9/mcp"));
+    assert_int_equal(validate(b, &code, &field, &kind), -EPERM);
+    assert_int_equal(kind, SBX_ERR_FORBIDDEN);
+    assert_string_equal(code, "FRAMEWORK_NOT_ALLOWED");
+    assert_string_equal(field, "context.mcp_endpoint");
+
+    b = base("JIT");
+    json_object_set_new(task(b), "network", json_pack("{s:[s]}", "allow", "example.com"));
+    assert_int_equal(validate(b, &code, &field, &kind), -EINVAL); /* no --egress-allow */
+    assert_string_equal(code, "NETWORK_NOT_ALLOWED");
+    assert_string_equal(field, "context.taskDetails.network");
+
+    b = base("EXECUTOR");
+    json_object_set_new(task(b), "code", json_string("x = 1"));
+    json_object_set_new(task(b), "profile", json_string("nonesuch"));
+    assert_int_equal(validate(b, &code, &field, &kind), -EINVAL);
+    assert_int_equal(kind, SBX_ERR_INVALID);
+    assert_string_equal(field, "context.taskDetails.profile");
+
+    b = base("JIT");
+    char big[2045];
+    memset(big, 'A', sizeof(big) - 1); /* base64 of 1533 bytes: more than the /tmp of 1 KiB */
+    big[sizeof(big) - 1] = '\0';
+    json_object_set_new(task(b), "files", json_pack("{s:s}", "in.bin", big));
+    assert_int_equal(validate(b, &code, &field, &kind), -EFBIG);
+    assert_int_equal(kind, SBX_ERR_TOO_LARGE);
+    assert_string_equal(code, "FILES_TOO_LARGE");
+
+    /* The form first: a wrong field is named before the endpoint is looked at. */
+    b = base("JIT");
+    json_object_set_new(ctx(b), "mcp_endpoint", json_string("http://192.0.2.1:9/mcp"));
+    json_object_set_new(task(b), "function", json_string("not an identifier"));
+    assert_int_equal(validate(b, &code, &field, &kind), -EINVAL);
+    assert_string_equal(code, "INVALID_REQUEST");
+    assert_string_equal(field, "context.taskDetails.function");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -142,6 +215,7 @@ int main(void)
         cmocka_unit_test(missing_and_mistyped_fields_are_named),
         cmocka_unit_test(executor_rules),
         cmocka_unit_test(content_type_and_accept),
+        cmocka_unit_test(what_the_server_cannot_give_is_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -48,9 +48,9 @@ struct srv_exec {
     pthread_cond_t cond; /* done, or a call waits that the listener cannot ask about */
     atomic_int refs;     /* the thread's, the listener's, c->execs' */
     struct mcp_server *srv;
-    char id[65];   /* the sandbox session */
-    char *label;   /* its name in answers */
-    json_t *notes; /* for the answer that ends it */
+    char id[SESSION_ID_MAX + 1]; /* the sandbox session */
+    char *label;                 /* its name in answers */
+    json_t *notes;               /* for the answer that ends it */
     char *code;
     int64_t timeout_ms;
     atomic_bool done; /* set under lock too, so that waiters see it with the result */
@@ -65,9 +65,9 @@ struct srv_exec {
 /* An elicitation/create sent and not answered yet. */
 struct srv_elicit {
     struct srv_elicit *next;
-    char rpc_id[96];   /* our request's id */
-    char sandbox[65];  /* the session of the call */
-    char approval[65]; /* its approval id */
+    char rpc_id[96];                  /* our request's id */
+    char sandbox[SESSION_ID_MAX + 1]; /* the session of the call */
+    char approval[65];                /* its approval id */
 };
 
 /* ---- asking a client ------------------------------------------------------------------------ */

@@ -332,7 +332,7 @@ static struct srv_sandbox *srv_sandbox_entry(const char *name, json_t *want, jso
 /* Start the sandbox session of entry nb and list it (create_lock held, c->lock not); 0 with
  * ret_id and *ret_label (caller frees), or <0 with *ret_error (nb freed). */
 static int srv_sandbox_start(struct mcp_server_conn *c, struct srv_sandbox *nb, json_t *notes,
-                             char ret_id[65], char **ret_label, char **ret_error)
+                             char ret_id[SESSION_ID_MAX + 1], char **ret_label, char **ret_error)
 {
     struct mcp_server *s = c->srv;
     /* A session without the network it asked for would be a quiet failure: one more reason to
@@ -397,7 +397,8 @@ static int srv_sandbox_start(struct mcp_server_conn *c, struct srv_sandbox *nb, 
  * or -errno with *ret_error (caller frees). create_lock is held across the creation, so two
  * first calls of a connection make one default session, not two. */
 int srv_sandbox_get(struct mcp_server_conn *c, const char *name, json_t *servers, json_t *network,
-                    json_t *notes, char ret_id[65], char **ret_label, char **ret_error)
+                    json_t *notes, char ret_id[SESSION_ID_MAX + 1], char **ret_label,
+                    char **ret_error)
 {
     pthread_mutex_lock(&c->create_lock);
     pthread_mutex_lock(&c->lock);

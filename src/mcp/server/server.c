@@ -46,8 +46,8 @@ static const char *const srv_versions[SRV_N_VERSIONS] = {
 struct srv_call {
     struct srv_call *next;
     json_t *id;
-    const char *tool; /* its name (the tool table's, static) */
-    char sandbox[65]; /* the sandbox session it executes in, "" when not (yet) executing */
+    const char *tool;                 /* its name (the tool table's, static) */
+    char sandbox[SESSION_ID_MAX + 1]; /* the session it executes in, "" when not (yet) executing */
     bool cancelled, done;
     int refs; /* under the connection's lock */
 };
@@ -99,8 +99,8 @@ int mcp_server_new_pending(const struct mcp_server_options *opt, struct mcp_serv
         return -ENOMEM;
     s->opt = *opt;
     if (!s->opt.page_size)
-        s->opt.page_size = 100;
-    s->workspace = strdup(opt->workspace ? opt->workspace : "default");
+        s->opt.page_size = MCP_SERVER_PAGE_SIZE_DEFAULT;
+    s->workspace = strdup(opt->workspace ? opt->workspace : SESSION_WORKSPACE_DEFAULT);
     pthread_mutex_init(&s->bg_lock, NULL);
     pthread_cond_init(&s->bg_cond, NULL);
     pthread_cond_init(&s->ready_cond, NULL);
@@ -405,7 +405,7 @@ static void *srv_canceller_thread(void *arg)
     struct mcp_server *s = c->srv;
     pthread_mutex_lock(&c->lock);
     for (int step = 0; step < 3 && !k->done; step++) {
-        char sandbox[65];
+        char sandbox[SESSION_ID_MAX + 1];
         snprintf(sandbox, sizeof(sandbox), "%s", k->sandbox);
         pthread_mutex_unlock(&c->lock);
         if (*sandbox && step < 2)
@@ -442,7 +442,7 @@ static void srv_cancel(struct mcp_server_conn *c, json_t *params)
     }
     k->cancelled = true;
     k->refs++; /* the canceller's */
-    char sandbox[65];
+    char sandbox[SESSION_ID_MAX + 1];
     snprintf(sandbox, sizeof(sandbox), "%s", k->sandbox);
     pthread_mutex_unlock(&c->lock);
     const char *reason = json_string_value(json_object_get(params, "reason"));

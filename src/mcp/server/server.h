@@ -31,17 +31,19 @@ struct mcp_registry;
 struct tenant;
 
 /* The protocol versions we speak, preferred first. */
-#define MCP_SERVER_VERSION_LATEST "2025-11-25"
-#define MCP_SERVER_MAX_INFLIGHT   32 /* requests one connection may have running at once */
-#define MCP_SERVER_MAX_SANDBOXES  16 /* sandbox sessions one connection may hold */
-#define MCP_SERVER_MAX_BATCH      64 /* messages in one 2025-03-26 batch */
+#define MCP_SERVER_VERSION_LATEST    "2025-11-25"
+#define MCP_SERVER_MAX_INFLIGHT      32  /* requests one connection may have running at once */
+#define MCP_SERVER_MAX_SANDBOXES     16  /* sandbox sessions one connection may hold */
+#define MCP_SERVER_MAX_BATCH         64  /* messages in one 2025-03-26 batch */
+#define MCP_SERVER_PAGE_SIZE_DEFAULT 100 /* tools per tools/list page (--mcp-page-size) */
 
 struct mcp_server_options {
     bool output_json;           /* default output mode of tool results (else compact text) */
-    const char *workspace;      /* workspace of the sessions run_python creates; copied */
+    const char *workspace;      /* workspace of the sessions run_python creates; copied (NULL:
+                                 * SESSION_WORKSPACE_DEFAULT) */
     const char *profile;        /* profile of the sessions run_python creates (NULL: default);
                                  * borrowed, must outlive the server */
-    unsigned page_size;         /* tools per tools/list page */
+    unsigned page_size;         /* tools per tools/list page; 0: MCP_SERVER_PAGE_SIZE_DEFAULT */
     int64_t default_timeout_ms; /* of a run_python execution (the sessions' default) */
     int64_t max_timeout_ms;     /* the sessions' maximum: larger timeouts are clamped */
     int64_t lookup_timeout_ms;  /* connecting a server for list_servers / search_tool_docs */

@@ -17,6 +17,7 @@
 #include <stdbool.h>
 
 #include "mcp/server/server.h"
+#include "session/session.h"
 #include "util/buf.h"
 #include "util/error.h"
 #include "util/macros.h"
@@ -86,7 +87,7 @@ struct srv_sandbox {
     json_t *servers; /* sorted names */
     char *label;     /* how answers name it: the session_id, "default", "servers:a,b" */
     json_t *network; /* its allow list (sorted) when run_python asked for one; else NULL */
-    char id[65];     /* the sandbox session (session.h) */
+    char id[SESSION_ID_MAX + 1]; /* the sandbox session (session.h) */
 };
 
 /* A tools/call being handled (server.c). */
@@ -106,7 +107,8 @@ struct mcp_server_conn {
     bool closed;
     struct srv_sandbox *sandboxes; /* creation order; the first automatic one is "default" */
     unsigned n_sandboxes;
-    char spare[65]; /* a session made ahead for the first sandbox (mcp_server_conn_prepare) */
+    char spare[SESSION_ID_MAX + 1]; /* a session made ahead for the first sandbox
+                                     * (mcp_server_conn_prepare) */
     struct srv_call *calls;
     unsigned n_calls;
     bool elicit;                /* the client declared form elicitation (2025-06-18 and later) */
@@ -177,7 +179,8 @@ void srv_sandbox_free(struct srv_sandbox *b);
  * *ret_error (caller frees). Unlink b from c (c->lock held); forget the session id (it
  * ended; create_lock held). */
 int srv_sandbox_get(struct mcp_server_conn *c, const char *name, json_t *servers, json_t *network,
-                    json_t *notes, char ret_id[65], char **ret_label, char **ret_error);
+                    json_t *notes, char ret_id[SESSION_ID_MAX + 1], char **ret_label,
+                    char **ret_error);
 void srv_sandbox_unlink(struct mcp_server_conn *c, struct srv_sandbox *b);
 void srv_sandbox_forget(struct mcp_server_conn *c, const char *id);
 /* Append a note for the client (what happened to its sessions) to the array notes. */

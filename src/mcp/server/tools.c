@@ -408,73 +408,93 @@ static void srv_run_timeout(struct mcp_server *s, struct srv_run_args *a, json_t
     }
 }
 
-/* What one try at running the code found. */
+/* One run_python call as sessions_call() makes it: the hooks' userdata. */
 struct srv_try {
-    char id[65];
-    char *label;
-    char *why;            /* why it failed (caller frees), or NULL */
-    struct sbx_error err; /* the session's error when the execution failed */
-    json_t *result;
+    struct mcp_server_conn *c;
+    struct srv_call *k;
+    const struct srv_run_args *a;
+    json_t *notes, *token;
+    const struct mcp_server_out *out;
+    json_t **waiting;            /* srv_exec_run()'s, when the code waits for a decision */
+    char id[SESSION_ID_MAX + 1]; /* the session got last */
+    char *label;                 /* how answers name it (caller frees); NULL: none got */
 };
 
-/* Get the sandbox session (found or created), put the files in and run the code once:
- * srv_exec_run()'s answer, -ENOENT when the session ended before or while the code ran, -EBUSY
- * when it waits for a decision, -ECANCELED, or another -errno with t->why. */
-static int srv_run_once(struct mcp_server_conn *c, struct srv_run_args *a, json_t *notes,
-                        json_t *token, const struct mcp_server_out *out, struct srv_call *k,
-                        struct srv_run *ret, struct srv_try *t)
+/* A reason of this front end's (-errno and why, freed) as the error sessions_call() passes on;
+ * no code: only its message is shown (srv_run_code(), as a tool error). */
+static int srv_try_fail(struct sbx_error *err, int r, char *why)
 {
-    int r = srv_sandbox_get(c, a->name, a->servers, a->network, notes, t->id, &t->label, &t->why);
-    if (r == 0)
-        r = srv_files_put(c->srv, t->id, a->files, &t->why);
-    if (r < 0)
-        return r;
-    if (srv_exec_waits(c, t->id)) {
-        /* Its code waits for a decision: a second execution would wait behind it. */
-        t->why = fmt_str("session '%s' has an execution whose tool call waits for approval; "
-                         "decide it first with approve_call (the earlier answer names it), or "
-                         "use another session_id",
-                         t->label);
-        return -EBUSY;
-    }
-    if (!srv_call_executing(c, k, t->id))
-        return -ECANCELED;
-    r = srv_exec_run(c, k, t->id, t->label, a->code, a->timeout_ms, notes, token, out, &t->result,
-                     &ret->waiting, &t->err);
-    (void)srv_call_executing(c, k, NULL);
-    return r == -ENOENT && srv_call_cancelled(c, k) ? -ECANCELED : r;
+    enum sbx_errkind kind = r == -EINVAL      ? SBX_ERR_INVALID
+                            : r == -EBUSY     ? SBX_ERR_LIMIT
+                            : r == -ESHUTDOWN ? SBX_ERR_UNAVAILABLE
+                                              : SBX_ERR_INTERNAL;
+    sbx_error_set(err, kind, NULL, NULL, "%s", why ? why : strerror(-r));
+    free(why);
+    return r;
 }
 
-/* Run the code, once more when its session ended before it could (reaped, reset by a concurrent
- * call): the first result of srv_run_once() that is not -ENOENT, or -ENOENT with t->why after
- * the second. */
-static int srv_run_tries(struct mcp_server_conn *c, struct srv_run_args *a, json_t *notes,
-                         json_t *token, const struct mcp_server_out *out, struct srv_call *k,
-                         struct srv_run *ret, struct srv_try *t)
+/* The connection's session for the call (found, loaded with the servers asked for, or
+ * started: srv_sandbox_get()). */
+static int srv_try_get(void *userdata, char ret_id[SESSION_ID_MAX + 1], struct sbx_error *err)
 {
-    for (int attempt = 0;; attempt++) {
-        free(t->label);
-        t->label = NULL;
-        int r = srv_run_once(c, a, notes, token, out, k, ret, t);
-        if (r != -ENOENT)
-            return r;
-        srv_note_ended(notes, t->label);
-        pthread_mutex_lock(&c->create_lock);
-        srv_sandbox_forget(c, t->id);
-        pthread_mutex_unlock(&c->create_lock);
-        if (attempt == 1) {
-            /* Ended again: say so rather than retry without end. */
-            free(t->why);
-            t->why = fmt_str("session '%s' was ended twice before this call could run in it "
-                             "(%s); call again",
-                             t->label, t->err.message ? t->err.message : "it ended");
-            sbx_error_clear(&t->err);
-            return r;
-        }
-        free(t->why);
-        t->why = NULL;
-        sbx_error_clear(&t->err);
+    struct srv_try *t = userdata;
+    const struct srv_run_args *a = t->a;
+    char *why = NULL;
+    free(t->label);
+    t->label = NULL;
+    int r =
+        srv_sandbox_get(t->c, a->name, a->servers, a->network, t->notes, t->id, &t->label, &why);
+    if (r < 0)
+        return srv_try_fail(err, r, why);
+    memcpy(ret_id, t->id, sizeof(t->id));
+    return 0;
+}
+
+/* The files put in; refused while an execution of the session waits for a decision (a second
+ * one would wait behind it). */
+static int srv_try_prepare(void *userdata, const char *id, struct sbx_error *err)
+{
+    struct srv_try *t = userdata;
+    char *why = NULL;
+    int r = srv_files_put(t->c->srv, id, t->a->files, &why);
+    if (r == -ENOENT)
+        return r; /* ended: sessions_call() gets another */
+    if (r == 0 && srv_exec_waits(t->c, id)) {
+        why = fmt_str("session '%s' has an execution whose tool call waits for approval; "
+                      "decide it first with approve_call (the earlier answer names it), or "
+                      "use another session_id",
+                      t->label);
+        r = -EBUSY;
     }
+    return r < 0 ? srv_try_fail(err, r, why) : 0;
+}
+
+/* notifications/cancelled finds the session of the call by it. */
+static bool srv_try_executing(void *userdata, const char *id)
+{
+    struct srv_try *t = userdata;
+    return srv_call_executing(t->c, t->k, id);
+}
+
+/* On a thread of its own, so that calls waiting for approval reach this client (approvals.c). */
+static int srv_try_execute(void *userdata, const char *id, const char *code, int64_t timeout_ms,
+                           json_t **ret_result, struct sbx_error *err)
+{
+    struct srv_try *t = userdata;
+    return srv_exec_run(t->c, t->k, id, t->label, code, timeout_ms, t->notes, t->token, t->out,
+                        ret_result, t->waiting, err);
+}
+
+/* The session ended before the code could run in it (reaped, reset by a concurrent call):
+ * forgotten, and the answer says so. */
+static void srv_try_ended(void *userdata, const char *id)
+{
+    struct srv_try *t = userdata;
+    if (t->label) /* none got: the next look finds it ended, says so and forgets it */
+        srv_note_ended(t->notes, t->label);
+    pthread_mutex_lock(&t->c->create_lock);
+    srv_sandbox_forget(t->c, id);
+    pthread_mutex_unlock(&t->c->create_lock);
 }
 
 int srv_run_code(struct mcp_server_conn *c, json_t *args, json_t *token,
@@ -491,23 +511,41 @@ int srv_run_code(struct mcp_server_conn *c, json_t *args, json_t *token,
     json_t *notes = json_array();
     srv_run_timeout(c->srv, &a, notes);
     ret->timeout_ms = a.timeout_ms ? a.timeout_ms : c->srv->opt.default_timeout_ms;
-    struct srv_try t = {0};
-    int r = srv_run_tries(c, &a, notes, token, out, k, ret, &t);
+    struct srv_try t = {.c = c,
+                        .k = k,
+                        .a = &a,
+                        .notes = notes,
+                        .token = token,
+                        .out = out,
+                        .waiting = &ret->waiting};
+    const struct session_call call = {.userdata = &t,
+                                      .get = srv_try_get,
+                                      .prepare = srv_try_prepare,
+                                      .executing = srv_try_executing,
+                                      .execute = srv_try_execute,
+                                      .ended = srv_try_ended};
+    json_t *result = NULL;
+    struct sbx_error err;
+    int r = sessions_call(c->srv->sessions, &call, a.code, a.timeout_ms, NULL, &result, &err);
     srv_run_args_done(&a);
-    if (r < 0 && r != -ECANCELED) {
-        ret->error = t.why ? TAKE_PTR(t.why)
-                           : strdup(t.err.message ? t.err.message : "the execution failed");
+    if (r == -ENOENT) {
+        /* Ended twice: say so rather than retry without end. */
+        ret->error = fmt_str("session '%s' was ended twice before this call could run in it "
+                             "(%s); call again",
+                             t.label ? t.label : "?", err.message ? err.message : "it ended");
+        r = ret->error ? 0 : -ENOMEM;
+    } else if (r < 0 && r != -ECANCELED) {
+        ret->error = strdup(err.message ? err.message : "the execution failed");
         r = ret->error ? 0 : -ENOMEM;
     } else if (r == SRV_EXEC_WAITING) {
         /* The code waits for a decision this client cannot be asked for: say which, and how. */
         ret->st = json_pack("{s:s, s:s, s:s, s:O, s:O}", "status", "waiting_approval", "session",
                             t.label, "sessionId", t.id, "approvals", ret->waiting, "notes", notes);
         r = ret->st ? 0 : -ENOMEM;
-    } else {
-        r = srv_run_finish(c, k, t.id, t.label, notes, t.result, ret);
+    } else if (r == 0) {
+        r = srv_run_finish(c, k, t.id, t.label, notes, result, ret);
     }
-    sbx_error_clear(&t.err);
-    free(t.why);
+    sbx_error_clear(&err);
     free(t.label);
     json_decref(notes);
     return r;
