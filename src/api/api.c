@@ -249,9 +249,9 @@ static bool api_pool_can_fork(json_t *stats)
     return false;
 }
 
-/* Readiness: 503 while starting (no warm interpreter was ready yet), while the warm pool cannot
- * make interpreters (every zygote died and waits for its restart), until the state store has
- * answered once, or draining. An empty pool
+/* Readiness: 503 while draining, until the state store has answered once, while starting (no
+ * warm interpreter was ready yet), or while the warm pool cannot make interpreters (every
+ * zygote died and waits for its restart). An empty pool
  * under load is ready: requests wait for a fresh interpreter, which is still the fastest place
  * to send them. */
 static void api_readyz(struct api *api, struct http_reply *reply)
@@ -263,16 +263,17 @@ static void api_readyz(struct api *api, struct http_reply *reply)
     if (atomic_load(&api->draining)) {
         status = "draining";
         why = "sandboxd is shutting down";
+    } else if (api->store && !store_ready(api->store, &why)) {
+        /* Until the state store has answered once (a database down at start): sessions and
+         * workflows would fail, so the balancer sends nothing here yet. Named before the pool's
+         * start, which ends by itself, so an operator reads the cause that needs them. */
+        status = "store_unavailable";
     } else if (ps && !atomic_load(&api->started)) {
         status = "starting";
         why = "the warm pool has no ready interpreter yet";
     } else if (ps && !api_pool_can_fork(ps)) {
         status = "degraded";
         why = "the warm pool's zygotes died and are restarting";
-    } else if (api->store && !store_ready(api->store, &why)) {
-        /* Until the state store has answered once (a database down at start): sessions and
-         * workflows would fail, so the balancer sends nothing here yet. */
-        status = "store_unavailable";
     }
     json_decref(ps);
     api_reply_json(reply, API_OK, json_pack("{s:s, s:s*}", "status", status, "reason", why));
