@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * fuzz_alias — the rule that turns an MCP server or tool name into a Python
- * identifier (mcp/client/alias.c). Names come from MCP servers and configuration
+ * identifier (mcpclient/alias.c). Names come from MCP servers and configuration
  * files. Whatever the name, the alias is a lower-case Python identifier that
  * is not a keyword, an identifier is only lowercased (apart from a keyword's
  * trailing '_'), the rule is idempotent, and runs never make it longer than
@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "mcp/client/alias.h"
+#include "mcpclient/alias.h"
 #include "util/utf8.h"
 
 static bool is_word(unsigned char c)

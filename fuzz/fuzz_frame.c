@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * fuzz_frame — the host side of the runtime protocol (proto/frame.c) and
- * what becomes of the frames (app/response.c): the bytes a sandbox writes
+ * what becomes of the frames (response/response.c): the bytes a sandbox writes
  * on its protocol fd, fed to the incremental reader in pieces of varying
  * size as read() would return them, frames popped after every piece as
  * exec/run.c does. Every frame is a JSON object; one written back with
@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "app/response.h"
+#include "response/response.h"
 #include "fuzz.h"
 #include "proto/frame.h"
 #include "util/jdump.h"

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * fuzz_mcp_config — MCP configuration files (mcp/client/config.c): the input is
+ * fuzz_mcp_config — MCP configuration files (mcpclient/config.c): the input is
  * the text of the --mcp-config file and, with discovery, of ~/.claude.json
  * too (with a "projects" entry for the working directory). A file is
  * refused as a whole only when it is the explicit one; otherwise every
@@ -17,9 +17,9 @@
 #include <strings.h>
 
 #include "fuzz.h"
-#include "mcp/client/alias.h"
-#include "mcp/client/config.h"
-#include "mcp/client/registry.h"
+#include "mcpclient/alias.h"
+#include "mcpclient/config.h"
+#include "mcpclient/registry.h"
 
 static char file[128];
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * fuzz_mcp_server — JSON-RPC (proto/jsonrpc.c) and the MCP server's message
- * handling (mcp/server*.c) as a client drives them: the input is what the
+ * handling (mcpserver*.c) as a client drives them: the input is what the
  * client writes on stdin of `sandboxd mcp`, one message per line, handled
  * on one connection in order (initialize, tools/list with cursors,
  * tools/call of every tool with any arguments, cancellations, batches).
@@ -16,10 +16,10 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "mcp/client/config.h"
+#include "mcpclient/config.h"
 #include "proto/jsonrpc.h"
-#include "mcp/client/registry.h"
-#include "mcp/server/server.h"
+#include "mcpclient/registry.h"
+#include "mcpserver/server.h"
 #include "session/session.h"
 
 static struct mcp_server *server;

@@ -2,7 +2,7 @@
 /*
  * fuzz_request — the /execute request as a client sends it: the
  * Content-Type and Accept headers (api/api.c) and the JSON body, parsed as
- * the API parses it and validated by request_parse() (app/request.c). A
+ * the API parses it and validated by request_parse() (handlers/request.c). A
  * refused body names a field and a reason, and becomes an INVALID (400) body
  * that can be written; an accepted one holds only what validation promises (ids and
  * paths within their caps, relative paths without "..", identifiers, an
@@ -17,11 +17,12 @@
 
 #include "api/api.h"
 #include "api/status.h"
-#include "app/app.h"
-#include "app/request.h"
+#include "handlers/app.h"
+#include "handlers/request.h"
 #include "exec/run.h"
 #include "fuzz.h"
 #include "http/server.h"
+#include "util/path.h"
 
 /* A definition path as validation promises it: relative, no "..", no NUL, names a file. */
 static void check_path(const char *p, json_t *from)
@@ -59,7 +60,7 @@ static void check_accepted(json_t *body, const struct request_spec *s)
     switch (s->handler) {
     case HANDLER_JIT:
         check_path(s->script, json_object_get(s->task, "script"));
-        FUZZ_CHECK(request_is_identifier(s->function));
+        FUZZ_CHECK(path_is_identifier(s->function));
         break;
     case HANDLER_EXECUTOR:
         /* empty code is Python too */
@@ -68,8 +69,8 @@ static void check_accepted(json_t *body, const struct request_spec *s)
         FUZZ_CHECK(strlen(s->code) <= EXEC_MAX_CODE);
         FUZZ_CHECK(!s->class_name == !s->method_name);
         FUZZ_CHECK(!(s->class_name && s->function_name));
-        FUZZ_CHECK(!s->class_name || request_is_identifier(s->class_name));
-        FUZZ_CHECK(!s->function_name || request_is_identifier(s->function_name));
+        FUZZ_CHECK(!s->class_name || path_is_identifier(s->class_name));
+        FUZZ_CHECK(!s->function_name || path_is_identifier(s->function_name));
         break;
     case HANDLER_LLM:
         check_path(s->prompt_template, json_object_get(s->task, "promptTemplate"));

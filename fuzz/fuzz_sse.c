@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * fuzz_sse — the Server-Sent Events reader (mcp/client/sse.c) that reads the
+ * fuzz_sse — the Server-Sent Events reader (mcpclient/sse.c) that reads the
  * answers of MCP Streamable HTTP servers. Differential: a stream fed in
  * pieces of any size (as libcurl hands them over, a CRLF split between two)
  * gives the same events, last event id and retry time as the stream fed at
@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "mcp/client/sse.h"
+#include "mcpclient/sse.h"
 
 #define BIG_CAP (1u << 20)
 

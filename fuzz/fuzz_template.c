@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * fuzz_template — an LLM template file (flow/template.c): fetched through
- * the local framework as base64 (app/defs.c decodes it), read by the YAML
+ * fuzz_template — an LLM template file (handlers/template.c): fetched through
+ * the local framework as base64 (framework/defs.c decodes it), read by the YAML
  * loader on the host, and handed to the sandbox as part of a frame. The
  * base64 the framework sends decodes to the file's bytes; a template that
  * is not valid YAML is a TEMPLATE_ERROR naming the file; one that is
@@ -14,8 +14,8 @@
 #include <sodium.h>
 #include <string.h>
 
-#include "flow/template.h"
-#include "flow/yaml.h"
+#include "handlers/template.h"
+#include "handlers/yaml.h"
 #include "fuzz.h"
 #include "host.h"
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * fuzz_utf8 — what becomes of bytes a sandbox prints (app/response.c,
+ * fuzz_utf8 — what becomes of bytes a sandbox prints (response/response.c,
  * util/utf8.c): response_text() keeps valid UTF-8 as it is and repairs the
  * rest (U+FFFD for every byte that starts no well-formed sequence), the
  * repair is idempotent, a cut never splits a character, and a capped
@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "app/response.h"
+#include "response/response.h"
 #include "fuzz.h"
 #include "util/utf8.h"
 

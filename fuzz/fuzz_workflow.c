@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * fuzz_workflow — a WORKFLOW request end to end on the host
- * (flow/workflow.c, flow/validate.c, flow/yaml.c): the workflow file is
+ * (handlers/workflow.c, handlers/validate.c, handlers/yaml.c): the workflow file is
  * the input, fetched through the local framework like any definition,
  * parsed, validated, and run — control steps, mcp steps on the local
  * framework (core.state, the echo LLM, logs), paths and conditions, step
@@ -15,7 +15,7 @@
  */
 #include <string.h>
 
-#include "flow/workflow.h"
+#include "handlers/workflow.h"
 #include "fuzz.h"
 #include "host.h"
 #include "util/fmt.h"

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * fuzz_yaml — the one YAML dialect (flow/yaml.c), which reads workflow
+ * fuzz_yaml — the one YAML dialect (handlers/yaml.c), which reads workflow
  * files and LLM templates fetched from an app's definitions. A document is
  * either refused with a message (-EINVAL, or -E2BIG over a cap) or becomes a
  * JSON value that jdump writes and jansson reads back equal: never a value
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "flow/yaml.h"
+#include "handlers/yaml.h"
 #include "fuzz.h"
 #include "util/jdump.h"
 

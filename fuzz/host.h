@@ -13,7 +13,7 @@
 
 #include <stddef.h>
 
-#include "app/app.h"
+#include "handlers/app.h"
 
 #define FUZZ_HOST_APP "fuzz"
 

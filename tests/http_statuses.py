@@ -24,10 +24,10 @@ OWN_STATUSES = {
     "e2b/": "E2B's API speaks E2B's protocol: its statuses are E2B's (e2b/error.c, from the kinds)",
     "egress/": "the egress proxy speaks HTTP to the sandbox itself (CONNECT, 403, 502, ...)",
     "framework/": "a client: reads the status the Core Framework or an LLM endpoint answered",
-    "mcp/client/": "a client: reads the status an MCP server over HTTP answered",
+    "mcpclient/": "a client: reads the status an MCP server over HTTP answered",
     # Not a status of sandboxd's: a workflow's own HTTP response (resultType httpResponse),
     # passed through in the body when its statusCode is within 100-599.
-    "flow/workflow.c": "a workflow's httpResponse statusCode, checked for range and passed on",
+    "handlers/workflow.c": "a workflow's httpResponse statusCode, checked for range and passed on",
 }
 
 STATUSES = (set(range(100, 104)) | set(range(200, 209)) | {226} | set(range(300, 309)) |
@@ -132,7 +132,7 @@ def self_test():
                        "int n = 256 + 96 + 1000 + 599;\nchar c = '4'; double q = 1.500;\n",
         "api/status.c": "int s = 200;\n",
         "http/server.c": "int bad = 400;\n",
-        "mcp/client/t.c": "if (st == 404) return;\n",
+        "mcpclient/t.c": "if (st == 404) return;\n",
     }
     for rel, text in files.items():
         os.makedirs(os.path.join(d, os.path.dirname(rel)), exist_ok=True)

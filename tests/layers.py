@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""The include direction of src/: the folder-level include graph must be a DAG
-and follow LAYERS (lowest first): a file in one folder may include headers of
-its own folder and of folders below it, never above. Prints every cycle and
-every upward include with the #include lines that make it.
+"""The include direction of src/: each top-level folder of src/ is one layer
+(one node; a folder inside it belongs to it), the include graph between them
+must be a DAG and follow LAYERS (lowest first): a file in one folder may
+include headers of its own folder and of folders below it, never above. Every
+top-level folder with code must be in LAYERS. Prints every cycle and every
+upward include with the #include lines that make it.
 
 Usage: tests/layers.py [--json RESULT_FILE] [SRC_DIR]
        tests/layers.py --self-test   (the check finds a planted cycle and upward include)
@@ -27,12 +29,13 @@ LAYERS = [
     "http",
     "store",
     "framework",
-    "mcp/client",
-    "app",
+    "mcpclient",
+    "tenant",
+    "metrics",
+    "response",
     "session",
-    "flow",
     "handlers",
-    "mcp/server",
+    "mcpserver",
     "e2b",
     "web",
     "api",
@@ -44,13 +47,15 @@ INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 
 
 def folder_of(rel):
-    """The folder a path names, relative to src/: "mcp/client" for mcp/client/x.h."""
-    head, _ = os.path.split(rel)
-    return head.replace(os.sep, "/") if head else "."
+    """The layer a path is in, relative to src/: its top-level folder ("web" for
+    web/console/x.h), "." for a file at the top."""
+    parts = rel.replace(os.sep, "/").split("/")
+    return parts[0] if len(parts) > 1 else "."
 
 
-def scan(src):
-    """Return {(from_folder, to_folder): [(file, line_no, text), ...]}."""
+def scan(src, found=None):
+    """Return {(from_folder, to_folder): [(file, line_no, text), ...]}; add every layer that
+    holds code to found."""
     edges = {}
     for dirpath, _, files in os.walk(src):
         for name in sorted(files):
@@ -59,6 +64,8 @@ def scan(src):
             path = os.path.join(dirpath, name)
             rel = os.path.relpath(path, src)
             here = folder_of(rel)
+            if found is not None:
+                found.add(here)
             with open(path, encoding="utf-8", errors="replace") as f:
                 for no, line in enumerate(f, 1):
                     m = INCLUDE.match(line)
@@ -112,7 +119,8 @@ def cycles(edges):
 
 
 def check(src):
-    edges = scan(src)
+    found = set()
+    edges = scan(src, found)
     problems = []
     for comp in cycles(edges):
         lines = ["include cycle between folders: %s" % " <-> ".join(comp)]
@@ -122,7 +130,7 @@ def check(src):
                     lines.append("  %s -> %s  %s:%d: %s" % (a, b, f, no, text))
         problems.append("\n".join(lines))
     rank = {name: i for i, name in enumerate(LAYERS)}
-    folders = {a for a, _ in edges} | {b for _, b in edges}
+    folders = found | {a for a, _ in edges} | {b for _, b in edges}
     for name in sorted(folders - set(rank)):
         problems.append("folder src/%s is not in LAYERS of tests/layers.py" % name)
     for (a, b), where in sorted(edges.items()):
@@ -136,8 +144,11 @@ def check(src):
 
 
 def self_test():
-    """Plant a cycle (util <-> proto), an upward include (jail -> api) and an unknown folder in
-    a scratch tree; the check must report each, with the #include line, and pass a clean tree."""
+    """Plant a cycle (util <-> proto), an upward include (jail -> api), one from a folder inside
+    a layer (jail/sub -> api, counted as jail), a folder of two layers (mcp/client below
+    session, mcp/server above it: one node "mcp", so a cycle) and an unknown folder without
+    includes in a scratch tree; the check must report each, with the #include line, and pass a
+    clean tree (a folder inside a layer including its own layer's headers)."""
     def tree(files):
         d = tempfile.mkdtemp(prefix="layers-")
         for rel, text in files.items():
@@ -147,15 +158,22 @@ def self_test():
         return d
 
     clean = tree({"util/a.h": "", "proto/b.c": '#include "util/a.h"\n#include "proto/b.h"\n',
-                  "mcp/client/c.c": '#include "proto/b.h"\n', "api/d.c": '#include "mcp/client/c.h"\n'})
+                  "mcpclient/c.c": '#include "proto/b.h"\n', "api/d.c": '#include "mcpclient/c.h"\n',
+                  "web/console/e.c": '#include "web/web.h"\n#include "util/a.h"\n'})
     bad = tree({"util/a.c": '#include "proto/b.h"\n', "proto/b.c": '#include "util/a.h"\n',
-                "jail/j.c": '# include "api/x.h"\n', "nowhere/n.c": '#include "util/a.h"\n'})
+                "jail/j.c": '# include "api/x.h"\n', "jail/sub/k.c": '#include "api/y.h"\n',
+                "mcp/client/c.c": '#include "util/a.h"\n',
+                "session/s.c": '#include "mcp/client/c.h"\n',
+                "mcp/server/m.c": '#include "session/s.h"\n', "nowhere/n.c": ""})
     ok = check(clean)
     problems = "\n".join(check(bad))
     want = ["include cycle between folders: proto <-> util",
             'util -> proto  %s:1: #include "proto/b.h"' % os.path.join("src", "util", "a.c"),
             "upward include: jail (layer 2) includes api",
-            '# include "api/x.h"', "folder src/nowhere is not in LAYERS"]
+            '# include "api/x.h"', '%s:1: #include "api/y.h"' % os.path.join("src", "jail", "sub", "k.c"),
+            "include cycle between folders: mcp <-> session",
+            'mcp -> session  %s:1: #include "session/s.h"' % os.path.join("src", "mcp", "server", "m.c"),
+            "folder src/nowhere is not in LAYERS"]
     missing = [w for w in want if w not in problems]
     if ok or missing:
         print("layers self-test FAILED: clean tree: %r; not reported: %r\n%s" % (ok, missing, problems))

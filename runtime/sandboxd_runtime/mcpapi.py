@@ -4,7 +4,7 @@
 mcp-server-code-execution-mode (upstream), so that code written for it runs unchanged.
 
 The host describes the servers (names, aliases, tools, cwd) in the init job and in
-``add_servers`` frames; aliases are the host's (src/mcp/client/alias.c), never computed here. Tool
+``add_servers`` frames; aliases are the host's (src/mcpclient/alias.c), never computed here. Tool
 calls travel to the host through the session's channel (session.py). In compat mode
 (``sandboxd mcp --compat code-execution-mode``) a tool's answer is upstream's raw
 CallToolResult dict, its ``isError`` returned; otherwise the value (structuredContent, or the

@@ -14,14 +14,14 @@
 #include "api/routes.h"
 #include "api/status.h"
 #include "api/web.h"
-#include "app/request.h"
+#include "handlers/request.h"
 #include "api/sessions.h"
 #include "handlers/dispatch.h"
 #include "api/workspaces.h"
-#include "app/tenant.h"
+#include "tenant/tenant.h"
 #include "e2b/e2b.h"
 #include "egress/proxy.h"
-#include "mcp/client/registry.h"
+#include "mcpclient/registry.h"
 #include "pool/pool.h"
 #include "pool/profile.h"
 #include "pool/reuse.h"
@@ -30,7 +30,7 @@
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/macros.h"
-#include "flow/cache.h"
+#include "handlers/cache.h"
 
 bool api_is_json_type(const char *ct)
 {
@@ -122,8 +122,8 @@ static void api_execute(struct api *api, const struct http_request *req, struct 
         metrics_request(api->app->metrics, "JIT", "bad_request", 0);
         return;
     }
-    /* The one validation of the request (app/request.c): its form and what this server can give
-     * it, before anything runs; the handlers trust the spec. */
+    /* The one validation of the request (handlers/request.c): its form and what this server can
+     * give it, before anything runs; the handlers trust the spec. */
     struct request_spec spec = {0};
     struct sbx_error err = {0};
     if (request_validate(api->app, body, &spec, &err) < 0) {

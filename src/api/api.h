@@ -8,7 +8,7 @@
  * token, tenant), then the route table (api/routes.h: 404, 405), before any
  * route sees it. Checks what HTTP itself decides (method, Content-Type,
  * Accept, JSON syntax) and the framework allowlist, and leaves the rest to
- * app/. While the server drains (SIGTERM) new work is refused with 503
+ * handlers/. While the server drains (SIGTERM) new work is refused with 503
  * SHUTTING_DOWN; what runs already goes on.
  */
 #ifndef SANDBOXD_API_API_H
@@ -16,7 +16,7 @@
 
 #include <stdatomic.h>
 
-#include "app/app.h"
+#include "handlers/app.h"
 #include "http/server.h"
 
 struct api {

@@ -20,9 +20,9 @@
 
 #include "api/api.h"
 #include "api/status.h"
-#include "app/tenant.h"
+#include "tenant/tenant.h"
 #include "proto/jsonrpc.h"
-#include "mcp/server/server.h"
+#include "mcpserver/server.h"
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/macros.h"

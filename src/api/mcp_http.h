@@ -13,7 +13,7 @@
  * api/policy.h (Host, Origin, token) and names the caller's tenant. An MCP
  * session belongs to the tenant that initialized it; to any other it does
  * not exist (404). Sessions are capped and expire when idle. Called by
- * api.c's route table; the protocol itself is mcp/server/server.c.
+ * api.c's route table; the protocol itself is mcpserver/server.c.
  */
 #ifndef SANDBOXD_API_MCP_HTTP_H
 #define SANDBOXD_API_MCP_HTTP_H

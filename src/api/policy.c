@@ -13,7 +13,7 @@
 #include <strings.h>
 
 #include "api/status.h"
-#include "app/tenant.h"
+#include "tenant/tenant.h"
 #include "proto/jsonrpc.h"
 #include "util/log.h"
 #include "util/macros.h"

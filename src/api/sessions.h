@@ -6,7 +6,7 @@
 #define SANDBOXD_API_SESSIONS_H
 
 #include "api/api.h"
-#include "app/response.h"
+#include "response/response.h"
 #include "session/session.h"
 
 /* rest: the path after "/v1/sessions" ("", "/ID", "/ID/execute"). tenant: the caller's (NULL:

@@ -5,7 +5,7 @@
  * it so), and below which no module chooses one. What keeps statuses of its own: the HTTP
  * layer for its protocol errors (a bad request line, 408, 413, 431, ...; http/server.c), the
  * egress proxy, which speaks HTTP to the sandbox (egress/), and the clients that read an
- * upstream's status (framework/, mcp/client/).
+ * upstream's status (framework/, mcpclient/).
  */
 #ifndef SANDBOXD_API_STATUS_H
 #define SANDBOXD_API_STATUS_H

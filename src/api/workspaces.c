@@ -22,7 +22,7 @@
 #include <string.h>
 
 #include "api/status.h"
-#include "app/tenant.h"
+#include "tenant/tenant.h"
 #include "session/workspace.h"
 #include "util/log.h"
 #include "util/macros.h"

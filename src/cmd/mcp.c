@@ -5,7 +5,7 @@
  * The stdio transport of MCP: newline-delimited JSON-RPC messages, nothing
  * but protocol on stdout (the real stdout is moved to a private fd and fd 1
  * becomes stderr, so no library or child can write a stray byte into the
- * protocol), logs on stderr. The protocol is mcp/server/server.c, the set-up is
+ * protocol), logs on stderr. The protocol is mcpserver/server.c, the set-up is
  * the one of `serve` (cmd/setup.c).
  *
  * The main thread reads; tools/call requests and batches run on worker
@@ -40,8 +40,8 @@
 #include "cmd/compat.h"
 #include "cmd/setup.h"
 #include "proto/jsonrpc.h"
-#include "mcp/client/registry.h"
-#include "mcp/server/server.h"
+#include "mcpclient/registry.h"
+#include "mcpserver/server.h"
 #include "util/buf.h"
 #include "util/fdio.h"
 #include "util/log.h"

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "app/response.h"
+#include "response/response.h"
 #include "cmd/cmd.h"
 #include "cmd/common.h"
 #include "cmd/setup.h"

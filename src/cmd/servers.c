@@ -17,7 +17,7 @@
 
 #include "cmd/cmd.h"
 #include "cmd/setup.h"
-#include "mcp/client/config.h"
+#include "mcpclient/config.h"
 #include "util/jdump.h"
 #include "util/log.h"
 #include "util/macros.h"

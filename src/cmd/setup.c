@@ -12,13 +12,13 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "app/metrics.h"
+#include "metrics/metrics.h"
 #include "egress/proxy.h"
 #include "exec/cell.h"
 #include "jail/selftest.h"
 #include "framework/httpc.h"
-#include "mcp/client/approval.h"
-#include "mcp/client/registry.h"
+#include "mcpclient/approval.h"
+#include "mcpclient/registry.h"
 #include "pool/pool.h"
 #include "session/workspace.h"
 #include "util/fmt.h"

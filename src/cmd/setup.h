@@ -14,14 +14,14 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "app/app.h"
+#include "handlers/app.h"
 #include "cmd/common.h"
 #include "egress/policy.h"
 #include "egress/proxy.h"
 #include "jail/jail.h"
 #include "exec/artifact.h"
-#include "mcp/server/server.h"
-#include "mcp/client/config.h"
+#include "mcpserver/server.h"
+#include "mcpclient/config.h"
 #include "pool/profile.h"
 #include "session/session.h"
 #include "session/workspace.h"
@@ -60,7 +60,7 @@ struct setup_opts {
     uint64_t session_cpu_budget, tool_workers, max_tool_calls, session_tool_calls;
     uint64_t session_host_cpu, workspace_quota;
     uint64_t tenant_quota; /* serve's --tenant-quota-mb (0: 4 x workspace_quota) */
-    /* the MCP server (mcp/server/server.h) of either subcommand */
+    /* the MCP server (mcpserver/server.h) of either subcommand */
     const char *mcp_output;        /* "text" or "json" */
     const char *mcp_tools;         /* "lean" or "full" */
     const char *mcp_workspace;     /* workspace of the sessions run_python creates */

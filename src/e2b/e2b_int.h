@@ -21,7 +21,7 @@
 #include <stdint.h>
 #include <uthash.h>
 
-#include "app/tenant.h"
+#include "tenant/tenant.h"
 #include "e2b/e2b.h"
 #include "e2b/error.h"
 #include "util/error.h"

@@ -32,7 +32,7 @@ struct store;
 
 #define FRAMEWORK_LOCAL "local"
 /* Bytes of a definition (a script, template or workflow): what the local framework reads of a
- * file, and the definition cache's cap (app/defs.h max_file). */
+ * file, and the definition cache's cap (framework/defs.h max_file). */
 #define FRAMEWORK_MAX_DEFINITION (16u << 20)
 
 struct framework_options {

@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: MIT
 /*
  * dispatch — /execute's one entry: hand the request, validated already
- * (request_validate(), app/request.c), to its handler (JIT and EXECUTOR in
- * app/execute.c, LLM and WORKFLOW in flow/), and do the metrics and log
+ * (request_validate(), handlers/request.c), to its handler (JIT and EXECUTOR in
+ * handlers/execute.c, LLM in handlers/template.c, WORKFLOW in
+ * handlers/workflow.c), and do the metrics and log
  * bookkeeping every handler shares.
  */
 #include "handlers/dispatch.h"
-#include "flow/template.h"
-#include "flow/workflow.h"
+#include "handlers/template.h"
+#include "handlers/workflow.h"
 #include "util/clock.h"
 #include "util/log.h"
 

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
  * approvals — tool calls made from a session's code that wait for a
- * person's decision (the "ask" policy of mcp/client/approval.h), on the host
+ * person's decision (the "ask" policy of mcpclient/approval.h), on the host
  * side: the sandbox sends an ordinary call_tool request and simply gets no
  * answer until the call is decided, so sandboxed code can neither word the
  * question nor answer it. The decision comes from GET/POST
  * /v1/sessions/{id}/approvals and GET /v1/approvals (api/sessions.c) or an MCP client's
- * elicitation answer (mcp/server/), through sessions_approval_decide(); a
+ * elicitation answer (mcpserver/), through sessions_approval_decide(); a
  * call nobody decides within --approval-timeout-s is refused. While a call
  * waits the execution is held: exec_run's held() hook moves its deadline, so
  * the wait does not count against the time limit. An execution that ends

@@ -4,7 +4,7 @@
  *
  * In: rpc_request frames, read by the executing thread (exec_run's
  * on_message hook). A tool call meets its approval policy first
- * (mcp/client/approval.h): deny is answered at once, ask goes to
+ * (mcpclient/approval.h): deny is answered at once, ask goes to
  * approvals.c (on a worker, which checks that the server has such a tool),
  * auto goes on. Tool calls go to the shared worker pool (util/workpool.c),
  * refused at once beyond the session's or the pool's limit; memory, saved
@@ -27,11 +27,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "app/defs.h"
+#include "framework/defs.h"
 #include "exec/run.h"
-#include "mcp/client/alias.h"
-#include "mcp/client/approval.h"
-#include "mcp/client/registry.h"
+#include "mcpclient/alias.h"
+#include "mcpclient/approval.h"
+#include "mcpclient/registry.h"
 #include "proto/frame.h"
 #include "session/session_int.h"
 #include "session/workspace.h"

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "app/tenant.h"
+#include "tenant/tenant.h"
 #include "session/session_int.h"
 #include "util/macros.h"
 

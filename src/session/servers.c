@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mcp/client/alias.h"
-#include "mcp/client/registry.h"
+#include "mcpclient/alias.h"
+#include "mcpclient/registry.h"
 #include "session/session_int.h"
 #include "session/workspace.h"
 #include "util/log.h"

@@ -26,13 +26,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "app/metrics.h"
-#include "app/response.h"
-#include "app/tenant.h"
+#include "metrics/metrics.h"
+#include "response/response.h"
+#include "tenant/tenant.h"
 #include "egress/proxy.h"
 #include "exec/run.h"
-#include "mcp/client/alias.h"
-#include "mcp/client/registry.h"
+#include "mcpclient/alias.h"
+#include "mcpclient/registry.h"
 #include "pool/pool.h"
 #include "pool/profile.h"
 #include "session/files.h"

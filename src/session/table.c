@@ -13,7 +13,7 @@
 #include <time.h>
 
 #include "egress/proxy.h"
-#include "mcp/client/registry.h"
+#include "mcpclient/registry.h"
 #include "session/session_int.h"
 #include "util/clock.h"
 #include "util/log.h"

@@ -12,8 +12,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "app/request.h"
-#include "app/tenant.h"
+#include "tenant/tenant.h"
 #include "session/workspace_int.h"
 #include "util/fmt.h"
 #include "util/log.h"
@@ -177,7 +176,7 @@ static const char *ws_tool_name_problem(const char *name)
                                            "ApprovalDenied",
                                            "NOT_SENT",
                                            "help"};
-    if (!request_is_identifier(name) || strlen(name) > WORKSPACE_MAX_NAME)
+    if (!path_is_identifier(name) || strlen(name) > WORKSPACE_MAX_NAME)
         return "is not a Python identifier of at most 128 characters";
     if (strncmp(name, "mcp_", 4) == 0 || strncmp(name, "__", 2) == 0)
         return "is reserved (mcp_* and __* belong to the session)";
@@ -254,7 +253,7 @@ int workspace_tools(struct workspace *w, json_t **ret_tools, struct sbx_error *e
 
 int workspace_delete_tool(struct workspace *w, const char *name, struct sbx_error *err)
 {
-    if (!request_is_identifier(name) || strlen(name) > WORKSPACE_MAX_NAME)
+    if (!path_is_identifier(name) || strlen(name) > WORKSPACE_MAX_NAME)
         return -ENOENT;
     return store_delete(w->sw, STORE_TOOL, name, err);
 }

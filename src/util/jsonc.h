@@ -4,7 +4,7 @@
  * mcp.json: `// line` and `/ * block * /` comments and trailing commas
  * before `}` or `]`. jsonc_strip() blanks them out in place, so that a JSON
  * parser reads the rest and its line numbers still point into the file.
- * Text that is plain JSON comes out unchanged. Used by mcp/client/config.c for
+ * Text that is plain JSON comes out unchanged. Used by mcpclient/config.c for
  * every configuration file it discovers.
  */
 #ifndef SANDBOXD_UTIL_JSONC_H

@@ -85,3 +85,13 @@ const char *path_check_name(const char *name)
             return "may only contain letters, digits, '.', '_' and '-'";
     return NULL;
 }
+
+bool path_is_identifier(const char *s)
+{
+    if (!s || !*s || strlen(s) > 255 || !(isalpha((unsigned char)*s) || *s == '_'))
+        return false;
+    for (const char *p = s + 1; *p; p++)
+        if (!(isalnum((unsigned char)*p) || *p == '_'))
+            return false;
+    return true;
+}

@@ -3,7 +3,7 @@
  * path — checks on paths that come from requests. A definition path must be
  * relative, free of NUL bytes and of ".." components; an identifier-like
  * name (app id, workspace, tenant) must not be able to name a directory other
- * than itself.
+ * than itself; a Python identifier is one.
  */
 #ifndef SANDBOXD_UTIL_PATH_H
 #define SANDBOXD_UTIL_PATH_H
@@ -26,5 +26,8 @@ const char *path_check_component(const char *p, size_t len);
 /* A name sandboxd makes a directory of (workspace, tenant): [A-Za-z0-9._-], 1-64 bytes, not
  * starting with '.'. NULL when it is one, else why not (static). */
 const char *path_check_name(const char *name);
+/* A Python identifier (ASCII subset), at most 255 bytes: a function or class a request names,
+ * a workspace. */
+bool path_is_identifier(const char *s);
 
 #endif

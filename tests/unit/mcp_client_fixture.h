@@ -26,11 +26,11 @@
 
 #include <cmocka.h>
 
-#include "mcp/client/client.h"
-#include "mcp/client/config.h"
+#include "mcpclient/client.h"
+#include "mcpclient/config.h"
 #include "framework/httpc.h"
 #include "proto/jsonrpc.h"
-#include "mcp/client/registry.h"
+#include "mcpclient/registry.h"
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/macros.h"

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests: mcp/alias — the one rule from MCP server and tool names to Python identifiers. */
+/* Unit tests: mcpclient/alias — the one rule from MCP server and tool names to Python identifiers.
+ */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -10,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "mcp/client/alias.h"
+#include "mcpclient/alias.h"
 
 static void aliases(void **state)
 {

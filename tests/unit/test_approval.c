@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * test_approval — mcp/client/approval.c: the policy words, the precedence of rules (the first
+ * test_approval — mcpclient/approval.c: the policy words, the precedence of rules (the first
  * rule naming the tool, then the first "*", else auto), --approval against the configured
  * servers (the longest name, dotted names, the command line before the entry), and the
  * malformed rules that must stop the start.
@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "mcp/client/approval.h"
+#include "mcpclient/approval.h"
 
 static void test_words(void **state)
 {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* Unit tests: the lifecycles of a pool cell (pool/cellstate.c), of a session
- * (session/lifecycle.c), of an MCP client connection (mcp/client/client.c) and of an egress
+ * (session/lifecycle.c), of an MCP client connection (mcpclient/client.c) and of an egress
  * connection (egress/connstate.c): the transition tables against the diagrams (written out again
  * here), the orders in which a cell's "ready", attach, exit and release arrive, the orders in which
  * a connection's handshake, lost session, stalled writer, server exit, abort and close arrive
@@ -17,7 +17,7 @@
 
 #include <cmocka.h>
 
-#include "mcp/client/client_int.h"
+#include "mcpclient/client_int.h"
 #include "egress/proxy_int.h"
 #include "pool/pool_int.h"
 #include "proto/jsonrpc.h"
@@ -68,7 +68,7 @@ static const struct edge session_diagram[] = {
     {SESSION_STOPPED, SESSION_ENDED},   {SESSION_RUNNING, SESSION_ENDED},
 };
 
-/* The arrows of the diagram in mcp/client/client_int.h. */
+/* The arrows of the diagram in mcpclient/client_int.h. */
 static const struct edge mcp_diagram[] = {
     {MCP_CONN_CONNECTING, MCP_CONN_READY},   /* [K] */
     {MCP_CONN_CONNECTING, MCP_CONN_STALE},   /* [H] a 404 during the handshake */

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests: mcp/simple against a real HTTP server on loopback (libmicrohttpd in-process),
+/* Unit tests: framework/simple against a real HTTP server on loopback (libmicrohttpd in-process),
  * covering every way a framework endpoint can fail, what the messages say about the URL and
- * the limit that fired, and the framework client's allowlist (mcp/framework). */
+ * the limit that fired, and the framework client's allowlist (framework/framework). */
 #include <errno.h>
 #include <microhttpd.h>
 #include <setjmp.h>
@@ -17,7 +17,7 @@
 
 #include <cmocka.h>
 
-#include "app/defs.h"
+#include "framework/defs.h"
 #include "framework/framework.h"
 #include "framework/httpc.h"
 #include "framework/simple.h"

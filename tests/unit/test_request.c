@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests: app/request (validation of /execute bodies: their form, then what the server can
+/* Unit tests: handlers/request (validation of /execute bodies: their form, then what the server can
  * give them) and the HTTP header helpers. */
 #include <errno.h>
 #include <setjmp.h>
@@ -11,8 +11,8 @@
 #include <cmocka.h>
 
 #include "api/api.h"
-#include "app/app.h"
-#include "app/request.h"
+#include "handlers/app.h"
+#include "handlers/request.h"
 #include "framework/framework.h"
 
 static json_t *base(const char *handler)

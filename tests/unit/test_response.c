@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests: app/response (captured output as JSON text, message caps) and util/utf8. Run
+/* Unit tests: response/response (captured output as JSON text, message caps) and util/utf8. Run
  * under ASan and valgrind by tests/run.sh, so a leak in these paths fails the suite. */
 #include <errno.h>
 #include <setjmp.h>
@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "app/response.h"
+#include "response/response.h"
 #include "util/buf.h"
 #include "util/utf8.h"
 

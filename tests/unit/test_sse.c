@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests: mcp/sse — the Server-Sent Events reader of MCP Streamable HTTP answers. */
+/* Unit tests: mcpclient/sse — the Server-Sent Events reader of MCP Streamable HTTP answers. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "mcp/client/sse.h"
+#include "mcpclient/sse.h"
 
 struct seen {
     char text[256]; /* the events' data, each followed by '|' */

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests: mcp/state — the local framework's runtime values: per-app scope, caps on keys
+/* Unit tests: store/state — the local framework's runtime values: per-app scope, caps on keys
  * and values, the per-app and global bounds (least recently written first), expiry. */
 #include <errno.h>
 #include <setjmp.h>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests: app/tenant — the strict loading of a tenants file (every kind of mistake refuses
+/* Unit tests: tenant/tenant — the strict loading of a tenants file (every kind of mistake refuses
  * the start), finding a tenant by token, the per-tenant limits and the metrics. */
 #include <errno.h>
 #include <limits.h>
@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "app/tenant.h"
+#include "tenant/tenant.h"
 #include "util/buf.h"
 #include "util/log.h"
 

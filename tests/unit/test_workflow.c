@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests: flow/workflow (validation, paths, conditions). */
+/* Unit tests: handlers/workflow (validation, paths, conditions). */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -10,8 +10,8 @@
 
 #include <cmocka.h>
 
-#include "flow/workflow.h"
-#include "flow/yaml.h"
+#include "handlers/workflow.h"
+#include "handlers/yaml.h"
 
 static json_t *yaml(const char *text)
 {

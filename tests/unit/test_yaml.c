@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests: flow/yaml — the YAML 1.2 core schema dialect, its errors, and the caps on the
+/* Unit tests: handlers/yaml — the YAML 1.2 core schema dialect, its errors, and the caps on the
  * expanded document (aliases count as what they repeat and are shared, never copied). */
 #include <errno.h>
 #include <setjmp.h>
@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "flow/yaml.h"
+#include "handlers/yaml.h"
 
 static json_t *load(const char *text)
 {
