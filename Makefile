@@ -9,7 +9,7 @@ PORT       ?= 8080
 FUZZ_SECONDS ?= 60
 SOAK_SECONDS ?= 300
 
-.PHONY: all deps build build-asan build-fuzz run test test-cgroup2 layers funclen statuses bench bench-codemode fuzz soak image format format-check clean
+.PHONY: all deps build build-asan build-fuzz run test test-cgroup2 layers funclen statuses guide bench bench-codemode fuzz soak image format format-check clean
 
 all: build
 
@@ -53,6 +53,10 @@ funclen:
 # HTTP statuses are chosen in api/status.c only (tests/http_statuses.py); tests/run.sh runs it too
 statuses:
 	@/usr/bin/python3 tests/http_statuses.py --self-test && /usr/bin/python3 tests/http_statuses.py
+
+# every path docs/internals/HACKING.md names exists (tests/guide_paths.py); tests/run.sh runs it too
+guide:
+	@/usr/bin/python3 tests/guide_paths.py --self-test && /usr/bin/python3 tests/guide_paths.py
 
 # sandboxd on a pure cgroup v2 host: a Debian 12 VM built once into .cache/cgroup2/
 test-cgroup2: build

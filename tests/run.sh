@@ -3,7 +3,8 @@
 # Every test suite of sandboxd, ending with one summary line:
 #   N passed, N failed, N skipped
 # Suites: the include direction of src/ (tests/layers.py), the length of its functions
-# (tests/funclen.py), where HTTP statuses are chosen (tests/http_statuses.py), C unit tests
+# (tests/funclen.py), where HTTP statuses are chosen (tests/http_statuses.py), the paths of
+# docs/internals/HACKING.md (tests/guide_paths.py), C unit tests
 # (release build, ASan/UBSan build, valgrind), every libFuzzer target for a few seconds
 # (FUZZ_TEST_SECONDS, default 4), end-to-end tests against a real `sandboxd serve` (ASan build),
 # the attack suite as root and again as an unprivileged user (rootless mode), the deployment
@@ -61,6 +62,13 @@ if $PY tests/http_statuses.py --self-test; then
   $PY tests/http_statuses.py --json "$RESULTS/http-statuses.json"
 else
   echo '{"name": "HTTP statuses (self-test)", "result": "FAIL"}' >"$RESULTS/http-statuses.json"
+fi
+
+suite "guide paths (tests/guide_paths.py: every path docs/internals/HACKING.md names exists)"
+if $PY tests/guide_paths.py --self-test; then
+  $PY tests/guide_paths.py --json "$RESULTS/guide-paths.json"
+else
+  echo '{"name": "guide paths (self-test)", "result": "FAIL"}' >"$RESULTS/guide-paths.json"
 fi
 
 # stale logs of an earlier run must not be counted

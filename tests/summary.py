@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 
 results = sys.argv[1]
 passed = failed = skipped = 0
-expected = {"format.json", "pyflakes.json", "layers.json", "funclen.json", "http-statuses.json", "unit-release.json", "unit-asan.json", "unit-valgrind.json", "fuzz.json", "e2e.xml",
+expected = {"format.json", "pyflakes.json", "layers.json", "funclen.json", "http-statuses.json", "guide-paths.json", "unit-release.json", "unit-asan.json", "unit-valgrind.json", "fuzz.json", "e2e.xml",
             "attacks-root.xml", "attacks-rootless.xml", "deploy.xml", "cgroup2.xml",
             "cgroup2-attacks.xml"}
 found = set(os.listdir(results))

@@ -21,7 +21,9 @@
 
 const char *handler_name(enum handler_type h)
 {
-    static const char *const names[] = {"JIT", "EXECUTOR", "LLM", "WORKFLOW"};
+#define HANDLER_NAME(name) #name,
+    static const char *const names[] = {HANDLER_TYPES(HANDLER_NAME)};
+#undef HANDLER_NAME
     return names[h];
 }
 
@@ -269,16 +271,17 @@ int request_parse(json_t *body, struct request_spec *s, struct sbx_error *err)
     const char *ht;
     if ((r = request_string(s->context, "handlerType", "context.handlerType", true, 32, &ht, err)))
         return r;
-    static const char *const types[] = {"JIT", "EXECUTOR", "LLM", "WORKFLOW"};
     bool known = false;
-    for (int i = 0; i < 4; i++)
-        if (strcmp(ht, types[i]) == 0) {
+    for (int i = 0; i < HANDLER_COUNT; i++)
+        if (strcmp(ht, handler_name((enum handler_type)i)) == 0) {
             s->handler = (enum handler_type)i;
             known = true;
         }
+#define HANDLER_LISTED(name) " " #name
     if (!known)
         return request_fail(err, "context.handlerType",
-                            "must be one of JIT, EXECUTOR, LLM, WORKFLOW");
+                            "must be one of" HANDLER_TYPES(HANDLER_LISTED));
+#undef HANDLER_LISTED
     s->handler_name = handler_name(s->handler);
     bool needs_app = s->handler != HANDLER_EXECUTOR;
     if ((r = request_string(s->context, "appId", "context.appId", needs_app, 256, &s->app_id, err)))

@@ -22,7 +22,19 @@ struct app;
 struct egress_policy;
 struct pool;
 
-enum handler_type { HANDLER_JIT, HANDLER_EXECUTOR, HANDLER_LLM, HANDLER_WORKFLOW };
+/* The handler types of /execute, one row each: context.handlerType is the name, HANDLER_<name>
+ * the value. A new one is a row here and its case in handlers_execute() (dispatch.c), which
+ * does not build without it; docs/internals/HACKING.md lists the rest. */
+#define HANDLER_TYPES(X) X(JIT) X(EXECUTOR) X(LLM) X(WORKFLOW)
+
+enum handler_type {
+#define HANDLER_ENUM(name) HANDLER_##name,
+    HANDLER_TYPES(HANDLER_ENUM)
+#undef HANDLER_ENUM
+};
+#define HANDLER_ONE(name) +1
+enum { HANDLER_COUNT = 0 HANDLER_TYPES(HANDLER_ONE) };
+#undef HANDLER_ONE
 
 struct request_spec {
     const char *request_id;
@@ -89,6 +101,7 @@ int request_parse(json_t *body, struct request_spec *ret, struct sbx_error *err)
 int request_validate(struct app *a, json_t *body, struct request_spec *ret, struct sbx_error *err);
 /* Free what a validated spec owns (its network policy); safe on a zeroed or failed one. */
 void request_done(struct request_spec *s);
+/* "JIT", ...: the name of h. */
 const char *handler_name(enum handler_type h);
 
 #endif
