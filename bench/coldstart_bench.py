@@ -13,8 +13,8 @@ machine):
   in a live session, with what each costs the server's process tree (CPU and minor faults:
   /proc of sandboxd, its zygotes and their cells, reaped ones included);
 - network policies: a trivial EXECUTOR with `taskDetails.network` against the same without
-  one, and their cost to the process tree (in blocks of each kind, so that the replacement
-  cell a block's executions fork is counted with them).
+  one, plain and naming a profile, and their cost to the process tree (in blocks of each
+  kind, so that the replacement cell a block's executions fork is counted with them).
 
 BENCH_BASE_SANDBOXD names another build, measured in the same rounds as "base" (the
 before/after of a change); the servers of both run side by side. Run by bench/bench.py; alone:
@@ -286,43 +286,53 @@ NET_CODE = {"requestId": "bench", "requestData": {"source": "bench"},
                         "taskDetails": {"code": "1 + 1", "timeoutMs": 20000}}}
 
 
-def net_request(network):
+# A profile for the rounds that name one: its own pool, and with a policy its network pool.
+NET_PROFILE = "benchprof"
+
+
+def net_request(network, profile=None):
     body = json.loads(json.dumps(NET_CODE))
     if network:
         body["context"]["taskDetails"]["network"] = {"allow": ["api.test:443"]}
+    if profile:
+        body["context"]["taskDetails"]["profile"] = profile
     return body
 
 
 def bench_network(tmp):
     builds = [("sandboxd", BIN)] + ([("base", BASE)] if BASE else [])
-    args = ["--pool-size", "4", "--egress-allow", "api.test:443"]
+    args = ["--pool-size", "4", "--egress-allow", "api.test:443",
+            "--profile", NET_PROFILE + "=fractions:size=2"]
     srv = {label: Served(b, os.path.join(tmp, "net-" + label), args) for label, b in builds}
-    kinds = [(label, net) for label in srv for net in (False, True)]
+    kinds = [(label, prof, net) for label in srv for prof in (None, NET_PROFILE)
+             for net in (False, True)]
     out = {k: {"ms": [], "cpu": 0.0, "flt": 0} for k in kinds}
     try:
-        for label, net in kinds:  # warm
+        for label, prof, net in kinds:  # warm (and start the profile's pools)
             for _ in range(5):
-                srv[label].timed("POST", "/execute", net_request(net))
+                srv[label].timed("POST", "/execute", net_request(net, prof))
+        time.sleep(1)
         for i in range(NET_ROUNDS):
-            for label, net in (kinds if i % 2 == 0 else kinds[::-1]):
+            for k in (kinds if i % 2 == 0 else kinds[::-1]):
+                label, prof, net = k
                 s = srv[label]
                 u0 = tree_usage(s.p.pid)
                 for _ in range(NET_BLOCK):
-                    ms, r = s.timed("POST", "/execute", net_request(net))
+                    ms, r = s.timed("POST", "/execute", net_request(net, prof))
                     assert r["resultType"] == "generic", r
-                    out[(label, net)]["ms"].append(ms)
+                    out[k]["ms"].append(ms)
                     time.sleep(0.02)
                 time.sleep(0.2)  # the block's replacement cells are forked and ready
                 u1 = tree_usage(s.p.pid)
-                out[(label, net)]["cpu"] += u1[0] - u0[0]
-                out[(label, net)]["flt"] += u1[1] - u0[1]
+                out[k]["cpu"] += u1[0] - u0[0]
+                out[k]["flt"] += u1[1] - u0[1]
     finally:
         for s in srv.values():
             s.stop()
     n = NET_ROUNDS * NET_BLOCK
-    return {"%s %s" % (label, "network" if net else "plain"):
+    return {"%s%s %s" % (label, " profile" if prof else "", "network" if net else "plain"):
             dict(pct(d["ms"]), cpu_ms=d["cpu"] / n * 1000, faults=d["flt"] / n)
-            for (label, net), d in out.items()}
+            for (label, prof, net), d in out.items()}
 
 
 def main():

@@ -472,6 +472,9 @@ static int setup_pools(struct setup *s, const struct setup_opts *o, const char *
         .nofile = JAIL_DEFAULT_NOFILE,
         .max_frame = (size_t)o->max_result_mb << 20,
         .max_memory_mb = o->max_memory,
+        /* A network pool of --network-pool-size cells for each profile, started on first use */
+        .egress_port = s->jopt.egress ? EGRESS_SANDBOX_PORT : 0,
+        .network_size = (unsigned)o->network_pool_size,
     };
     if (s->jopt.cell_lib &&
         (r = profiles_new(&s->jail, o->profiles, o->n_profiles, &pro, &s->profiles)) < 0)

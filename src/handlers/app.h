@@ -80,9 +80,10 @@ struct app_run {
     int64_t requested_memory_mb;
     const struct exec_hooks *hooks;     /* frames the job sends besides its answer (RPCs) */
     const char *const *raw_path;        /* the result's value passed through as text, or NULL */
-    struct pool *pool;                  /* NULL: the app's pool */
+    struct pool *pool;                  /* NULL: the app's pool; with egress, the network pool to
+                                         * take a cell from (NULL: a cold one) */
     uint64_t default_memory_mb;         /* when none is requested; 0: the server's default */
-    const struct egress_policy *egress; /* a network policy: a cell of the network pool (or a
+    const struct egress_policy *egress; /* a network policy: a cell of a network pool (or a
                                          * cold one) with the proxy */
     struct egress_share *egress_share;  /* the tenant's part of the proxy; NULL: none */
     const char *label;                  /* the request id, for the egress log */

@@ -33,17 +33,17 @@ static int64_t app_clamp(int64_t v, int64_t lo, int64_t hi)
 }
 
 /* A cell whose network namespace holds the proxy's listener, attached to the proxy with the
- * execution's allow list; the job learns where the proxy is. The cell is a warm one of the
- * network pool, or (none, or a profile asked for) a fresh one. */
+ * execution's allow list; the job learns where the proxy is. The cell is a warm one of
+ * run->pool, a network pool (the profile's or the server's, as request_validate() chose), or
+ * a fresh one without. */
 static int app_egress_cell(struct app *a, struct app_run *run, const struct jail_limits *lim,
                            int64_t deadline_us, struct cell **ret_cell, struct egress_tap **ret_tap)
 {
     int listener = -1;
     assert(a->egress); /* request_validate() refuses a policy without --egress-allow */
-    int r = a->network_pool && !run->pool
-                ? pool_acquire(a->network_pool, lim, deadline_us, ret_cell, &run->pool_hit)
-                : cell_spawn_cold_egress(a->jail, lim, a->opt.max_frame, EGRESS_SANDBOX_PORT,
-                                         ret_cell, &listener);
+    int r = run->pool ? pool_acquire(run->pool, lim, deadline_us, ret_cell, &run->pool_hit)
+                      : cell_spawn_cold_egress(a->jail, lim, a->opt.max_frame, EGRESS_SANDBOX_PORT,
+                                               ret_cell, &listener);
     if (r < 0)
         return r;
     if (listener < 0)

@@ -346,6 +346,10 @@ static int request_check_server(struct app *a, struct request_spec *s, struct sb
                                "context.taskDetails.profile",
                                "context.taskDetails.profile: no such profile (GET /healthz lists "
                                "them under \"profiles\")");
+    /* With a network policy, the pool is one of network cells: the profile's or the server's
+     * (NULL: a fresh cell). */
+    if (s->egress)
+        s->pool = s->pool ? profiles_network_pool(a->profiles, s->profile) : a->network_pool;
     if (s->files_bytes > a->jail->tmp_bytes)
         return sbx_error_errno(err, EFBIG, SBX_ERR_TOO_LARGE, "FILES_TOO_LARGE",
                                "context.taskDetails.files",

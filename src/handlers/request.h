@@ -73,7 +73,9 @@ struct request_spec {
     size_t files_bytes;  /* their decoded size */
     json_t *collect;     /* [glob], checked; NULL when absent */
     /* request_validate(): the profile's pool (NULL: the default one) and the memory an
-     * execution of it gets when the request names none (0: the server's default) */
+     * execution of it gets when the request names none (0: the server's default). With a
+     * network policy, the pool of network cells it takes one from, the profile's or the
+     * server's (NULL: a fresh cell). */
     struct pool *pool;
     uint64_t profile_memory_mb;
     /* JIT and EXECUTOR: taskDetails.network, an object; NULL: no network. request_validate()

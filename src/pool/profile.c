@@ -84,6 +84,7 @@ struct profile {
     const char *warmup; /* static */
     bool builtin;
     struct pool *pool;
+    struct pool *network_pool; /* NULL: none (profiles_options' network_size 0) */
 };
 
 struct profiles {
@@ -220,6 +221,49 @@ static int profile_add(struct profiles *ps, const struct profile_spec *spec, con
     return 0;
 }
 
+/* Profile p's pools, made now, started on their first use: its own, and with
+ * opt->network_size its network pool. */
+static int profile_pools(const struct jail_config *jail, struct profile *p, unsigned default_size,
+                         const struct profiles_options *opt)
+{
+    if (!p->spec.size)
+        p->spec.size = default_size;
+    if (p->spec.memory_mb > opt->max_memory_mb)
+        p->spec.memory_mb = opt->max_memory_mb;
+    /* The session runtime too: sessions of the profile come from the same pool. */
+    _cleanup_free_ char *mods =
+        fmt_str("%s%s%s,sandboxd_runtime.session", opt->preimport ? opt->preimport : "",
+                opt->preimport && *opt->preimport ? "," : "", p->spec.modules);
+    if (!mods)
+        return -ENOMEM;
+    struct pool_options po = {
+        .size = p->spec.size,
+        .zygotes = 1,
+        .max_frame = opt->max_frame,
+        .nproc = opt->nproc,
+        .nofile = opt->nofile,
+        .preimport = mods,
+        .warmup = p->warmup,
+        .lazy = true,
+    };
+    int r = pool_new(jail, &po, &p->pool);
+    if (r < 0) {
+        log_errno(LOG_ERROR, r, "profile '%s': cannot create its pool", p->spec.name);
+        return r;
+    }
+    log_info("profile '%s': %s (pool of %u, started on first use)", p->spec.name, p->spec.modules,
+             po.size);
+    if (!opt->network_size || !opt->egress_port)
+        return 0;
+    /* As the server's network pool: grows to twice its floor on misses, cells never reused. */
+    po.size = opt->network_size;
+    po.max_size = 2 * opt->network_size;
+    po.egress_port = opt->egress_port;
+    if ((r = pool_new(jail, &po, &p->network_pool)) < 0)
+        log_errno(LOG_ERROR, r, "profile '%s': cannot create its network pool", p->spec.name);
+    return r;
+}
+
 int profiles_new(const struct jail_config *jail, const struct profile_spec *specs, size_t n,
                  const struct profiles_options *opt, struct profiles **ret)
 {
@@ -240,36 +284,8 @@ int profiles_new(const struct jail_config *jail, const struct profile_spec *spec
         if (installed)
             r = profile_add(ps, &s, pb->warmup, true); /* a --profile of that name wins */
     }
-    for (size_t i = 0; i < ps->n && r == 0; i++) {
-        struct profile *p = &ps->items[i];
-        if (!p->spec.size)
-            p->spec.size = ps->default_size;
-        if (p->spec.memory_mb > opt->max_memory_mb)
-            p->spec.memory_mb = opt->max_memory_mb;
-        /* The session runtime too: sessions of the profile come from the same pool. */
-        _cleanup_free_ char *mods =
-            fmt_str("%s%s%s,sandboxd_runtime.session", opt->preimport ? opt->preimport : "",
-                    opt->preimport && *opt->preimport ? "," : "", p->spec.modules);
-        if (!mods) {
-            r = -ENOMEM;
-            break;
-        }
-        struct pool_options po = {
-            .size = p->spec.size,
-            .zygotes = 1,
-            .max_frame = opt->max_frame,
-            .nproc = opt->nproc,
-            .nofile = opt->nofile,
-            .preimport = mods,
-            .warmup = p->warmup,
-            .lazy = true,
-        };
-        if ((r = pool_new(jail, &po, &p->pool)) < 0)
-            log_errno(LOG_ERROR, r, "profile '%s': cannot create its pool", p->spec.name);
-        else
-            log_info("profile '%s': %s (pool of %u, started on first use)", p->spec.name,
-                     p->spec.modules, po.size);
-    }
+    for (size_t i = 0; i < ps->n && r == 0; i++)
+        r = profile_pools(jail, &ps->items[i], ps->default_size, opt);
     if (r < 0) {
         profiles_free(ps);
         return r;
@@ -283,6 +299,7 @@ void profiles_free(struct profiles *ps)
     if (!ps)
         return;
     for (size_t i = 0; i < ps->n; i++) {
+        pool_free(ps->items[i].network_pool);
         pool_free(ps->items[i].pool);
         profile_spec_done(&ps->items[i].spec);
     }
@@ -301,6 +318,27 @@ int profiles_lookup(struct profiles *ps, const char *name, struct pool **ret_poo
     return -ENOENT;
 }
 
+struct pool *profiles_network_pool(struct profiles *ps, const char *name)
+{
+    for (size_t i = 0; ps && i < ps->n; i++)
+        if (strcmp(ps->items[i].spec.name, name) == 0)
+            return ps->items[i].network_pool;
+    return NULL;
+}
+
+/* A pool's stats and memory for /healthz; {"enabled": false} for none. */
+static json_t *profile_pool_stats(struct pool *pool)
+{
+    if (!pool)
+        return json_pack("{s:b}", "enabled", false);
+    json_t *o = pool_stats(pool);
+    if (o && json_object_set_new(o, "memory", pool_memory(pool)) < 0) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
 json_t *profiles_names(struct profiles *ps)
 {
     json_t *a = json_array();
@@ -314,14 +352,18 @@ json_t *profiles_stats(struct profiles *ps)
     json_t *o = json_object();
     for (size_t i = 0; ps && i < ps->n; i++) {
         const struct profile *p = &ps->items[i];
-        json_t *pool = p->pool ? pool_stats(p->pool) : json_object();
-        if (p->pool)
-            json_object_set_new(pool, "memory", pool_memory(p->pool));
+        json_t *pool = profile_pool_stats(p->pool), *net = profile_pool_stats(p->network_pool);
+        if (!pool || !net) {
+            json_decref(pool);
+            json_decref(net);
+            json_decref(o);
+            return NULL;
+        }
         if (json_object_set_new(o, p->spec.name,
-                                json_pack("{s:s, s:I, s:I, s:b, s:o}", "modules", p->spec.modules,
-                                          "size", (json_int_t)p->spec.size, "memoryMb",
-                                          (json_int_t)p->spec.memory_mb, "builtin", p->builtin,
-                                          "pool", pool)) < 0) {
+                                json_pack("{s:s, s:I, s:I, s:b, s:o, s:o}", "modules",
+                                          p->spec.modules, "size", (json_int_t)p->spec.size,
+                                          "memoryMb", (json_int_t)p->spec.memory_mb, "builtin",
+                                          p->builtin, "pool", pool, "networkPool", net)) < 0) {
             json_decref(o);
             return NULL; /* out of memory */
         }

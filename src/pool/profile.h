@@ -52,6 +52,11 @@ struct profiles_options {
     uint64_t nproc, nofile; /* per-cell rlimits */
     size_t max_frame;       /* largest frame a cell may send */
     uint64_t max_memory_mb; /* a profile's memory is at most this */
+    /* A network pool for each profile (its cells as a network pool's, pool_options'
+     * egress_port), of network_size ready cells, started on its first use: executions and
+     * sessions of the profile with a network policy. 0: none; they get a fresh cell. */
+    uint16_t egress_port;
+    unsigned network_size;
 };
 
 struct profiles;
@@ -66,9 +71,12 @@ void profiles_free(struct profiles *p);
  * profile. p may be NULL (no profiles). */
 int profiles_lookup(struct profiles *p, const char *name, struct pool **ret_pool,
                     uint64_t *ret_memory_mb);
-/* {"NAME": {modules, size, memoryMb, builtin, pool: pool_stats + memory}} (new reference; NULL
- * when out of memory). */
+/* {"NAME": {modules, size, memoryMb, builtin, pool: pool_stats + memory, networkPool: the same
+ * or {"enabled": false}}} (new reference; NULL when out of memory). */
 json_t *profiles_stats(struct profiles *p);
+/* The network pool of profile name (borrowed, started on its first pool_acquire), or NULL when
+ * there is none (no such profile, or profiles_options' network_size 0). */
+struct pool *profiles_network_pool(struct profiles *p, const char *name);
 /* ["NAME", ...] in the order profiles were defined (new reference; [] for NULL). */
 json_t *profiles_names(struct profiles *p);
 

@@ -175,18 +175,18 @@ json_t *session_describe(struct session *s, const struct sessions *ss)
 }
 
 /* A session with a network policy: a cell whose listener the proxy takes over (a warm one of
- * the network pool; a fresh one without it or for a profile, whose pool has no network), and
- * the init job learns where the proxy is. */
+ * pool, the network pool of its profile or the server's; a fresh one without), and the init
+ * job learns where the proxy is. */
 static int session_egress_cell(struct sessions *ss, struct session *s,
                                const struct egress_policy *pol, const struct jail_limits *lim,
-                               bool profile, json_t *job, struct cell **ret_cell, bool *ret_hit)
+                               struct pool *pool, json_t *job, struct cell **ret_cell,
+                               bool *ret_hit)
 {
     int listener = -1;
-    int r = ss->opt.network_pool && !profile
-                ? pool_acquire(ss->opt.network_pool, lim,
-                               clock_mono_us() + SESSION_READY_TIMEOUT_US, ret_cell, ret_hit)
-                : cell_spawn_cold_egress(ss->jail, lim, ss->opt.max_frame, EGRESS_SANDBOX_PORT,
-                                         ret_cell, &listener);
+    int r = pool ? pool_acquire(pool, lim, clock_mono_us() + SESSION_READY_TIMEOUT_US, ret_cell,
+                                ret_hit)
+                 : cell_spawn_cold_egress(ss->jail, lim, ss->opt.max_frame, EGRESS_SANDBOX_PORT,
+                                          ret_cell, &listener);
     if (r < 0)
         return r;
     if (listener < 0)
@@ -246,7 +246,8 @@ struct session_plan {
     json_t *names; /* the servers (owned) */
     int64_t idle_s;
     struct pool *pool;
-    bool named; /* a profile of its own */
+    struct pool *network_pool; /* with pol: the profile's or the server's; NULL: a fresh cell */
+    bool named;                /* a profile of its own */
     uint64_t memory_mb;
     struct egress_policy *pol; /* owned; NULL: no network */
 };
@@ -294,6 +295,8 @@ static int session_plan(struct sessions *ss, const struct session_create *c, str
                       "profile: no such profile '%.64s' (GET /healthz lists them)", c->profile);
         return -EINVAL;
     }
+    p->network_pool =
+        p->named ? profiles_network_pool(ss->opt.profiles, c->profile) : ss->opt.network_pool;
     p->memory_mb = c->memory_mb > 0 ? (uint64_t)c->memory_mb
                    : profile_mb     ? profile_mb
                                     : ss->opt.default_memory_mb;
@@ -421,7 +424,7 @@ static int session_boot(struct sessions *ss, struct session *s, const struct ses
     if (p->pol && !(s->network = egress_policy_json(p->pol)))
         r = -ENOMEM;
     else if (p->pol)
-        r = session_egress_cell(ss, s, p->pol, &lim, p->named, job, &cell, ret_hit);
+        r = session_egress_cell(ss, s, p->pol, &lim, p->network_pool, job, &cell, ret_hit);
     else
         r = p->pool ? pool_acquire(p->pool, &lim, deadline, &cell, ret_hit)
                     : cell_spawn_cold(ss->jail, &lim, ss->opt.max_frame, &cell);

@@ -20,11 +20,13 @@ from harness import Server, executor_request  # noqa: E402
 from origins import fixtures  # noqa: E402
 
 certs, web, tls = fixtures()
+# A profile whose zygote imports what a plain cell does not: its cells are told apart by it.
+PROFILE = "netprof=fractions:size=1"
 
 
 @pytest.fixture(scope="module")
 def srv(web):
-    s = Server("--pool-size", "1", "--network-pool-size", "2",
+    s = Server("--pool-size", "1", "--network-pool-size", "2", "--profile", PROFILE,
                "--egress-allow", "api.test:%d" % web.port,
                "--egress-resolve", "api.test:%d:127.0.0.1" % web.port)
     wait_ready(s)
@@ -32,17 +34,22 @@ def srv(web):
     s.stop()
 
 
-def wait_ready(s, pool="networkPool", want=2):
+def wait_ready(s, pool="networkPool", want=2, profile=None):
     """Until the pool's cells are ready: a hit is then the warm path, not luck."""
+    def stats():
+        h = s.health()
+        return h["profiles"][profile][pool] if profile else h[pool]
     for _ in range(300):
-        if s.health()[pool].get("ready", 0) >= want:
+        if stats().get("ready", 0) >= want:
             return
         time.sleep(0.05)
-    raise AssertionError("the %s never filled: %r" % (pool, s.health()[pool]))
+    raise AssertionError("the %s never filled: %r" % (pool, stats()))
 
 
-def run(s, code, network=None):
+def run(s, code, network=None, profile=None):
     task = {"network": {"allow": network}} if network else {}
+    if profile:
+        task["profile"] = profile
     r = s.execute(executor_request(code, timeoutMs=20000, **task))
     assert r.status == 200, r
     assert r.json["resultType"] == "generic", r.json
@@ -176,6 +183,59 @@ def test_a_session_with_a_network_policy_takes_a_warm_cell(srv, web):
         srv.request("DELETE", "/v1/sessions/" + sid)
 
 
+# PROBE, then a request to the allowed host, and whether the profile's module was imported
+# before the code ran (by the zygote the cell was forked from).
+PROFILE_PROBE = PROBE.replace("out = {}", "import sys\nout = {'fractions': 'fractions' in sys.modules}", 1) \
+    .replace("out\n", "import urllib.request\nout['status'] = urllib.request.urlopen("
+             "'http://api.test:%d/prof', timeout=10).status\nout\n")
+
+
+def test_a_profile_with_a_network_policy_takes_warm_cells_of_its_own(srv, web):
+    """Before, an execution naming both a profile and a network policy got a fresh cell; now
+    the profile has a network pool of its own (started on its first use), whose cells are
+    confined as the server's network cells are: TCP alone, no listener of the proxy, one
+    filter, and the profile's imports done."""
+    probe = PROFILE_PROBE % web.port
+    assert srv.health()["profiles"]["netprof"]["networkPool"]["started"] is False
+    out, _ = run(srv, probe, ["api.test:%d" % web.port], "netprof")  # starts the pool
+    assert out["status"] == 200 and out["fractions"] is True, out
+    wait_ready(srv, profile="netprof")
+    before = srv.health()["profiles"]["netprof"]["networkPool"]["hits"]
+    out, hit = run(srv, probe, ["api.test:%d" % web.port], "netprof")
+    assert hit and srv.health()["profiles"]["netprof"]["networkPool"]["hits"] == before + 1
+    assert out["status"] == 200 and out["fractions"] is True, out
+    assert out["tcp"] == out["tcp6"] == "created" and out["udp"] == "EPERM", out
+    assert out["lo_up"] is True and out["filters"] == 1 and out["listening_fds"] == [], out
+    # The server's network cells do not have the profile's imports: a different pool.
+    wait_ready(srv)
+    out, hit = run(srv, probe, ["api.test:%d" % web.port])
+    assert hit and out["fractions"] is False and out["status"] == 200, out
+    # The policy still binds: a host outside it is refused by the proxy.
+    deny = "import urllib.request\ntry:\n    urllib.request.urlopen('http://other.test:%d/', " \
+        "timeout=10)\n    r = 'reached'\nexcept Exception as e:\n    r = str(e)\nr" % web.port
+    wait_ready(srv, profile="netprof")
+    out, hit = run(srv, deny, ["api.test:%d" % web.port], "netprof")
+    assert hit and "403" in out, out
+
+
+def test_a_session_with_a_profile_and_a_network_policy_takes_a_warm_cell(srv, web):
+    wait_ready(srv, profile="netprof", want=1)
+    r = srv.request("POST", "/v1/sessions", {"profile": "netprof",
+                                             "network": {"allow": ["api.test:%d" % web.port]}})
+    assert r.status == 201, r
+    sid = r.json["sessionId"]
+    try:
+        assert r.json["poolHit"] is True, r.json
+        code = "import sys, urllib.request\n" \
+               "('fractions' in sys.modules, urllib.request.urlopen(" \
+               "'http://api.test:%d/ps', timeout=10).status)" % web.port
+        e = srv.request("POST", "/v1/sessions/%s/execute" % sid, {"code": code})
+        assert e.status == 200 and e.json["status"] == "ok", e.json
+        assert e.json["result"] == "(True, 200)", e.json
+    finally:
+        srv.request("DELETE", "/v1/sessions/" + sid)
+
+
 def test_more_network_executions_than_ready_cells_all_run(srv, web):
     code = "import urllib.request\n" \
            "urllib.request.urlopen('http://api.test:%d/many', timeout=10).status" % web.port
@@ -194,7 +254,9 @@ def test_without_the_network_pool_a_policy_gets_a_fresh_sandbox(web):
                "--egress-allow", "api.test:%d" % web.port,
                "--egress-resolve", "api.test:%d:127.0.0.1" % web.port)
     try:
-        assert s.health()["networkPool"] == {"enabled": False}
+        health = s.health()
+        assert health["networkPool"] == {"enabled": False}
+        assert all(p["networkPool"] == {"enabled": False} for p in health["profiles"].values())
         out, hit = run(s, PROBE, ["api.test:%d" % web.port])
         assert not hit
         assert out["tcp"] == "created" and out["udp"] == "EPERM" and out["lo_up"] is True, out

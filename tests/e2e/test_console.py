@@ -240,6 +240,13 @@ def test_operate_shows_the_recent_egress_decisions():
     assert re.fullmatch(r"\d{1,2}:\d{2}:\d{2}(\s?[AP]M)?", ok[0]), ok
     assert [x["cls"] for x in r["rows"]] == ["egress-denied", "egress-allowed"]
     assert [q["path"] for q in web.seen] == ["/from-console"]  # the denied one never left
+    # With --egress-allow the pools of network cells show: the server's, and each profile's
+    # (started on its first use, so not yet here).
+    pools = dict(r["pool"])
+    assert re.fullmatch(r"\d+ ready of \d+", pools.get("network pool", "")), r["pool"]
+    assert any(k.startswith("profile ") for k in pools), r["pool"]
+    assert all(v.endswith("with a network: not started") for k, v in pools.items()
+               if k.startswith("profile ")), r["pool"]
     assert not browser.console_errors(r["seen"]), r["seen"]["console"]
     assert not r["seen"]["pageErrors"], r["seen"]["pageErrors"]
 

@@ -254,6 +254,8 @@ const scenarios = {
       (e) => e.tagName.toLowerCase()))]);
     r.top = await page.evaluate(() => ({ pwned: window.pwned || null, title: document.title,
       marker: document.body.dataset.pwned || null }));
+    r.pool = await page.$$eval("#pool tr", (trs) => trs.map((tr) => [...tr.cells].map(
+      (c) => c.textContent)));
     await shot(page, "egress");
     return r;
   },

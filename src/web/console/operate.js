@@ -104,11 +104,16 @@ export class Operate {
       ["http", h.http ? `${h.http.connections} connections, ${h.http.requests} requests ` +
         `in flight` : "—"],
     ];
+    const started = (ps) => ps.started === false ? "not started" : `${ps.ready ?? 0} ready`;
+    const np = h.networkPool || {};
+    if (np.enabled)
+      rows.push(["network pool", `${np.ready ?? "—"} ready of ${np.target ?? "—"}`]);
     for (const [name, p] of Object.entries(h.profiles || {})) {
       const ps = p.pool || {};
+      const pn = p.networkPool || {};
       const modules = Array.isArray(p.modules) ? p.modules.join(", ") : String(p.modules || "");
-      rows.push([`profile ${name}`, `${modules}; ` +
-        (ps.started === false ? "not started" : `${ps.ready ?? 0} ready`)]);
+      rows.push([`profile ${name}`, `${modules}; ${started(ps)}` +
+        (pn.enabled ? `; with a network: ${started(pn)}` : "")]);
     }
     this.nodes.pool.replaceChildren(...rows.map(([k, v]) => {
       const tr = el("tr");
