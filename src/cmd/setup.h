@@ -253,7 +253,8 @@ struct setup_opts {
       "  --egress-ca-file FILE  PEM certificates sandboxes trust besides the host's\n")            \
     N(NETWORK_POOL, "network-pool-size", 0, 1024, network_pool_size, 2,                            \
       "  --network-pool-size N  interpreters kept ready for executions and sessions with a\n"      \
-      "                         network policy, each in a network namespace of its own (",         \
+      "                         network policy, each in a network namespace of its own; as\n"      \
+      "                         many for each profile, started on its first such use (",           \
       "; 0:\n                         each of them starts a fresh sandbox, ~15 x slower)\n")       \
     N(EGRESS_MAX_MB, "egress-max-mb", 1, 1 << 20, egress_max_mb, 256,                              \
       "  --egress-max-mb N      bytes up and down per execution, in MiB (", ")\n")                 \

@@ -72,14 +72,21 @@ static bool e2b_template_profile(struct e2b *e, const char *template_id, const c
     }
     char served[512] = E2B_TEMPLATE_BASE ", code-interpreter-v1 (also code-interpreter)";
     size_t n = strlen(served);
-    json_t *profiles = e->opt.profiles ? profiles_stats(e->opt.profiles) : NULL;
-    const char *name;
-    json_t *v;
-    json_object_foreach(profiles, name, v)
+    json_t *profiles = profiles_names(e->opt.profiles), *v;
+    size_t i;
+    bool cut = false;
+    json_array_foreach(profiles, i, v)
     {
-        if (strcmp(name, PROFILE_CODE_INTERPRETER) != 0 && n + strlen(name) + 3 < sizeof(served))
+        const char *name = json_string_value(v);
+        if (strcmp(name, PROFILE_CODE_INTERPRETER) == 0)
+            continue;
+        if (cut || n + strlen(name) + 8 >= sizeof(served))
+            cut = true; /* the rest: ", ..." below, rather than a name cut off */
+        else
             n += (size_t)snprintf(served + n, sizeof(served) - n, ", %s", name);
     }
+    if (cut)
+        snprintf(served + n, sizeof(served) - n, ", ...");
     json_decref(profiles);
     e2b_reply_fail(reply, E2B_SURFACE_API, SBX_ERR_INVALID, NULL,
                    "template '%.64s' is not served by sandboxd; its templates are: %s (Python "

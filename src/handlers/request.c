@@ -4,7 +4,6 @@
  */
 #include "handlers/request.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -21,9 +20,7 @@
 
 const char *handler_name(enum handler_type h)
 {
-#define HANDLER_NAME(name) #name,
-    static const char *const names[] = {HANDLER_TYPES(HANDLER_NAME)};
-#undef HANDLER_NAME
+    static const char *const names[] = {HANDLER_TYPE_NAMES};
     return names[h];
 }
 
@@ -277,11 +274,14 @@ int request_parse(json_t *body, struct request_spec *s, struct sbx_error *err)
             s->handler = (enum handler_type)i;
             known = true;
         }
-#define HANDLER_LISTED(name) " " #name
-    if (!known)
-        return request_fail(err, "context.handlerType",
-                            "must be one of" HANDLER_TYPES(HANDLER_LISTED));
+    if (!known) {
+#define HANDLER_LISTED(name) ", " #name
+        static const char listed[] = HANDLER_TYPES(HANDLER_LISTED); /* ", JIT, EXECUTOR, ..." */
 #undef HANDLER_LISTED
+        sbx_error_set(err, SBX_ERR_INVALID, "INVALID_REQUEST", "context.handlerType",
+                      "context.handlerType: must be one of %s", listed + 2);
+        return -EINVAL;
+    }
     s->handler_name = handler_name(s->handler);
     bool needs_app = s->handler != HANDLER_EXECUTOR;
     if ((r = request_string(s->context, "appId", "context.appId", needs_app, 256, &s->app_id, err)))

@@ -16,17 +16,16 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "proto/handlers.h"
 #include "util/error.h"
 
 struct app;
 struct egress_policy;
 struct pool;
 
-/* The handler types of /execute, one row each: context.handlerType is the name, HANDLER_<name>
- * the value. A new one is a row here and its case in handlers_execute() (dispatch.c), which
- * does not build without it; docs/internals/HACKING.md lists the rest. */
-#define HANDLER_TYPES(X) X(JIT) X(EXECUTOR) X(LLM) X(WORKFLOW)
-
+/* The handler types of /execute (HANDLER_TYPES, proto/handlers.h): context.handlerType is the
+ * name, HANDLER_<name> the value; handlers_execute() (dispatch.c) does not build without a case
+ * for each. */
 enum handler_type {
 #define HANDLER_ENUM(name) HANDLER_##name,
     HANDLER_TYPES(HANDLER_ENUM)

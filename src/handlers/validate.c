@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "handlers/request.h"
 #include "util/fmt.h"
 #include "util/macros.h"
 #include "util/path.h"

@@ -9,11 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto/handlers.h"
 #include "util/buf.h"
 #include "util/macros.h"
 
-static const char *const metrics_handlers[] = {"JIT",      "EXECUTOR", "LLM",
-                                               "WORKFLOW", "session",  "mcp"};
+/* /execute's handler types, then the session front ends' executions */
+static const char *const metrics_handlers[] = {HANDLER_TYPE_NAMES "session", "mcp"};
 static const char *const metrics_results[] = {"ok",           "error",        "timeout",
                                               "memory_limit", "output_limit", "killed",
                                               "internal",     "rejected",     "bad_request"};

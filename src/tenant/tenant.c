@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 
 #include "egress/proxy.h"
+#include "proto/handlers.h"
 #include "util/buf.h"
 #include "util/fdio.h"
 #include "util/log.h"
@@ -21,7 +22,8 @@
 #include "util/path.h"
 #include "util/trust.h"
 
-static const char *const tenant_handlers[] = {"JIT", "EXECUTOR", "LLM", "WORKFLOW", "session"};
+/* /execute's handler types, then sessions */
+static const char *const tenant_handlers[] = {HANDLER_TYPE_NAMES "session"};
 #define TENANT_NH ARRAY_SIZE(tenant_handlers)
 
 struct tenant {

@@ -26,9 +26,13 @@ PROFILE = "netprof=fractions:size=1"
 
 @pytest.fixture(scope="module")
 def srv(web):
+    # other.test is within the server's ceiling, never in an execution's policy here: a
+    # request to it must be refused by the execution's own policy.
     s = Server("--pool-size", "1", "--network-pool-size", "2", "--profile", PROFILE,
                "--egress-allow", "api.test:%d" % web.port,
-               "--egress-resolve", "api.test:%d:127.0.0.1" % web.port)
+               "--egress-allow", "other.test:%d" % web.port,
+               "--egress-resolve", "api.test:%d:127.0.0.1" % web.port,
+               "--egress-resolve", "other.test:%d:127.0.0.1" % web.port)
     wait_ready(s)
     yield s
     s.stop()
@@ -210,15 +214,18 @@ def test_a_profile_with_a_network_policy_takes_warm_cells_of_its_own(srv, web):
     wait_ready(srv)
     out, hit = run(srv, probe, ["api.test:%d" % web.port])
     assert hit and out["fractions"] is False and out["status"] == 200, out
-    # The policy still binds: a host outside it is refused by the proxy.
+    # The execution's policy still binds: a host the server allows, but it does not, is
+    # refused by the proxy.
     deny = "import urllib.request\ntry:\n    urllib.request.urlopen('http://other.test:%d/', " \
         "timeout=10)\n    r = 'reached'\nexcept Exception as e:\n    r = str(e)\nr" % web.port
     wait_ready(srv, profile="netprof")
     out, hit = run(srv, deny, ["api.test:%d" % web.port], "netprof")
     assert hit and "403" in out, out
+    assert "/" not in [r["path"] for r in web.seen]  # nothing reached the origin for it
 
 
 def test_a_session_with_a_profile_and_a_network_policy_takes_a_warm_cell(srv, web):
+    run(srv, "1", ["api.test:%d" % web.port], "netprof")  # the pool starts on first use
     wait_ready(srv, profile="netprof", want=1)
     r = srv.request("POST", "/v1/sessions", {"profile": "netprof",
                                              "network": {"allow": ["api.test:%d" % web.port]}})
@@ -250,13 +257,18 @@ def test_more_network_executions_than_ready_cells_all_run(srv, web):
 
 
 def test_without_the_network_pool_a_policy_gets_a_fresh_sandbox(web):
-    s = Server("--pool-size", "1", "--network-pool-size", "0",
+    s = Server("--pool-size", "1", "--network-pool-size", "0", "--profile", PROFILE,
                "--egress-allow", "api.test:%d" % web.port,
                "--egress-resolve", "api.test:%d:127.0.0.1" % web.port)
     try:
         health = s.health()
         assert health["networkPool"] == {"enabled": False}
+        assert health["profiles"]["netprof"]["networkPool"] == {"enabled": False}
         assert all(p["networkPool"] == {"enabled": False} for p in health["profiles"].values())
+        # A profile with a policy: a fresh sandbox too, which imports what it needs itself.
+        out, hit = run(s, PROFILE_PROBE % web.port, ["api.test:%d" % web.port], "netprof")
+        assert not hit and out["status"] == 200 and out["fractions"] is False, out
+        assert out["tcp"] == "created" and out["udp"] == "EPERM" and out["listening_fds"] == [], out
         out, hit = run(s, PROBE, ["api.test:%d" % web.port])
         assert not hit
         assert out["tcp"] == "created" and out["udp"] == "EPERM" and out["lo_up"] is True, out

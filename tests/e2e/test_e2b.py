@@ -134,6 +134,9 @@ def test_unknown_template_names_the_served_ones(e2b_server):
                            headers={"X-API-Key": KEY}, fresh=True)
     assert r.status == 400 and r.json["code"] == 400, r
     assert "code-interpreter-v1" in r.json["message"] and "base" in r.json["message"], r
+    # and the server's other profiles, each a template of its name (make deps installs numpy,
+    # so the built-in datascience profile is there)
+    assert ", datascience" in r.json["message"], r
 
 
 def test_errors_have_e2b_shape(e2b_server):

@@ -107,6 +107,33 @@ static void missing_and_mistyped_fields_are_named(void **state)
     assert_string_equal(field_of(b), "context.workflowInfo");
 }
 
+/* Every handler type (HANDLER_TYPES) is accepted by its name, and an unknown one is refused
+ * with the list of them. */
+static void handler_types_by_name(void **state)
+{
+    (void)state;
+    for (int i = 0; i < HANDLER_COUNT; i++) {
+        json_t *b = base(handler_name((enum handler_type)i));
+        struct request_spec s;
+        struct sbx_error err = {0};
+        request_parse(b, &s, &err); /* it may fail later, on what that type needs */
+        if (err.field)
+            assert_string_not_equal(err.field, "context.handlerType");
+        else
+            assert_int_equal(s.handler, i);
+        sbx_error_clear(&err);
+        json_decref(b);
+    }
+    json_t *b = base("PERL");
+    struct request_spec s;
+    struct sbx_error err = {0};
+    assert_int_equal(request_parse(b, &s, &err), -EINVAL);
+    assert_string_equal(err.message,
+                        "context.handlerType: must be one of JIT, EXECUTOR, LLM, WORKFLOW");
+    sbx_error_clear(&err);
+    json_decref(b);
+}
+
 static void executor_rules(void **state)
 {
     json_t *b = base("EXECUTOR");
@@ -213,6 +240,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(valid_jit),
         cmocka_unit_test(missing_and_mistyped_fields_are_named),
+        cmocka_unit_test(handler_types_by_name),
         cmocka_unit_test(executor_rules),
         cmocka_unit_test(content_type_and_accept),
         cmocka_unit_test(what_the_server_cannot_give_is_refused),
