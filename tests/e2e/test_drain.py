@@ -61,14 +61,16 @@ def cell_cgroups(dirs):
 def test_probes(server):
     r = server.request("GET", "/livez", fresh=True)
     assert r.status == 200 and r.json == {"status": "alive"}
-    r = server.request("GET", "/readyz", fresh=True)
-    assert r.status == 200 and r.json == {"status": "ready"}
+    # The pools start behind /healthz: ready once one has an interpreter.
+    r = wait_for(lambda: (lambda r: r if r.status == 200 else None)(
+        server.request("GET", "/readyz", fresh=True)), 60, "/readyz 200")
+    assert r.json == {"status": "ready"}, r
     assert server.request("POST", "/readyz", fresh=True).status == 405
 
 
 def test_readyz_is_503_while_the_pool_cannot_make_interpreters(make_server):
     s = make_server("--pool-size", "2", "--zygotes", "1")
-    assert s.request("GET", "/readyz", fresh=True).status == 200
+    wait_for(lambda: s.request("GET", "/readyz", fresh=True).status == 200, 60, "ready")
     for z in s.health()["pool"]["zygotes"]:
         os.kill(z["pid"], signal.SIGKILL)
     r = wait_for(lambda: (lambda r: r if r.status == 503 else None)(
