@@ -5,9 +5,10 @@ docs/internals/HACKING.md (a span with a "/" in it, or a file name such as
 `Makefile`, read from the repository's root) must exist; NAME in a path
 stands for any name and `*` is a glob, which must match something; a path
 ending in "/" must be a folder; and `path:name` must moreover contain name (a
-function, table or macro the guide points at). Left out: a span starting
-with "/" (an HTTP path) and one starting with "../" (outside the
-repository). Prints each path that does not hold.
+function, table or macro the guide points at). A span starting with "../"
+names a file outside the repository, which someone with the repository alone
+does not have: it fails. Left out: a span starting with "/" (an HTTP path).
+Prints each path that does not hold.
 
 Usage: tests/guide_paths.py [--json RESULT_FILE] [SRC_DIR]   (the guide of SRC_DIR/..)
        tests/guide_paths.py --self-test   (the check finds planted dangling paths)
@@ -34,7 +35,7 @@ def references(text):
             if not m:
                 continue
             path, name = m.group(1), m.group(2)
-            if path.startswith(("/", "../")) or not ("/" in path or FILE.match(path)):
+            if path.startswith("/") or not ("/" in path or FILE.match(path)):
                 continue
             yield no, path, name
 
@@ -49,6 +50,9 @@ def check_at(root):
     problems = []
     for no, path, name in references(text):
         where = "%s:%d: `%s%s`" % (GUIDE, no, path, ":" + name if name else "")
+        if path.startswith("../"):
+            problems.append("%s: outside the repository" % where)
+            continue
         pattern = os.path.join(root, path.replace("NAME", "*"))
         found = sorted(glob.glob(pattern)) if "*" in pattern else (
             [pattern] if os.path.exists(pattern) else [])
@@ -84,13 +88,13 @@ def self_test():
     os.makedirs(os.path.join(root, "docs", "internals"))
     with open(os.path.join(root, GUIDE), "w") as f:
         f.write("Good: `src/a/x.c`, `src/a/`, `fuzz/fuzz_*.c`, `fuzz/fuzz_NAME.c`,\n"
-                "`src/a/x.c:table_rows`, `Makefile:guide`, `/v1/x`, `../shared/X.md`, `make test`.\n"
-                "Bad: `src/a/y.c`, `src/b/`, `src/a/x.c/`, `fuzz/nope_*.c`, `srcx/a.c`,\n"
+                "`src/a/x.c:table_rows`, `Makefile:guide`, `/v1/x`, `make test`.\n"
+                "Bad: `src/a/y.c`, `src/b/`, `src/a/x.c/`, `fuzz/nope_*.c`, `srcx/a.c`, `../x/Y.md`,\n"
                 "`src/a/x.c:table_row`, `Makefile:nothing`.\n")
     problems = "\n".join(check(os.path.join(root, "src")))
     want = ["HACKING.md:3: `src/a/y.c`: no such path", "`src/b/`: no such path",
             "`src/a/x.c/`: no such path", "`fuzz/nope_*.c`: no such path",
-            "`srcx/a.c`: no such path",
+            "`srcx/a.c`: no such path", "`../x/Y.md`: outside the repository",
             "HACKING.md:4: `src/a/x.c:table_row`: table_row is not in it",
             "`Makefile:nothing`: nothing is not in it"]
     missing = [w for w in want if w not in problems]
