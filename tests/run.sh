@@ -43,33 +43,22 @@ else
   echo '{"name": "pyflakes", "result": "FAIL"}' >"$RESULTS/pyflakes.json"
 fi
 
-suite "include layers (tests/layers.py: src/ folders include downward only, no cycle)"
-if $PY tests/layers.py --self-test; then
-  $PY tests/layers.py --json "$RESULTS/layers.json"
-else
-  echo '{"name": "include layers (self-test)", "result": "FAIL"}' >"$RESULTS/layers.json"
-fi
+# A check of the tree (tests/srccheck.py's command line): its self-test first, then the check,
+# each one result. check SCRIPT RESULT_NAME TITLE
+check() {
+  suite "$3"
+  if $PY "tests/$1" --self-test; then
+    $PY "tests/$1" --json "$RESULTS/$2.json"
+  else
+    echo "{\"name\": \"$1 (self-test)\", \"result\": \"FAIL\"}" >"$RESULTS/$2.json"
+  fi
+}
 
-suite "function length (tests/funclen.py: no function in src/ over 120 lines)"
-if $PY tests/funclen.py --self-test; then
-  $PY tests/funclen.py --json "$RESULTS/funclen.json"
-else
-  echo '{"name": "function length (self-test)", "result": "FAIL"}' >"$RESULTS/funclen.json"
-fi
-
-suite "HTTP statuses (tests/http_statuses.py: chosen in api/status.c only)"
-if $PY tests/http_statuses.py --self-test; then
-  $PY tests/http_statuses.py --json "$RESULTS/http-statuses.json"
-else
-  echo '{"name": "HTTP statuses (self-test)", "result": "FAIL"}' >"$RESULTS/http-statuses.json"
-fi
-
-suite "guide paths (tests/guide_paths.py: every path docs/internals/HACKING.md names exists)"
-if $PY tests/guide_paths.py --self-test; then
-  $PY tests/guide_paths.py --json "$RESULTS/guide-paths.json"
-else
-  echo '{"name": "guide paths (self-test)", "result": "FAIL"}' >"$RESULTS/guide-paths.json"
-fi
+check layers.py layers "include layers (tests/layers.py: src/ folders include downward only, no cycle)"
+check funclen.py funclen "function length (tests/funclen.py: no function in src/ over 120 lines)"
+check http_statuses.py http-statuses "HTTP statuses (tests/http_statuses.py: chosen in api/status.c only)"
+check guide_paths.py guide-paths \
+  "guide paths (tests/guide_paths.py: every path docs/internals/HACKING.md names exists)"
 
 # stale logs of an earlier run must not be counted
 rm -f build/meson-logs/testlog*.json build-asan/meson-logs/testlog*.json
