@@ -274,7 +274,7 @@ def _keep_all(paths):
 
 def sync_folder(folder):
     """Keep on the host what is new or changed in a run's folder, in one request."""
-    n, todo = 0, []
+    n, changed = 0, []
     for root, dirs, files in os.walk(folder):
         dirs.sort()
         for name in sorted(files):
@@ -290,10 +290,10 @@ def sync_folder(folder):
                 break
             seen = STATE["kept"].get(path)
             if seen is None or seen[:2] != (st.st_size, st.st_mtime_ns):
-                todo.append(path)
+                changed.append(path)
         if n > RUN_FILES_KEPT:
             break
-    _keep_all(todo)
+    _keep_all(changed)
 
 
 def execution_folder():
