@@ -10,6 +10,16 @@ int http_stdin = -1;
 
 /* ---- helpers ---- */
 
+void fixture_process_init(void)
+{
+    signal(SIGPIPE, SIG_IGN); /* as sandboxd's main() does */
+    enum log_level level = LOG_ERROR;
+    const char *l = getenv("SANDBOXD_TEST_LOG");
+    if (l)
+        (void)log_level_parse(l, &level); /* an unknown name keeps the default */
+    log_set_level(level);
+}
+
 /* snprintf that fails the test on truncation (paths built here must fit). */
 void fmt(char *buf, size_t size, const char *f, ...)
 {

@@ -55,6 +55,9 @@ struct notes {
     json_t *seen; /* [[method, params], ...] */
 };
 
+/* What each test program's main() does first, as sandboxd's does: SIGPIPE ignored; the log
+ * level LOG_ERROR, or SANDBOXD_TEST_LOG's. */
+void fixture_process_init(void);
 void fmt(char *buf, size_t size, const char *f, ...) __attribute__((format(printf, 3, 4)));
 bool file_exists(const char *path);
 bool try_fixtures(const char *dir);

@@ -517,12 +517,7 @@ static void stdio_tools_list_limits(void **state)
 
 int main(void)
 {
-    signal(SIGPIPE, SIG_IGN); /* as sandboxd's main() does */
-    enum log_level level = LOG_ERROR;
-    const char *l = getenv("SANDBOXD_TEST_LOG");
-    if (l)
-        (void)log_level_parse(l, &level); /* an unknown name keeps the default */
-    log_set_level(level);
+    fixture_process_init();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(jsonrpc_builds_and_classifies),
         cmocka_unit_test(stdio_handshake_and_paginated_tools),

@@ -355,12 +355,7 @@ static void config_discovery_precedence(void **state)
 
 int main(void)
 {
-    signal(SIGPIPE, SIG_IGN); /* as sandboxd's main() does */
-    enum log_level level = LOG_ERROR;
-    const char *l = getenv("SANDBOXD_TEST_LOG");
-    if (l)
-        (void)log_level_parse(l, &level); /* an unknown name keeps the default */
-    log_set_level(level);
+    fixture_process_init();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(config_formats_and_invalid_entries),
         cmocka_unit_test(config_discovery_precedence),

@@ -176,12 +176,7 @@ static void http_close_deletes_session_and_bad_urls(void **state)
 
 int main(void)
 {
-    signal(SIGPIPE, SIG_IGN); /* as sandboxd's main() does */
-    enum log_level level = LOG_ERROR;
-    const char *l = getenv("SANDBOXD_TEST_LOG");
-    if (l)
-        (void)log_level_parse(l, &level); /* an unknown name keeps the default */
-    log_set_level(level);
+    fixture_process_init();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(http_session_sse_and_tools),
         cmocka_unit_test(http_lost_session_reinitializes),

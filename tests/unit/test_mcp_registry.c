@@ -210,12 +210,7 @@ static void registry_one_process_for_all_and_backoff(void **state)
 
 int main(void)
 {
-    signal(SIGPIPE, SIG_IGN); /* as sandboxd's main() does */
-    enum log_level level = LOG_ERROR;
-    const char *l = getenv("SANDBOXD_TEST_LOG");
-    if (l)
-        (void)log_level_parse(l, &level); /* an unknown name keeps the default */
-    log_set_level(level);
+    fixture_process_init();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(registry_lazy_shared_restart_and_cache),
         cmocka_unit_test(registry_one_process_for_all_and_backoff),
