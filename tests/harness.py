@@ -20,6 +20,16 @@ ROOTLESS = os.environ.get("SANDBOXD_ROOTLESS") == "1" or os.geteuid() != 0
 SANITIZER_MARKERS = ("ERROR: AddressSanitizer", "runtime error:", "ERROR: LeakSanitizer")
 
 
+def write_tenants(doc, mode=0o600):
+    """A tenants file (--tenants) holding doc (a dict, or text as it is), owned by us with mode
+    (sandboxd refuses one others may write); the caller removes it."""
+    f = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
+    f.write(doc if isinstance(doc, str) else json.dumps(doc))
+    f.close()
+    os.chmod(f.name, mode)
+    return f.name
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -10,12 +10,11 @@ import json
 import os
 import re
 import sys
-import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
-from harness import Server  # noqa: E402
+from harness import Server, write_tenants  # noqa: E402
 
 import pytest  # noqa: E402
 
@@ -31,18 +30,15 @@ def auth(token):
 
 @pytest.fixture(scope="module")
 def srv():
-    f = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
-    json.dump({"tenants": {"acme": {"token": TENANT}}}, f)
-    f.close()
-    os.chmod(f.name, 0o600)
+    tenants = write_tenants({"tenants": {"acme": {"token": TENANT}}})
     s = Server("--pool-size", "1", "--session-pool-size", "1", "--template-pool-size", "0",
-               "--api-token", OPERATOR, "--tenants", f.name,
+               "--api-token", OPERATOR, "--tenants", tenants,
                "--egress-allow", "%s:443" % SECRET_HOST,
                "--egress-resolve", "%s:443:%s" % (SECRET_HOST, PINNED),
                "--egress-header", "%s=X-Billing-Key: k-not-for-you" % SECRET_HOST)
     yield s
     s.stop()
-    os.unlink(f.name)
+    os.unlink(tenants)
 
 
 def host_secrets(report):

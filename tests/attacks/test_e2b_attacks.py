@@ -13,7 +13,7 @@ import tempfile
 
 import pytest
 
-from harness import Server
+from harness import Server, write_tenants
 
 ALICE = "e2b_" + "a1" * 20
 BOB = "e2b_" + "b0" * 20
@@ -34,16 +34,13 @@ def host_file():
 
 @pytest.fixture(scope="module")
 def srv():
-    f = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
-    json.dump({"tenants": {"alice": {"token": ALICE, "maxSessions": 3},
-                           "bob": {"token": BOB}}}, f)
-    f.close()
-    os.chmod(f.name, 0o600)
-    s = Server("--tenants", f.name, "--max-sessions", "6", "--max-body-kb", "256",
+    tenants = write_tenants({"tenants": {"alice": {"token": ALICE, "maxSessions": 3},
+                           "bob": {"token": BOB}}})
+    s = Server("--tenants", tenants, "--max-sessions", "6", "--max-body-kb", "256",
                "--tmp-size-mb", "4", "--pool-size", "1", "--session-pool-size", "2")
     yield s
     s.stop()
-    os.unlink(f.name)
+    os.unlink(tenants)
 
 
 def create(srv, key=ALICE, status=201, **body):

@@ -21,7 +21,7 @@ import time
 import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-from harness import BIN, Server, executor_request, wait_until  # noqa: E402
+from harness import BIN, Server, executor_request, wait_until, write_tenants  # noqa: E402
 from origins import fixtures  # noqa: E402
 
 SECRET = "s3cret-operator-key-0123456789"
@@ -30,14 +30,6 @@ BETA = "beta-token-0123456789abcdef"
 OPERATOR = "operator-token-0123456789abcdef"  # sees /healthz's details
 
 certs, web, tls = fixtures()
-
-
-def write_tenants(doc):
-    f = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
-    json.dump(doc, f)
-    f.close()
-    os.chmod(f.name, 0o600)
-    return f.name
 
 
 @pytest.fixture(scope="module")

@@ -10,12 +10,11 @@ import json
 import os
 import socket
 import sys
-import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
-from harness import Server, executor_request  # noqa: E402
+from harness import Server, executor_request, write_tenants  # noqa: E402
 
 import pytest  # noqa: E402
 
@@ -52,19 +51,16 @@ def settled_rss(pid, seconds=1.0):
 
 @pytest.fixture(scope="module")
 def srv():
-    f = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
-    json.dump({"tenants": {"alpha": {"token": ALPHA}, "beta": {"token": BETA}}}, f)
-    f.close()
-    os.chmod(f.name, 0o600)
+    tenants = write_tenants({"tenants": {"alpha": {"token": ALPHA}, "beta": {"token": BETA}}})
     # Under ASan, freed memory waits in a quarantine (256 MiB by default) before it is reused or
     # returned: a small one keeps RSS about what the process holds. No effect on other builds.
     asan = os.environ.get("ASAN_OPTIONS", "detect_leaks=1") + ":quarantine_size_mb=16"
     s = Server("--pool-size", "2", "--session-pool-size", "2", "--template-pool-size", "0",
-               "--tenants", f.name, "--api-token", OPERATOR, "--max-result-mb", "48",
+               "--tenants", tenants, "--api-token", OPERATOR, "--max-result-mb", "48",
                "--tmp-size-mb", "64", "--max-memory-mb", "1024", env={"ASAN_OPTIONS": asan})
     yield s
     s.stop()
-    os.unlink(f.name)
+    os.unlink(tenants)
 
 
 def unread(port, method, path, token, body=b"", headers=None):

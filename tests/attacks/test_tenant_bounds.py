@@ -14,7 +14,8 @@ import tempfile
 
 import pytest
 
-from harness import McpHttp, Server, executor_request, jit_request, session_create, session_run
+from harness import (McpHttp, Server, executor_request, jit_request, session_create, session_run,
+                     write_tenants)
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "e2e"))
 from framework import Framework  # noqa: E402
@@ -61,14 +62,6 @@ def state_dir():
     d = tempfile.mkdtemp(prefix="sandboxd-state-")
     yield d
     shutil.rmtree(d, ignore_errors=True)
-
-
-def write_tenants(doc):
-    f = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
-    json.dump(doc, f)
-    f.close()
-    os.chmod(f.name, 0o600)
-    return f.name
 
 
 @pytest.fixture(scope="module")

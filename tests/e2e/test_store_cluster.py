@@ -8,7 +8,6 @@ import json
 import os
 import signal
 import subprocess
-import tempfile
 import threading
 import time
 
@@ -16,6 +15,7 @@ import pytest
 
 import stores
 from cluster import INSTANCES, Cluster
+from harness import write_tenants
 
 ALICE = "alice-token-0123456789abcdef"
 BOB = "bob-token-0123456789abcdef"
@@ -28,13 +28,10 @@ TENANTS = {"tenants": {"alice": {"token": ALICE, "maxSessions": 32, "quotaMb": 1
 
 @pytest.fixture(scope="module")
 def cluster():
-    f = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
-    json.dump(TENANTS, f)
-    f.close()
-    os.chmod(f.name, 0o600)
-    c = Cluster(postgres=True, serve_args=["--tenants", f.name, "--workspace-quota-mb", "8"])
+    tenants = write_tenants(TENANTS)
+    c = Cluster(postgres=True, serve_args=["--tenants", tenants, "--workspace-quota-mb", "8"])
     yield c
-    os.unlink(f.name)
+    os.unlink(tenants)
     c.stop(check=True)
 
 

@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from harness import McpHttp, Server, executor_request
+from harness import McpHttp, Server, executor_request, write_tenants
 
 ALPHA = "alpha-token-0123456789"
 BETA = "beta-token-0123456789"
@@ -27,14 +27,6 @@ TENANTS = {"tenants": {"alpha": {"token": ALPHA, "maxSessions": 2, "maxRunning":
 
 def auth(token):
     return {"Authorization": "Bearer " + token}
-
-
-def write_tenants(doc, mode=0o600):
-    f = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
-    f.write(doc if isinstance(doc, str) else json.dumps(doc))
-    f.close()
-    os.chmod(f.name, mode)
-    return f.name
 
 
 @pytest.fixture(scope="module")
