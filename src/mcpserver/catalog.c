@@ -489,9 +489,5 @@ json_t *srv_resources(struct mcp_server_conn *c, json_t *id, const char *method,
     } else {
         return NULL;
     }
-    if (!result)
-        return srv_error(id, JSONRPC_INTERNAL_ERROR, NULL, "Internal error: out of memory");
-    json_t *r = jsonrpc_result_new(id, result);
-    json_decref(result);
-    return r;
+    return srv_result(id, result);
 }

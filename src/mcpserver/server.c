@@ -87,6 +87,15 @@ json_t *srv_error(json_t *id, int code, json_t *data, const char *fmt, ...)
     return e;
 }
 
+json_t *srv_result(json_t *id, json_t *result)
+{
+    if (!result)
+        return srv_error(id, JSONRPC_INTERNAL_ERROR, NULL, "Internal error: out of memory");
+    json_t *r = jsonrpc_result_new(id, result);
+    json_decref(result);
+    return r;
+}
+
 json_t *mcp_server_parse_error(const char *why)
 {
     return srv_error(NULL, JSONRPC_PARSE_ERROR, NULL, "Parse error: %s", why ? why : "not JSON");
@@ -519,11 +528,7 @@ static json_t *srv_initialize(struct mcp_server_conn *c, json_t *id, json_t *par
         json_pack("{s:s, s:{s:{s:b}, s:{s:b, s:b}}, s:o, s:s}", "protocolVersion", version,
                   "capabilities", "tools", "listChanged", 0, "resources", "subscribe", 0,
                   "listChanged", 0, "serverInfo", info, "instructions", srv_instructions(c->srv));
-    if (!result)
-        return srv_error(id, JSONRPC_INTERNAL_ERROR, NULL, "Internal error: out of memory");
-    json_t *r = jsonrpc_result_new(id, result);
-    json_decref(result);
-    return r;
+    return srv_result(id, result);
 }
 
 static json_t *srv_tools_list(struct mcp_server_conn *c, json_t *id, json_t *params)
@@ -559,9 +564,7 @@ static json_t *srv_tools_list(struct mcp_server_conn *c, json_t *id, json_t *par
         snprintf(next, sizeof(next), "%s%zu", SRV_CURSOR_PREFIX, end_i);
         json_object_set_new(result, "nextCursor", json_string(next));
     }
-    json_t *r = jsonrpc_result_new(id, result);
-    json_decref(result);
-    return r;
+    return srv_result(id, result);
 }
 
 static json_t *srv_tools_call(struct mcp_server_conn *c, json_t *id, json_t *params,
@@ -605,11 +608,7 @@ static json_t *srv_tools_call(struct mcp_server_conn *c, json_t *id, json_t *par
         json_decref(result); /* the client gave up on it: no answer (spec) */
         return NULL;
     }
-    if (!result)
-        return srv_error(id, JSONRPC_INTERNAL_ERROR, NULL, "Internal error: out of memory");
-    json_t *r = jsonrpc_result_new(id, result);
-    json_decref(result);
-    return r;
+    return srv_result(id, result);
 }
 
 static json_t *srv_handle_one(struct mcp_server_conn *c, json_t *msg,

@@ -126,6 +126,9 @@ bool srv_since(const struct mcp_server_conn *c, enum srv_version v);
 /* A JSON-RPC error response (new reference); data is stolen and optional (NULL: none, also when
  * it could not be built: the error itself is what matters). */
 json_t *srv_error(json_t *id, int code, json_t *data, const char *fmt, ...) _printf_(4, 5);
+/* The JSON-RPC response carrying result (stolen); NULL result (it could not be built): an
+ * internal error response instead. */
+json_t *srv_result(json_t *id, json_t *result);
 /* Record which sandbox session the call executes in (NULL: none any more); false when it was
  * cancelled already. */
 bool srv_call_executing(struct mcp_server_conn *c, struct srv_call *k, const char *sandbox);
