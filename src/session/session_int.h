@@ -190,6 +190,11 @@ const char *sessions_why_ended(const struct sessions *ss, const char *id);
 void session_end(struct session *s);
 /* The listed session id with a reference the caller drops (session_unref), or NULL. */
 struct session *sessions_lookup(struct sessions *ss, const char *id);
+/* *e: the server is shutting down and ended the session (UNAVAILABLE, SHUTTING_DOWN). */
+void session_shut_err(struct sbx_error *e);
+/* CPU time of the session so far; walk: look for subprocesses too (they may run only during
+ * an execution, so an idle session's count needs no walk). */
+uint64_t session_cpu_now(struct session *s, bool walk);
 
 /* ---- servers.c ---- */
 /* The init job of a session with the MCP servers names and the saved tools of wsh: {type:
