@@ -190,8 +190,7 @@ static void store_dir_ws_free(struct store_dir_ws *w)
     free(w);
 }
 
-/* The directory dirfd/name (O_PATH, a new fd), created first when create is set. */
-static int store_dir_subdir(int dirfd_, const char *name, bool create)
+int store_dir_subdir(int dirfd_, const char *name, bool create)
 {
     if (create && mkdirat(dirfd_, name, 0700) < 0 && errno != EEXIST)
         return -errno;
@@ -199,9 +198,7 @@ static int store_dir_subdir(int dirfd_, const char *name, bool create)
     return fd < 0 ? -errno : fd;
 }
 
-/* The directory holding the workspaces of tenant ("": the operator's), a new fd: a tenant's
- * are under STATE_DIR/tenants/<tenant>/workspaces, so no name can reach another's. */
-static int store_dir_parent(struct store_dir *ds, const char *tenant, bool create)
+int store_dir_parent(struct store_dir *ds, const char *tenant, bool create)
 {
     if (!*tenant) {
         int fd = ds->root_fd < 0 ? -1 : fcntl(ds->root_fd, F_DUPFD_CLOEXEC, 3);
@@ -763,86 +760,6 @@ int store_write_below(const char *root, const char *rel, const void *data, size_
         r = store_plain_name(file, NAME_MAX) ? store_dir_write(fd, file, data, len, sync) : -EINVAL;
     if (fd >= 0)
         close(fd);
-    return r;
-}
-
-/* ---- every workspace (sandboxd migrate) ---------------------------------------------------- */
-
-static int store_dir_cmp_name(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* fn(userdata, tenant, name) for each directory below parent (an fd, borrowed) that may be a
- * workspace or tenant, by name. */
-static int store_dir_each_in(int parent, const char *tenant, store_ws_fn fn, void *userdata)
-{
-    DIR *d = store_dir_opendir(parent);
-    if (!d)
-        return errno == ENOENT ? 0 : -errno;
-    char **names = NULL;
-    size_t n = 0;
-    int r = 0;
-    struct dirent *e;
-    while (r == 0 && (e = readdir(d))) {
-        struct stat st;
-        if (path_check_name(e->d_name) || strlen(e->d_name) > STORE_MAX_KEY_LEN ||
-            fstatat(parent, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
-            continue;
-        char **grown = realloc(names, (n + 1) * sizeof(*names));
-        if (!grown || !(grown[n] = strdup(e->d_name)))
-            r = -ENOMEM;
-        if (grown)
-            names = grown;
-        if (r == 0)
-            n++;
-    }
-    closedir(d);
-    if (n > 1)
-        qsort(names, n, sizeof(*names), store_dir_cmp_name);
-    for (size_t i = 0; i < n; i++) {
-        if (r == 0)
-            r = fn(userdata, tenant, names[i]);
-        free(names[i]);
-    }
-    free(names);
-    return r;
-}
-
-struct store_dir_tenants {
-    struct store_dir *ds;
-    store_ws_fn fn;
-    void *userdata;
-};
-
-/* A store_ws_fn over STATE_DIR/tenants: name is a tenant's. */
-static int store_dir_each_tenant(void *userdata, const char *unused, const char *tenant)
-{
-    (void)unused;
-    struct store_dir_tenants *t = userdata;
-    int fd = store_dir_parent(t->ds, tenant, false);
-    if (fd < 0)
-        return fd == -ENOENT ? 0 : fd;
-    int r = store_dir_each_in(fd, tenant, t->fn, t->userdata);
-    close(fd);
-    return r;
-}
-
-static int store_dir_each_workspace(struct store *s, store_ws_fn fn, void *userdata,
-                                    struct sbx_error *err)
-{
-    struct store_dir *ds = (struct store_dir *)s;
-    int r = ds->root_fd < 0 ? 0 : store_dir_each_in(ds->root_fd, "", fn, userdata);
-    if (r == 0) {
-        struct store_dir_tenants t = {.ds = ds, .fn = fn, .userdata = userdata};
-        _cleanup_close_ int all = store_dir_subdir(ds->state_fd, "tenants", false);
-        if (all >= 0)
-            r = store_dir_each_in(all, "", store_dir_each_tenant, &t);
-        else if (all != -ENOENT)
-            r = all;
-    }
-    if (r < 0 && !err->message)
-        store_fail(err, r, "workspaces");
     return r;
 }
 

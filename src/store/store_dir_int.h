@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * store_dir_int — shared by the state directory's backend: store_dir.c (the
- * store, open workspaces, their index and items), store_dir_share.c (a
+ * store, open workspaces, their index and items), store_dir_each.c (every
+ * workspace, for sandboxd migrate), store_dir_share.c (a
  * tenant's account, all its workspaces together) and store_dir_run.c (the
  * local framework's runtime values).
  *
@@ -75,6 +76,15 @@ int store_dir_scan(int dirfd, enum store_kind k, size_t cap, store_dir_scan_fn f
 /* Atomic replace of dirfd/name with data: a temporary file, written (and synced when sync),
  * renamed. */
 int store_dir_write(int dirfd, const char *name, const void *data, size_t len, bool sync);
+/* The directory dirfd/name (O_PATH, a new fd), created first when create is set. */
+int store_dir_subdir(int dirfd, const char *name, bool create);
+/* The directory holding the workspaces of tenant ("": the operator's), a new fd: a tenant's
+ * are under STATE_DIR/tenants/<tenant>/workspaces, so no name can reach another's. */
+int store_dir_parent(struct store_dir *ds, const char *tenant, bool create);
+
+/* ---- store_dir_each.c: every workspace, for sandboxd migrate ---- */
+int store_dir_each_workspace(struct store *s, store_ws_fn fn, void *userdata,
+                             struct sbx_error *err);
 
 /* ---- store_dir_share.c: a tenant's share, all its workspaces together ---- */
 
