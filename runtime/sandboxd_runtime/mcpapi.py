@@ -16,7 +16,7 @@ import sys
 import types
 
 from sandboxd_runtime import stubs
-from sandboxd_runtime.stubs import NOT_SENT
+from sandboxd_runtime.checks import NOT_SENT, wire_arguments
 
 
 class MCPError(RuntimeError):
@@ -156,7 +156,7 @@ def _call_request(server, tool, arguments, kwargs):
     info, spec = _spec(server, tool)
     name = info["name"] if info else server
     if spec is not None:
-        return _request(name, spec.name, stubs.wire_arguments(spec, args))
+        return _request(name, spec.name, wire_arguments(spec, args))
     t = _tool(info, tool) if info else None
     return _request(name, t["name"] if t else tool, args)
 

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 """The pre-flight of a session execution: before the first statement runs, the calls of the
 submitted code that certainly reach a known MCP tool are checked against the tool's schema,
-the way the call itself would check them (stubs.wire_arguments), so that a wrong argument
+the way the call itself would check them (checks.wire_arguments), so that a wrong argument
 stops the code before anything is printed or sent.
 
 Conservative by construction: a call is checked only when its target is sure and it would run
@@ -14,7 +14,7 @@ that handles exceptions (the code may expect the error) are left alone.
 """
 import ast
 
-from sandboxd_runtime import stubs
+from sandboxd_runtime import checks
 
 
 class PreflightError(Exception):
@@ -129,8 +129,8 @@ def check(tree, ns, proxy_type):
             try:
                 kwargs[k.arg] = ast.literal_eval(k.value)
             except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-                kwargs[k.arg] = stubs.UNKNOWN
+                kwargs[k.arg] = checks.UNKNOWN
         try:
-            stubs.wire_arguments(spec, kwargs, tuple(call.args))
+            checks.wire_arguments(spec, kwargs, tuple(call.args))
         except (TypeError, ValueError) as exc:
             raise PreflightError(exc, call.lineno) from None

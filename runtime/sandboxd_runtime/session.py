@@ -41,7 +41,7 @@ import time
 
 from sandboxd_runtime import artifacts, errors, helpers, mcpapi, network, preflight, proto
 from sandboxd_runtime.mcpapi import COMPAT, DISCOVERED, SERVERS, ApprovalDenied, MCPError  # noqa: F401
-from sandboxd_runtime.stubs import NOT_SENT
+from sandboxd_runtime.checks import NOT_SENT
 
 
 class ExecutionTimeout(BaseException):
