@@ -75,8 +75,7 @@ static int store_dir_each_tenant(void *userdata, const char *unused, const char 
     return r;
 }
 
-int store_dir_each_workspace(struct store *s, store_ws_fn fn, void *userdata,
-                                    struct sbx_error *err)
+int store_dir_each_workspace(struct store *s, store_ws_fn fn, void *userdata, struct sbx_error *err)
 {
     struct store_dir *ds = (struct store_dir *)s;
     int r = ds->root_fd < 0 ? 0 : store_dir_each_in(ds->root_fd, "", fn, userdata);
